@@ -1,0 +1,132 @@
+package ports
+
+import (
+	"context"
+	"time"
+)
+
+//go:generate go tool mockgen -typed -destination ../testkit/mocks/identity.go -package mocks . OrgStore,UserStore,TokenStore
+
+// Role is a user's role within an organisation.
+type Role string
+
+// The roles a user can hold.
+const (
+	RoleAdmin  Role = "admin"
+	RoleMember Role = "member"
+)
+
+// Valid reports whether r is a known role.
+func (r Role) Valid() bool { return r == RoleAdmin || r == RoleMember }
+
+// Principal is the authenticated caller every use case acts for.
+type Principal struct {
+	UserID  string
+	OrgID   string
+	Role    Role
+	TokenID string // the API token that authenticated the call, if any
+}
+
+// IsAdmin reports whether the principal administers its organisation.
+func (p Principal) IsAdmin() bool { return p.Role == RoleAdmin }
+
+type principalKey struct{}
+
+// WithPrincipal returns a context that carries p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal carried by ctx, if any.
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok && p.UserID != ""
+}
+
+// RequirePrincipal returns the principal carried by ctx, or an unauthenticated
+// Error when there is none.
+func RequirePrincipal(ctx context.Context) (Principal, error) {
+	p, ok := PrincipalFrom(ctx)
+	if !ok {
+		return Principal{}, &Error{Kind: KindUnauthenticated, Message: "authentication required"}
+	}
+	return p, nil
+}
+
+// Org is an organisation: the unit that owns users and shared resources.
+type Org struct {
+	ID        string
+	Name      string
+	CreatedAt time.Time
+}
+
+// User is a person (or service identity) within one organisation.
+type User struct {
+	ID        string
+	OrgID     string
+	Email     string
+	Role      Role
+	CreatedAt time.Time
+}
+
+// APIToken is a stored API token. The token itself is never stored: only the
+// SHA-256 of it (Hash) and a short non-secret Prefix for recognising it.
+type APIToken struct {
+	ID         string
+	UserID     string
+	OrgID      string
+	Name       string
+	Prefix     string
+	Hash       []byte
+	CreatedAt  time.Time
+	ExpiresAt  *time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+// OrgStore keeps organisations.
+type OrgStore interface {
+	// CreateOrg stores a new org; conflict when the name is taken.
+	CreateOrg(ctx context.Context, org Org) error
+	// GetOrg returns the org with the id; not_found when absent.
+	GetOrg(ctx context.Context, id string) (Org, error)
+	// GetOrgByName returns the org with the name; not_found when absent.
+	GetOrgByName(ctx context.Context, name string) (Org, error)
+}
+
+// UserStore keeps users.
+type UserStore interface {
+	// CreateUser stores a new user; conflict when the email is taken;
+	// not_found when the org does not exist.
+	CreateUser(ctx context.Context, user User) error
+	// GetUser returns the user with the id; not_found when absent.
+	GetUser(ctx context.Context, id string) (User, error)
+	// GetUserByEmail returns the user with the email (compared
+	// case-insensitively); not_found when absent.
+	GetUserByEmail(ctx context.Context, email string) (User, error)
+}
+
+// TokenStore keeps API tokens.
+type TokenStore interface {
+	// CreateToken stores a new token; conflict when the hash exists already;
+	// not_found when the user does not exist.
+	CreateToken(ctx context.Context, token APIToken) error
+	// GetTokenByHash returns the token with the SHA-256 hash, revoked or not;
+	// not_found when absent.
+	GetTokenByHash(ctx context.Context, hash []byte) (APIToken, error)
+	// GetToken returns the token with the id; not_found when absent.
+	GetToken(ctx context.Context, id string) (APIToken, error)
+	// ListTokens returns tokens newest first, filtered by org and user; an
+	// empty orgID or userID does not filter.
+	ListTokens(ctx context.Context, orgID, userID string) ([]APIToken, error)
+	// RevokeToken marks the org's token revoked at the time given; not_found
+	// when absent or another org's, conflict when revoked already.
+	RevokeToken(ctx context.Context, orgID, id string, at time.Time) error
+	// TouchToken records a use at the time given, unless a use at or after
+	// notBefore is recorded already (so busy tokens are not written on every
+	// request); not_found when absent.
+	TouchToken(ctx context.Context, id string, at, notBefore time.Time) error
+	// DeleteExpiredTokens deletes tokens that expired, or were revoked, before
+	// the time given and returns how many it deleted.
+	DeleteExpiredTokens(ctx context.Context, before time.Time) (int, error)
+}
