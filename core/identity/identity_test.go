@@ -1,0 +1,204 @@
+package identity_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/mock/gomock"
+
+	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/ports"
+	"github.com/devpilot/devpilot/testkit/fixture"
+	"github.com/devpilot/devpilot/testkit/mocks"
+)
+
+type env struct {
+	svc    *identity.Service
+	orgs   *mocks.MockOrgStore
+	users  *mocks.MockUserStore
+	tokens *mocks.MockTokenStore
+	clock  *fixture.Clock
+}
+
+func newEnv(t *testing.T) env {
+	t.Helper()
+	ctrl := gomock.NewController(t)
+	e := env{
+		orgs:   mocks.NewMockOrgStore(ctrl),
+		users:  mocks.NewMockUserStore(ctrl),
+		tokens: mocks.NewMockTokenStore(ctrl),
+		clock:  fixture.NewClock(),
+	}
+	tx := mocks.NewMockTransactor(ctrl)
+	tx.EXPECT().WithinTx(gomock.Any(), gomock.Any()).DoAndReturn(
+		func(ctx context.Context, fn func(context.Context) error) error { return fn(ctx) }).AnyTimes()
+	e.svc = identity.New(identity.Deps{
+		Orgs: e.orgs, Users: e.users, Tokens: e.tokens, Tx: tx,
+		Clock: e.clock, IDs: &fixture.IDs{},
+		Random: bytes.NewReader(bytes.Repeat([]byte{0xAB}, 64)),
+	})
+	return e
+}
+
+func TestIssueTokenCreatesOrgUserAndHashedToken(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.orgs.EXPECT().GetOrgByName(gomock.Any(), "acme").Return(ports.Org{}, ports.NotFound("org", "acme"))
+	e.orgs.EXPECT().CreateOrg(gomock.Any(), gomock.Any()).Return(nil)
+	e.users.EXPECT().GetUserByEmail(gomock.Any(), "ada@example.com").Return(ports.User{}, ports.NotFound("user", "ada"))
+	e.users.EXPECT().CreateUser(gomock.Any(), gomock.Any()).Return(nil)
+	var stored ports.APIToken
+	e.tokens.EXPECT().CreateToken(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, tok ports.APIToken) error {
+		stored = tok
+		return nil
+	})
+
+	got, err := e.svc.IssueToken(context.Background(), identity.IssueTokenInput{
+		Email: "Ada@Example.com", OrgName: " acme ", Role: ports.RoleAdmin, TTL: time.Hour,
+	})
+	if err != nil {
+		t.Fatalf("IssueToken: %v", err)
+	}
+	if !strings.HasPrefix(got.Token, "dp_") || len(got.Token) != 46 {
+		t.Errorf("token %q: want dp_ and 43 base62 digits", got.Token)
+	}
+	sum := sha256.Sum256([]byte(got.Token))
+	if !bytes.Equal(stored.Hash, sum[:]) {
+		t.Error("stored hash is not the SHA-256 of the token")
+	}
+	if strings.Contains(string(stored.Hash), got.Token) || stored.Prefix != got.Token[:9] {
+		t.Errorf("stored prefix %q, want %q", stored.Prefix, got.Token[:9])
+	}
+	if got.User.Role != ports.RoleAdmin || got.User.Email != "ada@example.com" || got.Org.Name != "acme" {
+		t.Errorf("user %+v org %+v", got.User, got.Org)
+	}
+	if want := e.clock.Now().Add(time.Hour); stored.ExpiresAt == nil || !stored.ExpiresAt.Equal(want) {
+		t.Errorf("expires_at = %v, want %v", stored.ExpiresAt, want)
+	}
+}
+
+func TestIssueTokenRejectsBadInput(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		in    identity.IssueTokenInput
+		field string
+	}{
+		{"bad email", identity.IssueTokenInput{Email: "not-an-email", OrgName: "acme"}, "email"},
+		{"display name email", identity.IssueTokenInput{Email: "Ada <ada@example.com>", OrgName: "acme"}, "email"},
+		{"no org", identity.IssueTokenInput{Email: "ada@example.com", OrgName: "  "}, "org"},
+		{"bad role", identity.IssueTokenInput{Email: "ada@example.com", OrgName: "acme", Role: "owner"}, "role"},
+		{"negative ttl", identity.IssueTokenInput{Email: "ada@example.com", OrgName: "acme", TTL: -time.Second}, "ttl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := newEnv(t).svc.IssueToken(context.Background(), tt.in)
+			e, ok := ports.AsError(err)
+			if !ok || e.Kind != ports.KindInvalid || len(e.Fields) == 0 || e.Fields[0].Field != tt.field {
+				t.Fatalf("err = %#v, want invalid on field %s", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestIssueTokenRefusesUserOfAnotherOrg(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.orgs.EXPECT().GetOrgByName(gomock.Any(), "acme").Return(ports.Org{ID: "org-1", Name: "acme"}, nil)
+	e.users.EXPECT().GetUserByEmail(gomock.Any(), "ada@example.com").Return(ports.User{ID: "u", OrgID: "org-2"}, nil)
+	_, err := e.svc.IssueToken(context.Background(), identity.IssueTokenInput{Email: "ada@example.com", OrgName: "acme"})
+	if !errors.Is(err, ports.ErrConflict) {
+		t.Fatalf("err = %v, want conflict", err)
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	t.Parallel()
+	const token = "dp_0000000000000000000000000000000000000000abc"
+	hash := sha256.Sum256([]byte(token))
+	user := ports.User{ID: "u1", OrgID: "o1", Role: ports.RoleMember}
+	past := fixture.Epoch.Add(-time.Hour)
+	recent := fixture.Epoch.Add(-time.Second)
+
+	tests := []struct {
+		name      string
+		token     string
+		rec       ports.APIToken
+		lookupErr error
+		touch     bool
+		wantErr   error
+	}{
+		{name: "valid, touched", token: token, rec: ports.APIToken{ID: "t1", UserID: "u1"}, touch: true},
+		{name: "valid, used recently: no write", token: token, rec: ports.APIToken{ID: "t1", UserID: "u1", LastUsedAt: &recent}},
+		{name: "malformed", token: "dp_short", wantErr: ports.ErrUnauthenticated},
+		{name: "wrong prefix", token: "xx" + token[2:], wantErr: ports.ErrUnauthenticated},
+		{name: "unknown", token: token, lookupErr: ports.NotFound("token", "x"), wantErr: ports.ErrUnauthenticated},
+		{name: "revoked", token: token, rec: ports.APIToken{ID: "t1", UserID: "u1", RevokedAt: &past}, wantErr: ports.ErrUnauthenticated},
+		{name: "expired", token: token, rec: ports.APIToken{ID: "t1", UserID: "u1", ExpiresAt: &past}, wantErr: ports.ErrUnauthenticated},
+		{name: "store down", token: token, lookupErr: errors.New("db down"), wantErr: errors.New("db down")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			if strings.HasPrefix(tt.token, "dp_") && len(tt.token) == len(token) {
+				e.tokens.EXPECT().GetTokenByHash(gomock.Any(), hash[:]).Return(tt.rec, tt.lookupErr)
+			}
+			if tt.lookupErr == nil && tt.rec.RevokedAt == nil && tt.rec.ExpiresAt == nil && tt.wantErr == nil {
+				e.users.EXPECT().GetUser(gomock.Any(), "u1").Return(user, nil)
+			}
+			if tt.touch {
+				now := e.clock.Now()
+				e.tokens.EXPECT().TouchToken(gomock.Any(), "t1", now, now.Add(-time.Minute)).Return(nil)
+			}
+			p, err := e.svc.Authenticate(context.Background(), tt.token)
+			switch {
+			case tt.wantErr == nil && err != nil:
+				t.Fatalf("Authenticate: %v", err)
+			case tt.wantErr == nil:
+				if p != (ports.Principal{UserID: "u1", OrgID: "o1", Role: ports.RoleMember, TokenID: "t1"}) {
+					t.Fatalf("principal = %+v", p)
+				}
+			case errors.Is(tt.wantErr, ports.ErrUnauthenticated) && !errors.Is(err, ports.ErrUnauthenticated):
+				t.Fatalf("err = %v, want unauthenticated", err)
+			case err == nil:
+				t.Fatalf("err = nil, want %v", tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestMeNeedsPrincipal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if _, err := e.svc.Me(context.Background()); !errors.Is(err, ports.ErrUnauthenticated) {
+		t.Fatalf("Me without principal: %v, want unauthenticated", err)
+	}
+	e.users.EXPECT().GetUser(gomock.Any(), "u1").Return(ports.User{ID: "u1", OrgID: "o1"}, nil)
+	e.orgs.EXPECT().GetOrg(gomock.Any(), "o1").Return(ports.Org{ID: "o1", Name: "acme"}, nil)
+	ctx := ports.WithPrincipal(context.Background(), ports.Principal{UserID: "u1", OrgID: "o1"})
+	me, err := e.svc.Me(ctx)
+	if err != nil || me.Org.Name != "acme" {
+		t.Fatalf("Me = %+v, %v", me, err)
+	}
+}
+
+func TestRevokeAndPrune(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.tokens.EXPECT().GetToken(gomock.Any(), "t1").Return(ports.APIToken{ID: "t1", OrgID: "o1"}, nil)
+	e.tokens.EXPECT().RevokeToken(gomock.Any(), "o1", "t1", e.clock.Now()).Return(nil)
+	if err := e.svc.RevokeToken(context.Background(), "t1"); err != nil {
+		t.Fatalf("RevokeToken: %v", err)
+	}
+	e.tokens.EXPECT().DeleteExpiredTokens(gomock.Any(), e.clock.Now().Add(-30*24*time.Hour)).Return(3, nil)
+	if n, err := e.svc.PruneTokens(context.Background()); n != 3 || err != nil {
+		t.Fatalf("PruneTokens = %d, %v", n, err)
+	}
+}
