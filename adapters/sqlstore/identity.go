@@ -1,0 +1,219 @@
+package sqlstore
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+var (
+	_ ports.OrgStore   = (*Identity)(nil)
+	_ ports.UserStore  = (*Identity)(nil)
+	_ ports.TokenStore = (*Identity)(nil)
+)
+
+// Identity keeps orgs, users and API tokens; it implements ports.OrgStore,
+// ports.UserStore and ports.TokenStore, with the errors those ports document.
+type Identity struct {
+	db *DB
+}
+
+// NewIdentity returns the identity stores over db.
+func NewIdentity(db *DB) *Identity {
+	return &Identity{db: db}
+}
+
+type orgRow struct {
+	ID        string    `db:"id"`
+	Name      string    `db:"name"`
+	CreatedAt timestamp `db:"created_at"`
+}
+
+func (r orgRow) org() ports.Org {
+	return ports.Org{ID: r.ID, Name: r.Name, CreatedAt: time.Time(r.CreatedAt)}
+}
+
+const orgColumns = "id, name, created_at"
+
+// CreateOrg implements ports.OrgStore.
+func (s *Identity) CreateOrg(ctx context.Context, org ports.Org) error {
+	_, err := s.db.write(ctx).exec(ctx,
+		"INSERT INTO orgs ("+orgColumns+") VALUES (?, ?, ?)",
+		org.ID, org.Name, timestamp(org.CreatedAt))
+	return storeErr(err, "org "+org.Name, "")
+}
+
+// GetOrg implements ports.OrgStore.
+func (s *Identity) GetOrg(ctx context.Context, id string) (ports.Org, error) {
+	var r orgRow
+	err := s.db.read(ctx).get(ctx, &r, "SELECT "+orgColumns+" FROM orgs WHERE id = ?", id)
+	return r.org(), storeErr(err, "org "+id, "")
+}
+
+// GetOrgByName implements ports.OrgStore.
+func (s *Identity) GetOrgByName(ctx context.Context, name string) (ports.Org, error) {
+	var r orgRow
+	err := s.db.read(ctx).get(ctx, &r, "SELECT "+orgColumns+" FROM orgs WHERE name = ?", name)
+	return r.org(), storeErr(err, "org "+name, "")
+}
+
+type userRow struct {
+	ID        string    `db:"id"`
+	OrgID     string    `db:"org_id"`
+	Email     string    `db:"email"`
+	Role      string    `db:"role"`
+	CreatedAt timestamp `db:"created_at"`
+}
+
+func (r userRow) user() ports.User {
+	return ports.User{ID: r.ID, OrgID: r.OrgID, Email: r.Email, Role: ports.Role(r.Role), CreatedAt: time.Time(r.CreatedAt)}
+}
+
+const userColumns = "id, org_id, email, role, created_at"
+
+// CreateUser implements ports.UserStore. It stores the email lower-cased.
+func (s *Identity) CreateUser(ctx context.Context, user ports.User) error {
+	email := strings.ToLower(user.Email)
+	_, err := s.db.write(ctx).exec(ctx,
+		"INSERT INTO users ("+userColumns+") VALUES (?, ?, ?, ?, ?)",
+		user.ID, user.OrgID, email, string(user.Role), timestamp(user.CreatedAt))
+	return storeErr(err, "user "+email, "org "+user.OrgID)
+}
+
+// GetUser implements ports.UserStore.
+func (s *Identity) GetUser(ctx context.Context, id string) (ports.User, error) {
+	var r userRow
+	err := s.db.read(ctx).get(ctx, &r, "SELECT "+userColumns+" FROM users WHERE id = ?", id)
+	return r.user(), storeErr(err, "user "+id, "")
+}
+
+// GetUserByEmail implements ports.UserStore.
+func (s *Identity) GetUserByEmail(ctx context.Context, email string) (ports.User, error) {
+	email = strings.ToLower(email)
+	var r userRow
+	err := s.db.read(ctx).get(ctx, &r, "SELECT "+userColumns+" FROM users WHERE email = ?", email)
+	return r.user(), storeErr(err, "user "+email, "")
+}
+
+type tokenRow struct {
+	ID         string     `db:"id"`
+	UserID     string     `db:"user_id"`
+	OrgID      string     `db:"org_id"`
+	Name       string     `db:"name"`
+	Prefix     string     `db:"prefix"`
+	Hash       []byte     `db:"hash"`
+	CreatedAt  timestamp  `db:"created_at"`
+	ExpiresAt  *timestamp `db:"expires_at"`
+	LastUsedAt *timestamp `db:"last_used_at"`
+	RevokedAt  *timestamp `db:"revoked_at"`
+}
+
+func (r tokenRow) token() ports.APIToken {
+	return ports.APIToken{
+		ID: r.ID, UserID: r.UserID, OrgID: r.OrgID, Name: r.Name, Prefix: r.Prefix, Hash: r.Hash,
+		CreatedAt:  time.Time(r.CreatedAt),
+		ExpiresAt:  r.ExpiresAt.timePtr(),
+		LastUsedAt: r.LastUsedAt.timePtr(),
+		RevokedAt:  r.RevokedAt.timePtr(),
+	}
+}
+
+const tokenColumns = "id, user_id, org_id, name, prefix, hash, created_at, expires_at, last_used_at, revoked_at"
+
+// CreateToken implements ports.TokenStore.
+func (s *Identity) CreateToken(ctx context.Context, t ports.APIToken) error {
+	_, err := s.db.write(ctx).exec(ctx,
+		"INSERT INTO api_tokens ("+tokenColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		t.ID, t.UserID, t.OrgID, t.Name, t.Prefix, t.Hash, timestamp(t.CreatedAt),
+		timestampPtr(t.ExpiresAt), timestampPtr(t.LastUsedAt), timestampPtr(t.RevokedAt))
+	return storeErr(err, "token "+t.ID, "user "+t.UserID)
+}
+
+// GetTokenByHash implements ports.TokenStore.
+func (s *Identity) GetTokenByHash(ctx context.Context, hash []byte) (ports.APIToken, error) {
+	var r tokenRow
+	err := s.db.read(ctx).get(ctx, &r, "SELECT "+tokenColumns+" FROM api_tokens WHERE hash = ?", hash)
+	return r.token(), storeErr(err, "token", "")
+}
+
+// GetToken implements ports.TokenStore.
+func (s *Identity) GetToken(ctx context.Context, id string) (ports.APIToken, error) {
+	var r tokenRow
+	err := s.db.read(ctx).get(ctx, &r, "SELECT "+tokenColumns+" FROM api_tokens WHERE id = ?", id)
+	return r.token(), storeErr(err, "token "+id, "")
+}
+
+// ListTokens implements ports.TokenStore.
+func (s *Identity) ListTokens(ctx context.Context, orgID, userID string) ([]ports.APIToken, error) {
+	query := "SELECT " + tokenColumns + " FROM api_tokens WHERE 1 = 1"
+	var args []any
+	if orgID != "" {
+		query += " AND org_id = ?"
+		args = append(args, orgID)
+	}
+	if userID != "" {
+		query += " AND user_id = ?"
+		args = append(args, userID)
+	}
+	query += " ORDER BY created_at DESC, id DESC"
+	var rows []tokenRow
+	if err := s.db.read(ctx).list(ctx, &rows, query, args...); err != nil {
+		return nil, storeErr(err, "tokens", "")
+	}
+	tokens := make([]ports.APIToken, len(rows))
+	for i, r := range rows {
+		tokens[i] = r.token()
+	}
+	return tokens, nil
+}
+
+// RevokeToken implements ports.TokenStore.
+func (s *Identity) RevokeToken(ctx context.Context, orgID, id string, at time.Time) error {
+	c := s.db.write(ctx)
+	n, err := c.exec(ctx,
+		"UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND org_id = ? AND revoked_at IS NULL",
+		timestamp(at), id, orgID)
+	if err != nil || n == 1 {
+		return storeErr(err, "token "+id, "")
+	}
+	found, err := c.exists(ctx, "SELECT 1 FROM api_tokens WHERE id = ? AND org_id = ?", id, orgID)
+	switch {
+	case err != nil:
+		return storeErr(err, "token "+id, "")
+	case !found:
+		return ports.NotFound("token", id)
+	}
+	return ports.Errorf(ports.KindConflict, "token %s is revoked already", id)
+}
+
+// TouchToken implements ports.TokenStore.
+func (s *Identity) TouchToken(ctx context.Context, id string, at, notBefore time.Time) error {
+	c := s.db.write(ctx)
+	n, err := c.exec(ctx,
+		"UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)",
+		timestamp(at), id, timestamp(notBefore))
+	if err != nil || n == 1 {
+		return storeErr(err, "token "+id, "")
+	}
+	found, err := c.exists(ctx, "SELECT 1 FROM api_tokens WHERE id = ?", id)
+	switch {
+	case err != nil:
+		return storeErr(err, "token "+id, "")
+	case !found:
+		return ports.NotFound("token", id)
+	}
+	return nil
+}
+
+// DeleteExpiredTokens implements ports.TokenStore.
+func (s *Identity) DeleteExpiredTokens(ctx context.Context, before time.Time) (int, error) {
+	n, err := s.db.write(ctx).exec(ctx,
+		"DELETE FROM api_tokens WHERE expires_at < ? OR revoked_at < ?",
+		timestamp(before), timestamp(before))
+	if err != nil {
+		return 0, storeErr(err, "expired tokens", "")
+	}
+	return int(n), nil
+}

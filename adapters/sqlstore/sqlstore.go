@@ -1,0 +1,151 @@
+// Package sqlstore implements the store ports on SQL: PostgreSQL through
+// lib/pq and SQLite through modernc.org/sqlite, with one set of queries
+// written with ? placeholders and rebound for PostgreSQL.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Dialect names the SQL database behind a DB.
+type Dialect string
+
+// The supported dialects.
+const (
+	DialectSQLite   Dialect = "sqlite"
+	DialectPostgres Dialect = "postgres"
+)
+
+func init() {
+	sqlx.BindDriver("sqlite", sqlx.QUESTION)
+}
+
+// sqlitePragmas apply to every SQLite connection; the writer adds
+// sqliteWriterParams and every reader sqliteReaderParams.
+const (
+	sqlitePragmas      = "_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	sqliteWriterParams = "&_pragma=journal_mode(WAL)&_txlock=immediate"
+	sqliteReaderParams = "&_pragma=query_only(1)"
+)
+
+// DB is an open database: a writer pool for writes and transactions, and a
+// reader pool for reads outside a transaction. On PostgreSQL both are the
+// same pool; on SQLite the writer holds the one write connection SQLite
+// allows and the readers are read-only connections.
+type DB struct {
+	Dialect Dialect
+	Writer  *sqlx.DB
+	Reader  *sqlx.DB
+}
+
+// Open connects to the database the URL names, "postgres://…",
+// "postgresql://…" or "sqlite:PATH", and pings it. For SQLite it creates
+// PATH's directory when missing. It returns an error when the URL is malformed
+// or the database does not answer.
+func Open(ctx context.Context, rawURL string) (*DB, error) {
+	scheme, rest, ok := strings.Cut(rawURL, ":")
+	if !ok {
+		return nil, errors.New("sqlstore: database URL must be postgres://…, postgresql://… or sqlite:PATH")
+	}
+	var (
+		db  *DB
+		err error
+	)
+	switch scheme {
+	case "postgres", "postgresql":
+		db, err = openPostgres(rawURL)
+	case "sqlite":
+		db, err = openSQLite(rest)
+	default:
+		return nil, fmt.Errorf("sqlstore: unsupported database URL scheme %q (want postgres, postgresql or sqlite)", scheme)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Ping(ctx); err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	return db, nil
+}
+
+func openPostgres(rawURL string) (*DB, error) {
+	if _, err := url.Parse(rawURL); err != nil {
+		return nil, errors.New("sqlstore: malformed postgres URL")
+	}
+	connector, err := pq.NewConnector(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: bad postgres URL: %w", err)
+	}
+	pool := sqlx.NewDb(sql.OpenDB(connector), "postgres")
+	pool.SetMaxOpenConns(25)
+	pool.SetMaxIdleConns(10)
+	pool.SetConnMaxIdleTime(5 * time.Minute)
+	pool.SetConnMaxLifetime(time.Hour)
+	return &DB{Dialect: DialectPostgres, Writer: pool, Reader: pool}, nil
+}
+
+func openSQLite(path string) (*DB, error) {
+	switch {
+	case path == "":
+		return nil, errors.New("sqlstore: sqlite URL has no path (want sqlite:PATH)")
+	case strings.ContainsRune(path, '?'):
+		return nil, errors.New("sqlstore: sqlite URL must not carry parameters; the adapter sets them")
+	case path == ":memory:" || strings.HasPrefix(path, "file:"):
+		return nil, errors.New("sqlstore: sqlite URL must name a file path (in-memory and file: URIs are not supported)")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("sqlstore: create sqlite directory: %w", err)
+	}
+	writer, err := sqlx.Open("sqlite", path+"?"+sqlitePragmas+sqliteWriterParams)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: open sqlite writer: %w", err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+	reader, err := sqlx.Open("sqlite", path+"?"+sqlitePragmas+sqliteReaderParams)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("sqlstore: open sqlite reader: %w", err), writer.Close())
+	}
+	readers := max(4, runtime.GOMAXPROCS(0))
+	reader.SetMaxOpenConns(readers)
+	reader.SetMaxIdleConns(readers)
+	return &DB{Dialect: DialectSQLite, Writer: writer, Reader: reader}, nil
+}
+
+// Ping checks that the writer and the reader pools reach the database; it
+// returns the driver's error when one does not.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.Writer.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlstore: ping %s: %w", db.Dialect, err)
+	}
+	if db.Reader != db.Writer {
+		if err := db.Reader.PingContext(ctx); err != nil {
+			return fmt.Errorf("sqlstore: ping %s reader: %w", db.Dialect, err)
+		}
+	}
+	return nil
+}
+
+// Close closes the pools, returning the errors of closing them.
+func (db *DB) Close() error {
+	var errReader error
+	if db.Reader != db.Writer {
+		errReader = db.Reader.Close()
+	}
+	return errors.Join(errReader, db.Writer.Close())
+}

@@ -1,0 +1,104 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+var _ ports.Transactor = (*DB)(nil)
+
+type txKey struct{}
+
+// TxFromContext returns the transaction WithinTx stored in ctx, so other
+// adapters (the job queue) can write in it.
+func TxFromContext(ctx context.Context) (*sqlx.Tx, bool) {
+	tx, ok := ctx.Value(txKey{}).(*sqlx.Tx)
+	return tx, ok
+}
+
+// WithinTx runs fn in a transaction on the writer pool, carried by the
+// context fn receives. It commits when fn returns nil and rolls back when fn
+// returns an error (which it returns unchanged) or panics (which it re-panics).
+// When ctx carries a transaction already, fn joins it. Failing to begin or
+// commit is an internal error.
+//
+// On SQLite the writer is one connection: inside fn, write only with the
+// context fn receives, or the write waits for the transaction to end.
+func (db *DB) WithinTx(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	if _, ok := TxFromContext(ctx); ok {
+		return fn(ctx)
+	}
+	tx, err := db.Writer.BeginTxx(ctx, nil)
+	if err != nil {
+		return ports.Wrap(ports.KindInternal, err, "begin transaction")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if err := fn(context.WithValue(ctx, txKey{}, tx)); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return ports.Wrap(ports.KindInternal, err, "commit transaction")
+	}
+	return nil
+}
+
+// conn is the connection a store method runs on: the transaction in ctx, or a pool.
+type conn struct {
+	q sqlx.ExtContext
+}
+
+// read returns the transaction in ctx, or else the reader pool.
+func (db *DB) read(ctx context.Context) conn {
+	if tx, ok := TxFromContext(ctx); ok {
+		return conn{tx}
+	}
+	return conn{db.Reader}
+}
+
+// write returns the transaction in ctx, or else the writer pool.
+func (db *DB) write(ctx context.Context) conn {
+	if tx, ok := TxFromContext(ctx); ok {
+		return conn{tx}
+	}
+	return conn{db.Writer}
+}
+
+func (c conn) get(ctx context.Context, dest any, query string, args ...any) error {
+	return sqlx.GetContext(ctx, c.q, dest, c.q.Rebind(query), args...)
+}
+
+func (c conn) list(ctx context.Context, dest any, query string, args ...any) error {
+	return sqlx.SelectContext(ctx, c.q, dest, c.q.Rebind(query), args...)
+}
+
+// exec runs a statement and returns the number of rows it affected.
+func (c conn) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := c.q.ExecContext(ctx, c.q.Rebind(query), args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// exists reports whether query returns a row.
+func (c conn) exists(ctx context.Context, query string, args ...any) (bool, error) {
+	var one int
+	err := c.get(ctx, &one, query, args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -1,0 +1,566 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// IdentityStores are the identity stores under test and the Transactor whose
+// transactions they join.
+type IdentityStores struct {
+	Orgs   ports.OrgStore
+	Users  ports.UserStore
+	Tokens ports.TokenStore
+	Tx     ports.Transactor
+}
+
+// TestIdentity runs the contract of ports.OrgStore, ports.UserStore,
+// ports.TokenStore and their Transactor. newStores is called by every subtest
+// (subtests run in parallel) and may return stores over a shared database.
+func TestIdentity(t *testing.T, newStores func(t *testing.T) IdentityStores) {
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, s IdentityStores)
+	}{
+		{"OrgRoundTrip", testOrgRoundTrip},
+		{"OrgNotFound", testOrgNotFound},
+		{"OrgNameConflict", testOrgNameConflict},
+		{"UserRoundTrip", testUserRoundTrip},
+		{"UserNotFound", testUserNotFound},
+		{"UserEmailConflict", testUserEmailConflict},
+		{"UserMissingOrg", testUserMissingOrg},
+		{"TokenRoundTrip", testTokenRoundTrip},
+		{"TokenNotFound", testTokenNotFound},
+		{"TokenHashConflict", testTokenHashConflict},
+		{"TokenMissingUser", testTokenMissingUser},
+		{"ListTokens", testListTokens},
+		{"RevokeToken", testRevokeToken},
+		{"TouchToken", testTouchToken},
+		{"DeleteExpiredTokens", testDeleteExpiredTokens},
+		{"TimestampsUTC", testTimestampsUTC},
+		{"TxCommit", testTxCommit},
+		{"TxRollback", testTxRollback},
+		{"TxRollbackOnPanic", testTxRollbackOnPanic},
+		{"TxNestedJoins", testTxNestedJoins},
+		{"RaceCreateOrg", testRaceCreateOrg},
+		{"RaceTouchToken", testRaceTouchToken},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, newStores(t))
+		})
+	}
+}
+
+// fixture is an org, one of its users and one of that user's tokens.
+type fixture struct {
+	org   ports.Org
+	user  ports.User
+	token ports.APIToken
+}
+
+func newOrg() ports.Org {
+	return ports.Org{ID: newID(), Name: "org-" + newID(), CreatedAt: base}
+}
+
+func newUser(orgID string) ports.User {
+	return ports.User{ID: newID(), OrgID: orgID, Email: newID() + "@example.com", Role: ports.RoleMember, CreatedAt: base}
+}
+
+func newToken(u ports.User) ports.APIToken {
+	id := newID()
+	return ports.APIToken{
+		ID: id, UserID: u.ID, OrgID: u.OrgID, Name: "cli", Prefix: "dp_" + id[:6],
+		Hash: []byte("sha256-" + id), CreatedAt: base,
+	}
+}
+
+func mustCreateOrg(t *testing.T, s IdentityStores, org ports.Org) ports.Org {
+	t.Helper()
+	if err := s.Orgs.CreateOrg(t.Context(), org); err != nil {
+		t.Fatalf("CreateOrg: %v", err)
+	}
+	return org
+}
+
+func mustCreateUser(t *testing.T, s IdentityStores, u ports.User) ports.User {
+	t.Helper()
+	if err := s.Users.CreateUser(t.Context(), u); err != nil {
+		t.Fatalf("CreateUser: %v", err)
+	}
+	return u
+}
+
+func mustCreateToken(t *testing.T, s IdentityStores, tok ports.APIToken) ports.APIToken {
+	t.Helper()
+	if err := s.Tokens.CreateToken(t.Context(), tok); err != nil {
+		t.Fatalf("CreateToken: %v", err)
+	}
+	return tok
+}
+
+func mustGetToken(t *testing.T, s IdentityStores, id string) ports.APIToken {
+	t.Helper()
+	tok, err := s.Tokens.GetToken(t.Context(), id)
+	if err != nil {
+		t.Fatalf("GetToken: %v", err)
+	}
+	return tok
+}
+
+// newFixture stores a fresh org, user and token.
+func newFixture(t *testing.T, s IdentityStores) fixture {
+	t.Helper()
+	org := mustCreateOrg(t, s, newOrg())
+	user := mustCreateUser(t, s, newUser(org.ID))
+	return fixture{org: org, user: user, token: mustCreateToken(t, s, newToken(user))}
+}
+
+func checkErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Errorf("%s: error %v, want %v", what, err, want)
+	}
+}
+
+func checkOrg(t *testing.T, what string, got, want ports.Org) {
+	t.Helper()
+	checkUTC(t, what, &got.CreatedAt)
+	got.CreatedAt, want.CreatedAt = ms(got.CreatedAt), ms(want.CreatedAt)
+	checkEqual(t, what, got, want)
+}
+
+func checkUser(t *testing.T, what string, got, want ports.User) {
+	t.Helper()
+	checkUTC(t, what, &got.CreatedAt)
+	got.CreatedAt, want.CreatedAt = ms(got.CreatedAt), ms(want.CreatedAt)
+	got.Email, want.Email = strings.ToLower(got.Email), strings.ToLower(want.Email)
+	checkEqual(t, what, got, want)
+}
+
+func normToken(tok ports.APIToken) ports.APIToken {
+	tok.CreatedAt = ms(tok.CreatedAt)
+	tok.ExpiresAt, tok.LastUsedAt, tok.RevokedAt = msPtr(tok.ExpiresAt), msPtr(tok.LastUsedAt), msPtr(tok.RevokedAt)
+	return tok
+}
+
+func checkToken(t *testing.T, what string, got, want ports.APIToken) {
+	t.Helper()
+	checkUTC(t, what, &got.CreatedAt, got.ExpiresAt, got.LastUsedAt, got.RevokedAt)
+	checkEqual(t, what, normToken(got), normToken(want))
+}
+
+func testOrgRoundTrip(t *testing.T, s IdentityStores) {
+	ctx := t.Context()
+	org := mustCreateOrg(t, s, newOrg())
+	got, err := s.Orgs.GetOrg(ctx, org.ID)
+	if err != nil {
+		t.Fatalf("GetOrg: %v", err)
+	}
+	checkOrg(t, "GetOrg", got, org)
+	got, err = s.Orgs.GetOrgByName(ctx, org.Name)
+	if err != nil {
+		t.Fatalf("GetOrgByName: %v", err)
+	}
+	checkOrg(t, "GetOrgByName", got, org)
+}
+
+func testOrgNotFound(t *testing.T, s IdentityStores) {
+	ctx := t.Context()
+	_, err := s.Orgs.GetOrg(ctx, newID())
+	checkErr(t, "GetOrg", err, ports.ErrNotFound)
+	_, err = s.Orgs.GetOrgByName(ctx, "org-"+newID())
+	checkErr(t, "GetOrgByName", err, ports.ErrNotFound)
+}
+
+func testOrgNameConflict(t *testing.T, s IdentityStores) {
+	org := mustCreateOrg(t, s, newOrg())
+	dup := newOrg()
+	dup.Name = org.Name
+	checkErr(t, "CreateOrg with a taken name", s.Orgs.CreateOrg(t.Context(), dup), ports.ErrConflict)
+}
+
+func testUserRoundTrip(t *testing.T, s IdentityStores) {
+	ctx := t.Context()
+	org := mustCreateOrg(t, s, newOrg())
+	user := newUser(org.ID)
+	user.Email = "Ada." + newID() + "@Example.COM"
+	user.Role = ports.RoleAdmin
+	mustCreateUser(t, s, user)
+
+	got, err := s.Users.GetUser(ctx, user.ID)
+	if err != nil {
+		t.Fatalf("GetUser: %v", err)
+	}
+	checkUser(t, "GetUser", got, user)
+	for _, email := range []string{user.Email, strings.ToLower(user.Email), strings.ToUpper(user.Email)} {
+		got, err := s.Users.GetUserByEmail(ctx, email)
+		if err != nil {
+			t.Fatalf("GetUserByEmail(%q): %v", email, err)
+		}
+		checkUser(t, "GetUserByEmail("+email+")", got, user)
+	}
+}
+
+func testUserNotFound(t *testing.T, s IdentityStores) {
+	ctx := t.Context()
+	_, err := s.Users.GetUser(ctx, newID())
+	checkErr(t, "GetUser", err, ports.ErrNotFound)
+	_, err = s.Users.GetUserByEmail(ctx, newID()+"@example.com")
+	checkErr(t, "GetUserByEmail", err, ports.ErrNotFound)
+}
+
+func testUserEmailConflict(t *testing.T, s IdentityStores) {
+	org := mustCreateOrg(t, s, newOrg())
+	user := newUser(org.ID)
+	user.Email = "bob-" + newID() + "@example.com"
+	mustCreateUser(t, s, user)
+
+	other := mustCreateOrg(t, s, newOrg())
+	dup := newUser(other.ID)
+	dup.Email = strings.ToUpper(user.Email)
+	checkErr(t, "CreateUser with a taken email in another case", s.Users.CreateUser(t.Context(), dup), ports.ErrConflict)
+}
+
+func testUserMissingOrg(t *testing.T, s IdentityStores) {
+	checkErr(t, "CreateUser in a missing org", s.Users.CreateUser(t.Context(), newUser(newID())), ports.ErrNotFound)
+}
+
+func testTokenRoundTrip(t *testing.T, s IdentityStores) {
+	ctx := t.Context()
+	org := mustCreateOrg(t, s, newOrg())
+	user := mustCreateUser(t, s, newUser(org.ID))
+	for _, tok := range []ports.APIToken{
+		newToken(user),
+		func() ports.APIToken {
+			tok := newToken(user)
+			tok.ExpiresAt = ptr(base.Add(90 * 24 * time.Hour))
+			tok.LastUsedAt = ptr(base.Add(time.Minute))
+			tok.RevokedAt = ptr(base.Add(time.Hour))
+			return tok
+		}(),
+	} {
+		mustCreateToken(t, s, tok)
+		checkToken(t, "GetToken", mustGetToken(t, s, tok.ID), tok)
+		got, err := s.Tokens.GetTokenByHash(ctx, tok.Hash)
+		if err != nil {
+			t.Fatalf("GetTokenByHash: %v", err)
+		}
+		checkToken(t, "GetTokenByHash", got, tok)
+	}
+}
+
+func testTokenNotFound(t *testing.T, s IdentityStores) {
+	ctx := t.Context()
+	_, err := s.Tokens.GetToken(ctx, newID())
+	checkErr(t, "GetToken", err, ports.ErrNotFound)
+	_, err = s.Tokens.GetTokenByHash(ctx, []byte("sha256-"+newID()))
+	checkErr(t, "GetTokenByHash", err, ports.ErrNotFound)
+}
+
+func testTokenHashConflict(t *testing.T, s IdentityStores) {
+	f := newFixture(t, s)
+	dup := newToken(f.user)
+	dup.Hash = f.token.Hash
+	checkErr(t, "CreateToken with a taken hash", s.Tokens.CreateToken(t.Context(), dup), ports.ErrConflict)
+}
+
+func testTokenMissingUser(t *testing.T, s IdentityStores) {
+	org := mustCreateOrg(t, s, newOrg())
+	tok := newToken(ports.User{ID: newID(), OrgID: org.ID})
+	checkErr(t, "CreateToken for a missing user", s.Tokens.CreateToken(t.Context(), tok), ports.ErrNotFound)
+}
+
+func testListTokens(t *testing.T, s IdentityStores) {
+	orgA := mustCreateOrg(t, s, newOrg())
+	orgB := mustCreateOrg(t, s, newOrg())
+	ann := mustCreateUser(t, s, newUser(orgA.ID))
+	bob := mustCreateUser(t, s, newUser(orgA.ID))
+	cat := mustCreateUser(t, s, newUser(orgB.ID))
+	var created []ports.APIToken // oldest first
+	for i, u := range []ports.User{ann, bob, ann, cat, bob, ann} {
+		tok := newToken(u)
+		tok.CreatedAt = base.Add(time.Duration(i) * time.Second)
+		created = append(created, mustCreateToken(t, s, tok))
+	}
+	newestFirst := func(keep func(ports.APIToken) bool) []ports.APIToken {
+		var out []ports.APIToken
+		for _, tok := range slices.Backward(created) {
+			if keep(tok) {
+				out = append(out, normToken(tok))
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name          string
+		orgID, userID string
+		want          []ports.APIToken
+	}{
+		{"org", orgA.ID, "", newestFirst(func(tok ports.APIToken) bool { return tok.OrgID == orgA.ID })},
+		{"user", "", ann.ID, newestFirst(func(tok ports.APIToken) bool { return tok.UserID == ann.ID })},
+		{"org and user", orgA.ID, bob.ID, newestFirst(func(tok ports.APIToken) bool { return tok.UserID == bob.ID })},
+		{"user of another org", orgB.ID, ann.ID, nil},
+		{"unknown org", newID(), "", nil},
+	} {
+		got, err := s.Tokens.ListTokens(t.Context(), tc.orgID, tc.userID)
+		if err != nil {
+			t.Fatalf("ListTokens(%s): %v", tc.name, err)
+		}
+		for i := range got {
+			got[i] = normToken(got[i])
+		}
+		if len(got) == 0 && len(tc.want) == 0 {
+			continue
+		}
+		checkEqual(t, "ListTokens("+tc.name+")", got, tc.want)
+	}
+
+	all, err := s.Tokens.ListTokens(t.Context(), "", "")
+	if err != nil {
+		t.Fatalf("ListTokens(any): %v", err)
+	}
+	var ours []ports.APIToken
+	for _, tok := range all {
+		if tok.OrgID == orgA.ID || tok.OrgID == orgB.ID {
+			ours = append(ours, normToken(tok))
+		}
+	}
+	checkEqual(t, "ListTokens(any) restricted to this test's orgs", ours, newestFirst(func(ports.APIToken) bool { return true }))
+	if !slices.IsSortedFunc(all, func(a, b ports.APIToken) int { return b.CreatedAt.Compare(a.CreatedAt) }) {
+		t.Errorf("ListTokens(any) is not newest first")
+	}
+}
+
+func testRevokeToken(t *testing.T, s IdentityStores) {
+	ctx := t.Context()
+	f := newFixture(t, s)
+	other := newFixture(t, s)
+	at := base.Add(time.Hour)
+
+	checkErr(t, "RevokeToken of another org's token", s.Tokens.RevokeToken(ctx, other.org.ID, f.token.ID, at), ports.ErrNotFound)
+	checkErr(t, "RevokeToken of a missing token", s.Tokens.RevokeToken(ctx, f.org.ID, newID(), at), ports.ErrNotFound)
+	if got := mustGetToken(t, s, f.token.ID); got.RevokedAt != nil {
+		t.Fatalf("token revoked by a failed RevokeToken: %v", got.RevokedAt)
+	}
+
+	if err := s.Tokens.RevokeToken(ctx, f.org.ID, f.token.ID, at); err != nil {
+		t.Fatalf("RevokeToken: %v", err)
+	}
+	checkErr(t, "RevokeToken twice", s.Tokens.RevokeToken(ctx, f.org.ID, f.token.ID, at.Add(time.Minute)), ports.ErrConflict)
+
+	want := f.token
+	want.RevokedAt = &at
+	checkToken(t, "GetToken after RevokeToken", mustGetToken(t, s, f.token.ID), want)
+	got, err := s.Tokens.GetTokenByHash(ctx, f.token.Hash)
+	if err != nil {
+		t.Fatalf("GetTokenByHash of a revoked token: %v", err)
+	}
+	checkToken(t, "GetTokenByHash after RevokeToken", got, want)
+}
+
+func testTouchToken(t *testing.T, s IdentityStores) {
+	f := newFixture(t, s)
+	const window = time.Minute
+	checkErr(t, "TouchToken of a missing token", s.Tokens.TouchToken(t.Context(), newID(), base, base.Add(-window)), ports.ErrNotFound)
+
+	t0 := base.Add(time.Hour)
+	for _, step := range []struct {
+		name string
+		at   time.Time
+		want time.Time
+	}{
+		{"first use", t0, t0},
+		{"use within the window", t0.Add(window / 2), t0},
+		{"use at the window's end", t0.Add(window), t0},
+		{"use after the window", t0.Add(window + time.Second), t0.Add(window + time.Second)},
+	} {
+		if err := s.Tokens.TouchToken(t.Context(), f.token.ID, step.at, step.at.Add(-window)); err != nil {
+			t.Fatalf("TouchToken(%s): %v", step.name, err)
+		}
+		want := f.token
+		want.LastUsedAt = &step.want
+		checkToken(t, "GetToken after "+step.name, mustGetToken(t, s, f.token.ID), want)
+	}
+}
+
+func testDeleteExpiredTokens(t *testing.T, s IdentityStores) {
+	ctx := t.Context()
+	// Far before base, so tokens of other subtests sharing the store are untouched.
+	epoch := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	cutoff := epoch.Add(30 * 24 * time.Hour)
+	org := mustCreateOrg(t, s, newOrg())
+	user := mustCreateUser(t, s, newUser(org.ID))
+	token := func(expires, revoked *time.Time) ports.APIToken {
+		tok := newToken(user)
+		tok.CreatedAt, tok.ExpiresAt, tok.RevokedAt = epoch, expires, revoked
+		return mustCreateToken(t, s, tok)
+	}
+	deleted := []ports.APIToken{
+		token(ptr(cutoff.Add(-time.Millisecond)), nil),
+		token(nil, ptr(epoch.Add(time.Hour))),
+		token(ptr(cutoff.Add(time.Hour)), ptr(epoch.Add(time.Hour))),
+	}
+	kept := []ports.APIToken{
+		token(nil, nil),
+		token(ptr(cutoff), nil),
+		token(ptr(cutoff.Add(time.Hour)), nil),
+		token(nil, ptr(cutoff.Add(time.Hour))),
+	}
+
+	n, err := s.Tokens.DeleteExpiredTokens(ctx, cutoff)
+	if err != nil {
+		t.Fatalf("DeleteExpiredTokens: %v", err)
+	}
+	if n != len(deleted) {
+		t.Errorf("DeleteExpiredTokens deleted %d tokens, want %d", n, len(deleted))
+	}
+	for _, tok := range deleted {
+		_, err := s.Tokens.GetToken(ctx, tok.ID)
+		checkErr(t, "GetToken of a deleted token", err, ports.ErrNotFound)
+	}
+	for _, tok := range kept {
+		checkToken(t, "GetToken of a kept token", mustGetToken(t, s, tok.ID), tok)
+	}
+	if n, err := s.Tokens.DeleteExpiredTokens(ctx, cutoff); err != nil || n != 0 {
+		t.Errorf("DeleteExpiredTokens again = %d, %v; want 0, nil", n, err)
+	}
+}
+
+func testTimestampsUTC(t *testing.T, s IdentityStores) {
+	zone := time.FixedZone("UTC-7", -7*3600)
+	org := newOrg()
+	org.CreatedAt = time.Date(2031, 12, 31, 23, 59, 59, 999_999_999, zone)
+	mustCreateOrg(t, s, org)
+	got, err := s.Orgs.GetOrg(t.Context(), org.ID)
+	if err != nil {
+		t.Fatalf("GetOrg: %v", err)
+	}
+	checkUTC(t, "GetOrg", &got.CreatedAt)
+	if d := org.CreatedAt.Sub(got.CreatedAt).Abs(); d >= time.Millisecond {
+		t.Errorf("CreatedAt = %v, %v away from %v", got.CreatedAt, d, org.CreatedAt)
+	}
+}
+
+var errAbort = errors.New("storetest: abort")
+
+func testTxCommit(t *testing.T, s IdentityStores) {
+	org := newOrg()
+	err := s.Tx.WithinTx(t.Context(), func(ctx context.Context) error {
+		return s.Orgs.CreateOrg(ctx, org)
+	})
+	if err != nil {
+		t.Fatalf("WithinTx: %v", err)
+	}
+	got, err := s.Orgs.GetOrg(t.Context(), org.ID)
+	if err != nil {
+		t.Fatalf("GetOrg after commit: %v", err)
+	}
+	checkOrg(t, "GetOrg after commit", got, org)
+}
+
+func testTxRollback(t *testing.T, s IdentityStores) {
+	org := newOrg()
+	err := s.Tx.WithinTx(t.Context(), func(ctx context.Context) error {
+		if err := s.Orgs.CreateOrg(ctx, org); err != nil {
+			return err
+		}
+		if _, err := s.Orgs.GetOrg(ctx, org.ID); err != nil {
+			t.Errorf("GetOrg inside the transaction: %v", err)
+		}
+		return errAbort
+	})
+	if !errors.Is(err, errAbort) {
+		t.Fatalf("WithinTx = %v, want fn's error", err)
+	}
+	_, err = s.Orgs.GetOrg(t.Context(), org.ID)
+	checkErr(t, "GetOrg after rollback", err, ports.ErrNotFound)
+}
+
+func testTxRollbackOnPanic(t *testing.T, s IdentityStores) {
+	org := newOrg()
+	func() {
+		defer func() {
+			if p := recover(); p != errAbort {
+				t.Errorf("recovered %v, want the panic of fn", p)
+			}
+		}()
+		_ = s.Tx.WithinTx(t.Context(), func(ctx context.Context) error {
+			if err := s.Orgs.CreateOrg(ctx, org); err != nil {
+				return err
+			}
+			panic(errAbort)
+		})
+	}()
+	_, err := s.Orgs.GetOrg(t.Context(), org.ID)
+	checkErr(t, "GetOrg after a panic", err, ports.ErrNotFound)
+}
+
+func testTxNestedJoins(t *testing.T, s IdentityStores) {
+	outer, inner := newOrg(), newOrg()
+	err := s.Tx.WithinTx(t.Context(), func(ctx context.Context) error {
+		if err := s.Orgs.CreateOrg(ctx, outer); err != nil {
+			return err
+		}
+		err := s.Tx.WithinTx(ctx, func(ctx context.Context) error {
+			if _, err := s.Orgs.GetOrg(ctx, outer.ID); err != nil {
+				t.Errorf("GetOrg of the outer write inside the nested transaction: %v", err)
+			}
+			return s.Orgs.CreateOrg(ctx, inner)
+		})
+		if err != nil {
+			return err
+		}
+		return errAbort
+	})
+	if !errors.Is(err, errAbort) {
+		t.Fatalf("WithinTx = %v, want fn's error", err)
+	}
+	for _, org := range []ports.Org{outer, inner} {
+		_, err := s.Orgs.GetOrg(t.Context(), org.ID)
+		checkErr(t, "GetOrg after rolling back the outer transaction", err, ports.ErrNotFound)
+	}
+}
+
+func testRaceCreateOrg(t *testing.T, s IdentityStores) {
+	name := "org-" + newID()
+	errs := race(20, func(int) error {
+		org := newOrg()
+		org.Name = name
+		return s.Orgs.CreateOrg(t.Context(), org)
+	})
+	created := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			created++
+		case !errors.Is(err, ports.ErrConflict):
+			t.Errorf("CreateOrg: %v, want nil or conflict", err)
+		}
+	}
+	if created != 1 {
+		t.Errorf("%d of %d concurrent CreateOrg with one name succeeded, want 1", created, len(errs))
+	}
+}
+
+func testRaceTouchToken(t *testing.T, s IdentityStores) {
+	f := newFixture(t, s)
+	errs := race(20, func(i int) error {
+		at := base.Add(time.Duration(i) * time.Second)
+		return s.Tokens.TouchToken(t.Context(), f.token.ID, at, at.Add(-time.Minute))
+	})
+	for _, err := range errs {
+		if err != nil {
+			t.Errorf("TouchToken: %v", err)
+		}
+	}
+	if got := mustGetToken(t, s, f.token.ID); got.LastUsedAt == nil {
+		t.Errorf("LastUsedAt is nil after concurrent TouchToken")
+	}
+}

@@ -1,0 +1,77 @@
+// Package storetest holds contract suites: each TestX runs every method of a
+// group of store ports against an implementation, so every adapter of those
+// ports (SQLite, PostgreSQL, fakes) is held to the same behaviour.
+//
+// The suites never assume an empty store: they use fresh ids and names, so
+// the stores may share a database with other tests.
+package storetest
+
+import (
+	"crypto/rand"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+)
+
+// base is the time the suites' records are created around. Times keep
+// sub-millisecond digits, which stores may drop; a non-UTC zone, which
+// stores must turn into UTC.
+var base = time.Date(2030, 5, 6, 7, 8, 9, 123_456_789, time.FixedZone("UTC+5:30", 5*3600+1800))
+
+// newID returns a random UUID string.
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// ms is how a stored time must read back: in UTC, at least to the millisecond.
+func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+func msPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := ms(*t)
+	return &v
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// checkEqual fails the test when got and want differ.
+func checkEqual[T any](t *testing.T, what string, got, want T) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
+	}
+}
+
+// checkUTC fails the test unless every time is in UTC (not merely at offset 0).
+func checkUTC(t *testing.T, what string, times ...*time.Time) {
+	t.Helper()
+	for _, v := range times {
+		if v != nil && v.Location() != time.UTC {
+			t.Errorf("%s: time %v is in %v, want UTC", what, v, v.Location())
+		}
+	}
+}
+
+// race runs fn n times at once, released together, and returns the errors.
+func race(n int, fn func(i int) error) []error {
+	start := make(chan struct{})
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs[i] = fn(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return errs
+}
