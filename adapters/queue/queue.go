@@ -1,0 +1,220 @@
+// Package queue implements ports.JobQueue with River, over the same database
+// as sqlstore: riverdatabasesql on the lib/pq pool for PostgreSQL (poll-only,
+// as lib/pq cannot LISTEN through database/sql) and riversqlite on the single
+// writer connection for SQLite.
+package queue
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/devpilot/devpilot/adapters/sqlstore"
+	"github.com/devpilot/devpilot/ports"
+)
+
+const (
+	// DefaultPollInterval is how often workers look for new jobs when
+	// Config.PollInterval is zero; it is also the longest interval allowed.
+	DefaultPollInterval = 200 * time.Millisecond
+	// DefaultMaxWorkers is how many jobs the default queue runs at once.
+	DefaultMaxWorkers = 10
+	// hardStopGrace bounds the wait for cancelled jobs to return once a
+	// graceful Stop has run out of time.
+	hardStopGrace = 10 * time.Second
+)
+
+// Config configures a Queue. The zero value is an insert-only queue.
+type Config struct {
+	// Workers are the workers this process runs; nil makes an insert-only
+	// queue that enqueues jobs for other processes and never works any.
+	Workers *river.Workers
+	// PeriodicJobs are enqueued on their schedules by whichever working
+	// process is River's leader; they need Workers.
+	PeriodicJobs []*river.PeriodicJob
+	// Queues are the queues worked and their concurrency; when Workers is set
+	// and Queues is empty, it is river.QueueDefault with DefaultMaxWorkers.
+	Queues map[string]river.QueueConfig
+	// PollInterval is how often workers look for new jobs: at most
+	// DefaultPollInterval, which it defaults to.
+	PollInterval time.Duration
+	// Logger receives River's logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Queue enqueues jobs and, when it has workers, works them.
+type Queue struct {
+	client *river.Client[*sql.Tx]
+	works  bool
+	logger *slog.Logger
+}
+
+var _ ports.JobQueue = (*Queue)(nil)
+
+// New returns a Queue over db's writer pool. It does not start working jobs;
+// call Start. It returns an internal Error for an unknown dialect or a
+// Config River rejects (such as a PollInterval above DefaultPollInterval,
+// PeriodicJobs or Queues without Workers, or a worker whose kind River finds
+// invalid).
+func New(db *sqlstore.DB, cfg Config) (*Queue, error) {
+	drv, err := driverFor(db)
+	if err != nil {
+		return nil, err
+	}
+	poll := cfg.PollInterval
+	if poll == 0 {
+		poll = DefaultPollInterval
+	}
+	if poll < 0 || poll > DefaultPollInterval {
+		return nil, ports.Errorf(ports.KindInternal, "queue: poll interval %s is outside (0, %s]", cfg.PollInterval, DefaultPollInterval)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	rc := &river.Config{
+		FetchCooldown:     min(river.FetchCooldownDefault, poll),
+		FetchPollInterval: poll,
+		Logger:            logger,
+		PollOnly:          true,
+	}
+	if cfg.Workers != nil {
+		rc.Workers = cfg.Workers
+		rc.PeriodicJobs = cfg.PeriodicJobs
+		rc.Queues = cfg.Queues
+		if len(rc.Queues) == 0 {
+			rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: DefaultMaxWorkers}}
+		}
+	} else if len(cfg.PeriodicJobs) > 0 || len(cfg.Queues) > 0 {
+		return nil, ports.Errorf(ports.KindInternal, "queue: periodic jobs and queues need Workers")
+	}
+	client, err := river.NewClient(drv, rc)
+	if err != nil {
+		return nil, ports.Wrap(ports.KindInternal, err, "queue: configuring River")
+	}
+	return &Queue{client: client, works: cfg.Workers != nil, logger: logger}, nil
+}
+
+func driverFor(db *sqlstore.DB) (riverdriver.Driver[*sql.Tx], error) {
+	if db == nil || db.Writer == nil {
+		return nil, ports.Errorf(ports.KindInternal, "queue: no database")
+	}
+	switch db.Dialect {
+	case sqlstore.DialectSQLite:
+		return riversqlite.New(db.Writer.DB), nil
+	case sqlstore.DialectPostgres:
+		return riverdatabasesql.New(db.Writer.DB), nil
+	}
+	return nil, ports.Errorf(ports.KindInternal, "queue: unsupported dialect %q", db.Dialect)
+}
+
+// Client returns the River client, for tests and operator tooling that need
+// more of River than ports.JobQueue offers (listing jobs, subscribing to
+// events).
+func (q *Queue) Client() *river.Client[*sql.Tx] { return q.client }
+
+// unfinished are the states in which a job blocks a duplicate enqueued with
+// UniqueByArgs. River's default adds completed, which would block a new run
+// until the completed job is cleaned out a day later.
+var unfinished = []rivertype.JobState{
+	rivertype.JobStateAvailable,
+	rivertype.JobStatePending,
+	rivertype.JobStateRetryable,
+	rivertype.JobStateRunning,
+	rivertype.JobStateScheduled,
+}
+
+// Enqueue inserts a job in the transaction ctx carries (see
+// sqlstore.DB.WithinTx), or on its own when there is none. A job with
+// UniqueByArgs is skipped without error while an unfinished job of the same
+// kind and arguments exists (one enqueued without UniqueByArgs counts too).
+// It returns an unavailable Error when the database cannot be reached or ctx
+// ends, and an internal Error otherwise (for example a kind no worker handles,
+// on a queue with Workers).
+func (q *Queue) Enqueue(ctx context.Context, args ports.JobArgs, opts ports.EnqueueOptions) error {
+	if args == nil {
+		return ports.Errorf(ports.KindInternal, "queue: nil job args")
+	}
+	insertOpts := &river.InsertOpts{
+		MaxAttempts: opts.MaxAttempts,
+		ScheduledAt: opts.RunAt,
+	}
+	if opts.UniqueByArgs {
+		insertOpts.UniqueOpts = river.UniqueOpts{ByArgs: true, ByState: unfinished}
+	}
+	var err error
+	if tx, ok := sqlstore.TxFromContext(ctx); ok {
+		_, err = q.client.InsertTx(ctx, tx.Tx, args, insertOpts)
+	} else {
+		_, err = q.client.Insert(ctx, args, insertOpts)
+	}
+	if err != nil {
+		return wrap(err, fmt.Sprintf("enqueueing job %s", args.Kind()))
+	}
+	return nil
+}
+
+// Start starts working jobs in the background; it is a no-op for an
+// insert-only queue. Jobs run detached from ctx's cancellation (ctx only
+// bounds start-up), so a start-up context with a deadline does not stop them:
+// call Stop. It returns an unavailable Error when the database cannot be
+// reached.
+func (q *Queue) Start(ctx context.Context) error {
+	if !q.works {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return wrap(err, "starting job workers")
+	}
+	if err := q.client.Start(context.WithoutCancel(ctx)); err != nil {
+		return wrap(err, "starting job workers")
+	}
+	return nil
+}
+
+// Stop stops fetching jobs and waits for running ones to finish until ctx
+// ends; then it cancels them and waits a short grace period more. It is a
+// no-op for an insert-only queue or one not started. It returns an
+// unavailable Error only when cancelled jobs did not return in time either.
+func (q *Queue) Stop(ctx context.Context) error {
+	if !q.works {
+		return nil
+	}
+	err := q.client.Stop(ctx)
+	if err == nil {
+		return nil
+	}
+	q.logger.WarnContext(ctx, "job workers did not finish in time; cancelling running jobs", slog.Any("error", err))
+	hardCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hardStopGrace)
+	defer cancel()
+	if err := q.client.StopAndCancel(hardCtx); err != nil {
+		return wrap(err, "stopping job workers")
+	}
+	return nil
+}
+
+// wrap classifies err: unavailable when the database is unreachable or the
+// context ended, internal otherwise.
+func wrap(err error, message string) error {
+	if _, ok := ports.AsError(err); ok {
+		return err
+	}
+	kind := ports.KindInternal
+	var netErr net.Error
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || errors.As(err, &netErr) {
+		kind = ports.KindUnavailable
+	}
+	return ports.Wrap(kind, err, message)
+}
