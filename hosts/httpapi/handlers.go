@@ -1,0 +1,60 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+func (s *Server) livez(w http.ResponseWriter, _ *http.Request) error {
+	return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	select {
+	case <-s.stopping:
+		return &ports.Error{Kind: ports.KindUnavailable, Message: "shutting down"}
+	default:
+	}
+	if err := s.d.Ready.Ready(r.Context()); err != nil {
+		if r.Context().Err() != nil {
+			return err
+		}
+		reason := "not ready" // other errors may name hosts or users: logged, not shown
+		if pe, ok := ports.AsError(err); ok && pe.Message != "" {
+			reason = pe.Message
+		}
+		return &ports.Error{Kind: ports.KindUnavailable, Message: reason, Err: err}
+	}
+	return writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+type meResponse struct {
+	User meUser `json:"user"`
+	Org  meOrg  `json:"org"`
+}
+
+type meUser struct {
+	ID        string    `json:"id"`
+	Email     string    `json:"email"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type meOrg struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
+	me, err := s.d.Identity.Me(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, meResponse{
+		User: meUser{ID: me.User.ID, Email: me.User.Email, Role: string(me.User.Role), CreatedAt: me.User.CreatedAt.UTC()},
+		Org:  meOrg{ID: me.Org.ID, Name: me.Org.Name, CreatedAt: me.Org.CreatedAt.UTC()},
+	})
+}

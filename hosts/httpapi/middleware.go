@@ -1,0 +1,271 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+const (
+	headerRequestID  = "X-Request-Id"
+	maxRequestIDLen  = 128
+	routeUnmatched   = "unmatched"
+	statusClientGone = 499 // nginx's "client closed request", for logs and metrics only
+)
+
+// reqInfo is what the outer middleware learns from the inner layers of one
+// request: the route pattern, the caller, the outcome. It is only touched by
+// the request's own goroutine.
+type reqInfo struct {
+	id         string
+	log        *slog.Logger
+	rec        *recorder
+	route      string
+	userID     string
+	quiet      bool
+	clientGone bool
+	aborted    bool
+}
+
+type reqInfoKey struct{}
+
+type bodyLimitKey struct{}
+
+// infoFrom returns the request's reqInfo, or a detached one outside the
+// middleware (handlers called directly in tests).
+func infoFrom(ctx context.Context) *reqInfo {
+	if info, ok := ctx.Value(reqInfoKey{}).(*reqInfo); ok {
+		return info
+	}
+	return &reqInfo{route: routeUnmatched}
+}
+
+// requestID returns the request id of ctx, or "".
+func requestID(ctx context.Context) string { return infoFrom(ctx).id }
+
+// logFor returns the logger for the request in ctx, which adds its request id.
+func (s *Server) logFor(ctx context.Context) *slog.Logger {
+	if l := infoFrom(ctx).log; l != nil {
+		return l
+	}
+	return s.log
+}
+
+// observe assigns the request id and, once the request is over, records the
+// metrics and writes the access log line.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get(headerRequestID)
+		if !saneRequestID(id) {
+			id = newRequestID()
+		}
+		w.Header().Set(headerRequestID, id)
+		rec := &recorder{ResponseWriter: w}
+		info := &reqInfo{id: id, log: s.log.With(slog.String("request_id", id)), rec: rec, route: routeUnmatched}
+
+		s.metrics.inFlight.Inc()
+		defer s.finish(r, info, start) // deferred so that aborted requests are counted too
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info)))
+	})
+}
+
+func (s *Server) finish(r *http.Request, info *reqInfo, start time.Time) {
+	elapsed := time.Since(start)
+	s.metrics.inFlight.Dec()
+
+	status := info.rec.status
+	switch {
+	case info.clientGone:
+		status = statusClientGone
+	case status == 0 && info.aborted:
+		status = http.StatusInternalServerError
+	case status == 0:
+		status = http.StatusOK // what net/http sends for a handler that wrote nothing
+	}
+	s.metrics.observe(r.Method, info.route, status, elapsed)
+
+	level := slog.LevelInfo
+	if info.quiet && status < 400 {
+		level = slog.LevelDebug
+	}
+	attrs := []slog.Attr{
+		slog.String("method", r.Method),
+		slog.String("route", info.route),
+		slog.String("path", r.URL.Path),
+		slog.Int("status", status),
+		slog.Int64("bytes", info.rec.bytes),
+		slog.Duration("duration", elapsed),
+	}
+	if info.userID != "" {
+		attrs = append(attrs, slog.String("user_id", info.userID))
+	}
+	if info.aborted {
+		attrs = append(attrs, slog.Bool("aborted", true))
+	}
+	info.log.LogAttrs(r.Context(), level, "http request", attrs...)
+}
+
+// saneRequestID accepts 1 to 128 visible ASCII characters.
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	if id, err := uuid.NewV7(); err == nil {
+		return id.String()
+	}
+	return uuid.NewString()
+}
+
+// recorder remembers the status and size of the response it passes through.
+type recorder struct {
+	http.ResponseWriter
+	status int // the final status sent; 0 until then
+	bytes  int64
+}
+
+func (w *recorder) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Flush sends buffered data to the client; SSE handlers call it per event.
+func (w *recorder) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// rootWriter returns the innermost ResponseWriter, so http.MaxBytesReader can
+// tell the server to close the connection after an oversized body.
+func rootWriter(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
+
+// recoverer turns a panic outside the router into a 500 problem; the router's
+// PanicHandler does the same for panics in routes.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				s.recovered(w, r, v)
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recovered handles a recovered panic value: log it with the stack and answer
+// 500, or, when the response has started, abort the connection so the client
+// sees a broken response rather than a truncated one that looks whole.
+func (s *Server) recovered(w http.ResponseWriter, r *http.Request, v any) {
+	info := infoFrom(r.Context())
+	if v == http.ErrAbortHandler { // net/http compares the same way
+		info.aborted = true
+		panic(v)
+	}
+	s.logFor(r.Context()).Error("panic serving request",
+		slog.Any("panic", v),
+		slog.String("route", info.route),
+		slog.String("stack", string(debug.Stack())))
+	if info.rec != nil && info.rec.status != 0 {
+		info.aborted = true
+		panic(http.ErrAbortHandler)
+	}
+	s.writeProblem(w, r, internalProblem(r.Context()), nil)
+}
+
+const (
+	challengeBearer       = "Bearer"
+	challengeInvalidToken = `Bearer error="invalid_token"`
+)
+
+// authenticate resolves the request's bearer token. On failure it sets
+// WWW-Authenticate and returns an unauthenticated Error; an Identity fault
+// (such as the database being down) is returned as it is, not as a 401.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (ports.Principal, error) {
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimLeft(token, " ")
+	switch {
+	case scheme == "":
+		w.Header().Set("WWW-Authenticate", challengeBearer)
+		return ports.Principal{}, &ports.Error{Kind: ports.KindUnauthenticated, Message: "missing bearer token"}
+	case !strings.EqualFold(scheme, "Bearer") || token == "":
+		w.Header().Set("WWW-Authenticate", challengeBearer)
+		return ports.Principal{}, &ports.Error{Kind: ports.KindUnauthenticated, Message: "the Authorization header must be \"Bearer <token>\""}
+	case !b64token(token):
+		w.Header().Set("WWW-Authenticate", challengeInvalidToken)
+		return ports.Principal{}, &ports.Error{Kind: ports.KindUnauthenticated, Message: "malformed bearer token"}
+	}
+	p, err := s.d.Identity.Authenticate(r.Context(), token)
+	if err == nil && p.UserID == "" {
+		err = &ports.Error{Kind: ports.KindUnauthenticated, Message: "invalid token"}
+	}
+	if err != nil {
+		if ports.IsKind(err, ports.KindUnauthenticated) {
+			w.Header().Set("WWW-Authenticate", challengeInvalidToken)
+		}
+		return ports.Principal{}, err
+	}
+	return p, nil
+}
+
+// b64token reports whether s has RFC 6750's b64token syntax, within a sane length.
+func b64token(s string) bool {
+	if len(s) > 4096 {
+		return false
+	}
+	i := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+			break
+		}
+	}
+	if i == 0 {
+		return false
+	}
+	for ; i < len(s); i++ {
+		if s[i] != '=' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,168 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// routes registers every endpoint, one line each. Options: public (no auth),
+// streaming (no request timeout, no HEAD twin), maxBody(n) (body limit),
+// quiet (access log at debug when successful). For example:
+//
+//	s.handle(http.MethodPost, "/api/v1/agent/chat", s.chat, streaming)
+func (s *Server) routes() {
+	s.handle(http.MethodGet, "/livez", s.livez, public, quiet)
+	s.handle(http.MethodGet, "/readyz", s.readyz, public, quiet)
+	s.handle(http.MethodGet, "/metrics", s.metricsEndpoint(), public, quiet)
+
+	s.handle(http.MethodGet, "/api/v1/me", s.me)
+}
+
+// handlerFunc is what every endpoint implements: write a response, or return
+// an error for writeError to turn into a problem response.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+type route struct {
+	method    string
+	pattern   string
+	h         handlerFunc
+	public    bool
+	streaming bool
+	quiet     bool
+	bodyLimit int64
+}
+
+type routeOption func(*route)
+
+var (
+	// public skips authentication.
+	public routeOption = func(rt *route) { rt.public = true }
+	// streaming exempts the route from the request timeout (SSE).
+	streaming routeOption = func(rt *route) { rt.streaming = true }
+	// quiet logs successful requests at debug level (probes, scrapes).
+	quiet routeOption = func(rt *route) { rt.quiet = true }
+)
+
+// maxBody sets the route's body limit in bytes.
+func maxBody(n int64) routeOption { return func(rt *route) { rt.bodyLimit = n } }
+
+// handle registers h for method and pattern, wrapped with the per-route
+// middleware. A GET route that does not stream answers HEAD too.
+func (s *Server) handle(method, pattern string, h handlerFunc, opts ...routeOption) {
+	rt := route{method: method, pattern: pattern, h: h, bodyLimit: s.cfg.BodyLimit}
+	for _, o := range opts {
+		o(&rt)
+	}
+	wrapped := s.wrap(rt)
+	s.router.Handle(method, pattern, wrapped)
+	if method == http.MethodGet && !rt.streaming {
+		s.router.Handle(http.MethodHead, pattern, wrapped)
+	}
+}
+
+// errRequestTimeout is the cause of a request context that ran out of time,
+// which tells it apart from a client that went away.
+var errRequestTimeout = errors.New("request timeout")
+
+// wrap is the per-route middleware: route label, path params, timeout, auth
+// and body limit, then the handler, whose error becomes a problem response.
+func (s *Server) wrap(rt route) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		info := infoFrom(r.Context())
+		info.route = rt.pattern
+		info.quiet = rt.quiet
+
+		ctx := r.Context()
+		if len(ps) > 0 {
+			ctx = context.WithValue(ctx, httprouter.ParamsKey, ps)
+		}
+		if !rt.streaming {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errRequestTimeout)
+			defer cancel()
+		}
+		ctx = context.WithValue(ctx, bodyLimitKey{}, rt.bodyLimit)
+		r = r.WithContext(ctx)
+
+		if !rt.public {
+			p, err := s.authenticate(w, r)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			info.userID = p.UserID
+			r = r.WithContext(ports.WithPrincipal(r.Context(), p))
+		}
+
+		if r.ContentLength > rt.bodyLimit {
+			s.writeError(w, r, tooLarge(rt.bodyLimit))
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(rootWriter(w), r.Body, rt.bodyLimit)
+		}
+
+		if err := rt.h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	}
+}
+
+// pathParam returns the value of the route's :name segment.
+func pathParam(r *http.Request, name string) string {
+	return httprouter.ParamsFromContext(r.Context()).ByName(name)
+}
+
+// newRouter returns an httprouter whose 404, 405 and panics answer with
+// problem+json.
+//
+// Automatic redirects are off: RedirectTrailingSlash and RedirectFixedPath
+// would answer a POST to "/api/v1/x/" or "/API/v1/x" with a 307 and an HTML
+// body that API clients do not expect to follow. A path that does not match
+// exactly is a 404 problem, which says when a trailing slash is the reason.
+func (s *Server) newRouter() *httprouter.Router {
+	rtr := httprouter.New()
+	rtr.RedirectTrailingSlash = false
+	rtr.RedirectFixedPath = false
+	rtr.HandleMethodNotAllowed = true
+	rtr.HandleOPTIONS = true
+	rtr.GlobalOPTIONS = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNoContent) // the router has set Allow
+	})
+	rtr.NotFound = http.HandlerFunc(s.notFound)
+	rtr.MethodNotAllowed = http.HandlerFunc(s.methodNotAllowed)
+	rtr.PanicHandler = s.recovered
+	return rtr
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	detail := fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)
+	if _, _, tsr := s.router.Lookup(r.Method, r.URL.Path); tsr {
+		detail += " (a route differs only by a trailing slash)"
+	}
+	s.writeError(w, r, &ports.Error{Kind: ports.KindNotFound, Message: detail})
+}
+
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, &ports.Error{
+		Kind:    kindMethodNotAllowed,
+		Message: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, w.Header().Get("Allow")),
+	})
+}
+
+func (s *Server) metricsEndpoint() handlerFunc {
+	h := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{
+		ErrorLog: promLogger{s.log},
+	})
+	return func(w http.ResponseWriter, r *http.Request) error {
+		h.ServeHTTP(w, r)
+		return nil
+	}
+}

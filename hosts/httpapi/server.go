@@ -1,0 +1,160 @@
+// Package httpapi is devpilot's HTTP transport: routing on httprouter,
+// middleware (request id, access log, metrics, panic recovery, body limit,
+// timeout, bearer auth), RFC 9457 problem responses and JSON helpers.
+//
+// It is thin: a handler decodes the request, calls a core use case and
+// encodes the result. Business rules live in the cores.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// Identity authenticates bearer tokens and describes the caller.
+type Identity interface {
+	// Authenticate resolves a bearer token to a principal; an unauthenticated
+	// Error when the token is unknown, revoked or expired.
+	Authenticate(ctx context.Context, token string) (ports.Principal, error)
+	// Me returns the principal in ctx with their organisation.
+	Me(ctx context.Context) (identity.Me, error)
+}
+
+// Readiness reports whether the service can take traffic (database reachable,
+// migrations applied). A ports.Error's Message is shown to the caller of
+// /readyz as the reason; any other error is logged and shown as "not ready".
+type Readiness interface {
+	// Ready returns nil when the service can take traffic.
+	Ready(ctx context.Context) error
+}
+
+// Deps are what the transport calls. Identity and Ready are required.
+type Deps struct {
+	Identity Identity
+	Ready    Readiness
+	Logger   *slog.Logger         // nil: slog.Default()
+	Metrics  *prometheus.Registry // nil: a new registry with Go and process collectors
+}
+
+// Config tunes the transport. Zero fields take their defaults.
+type Config struct {
+	// BodyLimit caps request bodies, in bytes (default 1 MiB); a route may
+	// raise or lower it.
+	BodyLimit int64
+	// RequestTimeout bounds a request's context (default 30s); streaming
+	// routes are exempt.
+	RequestTimeout time.Duration
+	// ShutdownGrace bounds Shutdown when its context has no earlier deadline
+	// (default 10s).
+	ShutdownGrace time.Duration
+}
+
+// Defaults for Config.
+const (
+	DefaultBodyLimit      int64 = 1 << 20
+	DefaultRequestTimeout       = 30 * time.Second
+	DefaultShutdownGrace        = 10 * time.Second
+)
+
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 2 * time.Minute
+)
+
+// Server is the HTTP host: a router with its middleware, metrics and an
+// http.Server to run it.
+type Server struct {
+	cfg      Config
+	d        Deps
+	log      *slog.Logger
+	router   *httprouter.Router
+	handler  http.Handler
+	srv      *http.Server
+	registry *prometheus.Registry
+	metrics  *metrics
+	stopping chan struct{}
+	stopOnce sync.Once
+}
+
+// New builds a Server with every route registered. It panics when Identity
+// or Ready is missing, or when two routes clash: both are wiring bugs.
+func New(cfg Config, d Deps) *Server {
+	if d.Identity == nil || d.Ready == nil {
+		panic("httpapi.New: Deps.Identity and Deps.Ready are required")
+	}
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = DefaultBodyLimit
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	s := &Server{
+		cfg:      cfg,
+		d:        d,
+		log:      d.Logger,
+		stopping: make(chan struct{}),
+	}
+	s.registry, s.metrics = newMetrics(d.Metrics)
+	s.router = s.newRouter()
+	s.routes()
+	s.handler = s.observe(s.recoverer(s.router))
+	s.srv = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		// No ReadTimeout or WriteTimeout: they would cut SSE streams. Handlers
+		// are bounded by the request context instead.
+		ErrorLog: slog.NewLogLogger(d.Logger.Handler(), slog.LevelWarn),
+	}
+	return s
+}
+
+// Handler returns the whole transport (middleware and routes) as one handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve accepts connections on ln until Shutdown. It logs
+// "listening on http://ADDR" with the bound address first, and returns nil
+// after a Shutdown, or the error that stopped it.
+func (s *Server) Serve(ln net.Listener) error {
+	s.log.Info("listening on http://"+ln.Addr().String(), slog.String("addr", ln.Addr().String()))
+	if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops accepting connections, closes Stopping so streams can end,
+// and waits for in-flight requests until ctx's deadline or ShutdownGrace,
+// whichever is first. Connections still open then are closed, and the
+// deadline's error is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() { close(s.stopping) })
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownGrace)
+	defer cancel()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		return errors.Join(fmt.Errorf("httpapi: shutdown grace over, closing open connections: %w", err), s.srv.Close())
+	}
+	return nil
+}
+
+// Stopping is closed when Shutdown starts. Long-lived handlers (SSE streams)
+// select on it to finish their stream cleanly.
+func (s *Server) Stopping() <-chan struct{} { return s.stopping }
