@@ -1,0 +1,257 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/devpilot/devpilot/adapters/queue"
+	"github.com/devpilot/devpilot/adapters/sqlstore"
+	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
+	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/hosts/worker"
+	"github.com/devpilot/devpilot/ports"
+)
+
+func TestMain(m *testing.M) { sqlstoretest.Main(m) }
+
+const waitFor = 30 * time.Second
+
+var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+type fixedClock struct{}
+
+func (fixedClock) Now() time.Time { return now }
+
+// seqIDs hands out id-0001, id-0002, …
+type seqIDs struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (s *seqIDs) NewID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	return fmt.Sprintf("id-%04d", s.n)
+}
+
+func at(d time.Duration) *time.Time {
+	t := now.Add(d)
+	return &t
+}
+
+const day = 24 * time.Hour
+
+func TestPruneTokensJob(t *testing.T) {
+	t.Parallel()
+	tokens := []struct {
+		name               string
+		expiresAt, revoked *time.Time
+		kept               bool
+	}{
+		{"expired 31 days ago", at(-31 * day), nil, false},
+		{"revoked 40 days ago", nil, at(-40 * day), false},
+		{"expired yesterday", at(-day), nil, true},
+		{"live", at(day), nil, true},
+		{"never expires", nil, nil, true},
+	}
+	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
+		t.Parallel()
+		ctx := t.Context()
+		store := sqlstore.NewIdentity(db)
+		ids := &seqIDs{}
+
+		org := ports.Org{ID: ids.NewID(), Name: "acme", CreatedAt: now.Add(-90 * day)}
+		user := ports.User{ID: ids.NewID(), OrgID: org.ID, Email: "ada@example.com", Role: ports.RoleAdmin, CreatedAt: org.CreatedAt}
+		if err := store.CreateOrg(ctx, org); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.CreateUser(ctx, user); err != nil {
+			t.Fatal(err)
+		}
+		tokenIDs := make([]string, len(tokens))
+		for i, tok := range tokens {
+			hash := sha256.Sum256([]byte(tok.name))
+			tokenIDs[i] = ids.NewID()
+			rec := ports.APIToken{
+				ID: tokenIDs[i], UserID: user.ID, OrgID: org.ID, Name: tok.name, Prefix: "dp_test",
+				Hash: hash[:], CreatedAt: now.Add(-60 * day), ExpiresAt: tok.expiresAt, RevokedAt: tok.revoked,
+			}
+			if err := store.CreateToken(ctx, rec); err != nil {
+				t.Fatalf("seeding %s: %v", tok.name, err)
+			}
+		}
+
+		svc := identity.New(identity.Deps{Orgs: store, Users: store, Tokens: store, Tx: db, Clock: fixedClock{}, IDs: ids})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: svc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := queue.Migrate(ctx, db, nil); err != nil {
+			t.Fatal(err)
+		}
+		q, err := queue.New(db, queue.Config{Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, unsubscribe := q.Client().Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
+		defer unsubscribe()
+		if err := q.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), waitFor)
+			defer cancel()
+			if err := q.Stop(stopCtx); err != nil {
+				t.Errorf("Stop: %v", err)
+			}
+		})
+
+		if err := q.Enqueue(ctx, identity.PruneTokensArgs{}, ports.EnqueueOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitForJob(t, events, identity.PruneTokensArgs{}.Kind())
+
+		for i, tok := range tokens {
+			_, err := store.GetToken(ctx, tokenIDs[i])
+			switch {
+			case tok.kept && err != nil:
+				t.Errorf("%s: %v, want it kept", tok.name, err)
+			case !tok.kept && !errors.Is(err, ports.ErrNotFound):
+				t.Errorf("%s: GetToken = %v, want not_found (pruned)", tok.name, err)
+			}
+		}
+	})
+}
+
+// waitForJob waits for the completion of a job of the kind, failing the test
+// when one fails or none completes in time.
+func waitForJob(t *testing.T, events <-chan *river.Event, kind string) {
+	t.Helper()
+	timeout := time.After(waitFor)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("River client stopped")
+			}
+			if ev.Job.Kind != kind {
+				continue
+			}
+			if ev.Kind != river.EventKindJobCompleted {
+				t.Fatalf("job %s: %s: %v", kind, ev.Kind, ev.Job.Errors)
+			}
+			return
+		case <-timeout:
+			t.Fatalf("no %s job completed within %s", kind, waitFor)
+		}
+	}
+}
+
+type fakePruner struct {
+	n   int
+	err error
+}
+
+func (f fakePruner) PruneTokens(context.Context) (int, error) { return f.n, f.err }
+
+func TestPruneTokensWorker(t *testing.T) {
+	t.Parallel()
+	errDB := ports.Wrap(ports.KindUnavailable, errors.New("connection refused"), "database unavailable")
+	tests := []struct {
+		name    string
+		pruner  fakePruner
+		wantErr error
+		wantLog string
+	}{
+		{"deleted some", fakePruner{n: 3}, nil, "deleted=3"},
+		{"nothing to delete", fakePruner{}, nil, "deleted=0"},
+		{"store fails", fakePruner{err: errDB}, ports.ErrUnavailable, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var logs bytes.Buffer
+			w := &worker.PruneTokensWorker{Pruner: tt.pruner, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			job := &river.Job[identity.PruneTokensArgs]{JobRow: &rivertype.JobRow{ID: 42}}
+			err := w.Work(t.Context(), job)
+			if tt.wantErr == nil && err != nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Work = %v, want %v", err, tt.wantErr)
+			}
+			if !strings.Contains(logs.String(), tt.wantLog) {
+				t.Fatalf("log %q does not contain %q", logs.String(), tt.wantLog)
+			}
+		})
+	}
+}
+
+func TestNewWorkers(t *testing.T) {
+	t.Parallel()
+	if _, err := worker.NewWorkers(worker.Deps{}); err == nil {
+		t.Fatal("NewWorkers without Identity succeeded")
+	}
+	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}}); err != nil {
+		t.Fatalf("NewWorkers: %v", err)
+	}
+}
+
+// The periodic jobs are accepted by a queue with the workers, and prune
+// tokens once when the queue starts.
+func TestPeriodicJobsRunOnStart(t *testing.T) {
+	t.Parallel()
+	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
+		t.Parallel()
+		ctx := t.Context()
+		pruned := make(chan struct{}, 1)
+		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := queue.Migrate(ctx, db, nil); err != nil {
+			t.Fatal(err)
+		}
+		q, err := queue.New(db, queue.Config{Workers: workers, PeriodicJobs: worker.PeriodicJobs()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, unsubscribe := q.Client().Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
+		defer unsubscribe()
+		if err := q.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), waitFor)
+			defer cancel()
+			if err := q.Stop(stopCtx); err != nil {
+				t.Errorf("Stop: %v", err)
+			}
+		})
+		waitForJob(t, events, identity.PruneTokensArgs{}.Kind())
+		select {
+		case <-pruned:
+		default:
+			t.Fatal("job completed without pruning")
+		}
+	})
+}
+
+type signalPruner chan struct{}
+
+func (s signalPruner) PruneTokens(context.Context) (int, error) {
+	select {
+	case s <- struct{}{}:
+	default:
+	}
+	return 0, nil
+}
