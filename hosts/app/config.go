@@ -1,0 +1,179 @@
+// Package app holds what every devpilot host shares: the configuration, read
+// once from the environment, and one fx module per adapter and core service.
+package app
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/devpilot/devpilot/adapters/secretbox"
+)
+
+// Mode is how the binary was started; some defaults depend on it.
+type Mode string
+
+// The modes of the devpilot binary.
+const (
+	ModeRun     Mode = "run"     // HTTP and worker in one process, embedded defaults
+	ModeServe   Mode = "serve"   // HTTP only
+	ModeWorker  Mode = "worker"  // background jobs only
+	ModeMigrate Mode = "migrate" // apply migrations and exit
+	ModeToken   Mode = "token"   // manage API tokens and exit
+)
+
+// Config is devpilot's configuration, parsed once at start-up.
+type Config struct {
+	Mode        Mode
+	DatabaseURL string
+	HTTPAddr    string
+	DataDir     string
+	// SecretKeys are the Cipher's keys, current first. Empty in run mode
+	// until a key file is loaded; see SecretKeyFile.
+	SecretKeys [][]byte
+	// SecretKeyFile is where run mode keeps a generated key when
+	// DEVPILOT_SECRET_KEY is not set.
+	SecretKeyFile  string
+	LLMModel       string
+	PublicURL      string
+	LogFormat      string
+	LogLevel       slog.Level
+	RequestTimeout time.Duration
+	ShutdownGrace  time.Duration
+	BodyLimit      int64
+}
+
+// Variable names read by Load.
+const (
+	EnvDatabaseURL    = "DEVPILOT_DATABASE_URL"
+	EnvHTTPAddr       = "DEVPILOT_HTTP_ADDR"
+	EnvDataDir        = "DEVPILOT_DATA_DIR"
+	EnvSecretKey      = "DEVPILOT_SECRET_KEY"
+	EnvLLMModel       = "DEVPILOT_LLM_MODEL"
+	EnvPublicURL      = "DEVPILOT_PUBLIC_URL"
+	EnvLogFormat      = "DEVPILOT_LOG_FORMAT"
+	EnvLogLevel       = "DEVPILOT_LOG_LEVEL"
+	EnvRequestTimeout = "DEVPILOT_REQUEST_TIMEOUT"
+	EnvShutdownGrace  = "DEVPILOT_SHUTDOWN_GRACE"
+	EnvBodyLimit      = "DEVPILOT_BODY_LIMIT"
+)
+
+// Load reads the configuration for mode from getenv (os.Getenv in the
+// binary). Every bad value is reported, each naming its variable.
+func Load(mode Mode, getenv func(string) string) (Config, error) {
+	r := reader{getenv: getenv}
+	c := Config{Mode: mode}
+	c.DataDir = r.str(EnvDataDir, "./data")
+	c.DatabaseURL = r.str(EnvDatabaseURL, "sqlite:"+filepath.Join(c.DataDir, "devpilot.db"))
+	defaultAddr := ":8080"
+	if mode == ModeRun {
+		defaultAddr = "127.0.0.1:8080"
+	}
+	c.HTTPAddr = r.addr(EnvHTTPAddr, defaultAddr)
+	c.LLMModel = r.str(EnvLLMModel, "gpt-4o-mini")
+	c.PublicURL = r.str(EnvPublicURL, "")
+	logFormat := "text"
+	if mode == ModeServe || mode == ModeWorker {
+		logFormat = "json"
+	}
+	c.LogFormat = r.oneOf(EnvLogFormat, logFormat, "text", "json")
+	c.LogLevel = r.level(EnvLogLevel)
+	c.RequestTimeout = r.duration(EnvRequestTimeout, 30*time.Second)
+	c.ShutdownGrace = r.duration(EnvShutdownGrace, 10*time.Second)
+	c.BodyLimit = r.size(EnvBodyLimit, 1<<20)
+
+	if key := getenv(EnvSecretKey); key != "" {
+		keys, err := secretbox.ParseKeys(key)
+		if err != nil {
+			r.fail(EnvSecretKey, err.Error())
+		}
+		c.SecretKeys = keys
+	} else {
+		switch mode {
+		case ModeRun:
+			c.SecretKeyFile = filepath.Join(c.DataDir, "secret.key")
+		case ModeServe, ModeWorker:
+			r.fail(EnvSecretKey, "is required: a base64 32-byte key (generate one with: openssl rand -base64 32)")
+		}
+	}
+	return c, errors.Join(r.errs...)
+}
+
+type reader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (r *reader) fail(name, problem string) {
+	r.errs = append(r.errs, fmt.Errorf("%s %s", name, problem))
+}
+
+func (r *reader) str(name, def string) string {
+	if v := strings.TrimSpace(r.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (r *reader) addr(name, def string) string {
+	v := r.str(name, def)
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		r.fail(name, fmt.Sprintf("%q is not HOST:PORT", v))
+		return v
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		r.fail(name, fmt.Sprintf("%q has no valid port (0 to 65535)", v))
+	}
+	return v
+}
+
+func (r *reader) oneOf(name, def string, allowed ...string) string {
+	v := r.str(name, def)
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	r.fail(name, fmt.Sprintf("%q must be one of %s", v, strings.Join(allowed, ", ")))
+	return def
+}
+
+func (r *reader) level(name string) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(r.str(name, "info"))); err != nil {
+		r.fail(name, fmt.Sprintf("%q must be debug, info, warn or error", r.getenv(name)))
+	}
+	return l
+}
+
+func (r *reader) duration(name string, def time.Duration) time.Duration {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		r.fail(name, fmt.Sprintf("%q must be a positive duration such as 30s", v))
+		return def
+	}
+	return d
+}
+
+func (r *reader) size(name string, def int64) int64 {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		r.fail(name, fmt.Sprintf("%q must be a positive number of bytes", v))
+		return def
+	}
+	return n
+}

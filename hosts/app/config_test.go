@@ -1,0 +1,102 @@
+package app_test
+
+import (
+	"encoding/base64"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/devpilot/devpilot/hosts/app"
+)
+
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+var (
+	validKey = base64.StdEncoding.EncodeToString(make([]byte, 32))
+	otherKey = base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+)
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		mode      app.Mode
+		vars      map[string]string
+		addr, log string
+		keyFile   string
+	}{
+		{mode: app.ModeRun, addr: "127.0.0.1:8080", log: "text", keyFile: "data/secret.key"},
+		{mode: app.ModeServe, vars: map[string]string{app.EnvSecretKey: validKey}, addr: ":8080", log: "json"},
+		{mode: app.ModeWorker, vars: map[string]string{app.EnvSecretKey: validKey}, addr: ":8080", log: "json"},
+		{mode: app.ModeToken, addr: ":8080", log: "text"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			t.Parallel()
+			cfg, err := app.Load(tt.mode, env(tt.vars))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if cfg.HTTPAddr != tt.addr || cfg.LogFormat != tt.log || cfg.SecretKeyFile != tt.keyFile {
+				t.Errorf("addr %q log %q keyfile %q; want %q %q %q", cfg.HTTPAddr, cfg.LogFormat, cfg.SecretKeyFile, tt.addr, tt.log, tt.keyFile)
+			}
+			if cfg.DatabaseURL != "sqlite:data/devpilot.db" || cfg.RequestTimeout != 30*time.Second || cfg.LogLevel != slog.LevelInfo {
+				t.Errorf("db %q timeout %v level %v", cfg.DatabaseURL, cfg.RequestTimeout, cfg.LogLevel)
+			}
+		})
+	}
+}
+
+func TestLoadNamesEveryBadVariable(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		mode app.Mode
+		vars map[string]string
+		want []string
+	}{
+		{"serve needs a key", app.ModeServe, nil, []string{app.EnvSecretKey + " is required"}},
+		{"bad key", app.ModeRun, map[string]string{app.EnvSecretKey: "c2hvcnQ="}, []string{app.EnvSecretKey}},
+		{"bad addr", app.ModeRun, map[string]string{app.EnvHTTPAddr: "8080"}, []string{app.EnvHTTPAddr + ` "8080" is not HOST:PORT`}},
+		{"bad port", app.ModeRun, map[string]string{app.EnvHTTPAddr: "localhost:99999"}, []string{app.EnvHTTPAddr}},
+		{"several at once", app.ModeRun, map[string]string{
+			app.EnvLogFormat: "xml", app.EnvLogLevel: "loud", app.EnvRequestTimeout: "soon", app.EnvBodyLimit: "-1",
+		}, []string{app.EnvLogFormat, app.EnvLogLevel, app.EnvRequestTimeout, app.EnvBodyLimit}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := app.Load(tt.mode, env(tt.vars))
+			if err == nil {
+				t.Fatal("Load succeeded, want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "c2hvcnQ=") {
+				t.Errorf("error %q echoes the secret key", err)
+			}
+		})
+	}
+}
+
+func TestLoadReadsEveryVariable(t *testing.T) {
+	t.Parallel()
+	cfg, err := app.Load(app.ModeServe, env(map[string]string{
+		app.EnvDatabaseURL: "postgres://db/x", app.EnvHTTPAddr: ":0", app.EnvSecretKey: otherKey + "," + validKey,
+		app.EnvLLMModel: "m", app.EnvPublicURL: "https://dp.example", app.EnvLogFormat: "text",
+		app.EnvLogLevel: "debug", app.EnvRequestTimeout: "5s", app.EnvShutdownGrace: "1s", app.EnvBodyLimit: "2048",
+	}))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if cfg.DatabaseURL != "postgres://db/x" || cfg.HTTPAddr != ":0" || len(cfg.SecretKeys) != 2 || cfg.LLMModel != "m" ||
+		cfg.PublicURL != "https://dp.example" || cfg.LogFormat != "text" || cfg.LogLevel != slog.LevelDebug ||
+		cfg.RequestTimeout != 5*time.Second || cfg.ShutdownGrace != time.Second || cfg.BodyLimit != 2048 {
+		t.Fatalf("config = %+v", cfg)
+	}
+}

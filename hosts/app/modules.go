@@ -1,0 +1,273 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/riverqueue/river"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+
+	"github.com/devpilot/devpilot/adapters/queue"
+	"github.com/devpilot/devpilot/adapters/secretbox"
+	"github.com/devpilot/devpilot/adapters/sqlstore"
+	"github.com/devpilot/devpilot/adapters/system"
+	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/hosts/httpapi"
+	"github.com/devpilot/devpilot/hosts/worker"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// NewLogger returns the process logger writing text or JSON to w at the
+// configured level.
+func NewLogger(cfg Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// Base is what every host needs: the configuration, the logger, the clock
+// and ids, and fx's own events logged at debug level.
+func Base(cfg Config, logger *slog.Logger) fx.Option {
+	return fx.Options(
+		fx.Supply(cfg, logger),
+		fx.WithLogger(func() fxevent.Logger {
+			l := &fxevent.SlogLogger{Logger: logger}
+			l.UseLogLevel(slog.LevelDebug)
+			return l
+		}),
+		fx.Provide(
+			fx.Annotate(func() system.Clock { return system.Clock{} }, fx.As(new(ports.Clock))),
+			fx.Annotate(func() system.IDs { return system.IDs{} }, fx.As(new(ports.IDs))),
+		),
+	)
+}
+
+// StoreModule opens the database, closes it on stop, and provides it as the
+// Transactor and as every store port. In run mode it applies pending
+// migrations on start.
+var StoreModule = fx.Module("sqlstore",
+	fx.Provide(
+		OpenDB,
+		fx.Annotate(func(db *sqlstore.DB) *sqlstore.DB { return db }, fx.As(new(ports.Transactor))),
+		fx.Annotate(sqlstore.NewIdentity,
+			fx.As(new(ports.OrgStore)), fx.As(new(ports.UserStore)), fx.As(new(ports.TokenStore))),
+		NewReadiness,
+	),
+)
+
+// OpenDB opens the configured database and closes it when the app stops;
+// in run mode it migrates it first.
+func OpenDB(lc fx.Lifecycle, cfg Config, logger *slog.Logger) (*sqlstore.DB, error) {
+	db, err := sqlstore.Open(context.Background(), cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvDatabaseURL, err)
+	}
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			if cfg.Mode != ModeRun {
+				return nil
+			}
+			return Migrate(ctx, db, logger)
+		},
+		OnStop: func(context.Context) error { return db.Close() },
+	})
+	return db, nil
+}
+
+// Migrate applies devpilot's and the job queue's pending migrations, logging
+// the queue's to logger.
+func Migrate(ctx context.Context, db *sqlstore.DB, logger *slog.Logger) error {
+	if err := db.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrating: %w", err)
+	}
+	if err := queue.Migrate(ctx, db, logger); err != nil {
+		return fmt.Errorf("migrating the job queue: %w", err)
+	}
+	return nil
+}
+
+// Readiness reports whether the database answers and is fully migrated.
+type Readiness struct {
+	db *sqlstore.DB
+}
+
+// NewReadiness returns the readiness check of db.
+func NewReadiness(db *sqlstore.DB) *Readiness { return &Readiness{db: db} }
+
+// Ready returns an unavailable Error when the database does not answer or
+// has pending migrations.
+func (r *Readiness) Ready(ctx context.Context) error {
+	if err := r.db.Ping(ctx); err != nil {
+		return ports.Wrap(ports.KindUnavailable, err, "database unreachable")
+	}
+	n, err := r.db.PendingMigrations(ctx)
+	if err != nil {
+		return ports.Wrap(ports.KindUnavailable, err, "checking migrations")
+	}
+	q, err := queue.PendingMigrations(ctx, r.db)
+	if err != nil {
+		return ports.Wrap(ports.KindUnavailable, err, "checking job queue migrations")
+	}
+	if n+q > 0 {
+		return ports.Errorf(ports.KindUnavailable, "%d migrations pending: run devpilot migrate", n+q)
+	}
+	return nil
+}
+
+// CipherModule provides the Cipher: from DEVPILOT_SECRET_KEY, or in run
+// mode from a key file it creates on first start.
+var CipherModule = fx.Module("secretbox",
+	fx.Provide(fx.Annotate(NewCipher, fx.As(new(ports.Cipher)))),
+	fx.Invoke(func(ports.Cipher) {}),
+)
+
+// NewCipher returns the AES-256-GCM cipher over the configured keys.
+func NewCipher(cfg Config) (*secretbox.Box, error) {
+	keys := cfg.SecretKeys
+	if len(keys) == 0 && cfg.SecretKeyFile != "" {
+		key, err := secretbox.LoadOrCreateKeyFile(cfg.SecretKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("secret key file %s: %w", cfg.SecretKeyFile, err)
+		}
+		keys = [][]byte{key}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s is required", EnvSecretKey)
+	}
+	return secretbox.New(keys...)
+}
+
+// CoreModule provides the core services.
+var CoreModule = fx.Module("core",
+	fx.Provide(NewIdentity),
+)
+
+// IdentityParams are the ports the identity service is built from.
+type IdentityParams struct {
+	fx.In
+	Orgs   ports.OrgStore
+	Users  ports.UserStore
+	Tokens ports.TokenStore
+	Tx     ports.Transactor
+	Clock  ports.Clock
+	IDs    ports.IDs
+}
+
+// NewIdentity returns the identity service.
+func NewIdentity(p IdentityParams) *identity.Service {
+	return identity.New(identity.Deps{
+		Orgs: p.Orgs, Users: p.Users, Tokens: p.Tokens, Tx: p.Tx, Clock: p.Clock, IDs: p.IDs,
+	})
+}
+
+// QueueParams are what the job queue is built from; without Workers the
+// client only inserts jobs.
+type QueueParams struct {
+	fx.In
+	Lifecycle    fx.Lifecycle
+	DB           *sqlstore.DB
+	Logger       *slog.Logger
+	Workers      *river.Workers       `optional:"true"`
+	PeriodicJobs []*river.PeriodicJob `optional:"true"`
+}
+
+// QueueModule provides the River job queue as the JobQueue port, started and
+// stopped with the app.
+var QueueModule = fx.Module("queue",
+	fx.Provide(
+		NewQueue,
+		fx.Annotate(func(q *queue.Queue) *queue.Queue { return q }, fx.As(new(ports.JobQueue))),
+	),
+	fx.Invoke(func(*queue.Queue) {}),
+)
+
+// NewQueue returns the job queue, working jobs when Workers are provided.
+func NewQueue(p QueueParams) (*queue.Queue, error) {
+	q, err := queue.New(p.DB, queue.Config{Workers: p.Workers, PeriodicJobs: p.PeriodicJobs, Logger: p.Logger})
+	if err != nil {
+		return nil, err
+	}
+	p.Lifecycle.Append(fx.StartStopHook(q.Start, q.Stop))
+	return q, nil
+}
+
+// WorkerModule provides the River workers that call the core services.
+var WorkerModule = fx.Module("worker",
+	fx.Provide(
+		func(id *identity.Service, logger *slog.Logger) (*river.Workers, error) {
+			return worker.NewWorkers(worker.Deps{Identity: id, Logger: logger})
+		},
+		worker.PeriodicJobs,
+	),
+)
+
+// HTTPModule provides the HTTP server: it listens on start, so a bad or busy
+// address fails start-up, serves in a goroutine and shuts down gracefully.
+var HTTPModule = fx.Module("http",
+	fx.Provide(NewHTTPServer),
+	fx.Invoke(func(*httpapi.Server) {}),
+)
+
+// HTTPParams are what the HTTP server is built from.
+type HTTPParams struct {
+	fx.In
+	Lifecycle  fx.Lifecycle
+	Shutdowner fx.Shutdowner
+	Config     Config
+	Logger     *slog.Logger
+	Identity   *identity.Service
+	Ready      *Readiness
+}
+
+// NewHTTPServer returns the HTTP API server bound to the app's lifecycle.
+func NewHTTPServer(p HTTPParams) *httpapi.Server {
+	srv := httpapi.New(httpapi.Config{
+		BodyLimit:      p.Config.BodyLimit,
+		RequestTimeout: p.Config.RequestTimeout,
+		ShutdownGrace:  p.Config.ShutdownGrace,
+	}, httpapi.Deps{Identity: p.Identity, Ready: p.Ready, Logger: p.Logger})
+	p.Lifecycle.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			ln, err := net.Listen("tcp", p.Config.HTTPAddr)
+			if err != nil {
+				return fmt.Errorf("%s: %w", EnvHTTPAddr, err)
+			}
+			go func() {
+				if err := srv.Serve(ln); err != nil {
+					p.Logger.Error("http server stopped", "err", err)
+					_ = p.Shutdowner.Shutdown(fx.ExitCode(1))
+				}
+			}()
+			return nil
+		},
+		OnStop: srv.Shutdown,
+	})
+	return srv
+}
+
+// Options returns the fx options of a long-running host in the given mode:
+// run (HTTP and worker), serve (HTTP) or worker.
+func Options(cfg Config, logger *slog.Logger) fx.Option {
+	opts := []fx.Option{
+		Base(cfg, logger),
+		StoreModule,
+		CipherModule,
+		CoreModule,
+		QueueModule,
+		fx.StopTimeout(cfg.ShutdownGrace + 5*time.Second),
+	}
+	if cfg.Mode == ModeRun || cfg.Mode == ModeServe {
+		opts = append(opts, HTTPModule)
+	}
+	if cfg.Mode == ModeRun || cfg.Mode == ModeWorker {
+		opts = append(opts, WorkerModule)
+	}
+	return fx.Options(opts...)
+}

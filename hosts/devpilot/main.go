@@ -1,0 +1,332 @@
+// Command devpilot is the devpilot service: `devpilot run` starts the HTTP API
+// and the worker in one process on the embedded defaults; serve and worker
+// start them separately; migrate, token and version are one-shot commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/devpilot/devpilot/adapters/sqlstore"
+	"github.com/devpilot/devpilot/adapters/system"
+	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/hosts/app"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = ""
+
+const usage = `usage: devpilot <command> [flags]
+
+commands:
+  run       HTTP API and worker in one process (embedded defaults, SQLite under ./data)
+  serve     HTTP API only
+  worker    background job worker only
+  migrate   apply database migrations and exit
+  token     manage API tokens: token create | list | revoke
+  version   print the version
+`
+
+// errUsage marks errors caused by the command line or the configuration:
+// the process exits with status 2 for them.
+type errUsage struct{ error }
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// cli is one invocation's environment and output streams.
+type cli struct {
+	getenv         func(string) string
+	stdout, stderr io.Writer
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	c := cli{getenv: getenv, stdout: stdout, stderr: stderr}
+	err := c.dispatch(ctx, args)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "devpilot: "+oneLine(err))
+	if errors.As(err, new(errUsage)) {
+		return 2
+	}
+	return 1
+}
+
+func (c cli) dispatch(ctx context.Context, args []string) error {
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run", "serve", "worker":
+		if err := noArgs(cmd, rest); err != nil {
+			return err
+		}
+		return c.serve(ctx, app.Mode(cmd))
+	case "migrate":
+		if err := noArgs(cmd, rest); err != nil {
+			return err
+		}
+		return c.migrate(ctx)
+	case "token":
+		return c.token(ctx, rest)
+	case "version":
+		fmt.Fprintln(c.stdout, "devpilot", buildVersion())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(c.stdout, usage)
+		return nil
+	}
+	return errUsage{fmt.Errorf("unknown command %q (try: devpilot help)", cmd)}
+}
+
+func noArgs(cmd string, args []string) error {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return errUsage{fmt.Errorf("%s: %w", cmd, err)}
+	}
+	if fs.NArg() > 0 {
+		return errUsage{fmt.Errorf("%s takes no arguments, got %q", cmd, fs.Arg(0))}
+	}
+	return nil
+}
+
+func (c cli) loadConfig(mode app.Mode) (app.Config, error) {
+	cfg, err := app.Load(mode, c.getenv)
+	if err != nil {
+		return cfg, errUsage{err}
+	}
+	return cfg, nil
+}
+
+// serve runs a long-running host until SIGINT or SIGTERM.
+func (c cli) serve(ctx context.Context, mode app.Mode) error {
+	cfg, err := c.loadConfig(mode)
+	if err != nil {
+		return err
+	}
+	logger := app.NewLogger(cfg, c.stderr)
+	fxApp := fx.New(app.Options(cfg, logger))
+	if err := fxApp.Err(); err != nil {
+		return err
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := fxApp.Start(startCtx); err != nil {
+		return err
+	}
+	if mode == app.ModeRun {
+		fmt.Fprintf(c.stdout, "devpilot is running (data in %s). Create an API token with:\n  %s token create --email you@example.com --org demo --role admin\n",
+			cfg.DataDir, selfName())
+	}
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	exitCode := 0
+	select {
+	case <-signals:
+	case sig := <-fxApp.Wait():
+		exitCode = sig.ExitCode
+	case <-ctx.Done():
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace+5*time.Second)
+	defer cancel()
+	if err := fxApp.Stop(stopCtx); err != nil {
+		return err
+	}
+	if exitCode != 0 {
+		return fmt.Errorf("stopped after a fatal error (exit code %d)", exitCode)
+	}
+	return nil
+}
+
+func openDB(ctx context.Context, cfg app.Config) (*sqlstore.DB, error) {
+	db, err := sqlstore.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, errUsage{fmt.Errorf("%s: %w", app.EnvDatabaseURL, err)}
+	}
+	return db, nil
+}
+
+func (c cli) migrate(ctx context.Context) error {
+	cfg, err := c.loadConfig(app.ModeMigrate)
+	if err != nil {
+		return err
+	}
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := app.Migrate(ctx, db, app.NewLogger(cfg, c.stderr)); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, "migrations applied")
+	return nil
+}
+
+// identityService opens the database and returns the identity service over
+// it, refusing to work on an unmigrated database.
+func identityService(ctx context.Context, cfg app.Config) (*identity.Service, func() error, error) {
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := app.NewReadiness(db).Ready(ctx); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	store := sqlstore.NewIdentity(db)
+	svc := identity.New(identity.Deps{
+		Orgs: store, Users: store, Tokens: store, Tx: db, Clock: system.Clock{}, IDs: system.IDs{},
+	})
+	return svc, db.Close, nil
+}
+
+func (c cli) token(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return errUsage{errors.New("token needs a subcommand: create, list or revoke")}
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("token "+sub, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	email := fs.String("email", "", "the user's email")
+	org := fs.String("org", "", "the organisation's name")
+	var role, name string
+	var ttl time.Duration
+	switch sub {
+	case "create":
+		fs.StringVar(&role, "role", "member", "admin or member (for a new user)")
+		fs.StringVar(&name, "name", "", "a label for the token")
+		fs.DurationVar(&ttl, "ttl", 0, "lifetime, such as 720h (default: no expiry)")
+	case "list", "revoke":
+	default:
+		return errUsage{fmt.Errorf("unknown token subcommand %q: use create, list or revoke", sub)}
+	}
+	if err := fs.Parse(args); err != nil {
+		return errUsage{fmt.Errorf("token %s: %w", sub, err)}
+	}
+	switch {
+	case sub == "create" && (*email == "" || *org == ""):
+		return errUsage{errors.New("token create needs --email and --org")}
+	case sub == "create" && !ports.Role(role).Valid():
+		return errUsage{fmt.Errorf("token create: --role %q must be admin or member", role)}
+	case sub == "revoke" && fs.NArg() != 1:
+		return errUsage{errors.New("token revoke needs exactly one token id")}
+	case sub != "revoke" && fs.NArg() > 0:
+		return errUsage{fmt.Errorf("token %s takes no arguments, got %q", sub, fs.Arg(0))}
+	}
+
+	cfg, err := c.loadConfig(app.ModeToken)
+	if err != nil {
+		return err
+	}
+	svc, closeDB, err := identityService(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+
+	switch sub {
+	case "create":
+		issued, err := svc.IssueToken(ctx, identity.IssueTokenInput{
+			Email: *email, OrgName: *org, Role: ports.Role(role), Name: name, TTL: ttl,
+		})
+		if err != nil {
+			return asUsage(err)
+		}
+		fmt.Fprintln(c.stdout, issued.Token)
+		fmt.Fprintf(c.stderr, "token %s for %s (%s) in org %s; it is shown only once\n",
+			issued.Record.ID, issued.User.Email, issued.User.Role, issued.Org.Name)
+		return nil
+	case "list":
+		tokens, err := svc.ListTokens(ctx, *org, *email)
+		if err != nil {
+			return asUsage(err)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tPREFIX\tORG\tEMAIL\tNAME\tCREATED\tLAST USED\tSTATUS")
+		for _, t := range tokens {
+			fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Prefix, t.OrgName, t.Email, t.Name,
+				t.CreatedAt.Format(time.RFC3339), stamp(t.LastUsedAt), status(t.APIToken, time.Now()))
+		}
+		return tw.Flush()
+	default:
+		if err := svc.RevokeToken(ctx, fs.Arg(0)); err != nil {
+			return asUsage(err)
+		}
+		fmt.Fprintln(c.stdout, "revoked", fs.Arg(0))
+		return nil
+	}
+}
+
+// asUsage turns errors about the caller's input into usage errors (exit 2).
+func asUsage(err error) error {
+	switch ports.KindOf(err) {
+	case ports.KindInvalid, ports.KindMalformed, ports.KindNotFound, ports.KindConflict:
+		return errUsage{err}
+	}
+	return err
+}
+
+func stamp(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return t.Format(time.RFC3339)
+}
+
+func status(t ports.APIToken, now time.Time) string {
+	switch {
+	case t.RevokedAt != nil:
+		return "revoked"
+	case t.ExpiresAt != nil && !now.Before(*t.ExpiresAt):
+		return "expired"
+	}
+	return "active"
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
+
+func selfName() string {
+	if strings.Contains(os.Args[0], "go-build") {
+		return "go run ./hosts/devpilot"
+	}
+	return os.Args[0]
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := info.Main.Version
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return v
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/devpilot/devpilot/adapters/sqlstore"
+	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
+)
+
+func TestMain(m *testing.M) { sqlstoretest.Main(m) }
+
+// logWatch is a goroutine-safe writer that remembers what was written and
+// hands out the first match of listenLine.
+type logWatch struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	addr chan string
+	sent bool
+}
+
+func newLogWatch() *logWatch { return &logWatch{addr: make(chan string, 1)} }
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if m := listenLine.FindStringSubmatch(w.buf.String()); m != nil && !w.sent {
+		w.sent = true
+		w.addr <- m[1]
+	}
+	return len(p), nil
+}
+
+func (w *logWatch) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+type harness struct {
+	t   *testing.T
+	env map[string]string
+}
+
+func (h harness) getenv(k string) string { return h.env[k] }
+
+// cli runs one command and returns its exit code, stdout and stderr.
+func (h harness) cli(args ...string) (int, string, string) {
+	h.t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, h.getenv, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestRunServesAuthenticatedRequests(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			h := harness{t: t, env: map[string]string{
+				"DEVPILOT_DATABASE_URL": sqlstoretest.URL(t, d),
+				"DEVPILOT_DATA_DIR":     t.TempDir(),
+				"DEVPILOT_HTTP_ADDR":    "127.0.0.1:0",
+			}}
+			if code, _, errOut := h.cli("token", "list"); code != 1 || !strings.Contains(errOut, "devpilot migrate") {
+				t.Fatalf("token list on an unmigrated database: exit %d, %q", code, errOut)
+			}
+
+			ctx, cancel := context.WithCancel(context.Background())
+			logs := newLogWatch()
+			var stdout bytes.Buffer
+			exited := make(chan int, 1)
+			go func() { exited <- run(ctx, []string{"run"}, h.getenv, &stdout, logs) }()
+			var base string
+			select {
+			case base = <-logs.addr:
+			case code := <-exited:
+				t.Fatalf("run exited with %d before listening:\n%s", code, logs)
+			case <-time.After(20 * time.Second):
+				t.Fatalf("run did not listen within 20s:\n%s", logs)
+			}
+			defer func() {
+				cancel()
+				if code := <-exited; code != 0 {
+					t.Errorf("run exited with %d:\n%s", code, logs)
+				}
+			}()
+
+			if status, _ := get(t, base+"/readyz", ""); status != http.StatusOK {
+				t.Fatalf("/readyz = %d", status)
+			}
+			code, token, errOut := h.cli("token", "create", "--email", "Ada@Example.com", "--org", "acme", "--role", "admin", "--name", "laptop")
+			token = strings.TrimSpace(token)
+			if code != 0 || !strings.HasPrefix(token, "dp_") {
+				t.Fatalf("token create: exit %d, stdout %q, stderr %q", code, token, errOut)
+			}
+
+			status, body := get(t, base+"/api/v1/me", token)
+			var me struct {
+				User struct{ ID, Email, Role string }
+				Org  struct{ Name string }
+			}
+			if err := json.Unmarshal(body, &me); status != http.StatusOK || err != nil {
+				t.Fatalf("/api/v1/me = %d %s (%v)", status, body, err)
+			}
+			if me.User.Email != "ada@example.com" || me.User.Role != "admin" || me.Org.Name != "acme" {
+				t.Fatalf("/api/v1/me = %s", body)
+			}
+			if status, body := get(t, base+"/api/v1/me", ""); status != http.StatusUnauthorized || !bytes.Contains(body, []byte(`"code":"unauthenticated"`)) {
+				t.Fatalf("/api/v1/me without a token = %d %s", status, body)
+			}
+
+			code, list, _ := h.cli("token", "list", "--org", "acme")
+			if code != 0 || !strings.Contains(list, "ada@example.com") || !strings.Contains(list, "active") || strings.Contains(list, token) {
+				t.Fatalf("token list: exit %d\n%s", code, list)
+			}
+			id := strings.Fields(strings.Split(list, "\n")[1])[0]
+			if code, _, errOut := h.cli("token", "revoke", id); code != 0 {
+				t.Fatalf("token revoke: exit %d %s", code, errOut)
+			}
+			if code, _, errOut := h.cli("token", "revoke", id); code != 2 || !strings.Contains(errOut, "revoked") {
+				t.Fatalf("second revoke: exit %d %q, want 2 and a conflict", code, errOut)
+			}
+			if status, _ := get(t, base+"/api/v1/me", token); status != http.StatusUnauthorized {
+				t.Fatalf("/api/v1/me with a revoked token = %d", status)
+			}
+			if !strings.Contains(stdout.String(), "token create --email") {
+				t.Errorf("run did not say how to create a token: %q", stdout.String())
+			}
+		})
+	}
+}
+
+func TestMigrateThenToken(t *testing.T) {
+	t.Parallel()
+	h := harness{t: t, env: map[string]string{"DEVPILOT_DATABASE_URL": sqlstoretest.URL(t, sqlstore.DialectSQLite)}}
+	for range 2 {
+		if code, out, errOut := h.cli("migrate"); code != 0 || !strings.Contains(out, "migrations applied") {
+			t.Fatalf("migrate: exit %d %q %q", code, out, errOut)
+		}
+	}
+	if code, _, errOut := h.cli("token", "create", "--email", "bob@example.com", "--org", "acme"); code != 0 {
+		t.Fatalf("token create: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := h.cli("token", "create", "--email", "bob@example.com", "--org", "other"); code != 2 || !strings.Contains(errOut, "another organisation") {
+		t.Fatalf("token for a user of another org: exit %d %q", code, errOut)
+	}
+}
+
+func TestBadInvocationsExitTwoWithOneLine(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"unknown command", nil, []string{"launch"}, `unknown command "launch"`},
+		{"stray argument", nil, []string{"migrate", "now"}, "takes no arguments"},
+		{"unknown flag", nil, []string{"run", "--fast"}, "flag provided but not defined"},
+		{"token without subcommand", nil, []string{"token"}, "create, list or revoke"},
+		{"token create without org", nil, []string{"token", "create", "--email", "a@b.c"}, "--email and --org"},
+		{"bad role", nil, []string{"token", "create", "--email", "a@b.c", "--org", "x", "--role", "root"}, "role"},
+		{"bad ttl", nil, []string{"token", "create", "--email", "a@b.c", "--org", "x", "--ttl", "soon"}, "invalid value"},
+		{"revoke without id", nil, []string{"token", "revoke"}, "exactly one token id"},
+		{"bad address", map[string]string{"DEVPILOT_HTTP_ADDR": "nowhere"}, []string{"run"}, "DEVPILOT_HTTP_ADDR"},
+		{"serve without key", nil, []string{"serve"}, "DEVPILOT_SECRET_KEY is required"},
+		{"bad database url", map[string]string{"DEVPILOT_DATABASE_URL": "mysql://x"}, []string{"migrate"}, "DEVPILOT_DATABASE_URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{"DEVPILOT_DATABASE_URL": "sqlite:" + t.TempDir() + "/x.db"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			code, _, errOut := harness{t: t, env: env}.cli(tt.args...)
+			if code != 2 || !strings.Contains(errOut, tt.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+				t.Fatalf("exit %d, stderr %q; want 2 and one line containing %q", code, errOut, tt.want)
+			}
+		})
+	}
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	t.Parallel()
+	h := harness{t: t}
+	if code, out, _ := h.cli("version"); code != 0 || !strings.HasPrefix(out, "devpilot ") {
+		t.Fatalf("version: %d %q", code, out)
+	}
+	if code, _, errOut := h.cli(); code != 2 || !strings.Contains(errOut, "usage: devpilot") {
+		t.Fatalf("no command: %d %q", code, errOut)
+	}
+}
+
+func TestServeFailsOnBusyPort(t *testing.T) {
+	t.Parallel()
+	busy, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	h := harness{t: t, env: map[string]string{
+		"DEVPILOT_DATABASE_URL": sqlstoretest.URL(t, sqlstore.DialectSQLite),
+		"DEVPILOT_DATA_DIR":     t.TempDir(),
+		"DEVPILOT_HTTP_ADDR":    busy.Addr().String(),
+	}}
+	code, _, errOut := h.cli("run")
+	if code != 1 || !strings.Contains(errOut, "address already in use") {
+		t.Fatalf("run on a busy port: exit %d %q", code, errOut)
+	}
+}
+
+func get(t *testing.T, url, token string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	return resp.StatusCode, b.Bytes()
+}
