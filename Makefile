@@ -1,0 +1,56 @@
+# devpilot — common tasks. `make run` starts it, `make test` tests it.
+
+GO       ?= go
+BIN      := bin/devpilot
+# The race detector needs cgo and a C compiler; without one, tests still run.
+RACE     ?= $(if $(and $(filter 1,$(shell $(GO) env CGO_ENABLED)),$(shell command -v $$($(GO) env CC) 2>/dev/null)),-race,)
+PKGS     := ./...
+
+.PHONY: all build run test test-postgres generate check-generate lint fmt bench fuzz clean
+
+all: lint test
+
+build:
+	$(GO) build -o $(BIN) ./hosts/devpilot
+
+## run: start HTTP API + worker on the embedded defaults (SQLite under ./data).
+run: build
+	./$(BIN) run
+
+## test: every test, on SQLite; also on PostgreSQL when DEVPILOT_TEST_POSTGRES_URL is set.
+test:
+	$(GO) test $(RACE) -count=1 $(PKGS)
+
+## test-postgres: the tests on both databases against the local PostgreSQL.
+test-postgres:
+	DEVPILOT_TEST_POSTGRES_URL=$${DEVPILOT_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable} \
+		$(GO) test $(RACE) -count=1 $(PKGS)
+
+## generate: regenerate the mocks of every port.
+generate:
+	$(GO) generate ./...
+
+## check-generate: fail when regenerating the mocks changes anything.
+check-generate: generate
+	@git diff --exit-code --stat -- testkit/mocks || { echo "mocks are stale: run 'make generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- testkit/mocks)" || { git status --short -- testkit/mocks; echo "mocks are stale: run 'make generate' and commit"; exit 1; }
+
+## lint: go vet and a gofmt check.
+lint:
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+## bench: Go benchmarks, including start-up time, idle RSS and /api/v1/me throughput.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s $(PKGS)
+
+## fuzz: a short run of the JSON decoder fuzz target.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecodeJSON -fuzztime 30s ./hosts/httpapi
+
+clean:
+	rm -rf bin
