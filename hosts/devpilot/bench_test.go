@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 )
 
 var listenLine = regexp.MustCompile(`listening on (http://[^\s"]+)`)
@@ -102,4 +105,48 @@ func rssKiB(b *testing.B, pid int) float64 {
 	}
 	b.Fatal("no VmRSS")
 	return 0
+}
+
+// BenchmarkMe measures authenticated GET /api/v1/me through `devpilot run`
+// in-process over loopback, with parallel keep-alive clients, on each
+// database.
+func BenchmarkMe(b *testing.B) {
+	for _, d := range sqlstoretest.Dialects() {
+		b.Run(string(d), func(b *testing.B) {
+			h := harness{t: b, env: map[string]string{
+				"DEVPILOT_DATABASE_URL": sqlstoretest.URL(b, d),
+				"DEVPILOT_DATA_DIR":     b.TempDir(),
+				"DEVPILOT_HTTP_ADDR":    "127.0.0.1:0",
+			}}
+			base, _, stop := h.start()
+			defer stop()
+			code, token, errOut := h.cli("token", "create", "--email", "bench@example.com", "--org", "bench")
+			if code != 0 {
+				b.Fatalf("token create: %s", errOut)
+			}
+			auth := "Bearer " + strings.TrimSpace(token)
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+			b.SetParallelism(8)
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/me", nil)
+					req.Header.Set("Authorization", auth)
+					resp, err := client.Do(req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						b.Errorf("status %d", resp.StatusCode)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+		})
+	}
 }

@@ -28,13 +28,20 @@ type logWatch struct {
 
 func newLogWatch() *logWatch { return &logWatch{addr: make(chan string, 1)} }
 
+// logWatchKeep bounds what a logWatch remembers, for long benchmark runs.
+const logWatchKeep = 1 << 20
+
 func (w *logWatch) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.buf.Write(p)
-	if m := listenLine.FindStringSubmatch(w.buf.String()); m != nil && !w.sent {
-		w.sent = true
-		w.addr <- m[1]
+	if w.buf.Len() < logWatchKeep {
+		w.buf.Write(p)
+	}
+	if !w.sent {
+		if m := listenLine.FindStringSubmatch(w.buf.String()); m != nil {
+			w.sent = true
+			w.addr <- m[1]
+		}
 	}
 	return len(p), nil
 }
@@ -46,7 +53,7 @@ func (w *logWatch) String() string {
 }
 
 type harness struct {
-	t   *testing.T
+	t   testing.TB
 	env map[string]string
 }
 
@@ -73,25 +80,8 @@ func TestRunServesAuthenticatedRequests(t *testing.T) {
 				t.Fatalf("token list on an unmigrated database: exit %d, %q", code, errOut)
 			}
 
-			ctx, cancel := context.WithCancel(context.Background())
-			logs := newLogWatch()
-			var stdout bytes.Buffer
-			exited := make(chan int, 1)
-			go func() { exited <- run(ctx, []string{"run"}, h.getenv, &stdout, logs) }()
-			var base string
-			select {
-			case base = <-logs.addr:
-			case code := <-exited:
-				t.Fatalf("run exited with %d before listening:\n%s", code, logs)
-			case <-time.After(20 * time.Second):
-				t.Fatalf("run did not listen within 20s:\n%s", logs)
-			}
-			defer func() {
-				cancel()
-				if code := <-exited; code != 0 {
-					t.Errorf("run exited with %d:\n%s", code, logs)
-				}
-			}()
+			base, stdout, stop := h.start()
+			defer stop()
 
 			if status, _ := get(t, base+"/readyz", ""); status != http.StatusOK {
 				t.Fatalf("/readyz = %d", status)
@@ -216,6 +206,31 @@ func TestServeFailsOnBusyPort(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "address already in use") {
 		t.Fatalf("run on a busy port: exit %d %q", code, errOut)
 	}
+}
+
+// start runs `devpilot run` in the background and returns its base URL, its
+// standard output, and a function that stops it and checks it exited cleanly.
+func (h harness) start() (string, *logWatch, func()) {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs, stdout := newLogWatch(), newLogWatch()
+	exited := make(chan int, 1)
+	go func() { exited <- run(ctx, []string{"run"}, h.getenv, stdout, logs) }()
+	select {
+	case base := <-logs.addr:
+		return base, stdout, func() {
+			cancel()
+			if code := <-exited; code != 0 {
+				h.t.Errorf("run exited with %d:\n%s", code, logs)
+			}
+		}
+	case code := <-exited:
+		h.t.Fatalf("run exited with %d before listening:\n%s", code, logs)
+	case <-time.After(20 * time.Second):
+		h.t.Fatalf("run did not listen within 20s:\n%s", logs)
+	}
+	cancel()
+	return "", nil, nil
 }
 
 func get(t *testing.T, url, token string) (int, []byte) {
