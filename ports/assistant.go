@@ -1,0 +1,209 @@
+package ports
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+//go:generate go tool mockgen -typed -destination ../testkit/mocks/assistant.go -package mocks . ChatSessionStore,ChatMessageStore,ConfirmationStore,StreamEventStore,TurnStore,PreferenceStore
+
+// Owner identifies whose a resource is; stores filter by it in SQL, and
+// another owner's resource is not_found.
+type Owner struct {
+	OrgID  string
+	UserID string
+}
+
+// Owner returns the principal as a resource owner.
+func (p Principal) Owner() Owner { return Owner{OrgID: p.OrgID, UserID: p.UserID} }
+
+// Page asks for one page of a list. Cursor is opaque: "" for the first page,
+// then the next cursor the previous page returned.
+type Page struct {
+	Limit  int
+	Cursor string
+}
+
+// ChatSession is a conversation with the assistant.
+type ChatSession struct {
+	ID        string
+	OrgID     string
+	UserID    string
+	Title     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// MessageCount and PendingConfirmations are computed when read.
+	MessageCount         int
+	PendingConfirmations int
+}
+
+// ChatMessage is a stored message of a session.
+type ChatMessage struct {
+	ID        string
+	SessionID string
+	TurnID    string
+	Message
+	CreatedAt time.Time
+}
+
+// ConfirmationStatus is where a confirmation stands.
+type ConfirmationStatus string
+
+// The confirmation statuses: pending until decided or expired.
+const (
+	ConfirmationPending  ConfirmationStatus = "pending"
+	ConfirmationApproved ConfirmationStatus = "approved"
+	ConfirmationRejected ConfirmationStatus = "rejected"
+	ConfirmationExpired  ConfirmationStatus = "expired"
+)
+
+// ToolOutcome is what running a tool gave: a result, or an error message.
+type ToolOutcome struct {
+	OK     bool
+	Result json.RawMessage
+	Error  string
+}
+
+// Confirmation is a write tool call waiting for, or given, a human decision.
+type Confirmation struct {
+	ID         string
+	SessionID  string
+	OrgID      string
+	UserID     string
+	TurnID     string
+	ToolCallID string
+	ToolName   string
+	Arguments  json.RawMessage
+	Summary    string
+	Status     ConfirmationStatus
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	DecidedAt  *time.Time
+	DecidedBy  string
+	Reason     string
+	// Outcome and ExecutedAt are set once an approved call has run.
+	Outcome    *ToolOutcome
+	ExecutedAt *time.Time
+}
+
+// Decision is a human's answer to a confirmation.
+type Decision struct {
+	Status ConfirmationStatus // approved or rejected
+	By     string             // the deciding user's id
+	Reason string
+	At     time.Time
+}
+
+// StreamEvent is one event of a chat stream, kept so that streams can be
+// resumed on any replica. Seq increases strictly within a session.
+type StreamEvent struct {
+	SessionID string
+	Seq       int64
+	TurnID    string
+	Name      string
+	Data      json.RawMessage
+	CreatedAt time.Time
+}
+
+// Turn is one run of the assistant loop in a session.
+type Turn struct {
+	ID        string
+	SessionID string
+	StartedAt time.Time
+	// EndedAt is nil while the turn runs.
+	EndedAt *time.Time
+}
+
+// Preference is one standing instruction the assistant follows for a user.
+type Preference struct {
+	ID          string
+	Instruction string
+	CreatedAt   time.Time
+}
+
+// ChatSessionStore keeps chat sessions.
+type ChatSessionStore interface {
+	// CreateSession stores a new session; conflict when the id exists.
+	CreateSession(ctx context.Context, s ChatSession) error
+	// GetSession returns the owner's session with its counts; not_found when
+	// absent or another owner's.
+	GetSession(ctx context.Context, owner Owner, id string) (ChatSession, error)
+	// ListSessions returns the owner's sessions, most recently updated first,
+	// with their counts, and the cursor of the next page ("" at the end).
+	// Errors: invalid for a malformed cursor.
+	ListSessions(ctx context.Context, owner Owner, page Page) ([]ChatSession, string, error)
+	// SetSessionTitle sets the owner's session's title; not_found as GetSession.
+	SetSessionTitle(ctx context.Context, owner Owner, id, title string, at time.Time) error
+	// TouchSession records activity in the session at the time given.
+	TouchSession(ctx context.Context, id string, at time.Time) error
+	// DeleteSession deletes the owner's session and everything in it;
+	// not_found as GetSession.
+	DeleteSession(ctx context.Context, owner Owner, id string) error
+}
+
+// ChatMessageStore keeps the messages of sessions.
+type ChatMessageStore interface {
+	// AppendMessages stores messages in order; not_found when the session
+	// does not exist.
+	AppendMessages(ctx context.Context, msgs ...ChatMessage) error
+	// ListMessages returns a session's messages in the order they were
+	// appended.
+	ListMessages(ctx context.Context, sessionID string) ([]ChatMessage, error)
+}
+
+// ConfirmationStore keeps confirmations and decides them exactly once.
+type ConfirmationStore interface {
+	// CreateConfirmation stores a pending confirmation.
+	CreateConfirmation(ctx context.Context, c Confirmation) error
+	// GetConfirmation returns the owner's confirmation; not_found when absent
+	// or another owner's.
+	GetConfirmation(ctx context.Context, owner Owner, id string) (Confirmation, error)
+	// ListConfirmations returns a session's confirmations, oldest first.
+	ListConfirmations(ctx context.Context, sessionID string) ([]Confirmation, error)
+	// DecideConfirmation atomically moves the owner's pending confirmation to
+	// d.Status and returns it, so of any number of concurrent calls exactly
+	// one succeeds. Errors: not_found (absent or another owner's); conflict
+	// (Code "already_decided") when it is not pending; gone (Code "expired")
+	// when it expired before d.At, and it is then recorded as expired. The
+	// conflict and gone errors come with the confirmation as it stands.
+	DecideConfirmation(ctx context.Context, owner Owner, id string, d Decision) (Confirmation, error)
+	// RecordOutcome stores what running an approved confirmation gave;
+	// conflict when an outcome is recorded already.
+	RecordOutcome(ctx context.Context, id string, o ToolOutcome, at time.Time) error
+	// ExpireConfirmations marks pending confirmations that expired before now
+	// as expired and returns how many.
+	ExpireConfirmations(ctx context.Context, now time.Time) (int, error)
+}
+
+// StreamEventStore keeps the events of chat streams for replay.
+type StreamEventStore interface {
+	// AppendEvents stores events; conflict when a (session, seq) exists.
+	AppendEvents(ctx context.Context, events ...StreamEvent) error
+	// ListEvents returns up to limit events of a session with Seq > afterSeq,
+	// in Seq order.
+	ListEvents(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]StreamEvent, error)
+	// LastEventSeq returns the highest Seq of a session, 0 when it has none.
+	LastEventSeq(ctx context.Context, sessionID string) (int64, error)
+}
+
+// TurnStore tracks which sessions have a turn running, on any replica.
+type TurnStore interface {
+	// StartTurn records a running turn; conflict when the session has a
+	// running turn that started at or after staleBefore (older ones are taken
+	// to have died with their process and are ended).
+	StartTurn(ctx context.Context, t Turn, staleBefore time.Time) error
+	// EndTurn marks the turn ended at the time given.
+	EndTurn(ctx context.Context, id string, at time.Time) error
+	// RunningTurn returns the session's running turn; not_found when none.
+	RunningTurn(ctx context.Context, sessionID string) (Turn, error)
+}
+
+// PreferenceStore keeps each user's standing instructions.
+type PreferenceStore interface {
+	// GetPreferences returns the owner's preferences in order and when they
+	// were last replaced (nil when never).
+	GetPreferences(ctx context.Context, owner Owner) ([]Preference, *time.Time, error)
+	// ReplacePreferences replaces the owner's preferences with prefs.
+	ReplacePreferences(ctx context.Context, owner Owner, prefs []Preference, at time.Time) error
+}
