@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -40,12 +41,28 @@ type Config struct {
 	// DEVPILOT_SECRET_KEY is not set.
 	SecretKeyFile  string
 	LLMModel       string
+	LLM            LLMConfig
+	Assistant      AssistantConfig
 	PublicURL      string
 	LogFormat      string
 	LogLevel       slog.Level
 	RequestTimeout time.Duration
 	ShutdownGrace  time.Duration
 	BodyLimit      int64
+}
+
+// LLMConfig points the OpenAI-compatible adapter at a provider.
+type LLMConfig struct {
+	APIKey  string
+	BaseURL string // "" is OpenAI's
+	Timeout time.Duration
+}
+
+// AssistantConfig bounds the assistant loop.
+type AssistantConfig struct {
+	MaxToolRounds   int
+	MaxTokens       int
+	ConfirmationTTL time.Duration
 }
 
 // Variable names read by Load.
@@ -61,6 +78,12 @@ const (
 	EnvRequestTimeout = "DEVPILOT_REQUEST_TIMEOUT"
 	EnvShutdownGrace  = "DEVPILOT_SHUTDOWN_GRACE"
 	EnvBodyLimit      = "DEVPILOT_BODY_LIMIT"
+	EnvOpenAIKey      = "OPENAI_API_KEY"
+	EnvOpenAIBaseURL  = "OPENAI_BASE_URL"
+	EnvLLMTimeout     = "DEVPILOT_LLM_TIMEOUT"
+	EnvMaxToolRounds  = "DEVPILOT_MAX_TOOL_ROUNDS"
+	EnvMaxTokens      = "DEVPILOT_MAX_TOKENS"
+	EnvConfirmTTL     = "DEVPILOT_CONFIRMATION_TTL"
 )
 
 // Load reads the configuration for mode from getenv (os.Getenv in the
@@ -76,7 +99,17 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 	}
 	c.HTTPAddr = r.addr(EnvHTTPAddr, defaultAddr)
 	c.LLMModel = r.str(EnvLLMModel, "gpt-4o-mini")
-	c.PublicURL = r.str(EnvPublicURL, "")
+	c.LLM = LLMConfig{
+		APIKey:  r.str(EnvOpenAIKey, ""),
+		BaseURL: r.url(EnvOpenAIBaseURL),
+		Timeout: r.duration(EnvLLMTimeout, 2*time.Minute),
+	}
+	c.Assistant = AssistantConfig{
+		MaxToolRounds:   int(r.number(EnvMaxToolRounds, 8, 1, 64)),
+		MaxTokens:       int(r.number(EnvMaxTokens, 4096, 1, 1<<20)),
+		ConfirmationTTL: r.duration(EnvConfirmTTL, 15*time.Minute),
+	}
+	c.PublicURL = r.url(EnvPublicURL)
 	logFormat := "text"
 	if mode == ModeServe || mode == ModeWorker {
 		logFormat = "json"
@@ -85,7 +118,7 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 	c.LogLevel = r.level(EnvLogLevel)
 	c.RequestTimeout = r.duration(EnvRequestTimeout, 30*time.Second)
 	c.ShutdownGrace = r.duration(EnvShutdownGrace, 10*time.Second)
-	c.BodyLimit = r.size(EnvBodyLimit, 1<<20)
+	c.BodyLimit = r.number(EnvBodyLimit, 1<<20, 1, 1<<40)
 
 	if key := getenv(EnvSecretKey); key != "" {
 		keys, err := secretbox.ParseKeys(key)
@@ -165,15 +198,27 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 	return d
 }
 
-func (r *reader) size(name string, def int64) int64 {
+func (r *reader) number(name string, def, lo, hi int64) int64 {
 	v := r.str(name, "")
 	if v == "" {
 		return def
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
-		r.fail(name, fmt.Sprintf("%q must be a positive number of bytes", v))
+	if err != nil || n < lo || n > hi {
+		r.fail(name, fmt.Sprintf("%q must be a whole number from %d to %d", v, lo, hi))
 		return def
 	}
 	return n
+}
+
+func (r *reader) url(name string) string {
+	v := r.str(name, "")
+	if v == "" {
+		return ""
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		r.fail(name, fmt.Sprintf("%q must be an http(s) URL", v))
+	}
+	return strings.TrimRight(v, "/")
 }

@@ -63,7 +63,9 @@ func TestLoadNamesEveryBadVariable(t *testing.T) {
 		{"bad port", app.ModeRun, map[string]string{app.EnvHTTPAddr: "localhost:99999"}, []string{app.EnvHTTPAddr}},
 		{"several at once", app.ModeRun, map[string]string{
 			app.EnvLogFormat: "xml", app.EnvLogLevel: "loud", app.EnvRequestTimeout: "soon", app.EnvBodyLimit: "-1",
-		}, []string{app.EnvLogFormat, app.EnvLogLevel, app.EnvRequestTimeout, app.EnvBodyLimit}},
+			app.EnvOpenAIBaseURL: "localhost:11434", app.EnvMaxToolRounds: "0", app.EnvConfirmTTL: "-1m",
+		}, []string{app.EnvLogFormat, app.EnvLogLevel, app.EnvRequestTimeout, app.EnvBodyLimit,
+			app.EnvOpenAIBaseURL, app.EnvMaxToolRounds, app.EnvConfirmTTL}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,13 +92,17 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		app.EnvDatabaseURL: "postgres://db/x", app.EnvHTTPAddr: ":0", app.EnvSecretKey: otherKey + "," + validKey,
 		app.EnvLLMModel: "m", app.EnvPublicURL: "https://dp.example", app.EnvLogFormat: "text",
 		app.EnvLogLevel: "debug", app.EnvRequestTimeout: "5s", app.EnvShutdownGrace: "1s", app.EnvBodyLimit: "2048",
+		app.EnvOpenAIKey: "sk-x", app.EnvOpenAIBaseURL: "http://127.0.0.1:11434/v1/", app.EnvLLMTimeout: "9s",
+		app.EnvMaxToolRounds: "3", app.EnvMaxTokens: "100", app.EnvConfirmTTL: "5m",
 	}))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
 	if cfg.DatabaseURL != "postgres://db/x" || cfg.HTTPAddr != ":0" || len(cfg.SecretKeys) != 2 || cfg.LLMModel != "m" ||
 		cfg.PublicURL != "https://dp.example" || cfg.LogFormat != "text" || cfg.LogLevel != slog.LevelDebug ||
-		cfg.RequestTimeout != 5*time.Second || cfg.ShutdownGrace != time.Second || cfg.BodyLimit != 2048 {
+		cfg.RequestTimeout != 5*time.Second || cfg.ShutdownGrace != time.Second || cfg.BodyLimit != 2048 ||
+		cfg.LLM != (app.LLMConfig{APIKey: "sk-x", BaseURL: "http://127.0.0.1:11434/v1", Timeout: 9 * time.Second}) ||
+		cfg.Assistant != (app.AssistantConfig{MaxToolRounds: 3, MaxTokens: 100, ConfirmationTTL: 5 * time.Minute}) {
 		t.Fatalf("config = %+v", cfg)
 	}
 }
