@@ -1,0 +1,199 @@
+package openai
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// Client-safe messages of the errors Chat returns.
+const (
+	msgRateLimited  = "the model provider is rate limiting requests; try again later"
+	msgQuota        = "the model provider account has exceeded its quota"
+	msgUnavailable  = "the model provider is unavailable"
+	msgCredentials  = "the model provider rejected the credentials"
+	msgContext      = "the conversation is too long for the model"
+	msgTruncated    = "the model's answer was cut off before it finished"
+	msgMalformed    = "the model provider sent a malformed stream"
+	msgProviderFail = "the model provider failed"
+)
+
+// failure is why one attempt failed: a classified error, whether another
+// attempt may succeed, or the error onDelta returned.
+type failure struct {
+	err       *ports.Error
+	retryable bool
+	callerErr error
+}
+
+// responseInfo is what the HTTP layer saw of an attempt's response, which
+// go-openai's errors do not carry (Retry-After above all).
+type responseInfo struct {
+	status int
+	header http.Header
+}
+
+type responseInfoKey struct{}
+
+// recordingDoer is the http.Client go-openai calls: it notes the status and
+// headers of each response in the responseInfo its request's context holds.
+type recordingDoer struct{ hc *http.Client }
+
+// Do sends r and notes the status and headers of its response.
+func (d recordingDoer) Do(r *http.Request) (*http.Response, error) {
+	resp, err := d.hc.Do(r)
+	if err == nil {
+		if info, ok := r.Context().Value(responseInfoKey{}).(*responseInfo); ok {
+			info.status, info.header = resp.StatusCode, resp.Header
+		}
+	}
+	return resp, err
+}
+
+// classify turns the error of one attempt into a failure. inStream says the
+// error came while reading a stream that had started.
+func (c *Client) classify(err error, info *responseInfo, inStream bool) *failure {
+	var retryAfter time.Duration
+	if info != nil {
+		retryAfter = parseRetryAfter(info.header, time.Now())
+	}
+	var apiErr *goopenai.APIError
+	if errors.As(err, &apiErr) {
+		return c.fromProvider(err, apiErr.HTTPStatusCode, apiErr.Type, codeString(apiErr.Code), apiErr.Message, retryAfter)
+	}
+	var reqErr *goopenai.RequestError
+	if errors.As(err, &reqErr) {
+		return c.fromProvider(err, reqErr.HTTPStatusCode, "", "", string(reqErr.Body), retryAfter)
+	}
+	if inStream {
+		var syntaxErr *json.SyntaxError
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) || errors.Is(err, goopenai.ErrTooManyEmptyStreamMessages) {
+			return &failure{err: ports.Wrap(ports.KindUpstream, err, msgMalformed)}
+		}
+		return &failure{err: truncated(err), retryable: true}
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) || (info != nil && info.status != 0) {
+		return &failure{err: ports.Wrap(ports.KindUnavailable, err, msgUnavailable), retryable: true}
+	}
+	return &failure{err: &ports.Error{
+		Kind:    ports.KindInvalid,
+		Code:    ports.CodeInvalidRequest,
+		Message: "the request cannot be sent to the model provider: " + c.redact(err.Error()),
+		Err:     err,
+	}}
+}
+
+// fromProvider classifies an error the provider reported: status is 0 for an
+// error event inside a stream.
+func (c *Client) fromProvider(cause error, status int, typ, code, message string, retryAfter time.Duration) *failure {
+	lower := strings.ToLower(typ + " " + code + " " + message)
+	contextLength := strings.Contains(lower, "context_length") || strings.Contains(lower, "context length") ||
+		strings.Contains(lower, "context size") || strings.Contains(lower, "context_size") ||
+		strings.Contains(lower, "context window")
+	quota := strings.Contains(lower, "insufficient_quota")
+	switch {
+	case status == http.StatusTooManyRequests && quota, status == 0 && quota:
+		return &failure{err: ports.Wrap(ports.KindUpstream, cause, msgQuota)}
+	case status == http.StatusTooManyRequests, status == 0 && strings.Contains(lower, "rate_limit"):
+		e := ports.Wrap(ports.KindRateLimited, cause, msgRateLimited)
+		e.RetryAfter = retryAfter
+		return &failure{err: e, retryable: true}
+	case status == http.StatusUnauthorized, status == http.StatusForbidden:
+		return &failure{err: ports.Wrap(ports.KindUpstream, cause, msgCredentials)}
+	case status == http.StatusRequestTimeout, status == http.StatusConflict, status >= 500,
+		status == 0 && (strings.Contains(lower, "server_error") || strings.Contains(lower, "overloaded")):
+		e := ports.Wrap(ports.KindUnavailable, cause, msgUnavailable)
+		e.RetryAfter = retryAfter
+		return &failure{err: e, retryable: true}
+	case contextLength && (status == 0 || status == http.StatusBadRequest ||
+		status == http.StatusRequestEntityTooLarge || status == http.StatusUnprocessableEntity):
+		return &failure{err: &ports.Error{Kind: ports.KindInvalid, Code: ports.CodeContextLength, Message: msgContext, Err: cause}}
+	case status == http.StatusBadRequest, status == http.StatusNotFound,
+		status == http.StatusRequestEntityTooLarge, status == http.StatusUnprocessableEntity:
+		msg := "the model provider rejected the request"
+		if detail := c.redact(message); detail != "" {
+			msg += ": " + detail
+		}
+		return &failure{err: &ports.Error{Kind: ports.KindInvalid, Code: ports.CodeInvalidRequest, Message: msg, Err: cause}}
+	case status == 0:
+		return &failure{err: ports.Wrap(ports.KindUpstream, cause, msgProviderFail)}
+	default:
+		return &failure{err: ports.Wrap(ports.KindUpstream, cause, fmt.Sprintf("%s (status %d)", msgProviderFail, status))}
+	}
+}
+
+func truncated(cause error) *ports.Error {
+	return &ports.Error{Kind: ports.KindUpstream, Code: ports.CodeTruncated, Message: msgTruncated, Err: cause}
+}
+
+// codeString renders the code of an APIError, which is a string, a number or
+// absent.
+func codeString(code any) string {
+	switch v := code.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+var secretLike = regexp.MustCompile(`\bsk-[A-Za-z0-9_\-*.]{4,}|Bearer\s+\S+`)
+
+// maxDetail bounds the provider's words quoted in a client-safe message.
+const maxDetail = 300
+
+// redact makes a provider's message safe to show: without the API key or
+// anything shaped like one, on one line, and short.
+func (c *Client) redact(s string) string {
+	if c.apiKey != "" {
+		s = strings.ReplaceAll(s, c.apiKey, "[redacted]")
+	}
+	s = secretLike.ReplaceAllString(s, "[redacted]")
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > maxDetail {
+		s = string(r[:maxDetail]) + "…"
+	}
+	return s
+}
+
+// parseRetryAfter reads how long a provider asks to wait: retry-after-ms
+// (OpenAI), else Retry-After in seconds or as an HTTP date. It returns 0 when
+// there is no usable header.
+func parseRetryAfter(h http.Header, now time.Time) time.Duration {
+	if h == nil {
+		return 0
+	}
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

@@ -1,0 +1,370 @@
+// Package openai implements ports.LLM with go-openai, for OpenAI and any
+// server that speaks its Chat Completions API: Azure OpenAI, Ollama, vLLM,
+// the llama.cpp server. Every call streams, assembles tool calls out of the
+// fragments each server sends in its own way, retries what is worth retrying
+// before the caller has seen any text, and maps provider failures to
+// ports.Error.
+package openai
+
+import (
+	"cmp"
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// APIType selects the flavour of the API: where requests go and how they
+// authenticate.
+type APIType string
+
+// The API flavours Config accepts.
+const (
+	// APITypeOpenAI is OpenAI and every OpenAI-compatible server: requests go
+	// to BaseURL/chat/completions with "Authorization: Bearer APIKey" (no
+	// header when APIKey is empty, as local servers expect).
+	APITypeOpenAI APIType = "openai"
+	// APITypeAzure is Azure OpenAI with an API key: requests go to
+	// BaseURL/openai/deployments/{Model}/chat/completions?api-version=APIVersion
+	// with an "api-key" header, so Model names the deployment.
+	APITypeAzure APIType = "azure"
+	// APITypeAzureAD is APITypeAzure authenticated by a Microsoft Entra ID
+	// token passed as APIKey and sent as a bearer token.
+	APITypeAzureAD APIType = "azure_ad"
+)
+
+// Defaults of Config.
+const (
+	DefaultBaseURL         = "https://api.openai.com/v1"
+	DefaultTimeout         = 120 * time.Second
+	DefaultMaxRetries      = 2
+	DefaultAzureAPIVersion = "2024-10-21"
+)
+
+// Config configures a Client.
+type Config struct {
+	// APIKey authenticates to the provider. Required for OpenAI itself and
+	// for Azure; local servers usually need none.
+	APIKey string
+	// BaseURL is the API's base URL, DefaultBaseURL when empty. For Azure it
+	// is the resource endpoint, such as https://NAME.openai.azure.com.
+	BaseURL string
+	// Model is the model (for Azure, the deployment) a ChatRequest without a
+	// model of its own uses. Required.
+	Model string
+	// Timeout bounds a whole Chat call, retries included; DefaultTimeout
+	// when zero or negative.
+	Timeout time.Duration
+	// MaxRetries is how many times a failed call is tried again:
+	// DefaultMaxRetries when zero, none when negative.
+	MaxRetries int
+	// HTTPClient sends the requests; a new http.Client when nil.
+	HTTPClient *http.Client
+	// APIType is the API flavour, APITypeOpenAI when empty.
+	APIType APIType
+	// APIVersion is the api-version of Azure requests,
+	// DefaultAzureAPIVersion when empty. Ignored for APITypeOpenAI.
+	APIVersion string
+	// LegacyMaxTokens sends a ChatRequest's MaxTokens as max_tokens instead
+	// of max_completion_tokens, for servers that predate the latter (Ollama,
+	// older vLLM and llama.cpp releases). OpenAI's reasoning models reject
+	// max_tokens.
+	LegacyMaxTokens bool
+}
+
+// String describes the configuration without its API key.
+func (c Config) String() string {
+	key := "none"
+	if c.APIKey != "" {
+		key = "[redacted]"
+	}
+	return fmt.Sprintf("openai.Config{APIType: %q, BaseURL: %q, Model: %q, APIKey: %s, Timeout: %s, MaxRetries: %d}",
+		c.APIType, c.BaseURL, c.Model, key, c.Timeout, c.MaxRetries)
+}
+
+// GoString is String, so %#v does not print the API key either.
+func (c Config) GoString() string { return c.String() }
+
+// Client is a ports.LLM over one OpenAI-compatible API. It is safe for
+// concurrent use.
+type Client struct {
+	api             *goopenai.Client
+	apiKey          string
+	model           string
+	timeout         time.Duration
+	maxRetries      int
+	legacyMaxTokens bool
+
+	// Retry pacing: the first backoff, the largest, and the longest wait a
+	// Retry-After may ask for before the call gives up instead.
+	backoffBase  time.Duration
+	backoffMax   time.Duration
+	maxRetryWait time.Duration
+	sleep        func(ctx context.Context, d time.Duration) error
+	newCallID    func() string
+}
+
+var _ ports.LLM = (*Client)(nil)
+
+// New returns a Client for cfg. It returns an internal Error when Model is
+// missing, BaseURL is not an http(s) URL, APIType is unknown, or APIKey is
+// missing where the provider needs one.
+func New(cfg Config) (*Client, error) {
+	if cfg.Model == "" {
+		return nil, ports.Errorf(ports.KindInternal, "openai: no model configured")
+	}
+	if cfg.APIType == "" {
+		cfg.APIType = APITypeOpenAI
+	}
+	if cfg.BaseURL == "" {
+		if cfg.APIType != APITypeOpenAI {
+			return nil, ports.Errorf(ports.KindInternal, "openai: Azure needs the resource endpoint as BaseURL")
+		}
+		cfg.BaseURL = DefaultBaseURL
+	}
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, ports.Errorf(ports.KindInternal, "openai: base URL %q is not an http(s) URL", cfg.BaseURL)
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	var gc goopenai.ClientConfig
+	switch cfg.APIType {
+	case APITypeOpenAI:
+		if cfg.APIKey == "" && strings.TrimRight(cfg.BaseURL, "/") == DefaultBaseURL {
+			return nil, ports.Errorf(ports.KindInternal, "openai: the OpenAI API needs an API key")
+		}
+		gc = goopenai.DefaultConfig(cfg.APIKey)
+		gc.BaseURL = cfg.BaseURL
+	case APITypeAzure, APITypeAzureAD:
+		if cfg.APIKey == "" {
+			return nil, ports.Errorf(ports.KindInternal, "openai: Azure needs an API key or token")
+		}
+		gc = goopenai.DefaultAzureConfig(cfg.APIKey, cfg.BaseURL)
+		if cfg.APIType == APITypeAzureAD {
+			gc.APIType = goopenai.APITypeAzureAD
+		}
+		gc.APIVersion = cfg.APIVersion
+		if gc.APIVersion == "" {
+			gc.APIVersion = DefaultAzureAPIVersion
+		}
+		gc.AzureModelMapperFunc = func(model string) string { return model }
+	default:
+		return nil, ports.Errorf(ports.KindInternal, "openai: unknown API type %q", cfg.APIType)
+	}
+	gc.HTTPClient = recordingDoer{hc: hc}
+
+	c := &Client{
+		api:             goopenai.NewClientWithConfig(gc),
+		apiKey:          cfg.APIKey,
+		model:           cfg.Model,
+		timeout:         cfg.Timeout,
+		maxRetries:      cfg.MaxRetries,
+		legacyMaxTokens: cfg.LegacyMaxTokens,
+		backoffBase:     500 * time.Millisecond,
+		backoffMax:      8 * time.Second,
+		maxRetryWait:    30 * time.Second,
+		sleep:           sleepCtx,
+		newCallID:       func() string { return "call_" + crand.Text() },
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	switch {
+	case c.maxRetries == 0:
+		c.maxRetries = DefaultMaxRetries
+	case c.maxRetries < 0:
+		c.maxRetries = 0
+	}
+	return c, nil
+}
+
+var errCallTimeout = errors.New("openai: call timeout")
+
+// Chat implements ports.LLM. It streams the completion, passing each piece of
+// text to onDelta, and returns the whole answer with its tool calls complete
+// (calls the server sent without an id, or with an id already used, get a new
+// one). Rate limits, server errors, dropped connections and cut streams are
+// tried again, with exponential backoff and jitter that honours Retry-After,
+// up to MaxRetries times, but only while no text has been received: once
+// onDelta has seen text, the error is returned. Errors: rate_limited (with
+// RetryAfter), unavailable, timeout (Config.Timeout passed), invalid (Code
+// context_length or invalid_request), upstream (Code truncated when the
+// stream ended before a finish_reason; also for rejected credentials, an
+// exhausted quota, a malformed stream), ctx's error when ctx ends, and
+// onDelta's error as it was returned. On error the result holds the text
+// received so far.
+func (c *Client) Chat(ctx context.Context, req ports.ChatRequest, onDelta func(delta string) error) (ports.ChatResult, error) {
+	creq, err := c.buildRequest(req)
+	if err != nil {
+		return ports.ChatResult{}, err
+	}
+	callCtx, cancel := context.WithTimeoutCause(ctx, c.timeout, errCallTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		res, f := c.attempt(callCtx, creq, onDelta)
+		if f == nil {
+			return res, nil
+		}
+		if f.callerErr != nil {
+			return res, f.callerErr
+		}
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if callCtx.Err() != nil {
+			return res, c.timeoutError()
+		}
+		if res.Content != "" || !f.retryable || attempt >= c.maxRetries {
+			return res, f.err
+		}
+		wait := c.backoff(attempt, f.err.RetryAfter)
+		if deadline, ok := callCtx.Deadline(); wait > c.maxRetryWait || (ok && time.Until(deadline) < wait) {
+			return res, f.err
+		}
+		if err := c.sleep(callCtx, wait); err != nil {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			return res, c.timeoutError()
+		}
+	}
+}
+
+func (c *Client) timeoutError() *ports.Error {
+	return ports.Wrap(ports.KindTimeout, errCallTimeout,
+		fmt.Sprintf("the model provider did not finish answering within %s", c.timeout))
+}
+
+// backoff is the wait before retry number attempt+1: exponential from
+// backoffBase up to backoffMax, with equal jitter, and never shorter than
+// what the provider asked for.
+func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	d := c.backoffBase
+	for i := 0; i < attempt && d < c.backoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, c.backoffMax)
+	if half := int64(d / 2); half > 0 {
+		d = time.Duration(half + rand.Int64N(half+1))
+	}
+	return max(d, retryAfter)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// attempt runs one streamed request.
+func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, onDelta func(string) error) (ports.ChatResult, *failure) {
+	info := &responseInfo{}
+	stream, err := c.api.CreateChatCompletionStream(context.WithValue(ctx, responseInfoKey{}, info), creq)
+	if err != nil {
+		return ports.ChatResult{Model: creq.Model}, c.classify(err, info, false)
+	}
+	defer stream.Close()
+
+	var (
+		content strings.Builder
+		calls   assembler
+		finish  goopenai.FinishReason
+		usage   ports.Usage
+		model   string
+	)
+	partial := func() ports.ChatResult {
+		return ports.ChatResult{Content: content.String(), Model: cmp.Or(model, creq.Model)}
+	}
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if finish != "" && ctx.Err() == nil {
+				break
+			}
+			return partial(), c.classify(err, info, true)
+		}
+		if model == "" {
+			model = chunk.Model
+		}
+		if chunk.Usage != nil {
+			usage = ports.Usage{PromptTokens: chunk.Usage.PromptTokens, CompletionTokens: chunk.Usage.CompletionTokens}
+		}
+		for _, ch := range chunk.Choices {
+			if ch.Index != 0 {
+				continue
+			}
+			if text := ch.Delta.Content + ch.Delta.Refusal; text != "" {
+				content.WriteString(text)
+				if onDelta != nil {
+					if err := onDelta(text); err != nil {
+						return partial(), &failure{callerErr: err}
+					}
+				}
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				calls.add(fragment{Index: tc.Index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+			}
+			if ch.FinishReason != "" && ch.FinishReason != goopenai.FinishReasonNull {
+				finish = ch.FinishReason
+			}
+		}
+	}
+	if finish == "" {
+		return partial(), &failure{err: truncated(errors.New("stream ended without a finish_reason")), retryable: true}
+	}
+	res := partial()
+	res.ToolCalls = c.withIDs(calls.result())
+	res.FinishReason = finishReason(finish, len(res.ToolCalls) > 0)
+	res.Usage = usage
+	return res, nil
+}
+
+// withIDs gives every call an id of its own.
+func (c *Client) withIDs(calls []ports.ToolCall) []ports.ToolCall {
+	seen := make(map[string]bool, len(calls))
+	for i := range calls {
+		if calls[i].ID == "" || seen[calls[i].ID] {
+			calls[i].ID = c.newCallID()
+		}
+		seen[calls[i].ID] = true
+	}
+	return calls
+}
+
+// finishReason maps the provider's finish_reason. Servers that end a turn of
+// tool calls with "stop" (Ollama does) report tool_calls.
+func finishReason(r goopenai.FinishReason, hasCalls bool) ports.FinishReason {
+	switch r {
+	case goopenai.FinishReasonToolCalls, goopenai.FinishReasonFunctionCall:
+		return ports.FinishToolCalls
+	case goopenai.FinishReasonLength:
+		return ports.FinishLength
+	case goopenai.FinishReasonContentFilter:
+		return ports.FinishContentFilter
+	}
+	if hasCalls {
+		return ports.FinishToolCalls
+	}
+	return ports.FinishStop
+}

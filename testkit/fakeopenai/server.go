@@ -1,0 +1,183 @@
+// Package fakeopenai is an OpenAI-compatible HTTP server for tests. It speaks
+// the real Chat Completions wire format (JSON, and server-sent events when the
+// request asks to stream), answers each request with the next scripted
+// Response, and records every request it receives, so adapters built on real
+// SDKs can be tested over real HTTP without reaching the internet.
+//
+// Scripted responses can reproduce what providers do in the wild: rate limits
+// with Retry-After, server errors, cut and malformed streams, slow tokens, and
+// the tool-call fragment quirks of Ollama, vLLM and llama.cpp.
+package fakeopenai
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+)
+
+// Server is a started fake OpenAI API. It is safe for concurrent use.
+type Server struct {
+	t   testing.TB
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	chat     []Response
+	requests []Request
+	seq      int
+}
+
+// New starts a fake server that is closed when the test ends. Requests that
+// find no scripted response are answered with a 500 error and reported as a
+// test failure.
+func New(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{t: t}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	mux.HandleFunc("POST /openai/deployments/{deployment}/chat/completions", s.handleChat)
+	mux.HandleFunc("/", s.handleUnknown)
+	s.srv = httptest.NewServer(mux)
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// URL is the base URL of the OpenAI API, ending in /v1: what OPENAI_BASE_URL
+// or an SDK's base URL should be set to.
+func (s *Server) URL() string { return s.srv.URL + "/v1" }
+
+// AzureURL is the base URL of the Azure OpenAI flavour of the API, under which
+// chat completions are served at /openai/deployments/{deployment}/chat/completions.
+func (s *Server) AzureURL() string { return s.srv.URL }
+
+// Enqueue appends responses to the chat completions script: each request to
+// the chat completions endpoint consumes the next one.
+func (s *Server) Enqueue(responses ...Response) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chat = append(s.chat, responses...)
+}
+
+// Pending is the number of scripted chat responses not yet consumed.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.chat)
+}
+
+// Requests returns a copy of every request received so far, in arrival order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, len(s.requests))
+	copy(out, s.requests)
+	return out
+}
+
+// record stores r and returns its 1-based sequence number.
+func (s *Server) record(r Request) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, r)
+	s.seq++
+	return s.seq
+}
+
+func (s *Server) nextChat() (Response, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.chat) == 0 {
+		return Response{}, false
+	}
+	r := s.chat[0]
+	s.chat = s.chat[1:]
+	return r, true
+}
+
+// readRequest reads r, decodes its body with decode when not nil, and records
+// it. A body that cannot be read is answered with a 400 and reported as a
+// test failure; one that cannot be decoded is answered with a 400.
+func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, decode func([]byte, *Request) error) (Request, int, bool) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		s.t.Errorf("fakeopenai: reading %s %s: %v", r.Method, r.URL.Path, err)
+		writeError(w, http.StatusBadRequest, nil, errorBody("invalid_request_error", "", "could not read the request body"))
+		return Request{}, 0, false
+	}
+	req := Request{
+		Method: r.Method,
+		Path:   r.URL.Path,
+		Query:  r.URL.Query(),
+		Header: r.Header.Clone(),
+		Body:   body,
+	}
+	var decodeErr error
+	if decode != nil {
+		decodeErr = decode(body, &req)
+	}
+	seq := s.record(req)
+	if decodeErr != nil {
+		writeError(w, http.StatusBadRequest, nil, errorBody("invalid_request_error", "",
+			"We could not parse the JSON body of your request: "+decodeErr.Error()))
+		return req, seq, false
+	}
+	return req, seq, true
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	req, seq, ok := s.readRequest(w, r, decodeChat)
+	if !ok {
+		return
+	}
+	resp, ok := s.nextChat()
+	if !ok {
+		s.t.Errorf("fakeopenai: no response scripted for request %d (%s %s)", seq, r.Method, r.URL.Path)
+		writeError(w, http.StatusInternalServerError, nil, errorBody("fakeopenai_error", "no_response_scripted",
+			fmt.Sprintf("fakeopenai: no response scripted for request %d (%s %s)", seq, r.Method, r.URL.Path)))
+		return
+	}
+	serveChat(w, r, &req, resp, seq)
+}
+
+func (s *Server) handleUnknown(w http.ResponseWriter, r *http.Request) {
+	_, _, ok := s.readRequest(w, r, nil)
+	if !ok {
+		return
+	}
+	writeError(w, http.StatusNotFound, nil, errorBody("invalid_request_error", "unknown_url",
+		fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path)))
+}
+
+// errorBody builds the JSON error object of the OpenAI API.
+func errorBody(typ, code, message string) []byte {
+	var c any
+	if code != "" {
+		c = code
+	}
+	b, err := json.Marshal(map[string]any{"error": map[string]any{
+		"message": message,
+		"type":    typ,
+		"param":   nil,
+		"code":    c,
+	}})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func writeError(w http.ResponseWriter, status int, header http.Header, body []byte) {
+	for k, vs := range header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
