@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 
@@ -101,4 +103,36 @@ func (c conn) exists(ctx context.Context, query string, args ...any) (bool, erro
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// maxInsertArgs bounds the arguments of one multi-row INSERT, below the
+// limits of both databases (65535 on PostgreSQL, 32766 on SQLite).
+const maxInsertArgs = 30000
+
+// insertRows inserts rows, each one argument per column, with multi-row
+// "INSERT INTO table (columns) VALUES (…), (…)" statements of at most
+// maxInsertArgs arguments. Run it in a transaction when rows may need more
+// than one statement.
+func (c conn) insertRows(ctx context.Context, table, columns string, rows [][]any) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	width := len(rows[0])
+	tuple := "(?" + strings.Repeat(", ?", width-1) + ")"
+	for chunk := range slices.Chunk(rows, max(1, maxInsertArgs/width)) {
+		var query strings.Builder
+		query.WriteString("INSERT INTO " + table + " (" + columns + ") VALUES ")
+		args := make([]any, 0, len(chunk)*width)
+		for i, row := range chunk {
+			if i > 0 {
+				query.WriteString(", ")
+			}
+			query.WriteString(tuple)
+			args = append(args, row...)
+		}
+		if _, err := c.exec(ctx, query.String(), args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }

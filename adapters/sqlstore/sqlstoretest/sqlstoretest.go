@@ -99,17 +99,26 @@ func createPackageDB(serverURL string) (drop func() error, err error) {
 // It fails the test when the database cannot be set up.
 func Open(t testing.TB, d sqlstore.Dialect) *sqlstore.DB {
 	t.Helper()
-	db, err := sqlstore.Open(context.Background(), URL(t, d))
+	return OpenURL(t, URL(t, d))
+}
+
+// OpenURL opens the database at rawURL (such as one from URL) for one test,
+// migrates it, and closes it when the test ends; opening one URL again gives
+// another handle on the same database, as a restarted process would have. It
+// fails the test when the database cannot be opened or migrated.
+func OpenURL(t testing.TB, rawURL string) *sqlstore.DB {
+	t.Helper()
+	db, err := sqlstore.Open(context.Background(), rawURL)
 	if err != nil {
-		t.Fatalf("sqlstoretest: open %s: %v", d, err)
+		t.Fatalf("sqlstoretest: open: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := db.Close(); err != nil {
-			t.Errorf("sqlstoretest: close %s: %v", d, err)
+			t.Errorf("sqlstoretest: close %s: %v", db.Dialect, err)
 		}
 	})
 	if err := db.Migrate(context.Background()); err != nil {
-		t.Fatalf("sqlstoretest: migrate %s: %v", d, err)
+		t.Fatalf("sqlstoretest: migrate %s: %v", db.Dialect, err)
 	}
 	return db
 }

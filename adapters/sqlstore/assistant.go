@@ -1,0 +1,447 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+var (
+	_ ports.ChatSessionStore  = (*Assistant)(nil)
+	_ ports.ChatMessageStore  = (*Assistant)(nil)
+	_ ports.ConfirmationStore = (*Assistant)(nil)
+	_ ports.StreamEventStore  = (*Assistant)(nil)
+	_ ports.TurnStore         = (*Assistant)(nil)
+	_ ports.PreferenceStore   = (*Assistant)(nil)
+)
+
+// Assistant keeps the assistant's chat sessions, messages, confirmations,
+// stream events, turns and preferences; it implements ports.ChatSessionStore,
+// ports.ChatMessageStore, ports.ConfirmationStore, ports.StreamEventStore,
+// ports.TurnStore and ports.PreferenceStore, with the errors those ports
+// document.
+type Assistant struct {
+	db *DB
+}
+
+// NewAssistant returns the assistant stores over db.
+func NewAssistant(db *DB) *Assistant {
+	return &Assistant{db: db}
+}
+
+// Session list limits: ports.Page.Limit defaults to and is capped at these.
+const (
+	defaultSessionPage = 50
+	maxSessionPage     = 200
+)
+
+// laterUpdatedAt is the SET expression that moves updated_at to its argument
+// (passed twice) unless it is later already.
+const laterUpdatedAt = "updated_at = CASE WHEN updated_at < ? THEN ? ELSE updated_at END"
+
+type sessionRow struct {
+	ID                   string    `db:"id"`
+	OrgID                string    `db:"org_id"`
+	UserID               string    `db:"user_id"`
+	Title                string    `db:"title"`
+	CreatedAt            timestamp `db:"created_at"`
+	UpdatedAt            timestamp `db:"updated_at"`
+	MessageCount         int       `db:"message_count"`
+	PendingConfirmations int       `db:"pending_confirmations"`
+}
+
+func (r sessionRow) session() ports.ChatSession {
+	return ports.ChatSession{
+		ID: r.ID, OrgID: r.OrgID, UserID: r.UserID, Title: r.Title,
+		CreatedAt: time.Time(r.CreatedAt), UpdatedAt: time.Time(r.UpdatedAt),
+		MessageCount: r.MessageCount, PendingConfirmations: r.PendingConfirmations,
+	}
+}
+
+const sessionSelect = `SELECT s.id, s.org_id, s.user_id, s.title, s.created_at, s.updated_at,
+	(SELECT COUNT(*) FROM chat_messages m WHERE m.session_id = s.id) AS message_count,
+	(SELECT COUNT(*) FROM confirmations c WHERE c.session_id = s.id AND c.status = 'pending') AS pending_confirmations
+FROM chat_sessions s`
+
+// CreateSession implements ports.ChatSessionStore; a zero UpdatedAt is
+// stored as CreatedAt. It is not_found when the owner does not exist.
+func (s *Assistant) CreateSession(ctx context.Context, cs ports.ChatSession) error {
+	updated := cs.UpdatedAt
+	if updated.IsZero() {
+		updated = cs.CreatedAt
+	}
+	_, err := s.db.write(ctx).exec(ctx,
+		"INSERT INTO chat_sessions (id, org_id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+		cs.ID, cs.OrgID, cs.UserID, cs.Title, timestamp(cs.CreatedAt), timestamp(updated))
+	return storeErr(err, "chat session "+cs.ID, "user "+cs.UserID)
+}
+
+// GetSession implements ports.ChatSessionStore.
+func (s *Assistant) GetSession(ctx context.Context, owner ports.Owner, id string) (ports.ChatSession, error) {
+	var r sessionRow
+	err := s.db.read(ctx).get(ctx, &r,
+		sessionSelect+" WHERE s.id = ? AND s.org_id = ? AND s.user_id = ?", id, owner.OrgID, owner.UserID)
+	if err != nil {
+		return ports.ChatSession{}, storeErr(err, "chat session "+id, "")
+	}
+	return r.session(), nil
+}
+
+// ListSessions implements ports.ChatSessionStore. page.Limit defaults to 50
+// and is capped at 200; ties in the update time are ordered by id.
+func (s *Assistant) ListSessions(ctx context.Context, owner ports.Owner, page ports.Page) ([]ports.ChatSession, string, error) {
+	limit := page.Limit
+	if limit <= 0 {
+		limit = defaultSessionPage
+	}
+	limit = min(limit, maxSessionPage)
+	query := sessionSelect + " WHERE s.org_id = ? AND s.user_id = ?"
+	args := []any{owner.OrgID, owner.UserID}
+	if page.Cursor != "" {
+		at, id, err := decodeCursor(page.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		query += " AND (s.updated_at, s.id) < (?, ?)"
+		args = append(args, at, id)
+	}
+	query += " ORDER BY s.updated_at DESC, s.id DESC LIMIT ?"
+	args = append(args, limit+1)
+	var rows []sessionRow
+	if err := s.db.read(ctx).list(ctx, &rows, query, args...); err != nil {
+		return nil, "", storeErr(err, "chat sessions", "")
+	}
+	next := ""
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		next = encodeCursor(time.Time(last.UpdatedAt), last.ID)
+	}
+	sessions := make([]ports.ChatSession, len(rows))
+	for i, r := range rows {
+		sessions[i] = r.session()
+	}
+	return sessions, next, nil
+}
+
+// SetSessionTitle implements ports.ChatSessionStore. It records activity at
+// the time given as TouchSession does.
+func (s *Assistant) SetSessionTitle(ctx context.Context, owner ports.Owner, id, title string, at time.Time) error {
+	n, err := s.db.write(ctx).exec(ctx,
+		"UPDATE chat_sessions SET title = ?, "+laterUpdatedAt+" WHERE id = ? AND org_id = ? AND user_id = ?",
+		title, timestamp(at), timestamp(at), id, owner.OrgID, owner.UserID)
+	if err == nil && n == 0 {
+		return ports.NotFound("chat session", id)
+	}
+	return storeErr(err, "chat session "+id, "")
+}
+
+// TouchSession implements ports.ChatSessionStore; a time before the recorded
+// activity leaves it unchanged. It is not_found when the session is absent.
+func (s *Assistant) TouchSession(ctx context.Context, id string, at time.Time) error {
+	n, err := s.db.write(ctx).exec(ctx,
+		"UPDATE chat_sessions SET "+laterUpdatedAt+" WHERE id = ?", timestamp(at), timestamp(at), id)
+	if err == nil && n == 0 {
+		return ports.NotFound("chat session", id)
+	}
+	return storeErr(err, "chat session "+id, "")
+}
+
+// DeleteSession implements ports.ChatSessionStore; the session's messages,
+// confirmations, events and turns go with it.
+func (s *Assistant) DeleteSession(ctx context.Context, owner ports.Owner, id string) error {
+	n, err := s.db.write(ctx).exec(ctx,
+		"DELETE FROM chat_sessions WHERE id = ? AND org_id = ? AND user_id = ?", id, owner.OrgID, owner.UserID)
+	if err == nil && n == 0 {
+		return ports.NotFound("chat session", id)
+	}
+	return storeErr(err, "chat session "+id, "")
+}
+
+// toolCallJSON is how a tool call is kept in chat_messages.tool_calls; the
+// arguments stay a string, so text that is not valid JSON survives.
+type toolCallJSON struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+func encodeToolCalls(calls []ports.ToolCall) (jsonText, error) {
+	if len(calls) == 0 {
+		return nil, nil
+	}
+	out := make([]toolCallJSON, len(calls))
+	for i, c := range calls {
+		out[i] = toolCallJSON(c)
+	}
+	return json.Marshal(out)
+}
+
+func decodeToolCalls(text jsonText) ([]ports.ToolCall, error) {
+	if len(text) == 0 {
+		return nil, nil
+	}
+	var in []toolCallJSON
+	if err := json.Unmarshal(text, &in); err != nil {
+		return nil, fmt.Errorf("sqlstore: bad tool calls: %w", err)
+	}
+	calls := make([]ports.ToolCall, len(in))
+	for i, c := range in {
+		calls[i] = ports.ToolCall(c)
+	}
+	return calls, nil
+}
+
+type messageRow struct {
+	ID         string    `db:"id"`
+	SessionID  string    `db:"session_id"`
+	TurnID     string    `db:"turn_id"`
+	Role       string    `db:"role"`
+	Content    string    `db:"content"`
+	ToolCalls  jsonText  `db:"tool_calls"`
+	ToolCallID string    `db:"tool_call_id"`
+	Name       string    `db:"name"`
+	CreatedAt  timestamp `db:"created_at"`
+}
+
+const messageColumns = "id, session_id, turn_id, role, content, tool_calls, tool_call_id, name, created_at"
+
+// AppendMessages implements ports.ChatMessageStore: all of msgs or none are
+// stored. An empty ToolCalls reads back as nil. A message id that exists is
+// a conflict.
+func (s *Assistant) AppendMessages(ctx context.Context, msgs ...ports.ChatMessage) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	// One statement per message, so the position column follows msgs' order.
+	return s.db.WithinTx(ctx, func(ctx context.Context) error {
+		c := s.db.write(ctx)
+		for _, m := range msgs {
+			calls, err := encodeToolCalls(m.ToolCalls)
+			if err != nil {
+				return ports.Wrap(ports.KindInternal, err, "encode tool calls")
+			}
+			_, err = c.exec(ctx,
+				"INSERT INTO chat_messages ("+messageColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+				m.ID, m.SessionID, m.TurnID, string(m.Role), m.Content, calls, m.ToolCallID, m.Name, timestamp(m.CreatedAt))
+			if err != nil {
+				return storeErr(err, "chat message "+m.ID, "chat session "+m.SessionID)
+			}
+		}
+		return nil
+	})
+}
+
+// ListMessages implements ports.ChatMessageStore; a session without
+// messages, or an unknown one, has none.
+func (s *Assistant) ListMessages(ctx context.Context, sessionID string) ([]ports.ChatMessage, error) {
+	var rows []messageRow
+	err := s.db.read(ctx).list(ctx, &rows,
+		"SELECT "+messageColumns+" FROM chat_messages WHERE session_id = ? ORDER BY position", sessionID)
+	if err != nil {
+		return nil, storeErr(err, "chat messages", "")
+	}
+	msgs := make([]ports.ChatMessage, len(rows))
+	for i, r := range rows {
+		calls, err := decodeToolCalls(r.ToolCalls)
+		if err != nil {
+			return nil, ports.Wrap(ports.KindInternal, err, "database error")
+		}
+		msgs[i] = ports.ChatMessage{
+			ID: r.ID, SessionID: r.SessionID, TurnID: r.TurnID,
+			Message: ports.Message{
+				Role: ports.MessageRole(r.Role), Content: r.Content, ToolCalls: calls,
+				ToolCallID: r.ToolCallID, Name: r.Name,
+			},
+			CreatedAt: time.Time(r.CreatedAt),
+		}
+	}
+	return msgs, nil
+}
+
+// Stream event list limits: a limit outside 1..maxEventPage is maxEventPage.
+const maxEventPage = 1000
+
+type eventRow struct {
+	SessionID string    `db:"session_id"`
+	Seq       int64     `db:"seq"`
+	TurnID    string    `db:"turn_id"`
+	Name      string    `db:"name"`
+	Data      jsonText  `db:"data"`
+	CreatedAt timestamp `db:"created_at"`
+}
+
+const eventColumns = "session_id, seq, turn_id, name, data, created_at"
+
+// AppendEvents implements ports.StreamEventStore: all of events or none are
+// stored. It is not_found when a session does not exist.
+func (s *Assistant) AppendEvents(ctx context.Context, events ...ports.StreamEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
+	rows := make([][]any, len(events))
+	ref := "chat session " + events[0].SessionID
+	for i, e := range events {
+		rows[i] = []any{e.SessionID, e.Seq, e.TurnID, e.Name, jsonText(e.Data), timestamp(e.CreatedAt)}
+		if e.SessionID != events[0].SessionID {
+			ref = "chat session"
+		}
+	}
+	return s.db.WithinTx(ctx, func(ctx context.Context) error {
+		err := s.db.write(ctx).insertRows(ctx, "stream_events", eventColumns, rows)
+		return storeErr(err, "stream event", ref)
+	})
+}
+
+// ListEvents implements ports.StreamEventStore; a limit below 1 or above
+// 1000 is taken as 1000.
+func (s *Assistant) ListEvents(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]ports.StreamEvent, error) {
+	if limit < 1 || limit > maxEventPage {
+		limit = maxEventPage
+	}
+	var rows []eventRow
+	err := s.db.read(ctx).list(ctx, &rows,
+		"SELECT "+eventColumns+" FROM stream_events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+		sessionID, afterSeq, limit)
+	if err != nil {
+		return nil, storeErr(err, "stream events", "")
+	}
+	events := make([]ports.StreamEvent, len(rows))
+	for i, r := range rows {
+		events[i] = ports.StreamEvent{
+			SessionID: r.SessionID, Seq: r.Seq, TurnID: r.TurnID, Name: r.Name,
+			Data: json.RawMessage(r.Data), CreatedAt: time.Time(r.CreatedAt),
+		}
+	}
+	return events, nil
+}
+
+// LastEventSeq implements ports.StreamEventStore.
+func (s *Assistant) LastEventSeq(ctx context.Context, sessionID string) (int64, error) {
+	var seq int64
+	err := s.db.read(ctx).get(ctx, &seq,
+		"SELECT COALESCE(MAX(seq), 0) FROM stream_events WHERE session_id = ?", sessionID)
+	return seq, storeErr(err, "stream events", "")
+}
+
+type turnRow struct {
+	ID        string     `db:"id"`
+	SessionID string     `db:"session_id"`
+	StartedAt timestamp  `db:"started_at"`
+	EndedAt   *timestamp `db:"ended_at"`
+}
+
+// StartTurn implements ports.TurnStore; t.EndedAt is ignored, and a stale
+// turn is recorded as ended at t.StartedAt. It is not_found when the session
+// does not exist.
+func (s *Assistant) StartTurn(ctx context.Context, t ports.Turn, staleBefore time.Time) error {
+	return s.db.WithinTx(ctx, func(ctx context.Context) error {
+		c := s.db.write(ctx)
+		_, err := c.exec(ctx,
+			"UPDATE turns SET ended_at = ? WHERE session_id = ? AND ended_at IS NULL AND started_at < ?",
+			timestamp(t.StartedAt), t.SessionID, timestamp(staleBefore))
+		if err != nil {
+			return storeErr(err, "turn "+t.ID, "")
+		}
+		_, err = c.exec(ctx,
+			"INSERT INTO turns (id, session_id, started_at) VALUES (?, ?, ?)",
+			t.ID, t.SessionID, timestamp(t.StartedAt))
+		if constraintKind(err) == ports.KindConflict {
+			return ports.Wrap(ports.KindConflict, err, "chat session "+t.SessionID+" has a turn running")
+		}
+		return storeErr(err, "turn "+t.ID, "chat session "+t.SessionID)
+	})
+}
+
+// EndTurn implements ports.TurnStore; ending an ended turn keeps its end.
+// It is not_found when the turn does not exist.
+func (s *Assistant) EndTurn(ctx context.Context, id string, at time.Time) error {
+	c := s.db.write(ctx)
+	n, err := c.exec(ctx, "UPDATE turns SET ended_at = ? WHERE id = ? AND ended_at IS NULL", timestamp(at), id)
+	if err != nil || n == 1 {
+		return storeErr(err, "turn "+id, "")
+	}
+	found, err := c.exists(ctx, "SELECT 1 FROM turns WHERE id = ?", id)
+	switch {
+	case err != nil:
+		return storeErr(err, "turn "+id, "")
+	case !found:
+		return ports.NotFound("turn", id)
+	}
+	return nil
+}
+
+// RunningTurn implements ports.TurnStore.
+func (s *Assistant) RunningTurn(ctx context.Context, sessionID string) (ports.Turn, error) {
+	var r turnRow
+	err := s.db.read(ctx).get(ctx, &r,
+		"SELECT id, session_id, started_at, ended_at FROM turns WHERE session_id = ? AND ended_at IS NULL", sessionID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.Turn{}, ports.Wrap(ports.KindNotFound, err, "chat session "+sessionID+" has no turn running")
+	}
+	if err != nil {
+		return ports.Turn{}, storeErr(err, "turn", "")
+	}
+	return ports.Turn{ID: r.ID, SessionID: r.SessionID, StartedAt: time.Time(r.StartedAt), EndedAt: r.EndedAt.timePtr()}, nil
+}
+
+// GetPreferences implements ports.PreferenceStore; an owner who never set
+// any has none, and a nil time.
+func (s *Assistant) GetPreferences(ctx context.Context, owner ports.Owner) ([]ports.Preference, *time.Time, error) {
+	var rows []struct {
+		UpdatedAt   timestamp  `db:"updated_at"`
+		ID          *string    `db:"id"`
+		Instruction *string    `db:"instruction"`
+		CreatedAt   *timestamp `db:"created_at"`
+	}
+	// One statement, so the list and its time are read together.
+	err := s.db.read(ctx).list(ctx, &rows, `SELECT ps.updated_at, p.id, p.instruction, p.created_at
+		FROM preference_sets ps
+		LEFT JOIN preferences p ON p.user_id = ps.user_id AND p.org_id = ps.org_id
+		WHERE ps.user_id = ? AND ps.org_id = ?
+		ORDER BY p.position`, owner.UserID, owner.OrgID)
+	if err != nil {
+		return nil, nil, storeErr(err, "preferences", "")
+	}
+	if len(rows) == 0 {
+		return nil, nil, nil
+	}
+	var prefs []ports.Preference
+	for _, r := range rows {
+		if r.ID != nil {
+			prefs = append(prefs, ports.Preference{ID: *r.ID, Instruction: *r.Instruction, CreatedAt: time.Time(*r.CreatedAt)})
+		}
+	}
+	updated := time.Time(rows[0].UpdatedAt)
+	return prefs, &updated, nil
+}
+
+// ReplacePreferences implements ports.PreferenceStore. It is not_found when
+// the owner does not exist, and a conflict when a preference id is used by
+// another owner or twice in prefs.
+func (s *Assistant) ReplacePreferences(ctx context.Context, owner ports.Owner, prefs []ports.Preference, at time.Time) error {
+	what := "preferences of user " + owner.UserID
+	rows := make([][]any, len(prefs))
+	for i, p := range prefs {
+		rows[i] = []any{p.ID, owner.UserID, owner.OrgID, i, p.Instruction, timestamp(p.CreatedAt)}
+	}
+	return s.db.WithinTx(ctx, func(ctx context.Context) error {
+		c := s.db.write(ctx)
+		_, err := c.exec(ctx, `INSERT INTO preference_sets (user_id, org_id, updated_at) VALUES (?, ?, ?)
+			ON CONFLICT (user_id, org_id) DO UPDATE SET updated_at = excluded.updated_at`,
+			owner.UserID, owner.OrgID, timestamp(at))
+		if err != nil {
+			return storeErr(err, what, "user "+owner.UserID)
+		}
+		if _, err := c.exec(ctx, "DELETE FROM preferences WHERE user_id = ? AND org_id = ?", owner.UserID, owner.OrgID); err != nil {
+			return storeErr(err, what, "")
+		}
+		err = c.insertRows(ctx, "preferences", "id, user_id, org_id, position, instruction, created_at", rows)
+		return storeErr(err, "a preference id", "")
+	})
+}
