@@ -58,6 +58,14 @@ const (
 	ConfirmationExpired  ConfirmationStatus = "expired"
 )
 
+// Confirmation error codes, set as Error.Code by ConfirmationStore.DecideConfirmation.
+const (
+	// CodeAlreadyDecided (conflict): the confirmation was decided before.
+	CodeAlreadyDecided = "already_decided"
+	// CodeExpired (gone): the confirmation expired without a decision.
+	CodeExpired = "expired"
+)
+
 // ToolOutcome is what running a tool gave: a result, or an error message.
 type ToolOutcome struct {
 	OK     bool

@@ -9,12 +9,6 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// The codes of DecideConfirmation's conflict and gone errors.
-const (
-	codeAlreadyDecided = "already_decided"
-	codeExpired        = "expired"
-)
-
 type confirmationRow struct {
 	ID            string     `db:"id"`
 	SessionID     string     `db:"session_id"`
@@ -132,9 +126,9 @@ func (s *Assistant) DecideConfirmation(ctx context.Context, owner ports.Owner, i
 			}
 		}
 		if c.Status == ports.ConfirmationExpired {
-			outcome = &ports.Error{Kind: ports.KindGone, Code: codeExpired, Message: fmt.Sprintf("confirmation %s expired", id)}
+			outcome = &ports.Error{Kind: ports.KindGone, Code: ports.CodeExpired, Message: fmt.Sprintf("confirmation %s expired", id)}
 		} else {
-			outcome = &ports.Error{Kind: ports.KindConflict, Code: codeAlreadyDecided,
+			outcome = &ports.Error{Kind: ports.KindConflict, Code: ports.CodeAlreadyDecided,
 				Message: fmt.Sprintf("confirmation %s is %s already", id, c.Status)}
 		}
 		return nil
