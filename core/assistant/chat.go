@@ -1,0 +1,220 @@
+package assistant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// PageContext is where the user is in the product when they write.
+type PageContext struct {
+	CurrentPage       string
+	SelectedProjectID string
+}
+
+// ChatInput is a message to the assistant. Without SessionID a new session
+// is created.
+type ChatInput struct {
+	SessionID string
+	Message   string
+	Context   *PageContext
+}
+
+func (in ChatInput) validate() (string, *PageContext, error) {
+	var fields []ports.FieldError
+	msg := strings.TrimSpace(in.Message)
+	switch n := utf8.RuneCountInString(msg); {
+	case n == 0:
+		fields = append(fields, ports.FieldError{Field: "message", Reason: "required"})
+	case n > MaxMessageLen:
+		fields = append(fields, ports.FieldError{Field: "message", Reason: fmt.Sprintf("must be at most %d characters", MaxMessageLen)})
+	}
+	if in.SessionID != "" {
+		if f := requireID("session_id", in.SessionID); f != nil {
+			fields = append(fields, *f)
+		}
+	}
+	var page *PageContext
+	if in.Context != nil {
+		page = &PageContext{CurrentPage: strings.TrimSpace(in.Context.CurrentPage), SelectedProjectID: in.Context.SelectedProjectID}
+		if utf8.RuneCountInString(page.CurrentPage) > MaxPageLen {
+			fields = append(fields, ports.FieldError{Field: "context.current_page", Reason: fmt.Sprintf("must be at most %d characters", MaxPageLen)})
+		}
+		if page.SelectedProjectID != "" && !isUUID(page.SelectedProjectID) {
+			fields = append(fields, ports.FieldError{Field: "context.selected_project_id", Reason: "must be a UUID"})
+		}
+	}
+	return msg, page, invalid(fields)
+}
+
+// Run is a turn that has started and is waiting to be streamed. Call Stream
+// exactly once, even when the client is gone already (the turn then ends at
+// once, recorded as cancelled): until it has run, the session stays claimed
+// (for Config.TurnStaleAfter).
+type Run struct {
+	s        *Service
+	p        ports.Principal
+	session  ports.ChatSession
+	turn     ports.Turn
+	lastSeq  int64
+	prefs    []ports.Preference
+	page     *PageContext
+	history  []ports.ChatMessage
+	confs    []ports.Confirmation
+	prologue []ports.ChatMessage // decided answers to report first (Continue)
+	awaiting bool                // Continue while confirmations are pending
+	streamed atomic.Bool
+}
+
+// SessionID is the session the turn runs in (new for a chat without one).
+func (r *Run) SessionID() string { return r.session.ID }
+
+// TurnID is the turn's id, which every event and message of it carries.
+func (r *Run) TurnID() string { return r.turn.ID }
+
+// Chat records the caller's message and starts a turn of the assistant in the
+// given session, or in a new one. Nothing is streamed yet: errors come before
+// any event, so a transport can still answer with a status. Errors: invalid
+// (fields message, session_id, context.current_page,
+// context.selected_project_id); not_found when the session is absent or
+// another's; conflict (turn_running) while a turn runs in the session.
+func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	msg, page, err := in.validate()
+	if err != nil {
+		return nil, err
+	}
+	now := s.d.Clock.Now()
+	r := &Run{s: s, p: p, page: page}
+	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		if in.SessionID == "" {
+			r.session = ports.ChatSession{ID: s.d.IDs.NewID(), OrgID: p.OrgID, UserID: p.UserID, CreatedAt: now, UpdatedAt: now}
+			if err := s.d.Sessions.CreateSession(ctx, r.session); err != nil {
+				return err
+			}
+		} else if r.session, err = s.d.Sessions.GetSession(ctx, p.Owner(), in.SessionID); err != nil {
+			return err
+		}
+		if err := s.startTurn(ctx, r); err != nil {
+			return err
+		}
+		user := ports.ChatMessage{ID: s.d.IDs.NewID(), SessionID: r.session.ID, TurnID: r.turn.ID,
+			Message: ports.Message{Role: ports.MessageUser, Content: msg}, CreatedAt: now}
+		if err := s.d.Messages.AppendMessages(ctx, user); err != nil {
+			return err
+		}
+		if err := s.d.Sessions.TouchSession(ctx, r.session.ID, now); err != nil {
+			return err
+		}
+		return s.load(ctx, r)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Continue starts a turn that resumes the caller's session after
+// confirmations were decided: the answers decided since the model last spoke
+// are reported as tool_result events, then the model goes on. While
+// confirmations of the latest turn that asked for any are still pending, the
+// Run reports the decided answers and ends at once with
+// done{finish_reason:"confirmation_required"}, without calling the model.
+// Errors: not_found when the session is absent or another's; conflict
+// (turn_running) while a turn runs; conflict (nothing_to_continue) when no
+// decided tool call is waiting for the model.
+func (s *Service) Continue(ctx context.Context, sessionID string) (*Run, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{s: s, p: p}
+	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		if r.session, err = s.session(ctx, p.Owner(), sessionID); err != nil {
+			return err
+		}
+		if err := s.startTurn(ctx, r); err != nil {
+			return err
+		}
+		if err := s.load(ctx, r); err != nil {
+			return err
+		}
+		r.prologue = trailingAnswers(r.history)
+		r.awaiting = s.awaitingDecisions(r.confs)
+		if !r.awaiting && len(r.prologue) == 0 && !endsWithCalls(r.history) {
+			return &ports.Error{Kind: ports.KindConflict, Code: CodeNothingToContinue,
+				Message: fmt.Sprintf("chat session %s has no decided tool call to continue from", sessionID)}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// startTurn records r's turn as running in its session.
+func (s *Service) startTurn(ctx context.Context, r *Run) error {
+	now := s.d.Clock.Now()
+	r.turn = ports.Turn{ID: s.d.IDs.NewID(), SessionID: r.session.ID, StartedAt: now}
+	err := s.d.Turns.StartTurn(ctx, r.turn, now.Add(-s.cfg.TurnStaleAfter))
+	if errors.Is(err, ports.ErrConflict) {
+		return turnRunning(r.session.ID, err)
+	}
+	return err
+}
+
+// load reads what the turn starts from. It runs after StartTurn, so no other
+// turn appends events behind the sequence number it reads.
+func (s *Service) load(ctx context.Context, r *Run) error {
+	var err error
+	if r.lastSeq, err = s.d.Events.LastEventSeq(ctx, r.session.ID); err != nil {
+		return err
+	}
+	if r.prefs, _, err = s.d.Preferences.GetPreferences(ctx, r.p.Owner()); err != nil {
+		return err
+	}
+	if r.history, err = s.d.Messages.ListMessages(ctx, r.session.ID); err != nil {
+		return err
+	}
+	r.confs, err = s.d.Confirmations.ListConfirmations(ctx, r.session.ID)
+	return err
+}
+
+// awaitingDecisions reports whether the latest turn that asked for
+// confirmations still has one pending.
+func (s *Service) awaitingDecisions(confs []ports.Confirmation) bool {
+	if len(confs) == 0 {
+		return false
+	}
+	latest := confs[len(confs)-1].TurnID
+	now := s.d.Clock.Now()
+	for _, c := range confs {
+		if c.TurnID == latest && effectiveStatus(c, now) == ports.ConfirmationPending {
+			return true
+		}
+	}
+	return false
+}
+
+// trailingAnswers are the tool messages stored since the model last spoke.
+func trailingAnswers(history []ports.ChatMessage) []ports.ChatMessage {
+	i := len(history)
+	for i > 0 && history[i-1].Role == ports.MessageTool {
+		i--
+	}
+	return history[i:]
+}
+
+func endsWithCalls(history []ports.ChatMessage) bool {
+	n := len(history)
+	return n > 0 && history[n-1].Role == ports.MessageAssistant && len(history[n-1].ToolCalls) > 0
+}

@@ -1,0 +1,243 @@
+package assistant
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// ConfirmInput is a human's decision on a confirmation.
+type ConfirmInput struct {
+	SessionID      string
+	ConfirmationID string
+	Approved       bool
+	Reason         string
+}
+
+// ConfirmResult is a decided confirmation and, for an approval, what running
+// the tool gave (also in Confirmation.Outcome).
+type ConfirmResult struct {
+	Confirmation ports.Confirmation
+	Outcome      *ports.ToolOutcome
+}
+
+// Confirm decides a confirmation of the caller's session, exactly once among
+// any number of concurrent calls. Approved, the tool runs (to the end even if
+// ctx is cancelled, so its outcome is always recorded); rejected, nothing
+// runs. Either way the answer is appended to the session as a tool message,
+// so the model sees it next turn; the turn itself is not continued (see
+// Continue). Errors: invalid (fields session_id, confirmation_id, reason);
+// not_found when the confirmation is absent, another's or of another session;
+// conflict (already_decided, naming the recorded status); gone (expired),
+// never run. With conflict and gone the result holds the confirmation as it
+// stands.
+func (s *Service) Confirm(ctx context.Context, in ConfirmInput) (ConfirmResult, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return ConfirmResult{}, err
+	}
+	reason := strings.TrimSpace(in.Reason)
+	var fields []ports.FieldError
+	for _, f := range []*ports.FieldError{requireID("session_id", in.SessionID), requireID("confirmation_id", in.ConfirmationID)} {
+		if f != nil {
+			fields = append(fields, *f)
+		}
+	}
+	if utf8.RuneCountInString(reason) > MaxReasonLen {
+		fields = append(fields, ports.FieldError{Field: "reason", Reason: fmt.Sprintf("must be at most %d characters", MaxReasonLen)})
+	}
+	if err := invalid(fields); err != nil {
+		return ConfirmResult{}, err
+	}
+
+	c, err := s.d.Confirmations.GetConfirmation(ctx, p.Owner(), in.ConfirmationID)
+	if err != nil {
+		return ConfirmResult{}, err
+	}
+	if c.SessionID != in.SessionID {
+		return ConfirmResult{}, ports.NotFound("confirmation", in.ConfirmationID)
+	}
+	if c.Status != ports.ConfirmationPending { // decided already: spare the store the attempt
+		return ConfirmResult{Confirmation: c}, decideError(c, nil)
+	}
+	d := ports.Decision{Status: ports.ConfirmationRejected, By: p.UserID, Reason: reason, At: s.d.Clock.Now()}
+	if in.Approved {
+		d.Status = ports.ConfirmationApproved
+	}
+	// The decision commits on its own: from here on, this call alone runs the tool.
+	c, err = s.d.Confirmations.DecideConfirmation(ctx, p.Owner(), c.ID, d)
+	if err != nil {
+		return ConfirmResult{Confirmation: c}, decideError(c, err)
+	}
+
+	ctx = context.WithoutCancel(ctx)
+	var outcome ports.ToolOutcome
+	if in.Approved {
+		outcome = s.execute(ctx, c)
+	} else {
+		outcome = failed("the user rejected this action")
+		if reason != "" {
+			outcome.Error += ": " + reason
+		}
+	}
+	at := s.d.Clock.Now()
+	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		if in.Approved {
+			if err := s.d.Confirmations.RecordOutcome(ctx, c.ID, outcome, at); err != nil {
+				return err
+			}
+		}
+		answer := ports.ChatMessage{ID: s.d.IDs.NewID(), SessionID: c.SessionID, TurnID: c.TurnID, CreatedAt: at,
+			Message: ports.Message{Role: ports.MessageTool, Content: toolContent(outcome), ToolCallID: c.ToolCallID, Name: c.ToolName}}
+		if err := s.d.Messages.AppendMessages(ctx, answer); err != nil {
+			return err
+		}
+		return s.d.Sessions.TouchSession(ctx, c.SessionID, at)
+	})
+	res := ConfirmResult{Confirmation: c}
+	if in.Approved {
+		c.Outcome, c.ExecutedAt = &outcome, &at
+		res = ConfirmResult{Confirmation: c, Outcome: &outcome}
+	}
+	if err != nil {
+		s.log.Error("recording a decided confirmation", "confirmation_id", c.ID, "status", c.Status, "err", err)
+		return res, err
+	}
+	return res, nil
+}
+
+// decideError explains why c cannot be decided: err from the store, or nil
+// when c's status says so.
+func decideError(c ports.Confirmation, err error) error {
+	switch {
+	case err == nil && c.Status == ports.ConfirmationExpired, errors.Is(err, ports.ErrGone):
+		return &ports.Error{Kind: ports.KindGone, Code: CodeExpired, Err: err,
+			Message: fmt.Sprintf("confirmation %s expired at %s without a decision", c.ID, c.ExpiresAt.UTC().Format(time.RFC3339))}
+	case err == nil, errors.Is(err, ports.ErrConflict):
+		msg := fmt.Sprintf("confirmation %s is already %s", c.ID, c.Status)
+		if c.Status == "" || c.Status == ports.ConfirmationPending {
+			msg = fmt.Sprintf("confirmation %s has been decided already", c.ID)
+		}
+		return &ports.Error{Kind: ports.KindConflict, Code: CodeAlreadyDecided, Message: msg, Err: err}
+	}
+	return err
+}
+
+// execute runs an approved confirmation's tool, checking its arguments again
+// in case the tool changed since it was asked for.
+func (s *Service) execute(ctx context.Context, c ports.Confirmation) ports.ToolOutcome {
+	args, tool, problem := s.d.Registry.check(ports.ToolCall{ID: c.ToolCallID, Name: c.ToolName, Arguments: string(c.Arguments)})
+	if problem != "" {
+		return failed(problem)
+	}
+	return s.runTool(ctx, tool, args)
+}
+
+// runTool runs a tool whose arguments passed its schema. A panic, an error
+// that is not a ports.Error and a result that does not encode are failures
+// the model sees as "internal error"; their cause is logged.
+func (s *Service) runTool(ctx context.Context, tool Tool, args json.RawMessage) (out ports.ToolOutcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("tool panicked", "tool", tool.Name, "panic", v)
+			out = failed("internal error")
+		}
+	}()
+	v, err := tool.Run(ctx, args)
+	if err != nil {
+		if e, ok := ports.AsError(err); ok && e.Kind != ports.KindInternal {
+			if e.Message == "" {
+				return failed(string(e.Kind))
+			}
+			return failed(e.Message)
+		}
+		if ctx.Err() != nil {
+			return failed("cancelled")
+		}
+		s.log.Error("tool failed", "tool", tool.Name, "err", err)
+		return failed("internal error")
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("encoding a tool result", "tool", tool.Name, "err", err)
+		return failed("internal error: the result could not be encoded")
+	}
+	return ports.ToolOutcome{OK: true, Result: b}
+}
+
+const maxSummaryLen = 500
+
+// newConfirmation is a pending confirmation of a write call.
+func (s *Service) newConfirmation(p ports.Principal, sessionID, turnID string, call ports.ToolCall, tool Tool, args json.RawMessage) ports.Confirmation {
+	now := s.d.Clock.Now()
+	return ports.Confirmation{
+		ID: s.d.IDs.NewID(), SessionID: sessionID, OrgID: p.OrgID, UserID: p.UserID, TurnID: turnID,
+		ToolCallID: call.ID, ToolName: tool.Name, Arguments: args, Summary: s.summarise(tool, args),
+		Status: ports.ConfirmationPending, CreatedAt: now, ExpiresAt: now.Add(s.cfg.ConfirmationTTL),
+	}
+}
+
+func (s *Service) summarise(tool Tool, args json.RawMessage) (sum string) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("tool summary panicked", "tool", tool.Name, "panic", v)
+			sum = ""
+		}
+		if sum = oneLine(sum); sum == "" {
+			sum = fmt.Sprintf("Run %s with %s.", tool.Name, args)
+		}
+		sum = truncate(sum, maxSummaryLen, "…")
+	}()
+	return tool.Summary(args)
+}
+
+// ToolExecution is what ExecuteTool did with a call: ran it (Outcome, also
+// for a call refused for its name or arguments) or asked for a confirmation
+// (Confirmation). Arguments is the call's JSON when it parses.
+type ToolExecution struct {
+	Call         ports.ToolCall
+	Arguments    json.RawMessage
+	Outcome      *ports.ToolOutcome
+	Confirmation *ports.Confirmation
+}
+
+// ExecuteTool carries out one tool call outside the chat loop (the voice
+// host): the arguments are checked, a read runs at once, and a write becomes
+// a pending confirmation of the caller's session, decided with Confirm.
+// Nothing else is stored. Errors: not_found when the session is absent or
+// another's; the store's errors.
+func (s *Service) ExecuteTool(ctx context.Context, sessionID string, call ports.ToolCall) (ToolExecution, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return ToolExecution{}, err
+	}
+	if _, err := s.session(ctx, p.Owner(), sessionID); err != nil {
+		return ToolExecution{}, err
+	}
+	if call.ID == "" {
+		call.ID = "call_" + s.d.IDs.NewID()
+	}
+	args, tool, problem := s.d.Registry.check(call)
+	ex := ToolExecution{Call: call, Arguments: args}
+	switch {
+	case problem != "":
+		o := failed(problem)
+		ex.Outcome = &o
+	case tool.Effect == EffectRead:
+		o := s.runTool(ctx, tool, args)
+		ex.Outcome = &o
+	default:
+		conf := s.newConfirmation(p, sessionID, "", call, tool, args)
+		if err := s.d.Confirmations.CreateConfirmation(ctx, conf); err != nil {
+			return ToolExecution{}, err
+		}
+		ex.Confirmation = &conf
+	}
+	return ex, nil
+}

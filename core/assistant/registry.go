@@ -1,0 +1,226 @@
+package assistant
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// Effect says whether a tool only reads or changes something. Writes run only
+// after a human approves them.
+type Effect string
+
+// The effects a tool can have.
+const (
+	EffectRead  Effect = "read"
+	EffectWrite Effect = "write"
+)
+
+// Tool is an operation the assistant may call.
+type Tool struct {
+	// Name is snake_case, matching ^[a-z0-9_]{1,64}$.
+	Name        string
+	Description string
+	// Schema is the JSON Schema (draft 2020-12 unless it says otherwise) of
+	// the arguments, an object. Formats such as "uuid" are asserted.
+	Schema json.RawMessage
+	Effect Effect
+	// Summary says in one human sentence what a write will do with args; it
+	// is shown when asking for confirmation. Required for writes.
+	Summary func(args json.RawMessage) string
+	// Run performs the call with arguments that passed the schema. Its
+	// result is encoded as JSON for the model. An error's message reaches the
+	// model only when it is a ports.Error; others become "internal error".
+	Run func(ctx context.Context, args json.RawMessage) (any, error)
+}
+
+// Registry holds the tools the assistant may call. It is safe for concurrent
+// use; tools are registered at start-up by each area's core package.
+type Registry struct {
+	mu    sync.RWMutex
+	tools map[string]*entry
+}
+
+type entry struct {
+	tool   Tool
+	schema *jsonschema.Schema
+}
+
+var toolNamePattern = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{tools: map[string]*entry{}} }
+
+// Register adds tools, compiling each schema once. Either all are added or
+// none. Errors: invalid for a bad name, a missing description, Run or (for a
+// write) Summary, an unknown effect or a schema that does not compile or is not
+// of type object; conflict for a name registered already or given twice.
+func (r *Registry) Register(tools ...Tool) error {
+	added := make(map[string]*entry, len(tools))
+	for _, t := range tools {
+		e, err := compileTool(t)
+		if err != nil {
+			return err
+		}
+		if _, dup := added[t.Name]; dup {
+			return ports.Errorf(ports.KindConflict, "tool %q is given twice", t.Name)
+		}
+		added[t.Name] = e
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name := range added {
+		if _, dup := r.tools[name]; dup {
+			return ports.Errorf(ports.KindConflict, "tool %q is registered already", name)
+		}
+	}
+	for name, e := range added {
+		r.tools[name] = e
+	}
+	return nil
+}
+
+// Lookup returns the tool with the name, if registered.
+func (r *Registry) Lookup(name string) (Tool, bool) {
+	e, ok := r.lookup(name)
+	if !ok {
+		return Tool{}, false
+	}
+	return e.tool, true
+}
+
+func (r *Registry) lookup(name string) (*entry, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.tools[name]
+	return e, ok
+}
+
+// Definitions describes every tool to a model, sorted by name.
+func (r *Registry) Definitions() []ports.ToolDefinition {
+	r.mu.RLock()
+	defs := make([]ports.ToolDefinition, 0, len(r.tools))
+	for _, e := range r.tools {
+		defs = append(defs, ports.ToolDefinition{
+			Name:        e.tool.Name,
+			Description: e.tool.Description,
+			Parameters:  slices.Clone(e.tool.Schema),
+		})
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(defs, func(a, b ports.ToolDefinition) int { return strings.Compare(a.Name, b.Name) })
+	return defs
+}
+
+func compileTool(t Tool) (*entry, error) {
+	bad := func(format string, args ...any) error {
+		return &ports.Error{Kind: ports.KindInvalid, Message: fmt.Sprintf("tool %q: ", t.Name) + fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case !toolNamePattern.MatchString(t.Name):
+		return nil, bad("the name must match %s", toolNamePattern)
+	case strings.TrimSpace(t.Description) == "":
+		return nil, bad("a description is required")
+	case t.Effect != EffectRead && t.Effect != EffectWrite:
+		return nil, bad("the effect must be %q or %q", EffectRead, EffectWrite)
+	case t.Run == nil:
+		return nil, bad("Run is required")
+	case t.Effect == EffectWrite && t.Summary == nil:
+		return nil, bad("a write tool needs a Summary")
+	}
+	schema, err := compileSchema(t.Name, t.Schema)
+	if err != nil {
+		return nil, bad("invalid schema: %v", err)
+	}
+	t.Schema = slices.Clone(t.Schema)
+	return &entry{tool: t, schema: schema}, nil
+}
+
+// refuseLoads keeps schemas self-contained: a $ref to anything outside the
+// schema itself fails to compile instead of reading files.
+type refuseLoads struct{}
+
+func (refuseLoads) Load(url string) (any, error) {
+	return nil, errors.New("tool schemas may not refer to other documents")
+}
+
+func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	if obj, ok := doc.(map[string]any); !ok || obj["type"] != "object" {
+		return nil, errors.New(`the arguments must be described as {"type":"object",…}`)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.UseLoader(refuseLoads{})
+	loc := "urn:devpilot:tool:" + name
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(loc)
+}
+
+const maxProblemLen = 1000
+
+// check decides whether a call may run. It returns the arguments as JSON when
+// they parse (an empty string counts as {}), the tool when it exists, and a
+// problem, said for the model, when the call must not run.
+func (r *Registry) check(call ports.ToolCall) (args json.RawMessage, tool Tool, problem string) {
+	text := strings.TrimSpace(call.Arguments)
+	if text == "" {
+		text = "{}"
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err == nil {
+		args = json.RawMessage(text)
+	}
+	e, ok := r.lookup(call.Name)
+	switch {
+	case !ok:
+		return args, Tool{}, fmt.Sprintf("unknown tool %q; call one of the tools you were given", call.Name)
+	case err != nil:
+		return nil, e.tool, clip("the arguments are not valid JSON: " + err.Error())
+	}
+	if err := e.schema.Validate(inst); err != nil {
+		return args, e.tool, clip("the arguments do not match the tool's schema: " + schemaProblems(err))
+	}
+	return args, e.tool, ""
+}
+
+func schemaProblems(err error) string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) || len(ve.Causes) == 0 {
+		return err.Error()
+	}
+	lines := make([]string, len(ve.Causes))
+	for i, c := range ve.Causes {
+		lines[i] = c.Error()
+	}
+	return strings.Join(lines, "; ")
+}
+
+func clip(s string) string {
+	if len(s) <= maxProblemLen {
+		return s
+	}
+	cut := maxProblemLen
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

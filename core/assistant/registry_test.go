@@ -1,0 +1,109 @@
+package assistant_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/ports"
+)
+
+func validTool(name string) assistant.Tool {
+	return assistant.Tool{
+		Name: name, Description: "does " + name, Schema: json.RawMessage(`{"type":"object"}`), Effect: assistant.EffectRead,
+		Run: func(context.Context, json.RawMessage) (any, error) { return nil, nil },
+	}
+}
+
+func TestRegisterRejectsBadTools(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		change func(*assistant.Tool)
+		want   string
+	}{
+		{"upper case name", func(tl *assistant.Tool) { tl.Name = "GetProject" }, "name"},
+		{"dash in name", func(tl *assistant.Tool) { tl.Name = "get-project" }, "name"},
+		{"empty name", func(tl *assistant.Tool) { tl.Name = "" }, "name"},
+		{"name too long", func(tl *assistant.Tool) { tl.Name = strings.Repeat("a", 65) }, "name"},
+		{"no description", func(tl *assistant.Tool) { tl.Description = " " }, "description"},
+		{"unknown effect", func(tl *assistant.Tool) { tl.Effect = "delete" }, "effect"},
+		{"no run", func(tl *assistant.Tool) { tl.Run = nil }, "Run"},
+		{"write without summary", func(tl *assistant.Tool) { tl.Effect = assistant.EffectWrite }, "Summary"},
+		{"schema not JSON", func(tl *assistant.Tool) { tl.Schema = json.RawMessage(`{"type":`) }, "schema"},
+		{"no schema", func(tl *assistant.Tool) { tl.Schema = nil }, "schema"},
+		{"schema not an object", func(tl *assistant.Tool) { tl.Schema = json.RawMessage(`{"type":"string"}`) }, "schema"},
+		{"schema breaks the metaschema", func(tl *assistant.Tool) {
+			tl.Schema = json.RawMessage(`{"type":"object","properties":{"a":{"type":5}}}`)
+		}, "schema"},
+		{"schema refers outside", func(tl *assistant.Tool) {
+			tl.Schema = json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"file:///etc/passwd"}}}`)
+		}, "schema"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tool := validTool("get_project")
+			tt.change(&tool)
+			r := assistant.NewRegistry()
+			err := r.Register(tool)
+			if !errors.Is(err, ports.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want invalid about %s", err, tt.want)
+			}
+			if len(r.Definitions()) != 0 {
+				t.Error("a bad tool was registered")
+			}
+		})
+	}
+}
+
+func TestRegisterRejectsDuplicatesAllOrNothing(t *testing.T) {
+	t.Parallel()
+	r := assistant.NewRegistry()
+	if err := r.Register(validTool("a_tool")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Register(validTool("b_tool"), validTool("a_tool")); !errors.Is(err, ports.ErrConflict) {
+		t.Errorf("registered twice: %v", err)
+	}
+	if err := r.Register(validTool("c_tool"), validTool("c_tool")); !errors.Is(err, ports.ErrConflict) {
+		t.Errorf("given twice: %v", err)
+	}
+	if err := r.Register(validTool("d_tool"), validTool("Bad")); err == nil {
+		t.Error("a bad tool was accepted")
+	}
+	if defs := r.Definitions(); len(defs) != 1 {
+		t.Errorf("definitions %+v, want only a_tool", defs)
+	}
+}
+
+func TestDefinitionsSortedAndLookup(t *testing.T) {
+	t.Parallel()
+	r := assistant.NewRegistry()
+	schema := `{"type":"object","properties":{"n":{"type":"integer"}}}`
+	z := validTool("zeta")
+	z.Schema = json.RawMessage(schema)
+	if err := r.Register(z, validTool("alpha"), validTool("mid_1")); err != nil {
+		t.Fatal(err)
+	}
+	defs := r.Definitions()
+	var got []string
+	for _, d := range defs {
+		got = append(got, d.Name)
+	}
+	if strings.Join(got, ",") != "alpha,mid_1,zeta" {
+		t.Errorf("order %v", got)
+	}
+	if string(defs[2].Parameters) != schema || defs[2].Description != "does zeta" {
+		t.Errorf("definition %+v", defs[2])
+	}
+	if tool, ok := r.Lookup("mid_1"); !ok || tool.Name != "mid_1" || tool.Effect != assistant.EffectRead {
+		t.Errorf("Lookup = %+v, %v", tool, ok)
+	}
+	if _, ok := r.Lookup("nope"); ok {
+		t.Error("found an unregistered tool")
+	}
+}

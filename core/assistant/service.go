@@ -1,0 +1,337 @@
+// Package assistant is the core of devpilot's conversational assistant: chat
+// sessions, the streaming tool-calling loop, the tool registry, human
+// confirmation of writes, resumable streams, titles and procedural memory.
+//
+// A turn (one run of the loop) streams model text, runs read tools at once
+// and turns write tools into durable pending confirmations; the turn then
+// ends, and Confirm decides each confirmation exactly once. Every message,
+// tool result, confirmation and stream event is stored, so a stream can be
+// replayed on any replica and the model sees everything in later turns.
+package assistant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// Config tunes the assistant. Zero values take the defaults named.
+type Config struct {
+	// Model overrides the LLM adapter's model when not empty.
+	Model string
+	// MaxToolRounds bounds how many times in one turn the model's tool calls
+	// are carried out (8); asking for more ends the turn with tool_loop_limit.
+	MaxToolRounds int
+	// MaxTokens bounds each model call (4096).
+	MaxTokens int
+	// ConfirmationTTL is how long a write waits for a decision (15 minutes).
+	ConfirmationTTL time.Duration
+	// SystemPrompt starts every conversation (DefaultSystemPrompt).
+	SystemPrompt string
+	// TitleMaxLen bounds generated titles, in characters (80).
+	TitleMaxLen int
+	// TurnStaleAfter is how long a turn may hold its session: a turn still
+	// recorded as running after that is taken to have died with its process,
+	// and another may start (15 minutes). A turn is stopped with a timeout
+	// error before then.
+	TurnStaleAfter time.Duration
+	// ReplayPoll is how often Replay looks for new events (100 ms).
+	ReplayPoll time.Duration
+	// ContentBatch and ContentFlush batch content events: they are stored and
+	// sent once ContentBatch are queued (32) or ContentFlush after the first
+	// (50 ms). A ContentBatch of 1 stores and sends each delta on its own.
+	ContentBatch int
+	ContentFlush time.Duration
+}
+
+// The limits of the API.
+const (
+	MaxMessageLen     = 32000
+	MaxPageLen        = 2048
+	MaxPreferences    = 50
+	MaxInstructionLen = 500
+	MaxReasonLen      = 1000
+	DefaultPageLimit  = 50
+	MaxPageLimit      = 200
+)
+
+func (c Config) withDefaults() Config {
+	if c.MaxToolRounds <= 0 {
+		c.MaxToolRounds = 8
+	}
+	if c.MaxTokens <= 0 {
+		c.MaxTokens = 4096
+	}
+	if c.ConfirmationTTL <= 0 {
+		c.ConfirmationTTL = 15 * time.Minute
+	}
+	if strings.TrimSpace(c.SystemPrompt) == "" {
+		c.SystemPrompt = DefaultSystemPrompt
+	}
+	if c.TitleMaxLen <= 0 {
+		c.TitleMaxLen = 80
+	}
+	if c.TurnStaleAfter <= 0 {
+		c.TurnStaleAfter = 15 * time.Minute
+	}
+	if c.ReplayPoll <= 0 {
+		c.ReplayPoll = 100 * time.Millisecond
+	}
+	if c.ContentBatch <= 0 {
+		c.ContentBatch = 32
+	}
+	if c.ContentFlush <= 0 {
+		c.ContentFlush = 50 * time.Millisecond
+	}
+	return c
+}
+
+// Deps are the ports a Service needs. Registry nil means an empty registry;
+// Logger nil discards logs.
+type Deps struct {
+	Sessions      ports.ChatSessionStore
+	Messages      ports.ChatMessageStore
+	Confirmations ports.ConfirmationStore
+	Events        ports.StreamEventStore
+	Turns         ports.TurnStore
+	Preferences   ports.PreferenceStore
+	Tx            ports.Transactor
+	LLM           ports.LLM
+	Clock         ports.Clock
+	IDs           ports.IDs
+	Registry      *Registry
+	Logger        *slog.Logger
+}
+
+// Service is the assistant's use cases. Every method acts for the principal
+// in ctx and fails with unauthenticated without one.
+type Service struct {
+	cfg Config
+	d   Deps
+	log *slog.Logger
+}
+
+// New returns a Service over the given ports.
+func New(cfg Config, d Deps) *Service {
+	if d.Registry == nil {
+		d.Registry = NewRegistry()
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "assistant")}
+}
+
+// Registry returns the registry the service calls tools from.
+func (s *Service) Registry() *Registry { return s.d.Registry }
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+func isUUID(s string) bool { return uuidPattern.MatchString(s) }
+
+// requireID checks an id given in a request body: invalid on field when it
+// is missing or not a UUID.
+func requireID(field, id string) *ports.FieldError {
+	switch {
+	case id == "":
+		return &ports.FieldError{Field: field, Reason: "required"}
+	case !isUUID(id):
+		return &ports.FieldError{Field: field, Reason: "must be a UUID"}
+	}
+	return nil
+}
+
+func invalid(fields []ports.FieldError) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	return ports.Invalid("invalid request", fields...)
+}
+
+// session returns the owner's session; an id that is not a UUID cannot be
+// one, so it is not_found too.
+func (s *Service) session(ctx context.Context, owner ports.Owner, id string) (ports.ChatSession, error) {
+	if !isUUID(id) {
+		return ports.ChatSession{}, ports.NotFound("chat session", id)
+	}
+	return s.d.Sessions.GetSession(ctx, owner, id)
+}
+
+// ListSessions returns the caller's sessions, most recent activity first, and
+// the cursor of the next page ("" at the end). A zero Limit means 50.
+// Errors: invalid for a limit outside 1..200 or a malformed cursor.
+func (s *Service) ListSessions(ctx context.Context, page ports.Page) ([]ports.ChatSession, string, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if page.Limit == 0 {
+		page.Limit = DefaultPageLimit
+	}
+	if page.Limit < 1 || page.Limit > MaxPageLimit {
+		return nil, "", ports.Invalid("invalid page", ports.FieldError{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxPageLimit)})
+	}
+	return s.d.Sessions.ListSessions(ctx, p.Owner(), page)
+}
+
+// SessionDetail is a session with everything said in it, in the order it was
+// stored, and its confirmations, oldest first. A pending confirmation past its
+// expiry is shown as expired.
+type SessionDetail struct {
+	Session       ports.ChatSession
+	Messages      []ports.ChatMessage
+	Confirmations []ports.Confirmation
+}
+
+// GetSession returns the caller's session with its messages and
+// confirmations. Errors: not_found when absent or another's.
+func (s *Service) GetSession(ctx context.Context, id string) (SessionDetail, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return SessionDetail{}, err
+	}
+	sess, err := s.session(ctx, p.Owner(), id)
+	if err != nil {
+		return SessionDetail{}, err
+	}
+	msgs, err := s.d.Messages.ListMessages(ctx, id)
+	if err != nil {
+		return SessionDetail{}, err
+	}
+	confs, err := s.d.Confirmations.ListConfirmations(ctx, id)
+	if err != nil {
+		return SessionDetail{}, err
+	}
+	now := s.d.Clock.Now()
+	for i := range confs {
+		confs[i].Status = effectiveStatus(confs[i], now)
+	}
+	return SessionDetail{Session: sess, Messages: msgs, Confirmations: confs}, nil
+}
+
+// DeleteSession deletes the caller's session and everything in it. Errors:
+// not_found when absent or another's; conflict (turn_running) while a turn
+// runs in it.
+func (s *Service) DeleteSession(ctx context.Context, id string) error {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := s.session(ctx, p.Owner(), id); err != nil {
+		return err
+	}
+	if running, err := s.running(ctx, id); err != nil {
+		return err
+	} else if running != nil {
+		return turnRunning(id, nil)
+	}
+	return s.d.Sessions.DeleteSession(ctx, p.Owner(), id)
+}
+
+// running returns the session's running turn, nil when none runs or the one
+// recorded is stale.
+func (s *Service) running(ctx context.Context, sessionID string) (*ports.Turn, error) {
+	t, err := s.d.Turns.RunningTurn(ctx, sessionID)
+	if errors.Is(err, ports.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.EndedAt != nil || s.stale(t) {
+		return nil, nil
+	}
+	return &t, nil
+}
+
+func (s *Service) stale(t ports.Turn) bool {
+	return t.StartedAt.Before(s.d.Clock.Now().Add(-s.cfg.TurnStaleAfter))
+}
+
+func turnRunning(sessionID string, cause error) error {
+	return &ports.Error{Kind: ports.KindConflict, Code: CodeTurnRunning,
+		Message: fmt.Sprintf("chat session %s has a reply in progress", sessionID), Err: cause}
+}
+
+// Preferences returns the caller's standing instructions in order and when
+// they were last replaced (nil when never).
+func (s *Service) Preferences(ctx context.Context) ([]ports.Preference, *time.Time, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.d.Preferences.GetPreferences(ctx, p.Owner())
+}
+
+// SetPreferences replaces the caller's standing instructions: at most 50,
+// each 1..500 characters after trimming. An instruction kept from the
+// previous list keeps its id and creation time. It returns the new list and
+// the time of the change. Errors: invalid naming the offending field
+// ("preferences" or "preferences[i].instruction").
+func (s *Service) SetPreferences(ctx context.Context, instructions []string) ([]ports.Preference, time.Time, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if len(instructions) > MaxPreferences {
+		return nil, time.Time{}, ports.Invalid("too many preferences",
+			ports.FieldError{Field: "preferences", Reason: fmt.Sprintf("must hold at most %d items", MaxPreferences)})
+	}
+	var fields []ports.FieldError
+	texts := make([]string, len(instructions))
+	for i, in := range instructions {
+		texts[i] = strings.TrimSpace(in)
+		if n := utf8.RuneCountInString(texts[i]); n == 0 || n > MaxInstructionLen {
+			fields = append(fields, ports.FieldError{Field: fmt.Sprintf("preferences[%d].instruction", i),
+				Reason: fmt.Sprintf("must be 1 to %d characters", MaxInstructionLen)})
+		}
+	}
+	if err := invalid(fields); err != nil {
+		return nil, time.Time{}, err
+	}
+	now := s.d.Clock.Now()
+	prefs := make([]ports.Preference, len(texts))
+	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		old, _, err := s.d.Preferences.GetPreferences(ctx, p.Owner())
+		if err != nil {
+			return err
+		}
+		kept := map[string][]ports.Preference{}
+		for _, o := range old {
+			kept[o.Instruction] = append(kept[o.Instruction], o)
+		}
+		for i, text := range texts {
+			if k := kept[text]; len(k) > 0 {
+				prefs[i], kept[text] = k[0], k[1:]
+				continue
+			}
+			prefs[i] = ports.Preference{ID: s.d.IDs.NewID(), Instruction: text, CreatedAt: now}
+		}
+		return s.d.Preferences.ReplacePreferences(ctx, p.Owner(), prefs, now)
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return prefs, now, nil
+}
+
+// ExpireConfirmationsArgs is the background job that marks confirmations
+// past their expiry as expired.
+type ExpireConfirmationsArgs struct{}
+
+// Kind names the job for the queue.
+func (ExpireConfirmationsArgs) Kind() string { return "assistant.expire_confirmations" }
+
+// ExpireConfirmations marks every pending confirmation past its expiry as
+// expired and returns how many. It is a background job, not scoped to a
+// principal; the service never depends on it having run.
+func (s *Service) ExpireConfirmations(ctx context.Context) (int, error) {
+	return s.d.Confirmations.ExpireConfirmations(ctx, s.d.Clock.Now())
+}

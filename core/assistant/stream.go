@@ -1,0 +1,284 @@
+package assistant
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// errStopped aborts a model call from its delta callback.
+var errStopped = errors.New("the turn was stopped")
+
+// Stream runs the turn, calling emit with each event once it is stored, so
+// every id a client saw can be replayed. emit is never called concurrently
+// nor after Stream returns, but it may be called from another goroutine (a
+// timer flushes batched content). An emit error means the client is gone: the
+// model call is cancelled, emitting stops, and the turn is wound up and
+// stored as usual; so does ctx ending. Stream returns after done, which
+// always ends the stream (after an error event when the turn failed). It
+// returns an internal error when the turn could not be fully stored, and a
+// conflict when called a second time; never the turn's own failure, which
+// the events tell.
+func (r *Run) Stream(ctx context.Context, emit func(Event) error) error {
+	if !r.streamed.CompareAndSwap(false, true) {
+		return ports.Errorf(ports.KindConflict, "turn %s has been streamed already", r.turn.ID)
+	}
+	s := r.s
+	// A turn never outlives its claim on the session: past TurnStaleAfter
+	// another may take the session over.
+	mctx, cancel := context.WithTimeout(ctx, s.cfg.TurnStaleAfter*9/10)
+	defer cancel()
+	log := s.log.With("session_id", r.session.ID, "turn_id", r.turn.ID)
+	t := &turnRun{
+		Run:   r,
+		ctx:   mctx,
+		store: context.WithoutCancel(ctx),
+		log:   log,
+	}
+	t.em = &emitter{
+		ctx: t.store, store: s.d.Events, clock: s.d.Clock, log: log,
+		sessionID: r.session.ID, turnID: r.turn.ID, seq: r.lastSeq,
+		out: emit, abort: cancel, batchMax: s.cfg.ContentBatch, every: s.cfg.ContentFlush,
+	}
+
+	end := t.loop()
+	if t.em.failure() != nil {
+		end = ending{reason: FinishError, err: &ErrorData{Code: string(ports.KindInternal), Message: "internal error"}}
+	}
+	if end.err != nil {
+		log.Info("chat turn failed", "code", end.err.Code, "message", end.err.Message)
+	}
+	done := DoneData{SessionID: r.session.ID, MessageID: t.lastMessageID, FinishReason: end.reason,
+		Usage: UsageData{PromptTokens: t.usage.PromptTokens, CompletionTokens: t.usage.CompletionTokens}}
+	t.em.finish(end.err, done, func() { // runs under the emitter's lock
+		now := s.d.Clock.Now()
+		if err := s.d.Sessions.TouchSession(t.store, r.session.ID, now); err != nil {
+			log.Error("touching the chat session", "err", err)
+		}
+		if err := s.d.Turns.EndTurn(t.store, r.turn.ID, now); err != nil {
+			t.em.failLocked(err)
+		}
+	})
+	if err := t.em.failure(); err != nil {
+		return ports.Wrap(ports.KindInternal, err, "recording the chat turn")
+	}
+	return nil
+}
+
+// turnRun is the state of one streamed turn.
+type turnRun struct {
+	*Run
+	ctx           context.Context // the model's and the read tools': ends with the client
+	store         context.Context // for storing: never cancelled, so what was said is kept
+	em            *emitter
+	log           *slog.Logger
+	usage         ports.Usage
+	lastMessageID string
+	callIDs       map[string]bool
+}
+
+// ending is how a turn ends: done's finish reason and the error event before
+// it, if any.
+type ending struct {
+	reason string
+	err    *ErrorData
+}
+
+func (t *turnRun) loop() ending {
+	for _, m := range t.prologue {
+		o := outcomeOf(m.Content)
+		t.em.send(EventToolResult, ToolResultData{SessionID: t.session.ID, ToolCallID: m.ToolCallID, Name: m.Name,
+			OK: o.OK, Result: o.Result, Error: o.Error})
+	}
+	if t.awaiting {
+		return ending{reason: FinishConfirmationRequired}
+	}
+	t.callIDs = map[string]bool{}
+	for _, m := range t.history {
+		for _, c := range m.ToolCalls {
+			t.callIDs[c.ID] = true
+		}
+	}
+	for rounds := 0; ; {
+		res, err := t.callModel()
+		switch {
+		case t.em.failure() != nil:
+			return ending{} // Stream reports it
+		case err != nil:
+			return t.modelFailed(err)
+		case len(res.ToolCalls) == 0:
+			return finished(res.FinishReason)
+		case rounds == t.s.cfg.MaxToolRounds:
+			reason := fmt.Sprintf("not run: the limit of %d tool rounds in one reply was reached", rounds)
+			for _, c := range res.ToolCalls {
+				args, _, _ := t.s.d.Registry.check(c)
+				t.announce(c, args)
+				t.answer(c, failed(reason))
+			}
+			return ending{reason: FinishError, err: &ErrorData{Code: CodeToolLoopLimit,
+				Message: fmt.Sprintf("the assistant called tools %d times in a row without answering; ask again or narrow the request", rounds)}}
+		}
+		rounds++
+		asked := t.runCalls(res.ToolCalls)
+		switch {
+		case t.em.failure() != nil:
+			return ending{}
+		case asked > 0:
+			return ending{reason: FinishConfirmationRequired}
+		case t.ctx.Err() != nil:
+			return t.modelFailed(t.ctx.Err())
+		}
+	}
+}
+
+func finished(reason ports.FinishReason) ending {
+	switch reason {
+	case ports.FinishLength:
+		return ending{reason: FinishLength}
+	case ports.FinishContentFilter:
+		return ending{reason: FinishError, err: &ErrorData{Code: CodeContentFilter, Message: "the answer was stopped by the provider's content filter"}}
+	}
+	return ending{reason: FinishStop}
+}
+
+// modelFailed ends a turn whose model call failed or whose client left.
+func (t *turnRun) modelFailed(err error) ending {
+	if cerr := t.ctx.Err(); cerr != nil || errors.Is(err, errStopped) {
+		e := ErrorData{Code: CodeCancelled, Message: "the reply was cancelled before it was finished", Retryable: true}
+		if errors.Is(cerr, context.DeadlineExceeded) {
+			e = ErrorData{Code: string(ports.KindTimeout), Message: "the reply took too long", Retryable: true}
+		}
+		return ending{reason: FinishError, err: &e}
+	}
+	t.log.Warn("model call failed", "err", err)
+	e := errorFor(err)
+	return ending{reason: FinishError, err: &e}
+}
+
+// callModel runs one model call, streaming its text, and stores the assistant
+// message: complete, or as far as it got when the call failed.
+func (t *turnRun) callModel() (ports.ChatResult, error) {
+	s := t.s
+	msgID := s.d.IDs.NewID()
+	req := ports.ChatRequest{
+		Model:     s.cfg.Model,
+		Messages:  buildMessages(systemPrompt(s.cfg.SystemPrompt, t.prefs, t.page), t.history, t.confs, s.d.Clock.Now()),
+		Tools:     s.d.Registry.Definitions(),
+		MaxTokens: s.cfg.MaxTokens,
+	}
+	var streamed strings.Builder
+	res, err := s.d.LLM.Chat(t.ctx, req, func(delta string) error {
+		if delta == "" {
+			return nil
+		}
+		streamed.WriteString(delta)
+		t.em.content(ContentData{SessionID: t.session.ID, MessageID: msgID, Delta: delta})
+		if t.em.stopped() {
+			return errStopped
+		}
+		return nil
+	})
+	t.usage.PromptTokens += res.Usage.PromptTokens
+	t.usage.CompletionTokens += res.Usage.CompletionTokens
+	text := streamed.String()
+	if err == nil && text == "" && res.Content != "" { // an adapter that did not stream
+		text = res.Content
+		t.em.content(ContentData{SessionID: t.session.ID, MessageID: msgID, Delta: text})
+	}
+	if err != nil {
+		res.ToolCalls = nil // only a finished call's tool calls are complete
+	}
+	res.ToolCalls = t.uniqueIDs(res.ToolCalls)
+	if text != "" || len(res.ToolCalls) > 0 {
+		t.append(ports.ChatMessage{ID: msgID, SessionID: t.session.ID, TurnID: t.turn.ID,
+			Message: ports.Message{Role: ports.MessageAssistant, Content: text, ToolCalls: res.ToolCalls}, CreatedAt: s.d.Clock.Now()})
+		t.lastMessageID = msgID
+	}
+	return res, err
+}
+
+// uniqueIDs gives calls without an id, or with one used before in the
+// session, a fresh id, so every answer finds its call.
+func (t *turnRun) uniqueIDs(calls []ports.ToolCall) []ports.ToolCall {
+	out := make([]ports.ToolCall, len(calls))
+	for i, c := range calls {
+		if c.ID == "" || t.callIDs[c.ID] {
+			c.ID = "call_" + t.s.d.IDs.NewID()
+		}
+		t.callIDs[c.ID] = true
+		out[i] = c
+	}
+	return out
+}
+
+// append stores a message and adds it to the history the model sees.
+func (t *turnRun) append(m ports.ChatMessage) {
+	if err := t.s.d.Messages.AppendMessages(t.store, m); err != nil {
+		t.em.fail(err)
+		return
+	}
+	t.history = append(t.history, m)
+}
+
+// runCalls announces each call, runs reads, asks for confirmation of writes
+// and returns how many confirmations it asked for.
+func (t *turnRun) runCalls(calls []ports.ToolCall) (asked int) {
+	for _, c := range calls {
+		args, tool, problem := t.s.d.Registry.check(c)
+		t.announce(c, args)
+		switch {
+		case problem != "":
+			t.log.Info("tool call refused", "tool", c.Name, "problem", problem)
+			t.answer(c, failed(problem))
+		case t.em.stopped() || t.ctx.Err() != nil:
+			t.answer(c, failed("not run: the reply was cancelled"))
+		case tool.Effect == EffectRead:
+			t.answer(c, t.s.runTool(t.ctx, tool, args))
+		default:
+			if t.askConfirmation(c, tool, args) {
+				asked++
+			}
+		}
+	}
+	return asked
+}
+
+func (t *turnRun) announce(c ports.ToolCall, args json.RawMessage) {
+	t.em.send(EventToolCall, ToolCallData{SessionID: t.session.ID, ToolCallID: c.ID, Name: c.Name, Arguments: eventArgs(c, args)})
+}
+
+// eventArgs is the arguments as a client sees them: the JSON when it
+// parses, else the model's text as a string.
+func eventArgs(c ports.ToolCall, args json.RawMessage) json.RawMessage {
+	if args != nil {
+		return args
+	}
+	b, _ := json.Marshal(c.Arguments) // a string always encodes
+	return b
+}
+
+// answer stores a call's result for the model and reports it.
+func (t *turnRun) answer(c ports.ToolCall, o ports.ToolOutcome) {
+	t.append(ports.ChatMessage{ID: t.s.d.IDs.NewID(), SessionID: t.session.ID, TurnID: t.turn.ID,
+		Message:   ports.Message{Role: ports.MessageTool, Content: toolContent(o), ToolCallID: c.ID, Name: c.Name},
+		CreatedAt: t.s.d.Clock.Now()})
+	t.em.send(EventToolResult, ToolResultData{SessionID: t.session.ID, ToolCallID: c.ID, Name: c.Name,
+		OK: o.OK, Result: o.Result, Error: o.Error})
+}
+
+func (t *turnRun) askConfirmation(c ports.ToolCall, tool Tool, args json.RawMessage) bool {
+	conf := t.s.newConfirmation(t.p, t.session.ID, t.turn.ID, c, tool, args)
+	if err := t.s.d.Confirmations.CreateConfirmation(t.store, conf); err != nil {
+		t.em.fail(err)
+		return false
+	}
+	t.confs = append(t.confs, conf)
+	t.em.send(EventConfirmationRequired, ConfirmationRequiredData{SessionID: t.session.ID, ConfirmationID: conf.ID,
+		ToolCallID: c.ID, Name: c.Name, Arguments: args, Summary: conf.Summary, ExpiresAt: conf.ExpiresAt})
+	return true
+}
