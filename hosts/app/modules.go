@@ -16,6 +16,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/secretbox"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/system"
+	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/hosts/httpapi"
 	"github.com/devpilot/devpilot/hosts/worker"
@@ -223,6 +224,7 @@ type HTTPParams struct {
 	Config     Config
 	Logger     *slog.Logger
 	Identity   *identity.Service
+	Assistant  *assistant.Service
 	Ready      *Readiness
 }
 
@@ -232,7 +234,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		BodyLimit:      p.Config.BodyLimit,
 		RequestTimeout: p.Config.RequestTimeout,
 		ShutdownGrace:  p.Config.ShutdownGrace,
-	}, httpapi.Deps{Identity: p.Identity, Ready: p.Ready, Logger: p.Logger})
+	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Ready: p.Ready, Logger: p.Logger})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln, err := net.Listen("tcp", p.Config.HTTPAddr)
@@ -260,6 +262,8 @@ func Options(cfg Config, logger *slog.Logger) fx.Option {
 		StoreModule,
 		CipherModule,
 		CoreModule,
+		LLMModule,
+		AssistantModule,
 		QueueModule,
 		fx.StopTimeout(cfg.ShutdownGrace + 5*time.Second),
 	}

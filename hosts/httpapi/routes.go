@@ -23,6 +23,9 @@ func (s *Server) routes() {
 	s.handle(http.MethodGet, "/metrics", s.metricsEndpoint(), public, quiet)
 
 	s.handle(http.MethodGet, "/api/v1/me", s.me)
+	if s.d.Assistant != nil {
+		s.assistantRoutes()
+	}
 }
 
 // handlerFunc is what every endpoint implements: write a response, or return

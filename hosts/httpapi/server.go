@@ -44,8 +44,10 @@ type Readiness interface {
 type Deps struct {
 	Identity Identity
 	Ready    Readiness
-	Logger   *slog.Logger         // nil: slog.Default()
-	Metrics  *prometheus.Registry // nil: a new registry with Go and process collectors
+	// Assistant serves /api/v1/agent; nil leaves those routes out.
+	Assistant Assistant
+	Logger    *slog.Logger         // nil: slog.Default()
+	Metrics   *prometheus.Registry // nil: a new registry with Go and process collectors
 }
 
 // Config tunes the transport. Zero fields take their defaults.

@@ -1,0 +1,55 @@
+package app
+
+import (
+	"log/slog"
+
+	"go.uber.org/fx"
+
+	"github.com/devpilot/devpilot/adapters/sqlstore"
+	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// AssistantModule provides the assistant: its stores, the tool registry
+// (areas register their tools into it) and the service.
+var AssistantModule = fx.Module("assistant",
+	fx.Provide(
+		fx.Annotate(sqlstore.NewAssistant,
+			fx.As(new(ports.ChatSessionStore)), fx.As(new(ports.ChatMessageStore)),
+			fx.As(new(ports.ConfirmationStore)), fx.As(new(ports.StreamEventStore)),
+			fx.As(new(ports.TurnStore)), fx.As(new(ports.PreferenceStore))),
+		assistant.NewRegistry,
+		NewAssistant,
+	),
+)
+
+// AssistantParams are what the assistant service is built from.
+type AssistantParams struct {
+	fx.In
+	Config        Config
+	Logger        *slog.Logger
+	Sessions      ports.ChatSessionStore
+	Messages      ports.ChatMessageStore
+	Confirmations ports.ConfirmationStore
+	Events        ports.StreamEventStore
+	Turns         ports.TurnStore
+	Preferences   ports.PreferenceStore
+	Tx            ports.Transactor
+	LLM           ports.LLM
+	Clock         ports.Clock
+	IDs           ports.IDs
+	Registry      *assistant.Registry
+}
+
+// NewAssistant returns the assistant service.
+func NewAssistant(p AssistantParams) *assistant.Service {
+	return assistant.New(assistant.Config{
+		MaxToolRounds:   p.Config.Assistant.MaxToolRounds,
+		MaxTokens:       p.Config.Assistant.MaxTokens,
+		ConfirmationTTL: p.Config.Assistant.ConfirmationTTL,
+	}, assistant.Deps{
+		Sessions: p.Sessions, Messages: p.Messages, Confirmations: p.Confirmations, Events: p.Events,
+		Turns: p.Turns, Preferences: p.Preferences, Tx: p.Tx, LLM: p.LLM, Clock: p.Clock, IDs: p.IDs,
+		Registry: p.Registry, Logger: p.Logger,
+	})
+}

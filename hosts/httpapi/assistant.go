@@ -1,0 +1,372 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// Assistant is the assistant core as the transport calls it.
+type Assistant interface {
+	Chat(ctx context.Context, in assistant.ChatInput) (*assistant.Run, error)
+	Continue(ctx context.Context, sessionID string) (*assistant.Run, error)
+	Confirm(ctx context.Context, in assistant.ConfirmInput) (assistant.ConfirmResult, error)
+	Replay(ctx context.Context, sessionID string, after int64, emit func(assistant.Event) error) (bool, error)
+	ListSessions(ctx context.Context, page ports.Page) ([]ports.ChatSession, string, error)
+	GetSession(ctx context.Context, id string) (assistant.SessionDetail, error)
+	DeleteSession(ctx context.Context, id string) error
+	GenerateTitle(ctx context.Context, sessionID string) (string, error)
+	Preferences(ctx context.Context) ([]ports.Preference, *time.Time, error)
+	SetPreferences(ctx context.Context, instructions []string) ([]ports.Preference, time.Time, error)
+}
+
+func (s *Server) assistantRoutes() {
+	s.handle(http.MethodPost, "/api/v1/agent/chat", s.chat, streaming)
+	s.handle(http.MethodPost, "/api/v1/agent/confirm", s.confirm, streaming)
+	s.handle(http.MethodGet, "/api/v1/agent/sessions", s.listSessions)
+	s.handle(http.MethodGet, "/api/v1/agent/sessions/:session_id", s.getSession)
+	s.handle(http.MethodDelete, "/api/v1/agent/sessions/:session_id", s.deleteSession)
+	s.handle(http.MethodGet, "/api/v1/agent/sessions/:session_id/stream", s.resumeStream, streaming)
+	s.handle(http.MethodPost, "/api/v1/agent/generate-title", s.generateTitle)
+	s.handle(http.MethodGet, "/api/v1/agent/memory/preferences", s.getPreferences)
+	s.handle(http.MethodPost, "/api/v1/agent/memory/preferences", s.setPreferences)
+}
+
+type chatRequest struct {
+	Message   *string `json:"message"`
+	SessionID string  `json:"session_id"`
+	Context   *struct {
+		CurrentPage       string `json:"current_page"`
+		SelectedProjectID string `json:"selected_project_id"`
+	} `json:"context"`
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
+	var req chatRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Message == nil {
+		return missing("message")
+	}
+	in := assistant.ChatInput{SessionID: req.SessionID, Message: *req.Message}
+	if req.Context != nil {
+		in.Context = &assistant.PageContext{CurrentPage: req.Context.CurrentPage, SelectedProjectID: req.Context.SelectedProjectID}
+	}
+	run, err := s.d.Assistant.Chat(r.Context(), in)
+	if err != nil {
+		return err
+	}
+	return s.streamRun(w, r, run)
+}
+
+// streamRun answers with the run's events as an SSE stream. Errors after the
+// stream started are the run's to report as events; they are only logged.
+func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *assistant.Run) error {
+	stream := startSSE(w, pingEvery)
+	defer stream.close()
+	return run.Stream(r.Context(), func(ev assistant.Event) error {
+		return stream.event(ev.Seq, ev.Name, ev.Data)
+	})
+}
+
+type confirmRequest struct {
+	SessionID      *string `json:"session_id"`
+	ConfirmationID *string `json:"confirmation_id"`
+	Approved       *bool   `json:"approved"`
+	Reason         string  `json:"reason"`
+}
+
+type confirmResponse struct {
+	ConfirmationID string       `json:"confirmation_id"`
+	Status         string       `json:"status"`
+	Result         *outcomeJSON `json:"result,omitempty"`
+}
+
+type outcomeJSON struct {
+	OK     bool            `json:"ok"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+func outcome(o *ports.ToolOutcome) *outcomeJSON {
+	if o == nil {
+		return nil
+	}
+	return &outcomeJSON{OK: o.OK, Result: o.Result, Error: o.Error}
+}
+
+func (s *Server) confirm(w http.ResponseWriter, r *http.Request) error {
+	var req confirmRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	var absent []string
+	if req.SessionID == nil {
+		absent = append(absent, "session_id")
+	}
+	if req.ConfirmationID == nil {
+		absent = append(absent, "confirmation_id")
+	}
+	if req.Approved == nil {
+		absent = append(absent, "approved")
+	}
+	if len(absent) > 0 {
+		return missing(absent...)
+	}
+	res, err := s.d.Assistant.Confirm(r.Context(), assistant.ConfirmInput{
+		SessionID: *req.SessionID, ConfirmationID: *req.ConfirmationID, Approved: *req.Approved, Reason: req.Reason,
+	})
+	if err != nil {
+		return err
+	}
+	if acceptsEventStream(r) {
+		run, err := s.d.Assistant.Continue(r.Context(), *req.SessionID)
+		if err != nil {
+			return err
+		}
+		return s.streamRun(w, r, run)
+	}
+	return writeJSON(w, http.StatusOK, confirmResponse{
+		ConfirmationID: res.Confirmation.ID,
+		Status:         string(res.Confirmation.Status),
+		Result:         outcome(res.Outcome),
+	})
+}
+
+// acceptsEventStream reports whether the client asked for an SSE answer.
+func acceptsEventStream(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
+			return true
+		}
+	}
+	return false
+}
+
+type sessionJSON struct {
+	ID                   string    `json:"id"`
+	Title                string    `json:"title"`
+	CreatedAt            time.Time `json:"created_at"`
+	UpdatedAt            time.Time `json:"updated_at"`
+	MessageCount         int       `json:"message_count"`
+	PendingConfirmations int       `json:"pending_confirmations"`
+}
+
+func sessionOut(s ports.ChatSession) sessionJSON {
+	return sessionJSON{
+		ID: s.ID, Title: s.Title, CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(),
+		MessageCount: s.MessageCount, PendingConfirmations: s.PendingConfirmations,
+	}
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
+	page, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	sessions, next, err := s.d.Assistant.ListSessions(r.Context(), page)
+	if err != nil {
+		return err
+	}
+	items := make([]sessionJSON, len(sessions))
+	for i, sess := range sessions {
+		items[i] = sessionOut(sess)
+	}
+	return writeJSON(w, http.StatusOK, list(items, next))
+}
+
+type toolCallJSON struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type messageJSON struct {
+	ID         string         `json:"id"`
+	Role       string         `json:"role"`
+	Content    string         `json:"content"`
+	ToolCalls  []toolCallJSON `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+	Name       string         `json:"name,omitempty"`
+	CreatedAt  time.Time      `json:"created_at"`
+}
+
+type confirmationJSON struct {
+	ID         string          `json:"id"`
+	ToolCallID string          `json:"tool_call_id"`
+	Name       string          `json:"name"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Summary    string          `json:"summary"`
+	Status     string          `json:"status"`
+	CreatedAt  time.Time       `json:"created_at"`
+	ExpiresAt  time.Time       `json:"expires_at"`
+	DecidedAt  *time.Time      `json:"decided_at,omitempty"`
+	DecidedBy  string          `json:"decided_by,omitempty"`
+	Reason     string          `json:"reason,omitempty"`
+	Result     *outcomeJSON    `json:"result,omitempty"`
+	ExecutedAt *time.Time      `json:"executed_at,omitempty"`
+}
+
+type sessionDetailJSON struct {
+	sessionJSON
+	Messages      []messageJSON      `json:"messages"`
+	Confirmations []confirmationJSON `json:"confirmations"`
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.d.Assistant.GetSession(r.Context(), pathParam(r, "session_id"))
+	if err != nil {
+		return err
+	}
+	out := sessionDetailJSON{
+		sessionJSON:   sessionOut(d.Session),
+		Messages:      make([]messageJSON, len(d.Messages)),
+		Confirmations: make([]confirmationJSON, len(d.Confirmations)),
+	}
+	for i, m := range d.Messages {
+		mj := messageJSON{ID: m.ID, Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name, CreatedAt: m.CreatedAt.UTC()}
+		for _, c := range m.ToolCalls {
+			mj.ToolCalls = append(mj.ToolCalls, toolCallJSON{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		out.Messages[i] = mj
+	}
+	for i, c := range d.Confirmations {
+		out.Confirmations[i] = confirmationJSON{
+			ID: c.ID, ToolCallID: c.ToolCallID, Name: c.ToolName, Arguments: c.Arguments, Summary: c.Summary,
+			Status: string(c.Status), CreatedAt: c.CreatedAt.UTC(), ExpiresAt: c.ExpiresAt.UTC(),
+			DecidedAt: utc(c.DecidedAt), DecidedBy: c.DecidedBy, Reason: c.Reason,
+			Result: outcome(c.Outcome), ExecutedAt: utc(c.ExecutedAt),
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
+	if err := s.d.Assistant.DeleteSession(r.Context(), pathParam(r, "session_id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// resumeStream replays a session's events after Last-Event-ID (or ?after=)
+// and follows a running turn; 204 when there is nothing to send.
+func (s *Server) resumeStream(w http.ResponseWriter, r *http.Request) error {
+	after, err := lastEventID(r)
+	if err != nil {
+		return err
+	}
+	var stream *sseStream
+	replayed, err := s.d.Assistant.Replay(r.Context(), pathParam(r, "session_id"), after, func(ev assistant.Event) error {
+		if stream == nil {
+			stream = startSSE(w, pingEvery)
+		}
+		return stream.event(ev.Seq, ev.Name, ev.Data)
+	})
+	if stream != nil {
+		stream.close()
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if !replayed {
+		w.WriteHeader(http.StatusNoContent)
+	}
+	return nil
+}
+
+func lastEventID(r *http.Request) (int64, error) {
+	field, v := "Last-Event-ID", r.Header.Get("Last-Event-ID")
+	if v == "" {
+		field, v = "after", r.URL.Query().Get("after")
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 0 {
+		return 0, &ports.Error{Kind: ports.KindMalformed, Message: field + " must be a non-negative event id",
+			Fields: []ports.FieldError{{Field: field, Reason: "must be a non-negative integer"}}}
+	}
+	return n, nil
+}
+
+type titleRequest struct {
+	SessionID *string `json:"session_id"`
+}
+
+func (s *Server) generateTitle(w http.ResponseWriter, r *http.Request) error {
+	var req titleRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.SessionID == nil {
+		return missing("session_id")
+	}
+	title, err := s.d.Assistant.GenerateTitle(r.Context(), *req.SessionID)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]string{"session_id": *req.SessionID, "title": title})
+}
+
+type preferenceJSON struct {
+	ID          string    `json:"id"`
+	Instruction string    `json:"instruction"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+type preferencesJSON struct {
+	Preferences []preferenceJSON `json:"preferences"`
+	UpdatedAt   *time.Time       `json:"updated_at"`
+}
+
+func preferencesOut(prefs []ports.Preference, at *time.Time) preferencesJSON {
+	out := preferencesJSON{Preferences: make([]preferenceJSON, len(prefs)), UpdatedAt: utc(at)}
+	for i, p := range prefs {
+		out.Preferences[i] = preferenceJSON{ID: p.ID, Instruction: p.Instruction, CreatedAt: p.CreatedAt.UTC()}
+	}
+	return out
+}
+
+func (s *Server) getPreferences(w http.ResponseWriter, r *http.Request) error {
+	prefs, at, err := s.d.Assistant.Preferences(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, preferencesOut(prefs, at))
+}
+
+type setPreferencesRequest struct {
+	Preferences *[]struct {
+		Instruction string `json:"instruction"`
+	} `json:"preferences"`
+}
+
+func (s *Server) setPreferences(w http.ResponseWriter, r *http.Request) error {
+	var req setPreferencesRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Preferences == nil {
+		return missing("preferences")
+	}
+	instructions := make([]string, len(*req.Preferences))
+	for i, p := range *req.Preferences {
+		instructions[i] = p.Instruction
+	}
+	prefs, at, err := s.d.Assistant.SetPreferences(r.Context(), instructions)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, preferencesOut(prefs, &at))
+}
