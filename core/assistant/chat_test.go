@@ -459,8 +459,9 @@ func TestChatBatchesContent(t *testing.T) {
 				sizes = append(sizes, len(a))
 			}
 		}
-		// three deltas, then the last two with done
-		if !slices.Equal(sizes, []int{3, 3}) {
+		// the first delta at once (nothing was flushed lately), then three,
+		// then the last one with done
+		if !slices.Equal(sizes, []int{1, 3, 2}) {
 			t.Errorf("AppendEvents sizes %v", sizes)
 		}
 	})
@@ -469,11 +470,15 @@ func TestChatBatchesContent(t *testing.T) {
 		e := newEnv(t, assistant.Config{ContentBatch: 100, ContentFlush: 1e6})
 		sent := make(chan assistant.Event, 10)
 		e.script(func(_ context.Context, _ ports.ChatRequest, onDelta func(string) error) (ports.ChatResult, error) {
-			_ = onDelta("first")
-			if ev := <-sent; ev.Name != "content" { // flushed by the timer, not by the model
+			_ = onDelta("first") // after a quiet spell: sent at once
+			if ev := <-sent; ev.Name != "content" {
 				t.Errorf("sent %s", ev.Name)
 			}
-			return ports.ChatResult{Content: "first", FinishReason: ports.FinishStop}, nil
+			_ = onDelta(" second") // right after a flush: queued until the timer
+			if ev := <-sent; ev.Name != "content" {
+				t.Errorf("sent %s", ev.Name)
+			}
+			return ports.ChatResult{Content: "first second", FinishReason: ports.FinishStop}, nil
 		})
 		run, err := e.svc.Chat(as(alice), assistant.ChatInput{Message: "hi"})
 		if err != nil {
@@ -483,7 +488,7 @@ func TestChatBatchesContent(t *testing.T) {
 		if err := run.Stream(as(alice), func(ev assistant.Event) error { sent <- ev; return rec.emit(ev) }); err != nil {
 			t.Fatal(err)
 		}
-		if got := names(rec.events()); !slices.Equal(got, []string{"content", "done"}) {
+		if got := names(rec.events()); !slices.Equal(got, []string{"content", "content", "done"}) {
 			t.Errorf("events %v", got)
 		}
 	})

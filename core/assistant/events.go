@@ -123,8 +123,10 @@ func errorFor(err error) ErrorData {
 }
 
 // emitter numbers a turn's events, stores them and only then sends them.
-// Content events are batched (up to batchMax, or for at most every); any
-// other event flushes the batch first, so order is kept. Sending stops when
+// Content events are batched (up to batchMax, or for at most every) except
+// that a delta arriving after a quiet spell of every goes out at once, so the
+// first token is never held back; any other event flushes the batch first,
+// so order is kept. Sending stops when
 // the client is gone; storing goes on. A store failure aborts the turn.
 //
 // send/content/finish may be called while a timer flushes from another
@@ -143,12 +145,13 @@ type emitter struct {
 	batchMax  int
 	every     time.Duration
 
-	pending []Event
-	timer   *time.Timer
-	gen     int
-	gone    bool
-	err     error
-	closed  bool
+	pending   []Event
+	flushedAt time.Time // real time of the last flush, for the leading edge
+	timer     *time.Timer
+	gen       int
+	gone      bool
+	err       error
+	closed    bool
 }
 
 func (e *emitter) event(name string, data any) Event {
@@ -169,7 +172,7 @@ func (e *emitter) content(d ContentData) {
 		return
 	}
 	e.pending = append(e.pending, e.event(EventContent, d))
-	if len(e.pending) >= e.batchMax {
+	if len(e.pending) >= e.batchMax || (e.timer == nil && time.Since(e.flushedAt) >= e.every) {
 		e.flushLocked()
 		return
 	}
@@ -216,6 +219,7 @@ func (e *emitter) flushLocked() {
 	}
 	evs := e.pending
 	e.pending = nil
+	e.flushedAt = time.Now()
 	if err := e.store.AppendEvents(e.ctx, evs...); err != nil {
 		e.failLocked(err) // unstored events are never sent
 		return
