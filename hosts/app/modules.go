@@ -202,8 +202,8 @@ func NewQueue(p QueueParams) (*queue.Queue, error) {
 // WorkerModule provides the River workers that call the core services.
 var WorkerModule = fx.Module("worker",
 	fx.Provide(
-		func(id *identity.Service, logger *slog.Logger) (*river.Workers, error) {
-			return worker.NewWorkers(worker.Deps{Identity: id, Logger: logger})
+		func(id *identity.Service, as *assistant.Service, logger *slog.Logger) (*river.Workers, error) {
+			return worker.NewWorkers(worker.Deps{Identity: id, Assistant: as, Logger: logger})
 		},
 		worker.PeriodicJobs,
 	),

@@ -11,20 +11,31 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/identity"
 )
 
-// PruneTokensEvery is how often the token pruning job runs.
-const PruneTokensEvery = time.Hour
+// How often the maintenance jobs run.
+const (
+	PruneTokensEvery         = time.Hour
+	ExpireConfirmationsEvery = time.Minute
+)
 
 // TokenPruner deletes expired and revoked tokens; *identity.Service is one.
 type TokenPruner interface {
 	PruneTokens(ctx context.Context) (int, error)
 }
 
+// ConfirmationExpirer marks confirmations past their expiry as expired;
+// *assistant.Service is one.
+type ConfirmationExpirer interface {
+	ExpireConfirmations(ctx context.Context) (int, error)
+}
+
 // Deps are the core services the workers call.
 type Deps struct {
-	Identity TokenPruner
+	Identity  TokenPruner
+	Assistant ConfirmationExpirer
 	// Logger receives one line per job worked; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -33,47 +44,53 @@ type Deps struct {
 // queue.Config. It returns an error when a dependency is missing or River
 // rejects a worker.
 func NewWorkers(d Deps) (*river.Workers, error) {
-	if d.Identity == nil {
-		return nil, errors.New("worker: Deps.Identity is nil")
-	}
-	if d.Logger == nil {
-		d.Logger = slog.Default()
+	if d.Identity == nil || d.Assistant == nil {
+		return nil, errors.New("worker: Deps.Identity and Deps.Assistant are required")
 	}
 	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &PruneTokensWorker{Pruner: d.Identity, Logger: d.Logger}); err != nil {
+	err := errors.Join(
+		river.AddWorkerSafely(workers, &SweepWorker[identity.PruneTokensArgs]{Sweep: d.Identity.PruneTokens, Did: "pruned API tokens", Logger: d.Logger}),
+		river.AddWorkerSafely(workers, &SweepWorker[assistant.ExpireConfirmationsArgs]{Sweep: d.Assistant.ExpireConfirmations, Did: "expired confirmations", Logger: d.Logger}),
+	)
+	if err != nil {
 		return nil, err
 	}
 	return workers, nil
 }
 
-// PeriodicJobs returns the jobs the worker host enqueues on a schedule:
-// token pruning every PruneTokensEvery, and once when a process becomes the
-// queue's leader.
+// PeriodicJobs returns the maintenance jobs the worker host enqueues on a
+// schedule, and once when a process becomes the queue's leader.
 func PeriodicJobs() []*river.PeriodicJob {
 	return []*river.PeriodicJob{
-		river.NewPeriodicJob(
-			river.PeriodicInterval(PruneTokensEvery),
-			func() (river.JobArgs, *river.InsertOpts) { return identity.PruneTokensArgs{}, nil },
-			&river.PeriodicJobOpts{ID: identity.PruneTokensArgs{}.Kind(), RunOnStart: true},
-		),
+		periodic(PruneTokensEvery, identity.PruneTokensArgs{}),
+		periodic(ExpireConfirmationsEvery, assistant.ExpireConfirmationsArgs{}),
 	}
 }
 
-// PruneTokensWorker works identity.PruneTokensArgs jobs: it deletes tokens
-// that expired or were revoked long ago.
-type PruneTokensWorker struct {
-	river.WorkerDefaults[identity.PruneTokensArgs]
-	Pruner TokenPruner
+func periodic(every time.Duration, args river.JobArgs) *river.PeriodicJob {
+	return river.NewPeriodicJob(
+		river.PeriodicInterval(every),
+		func() (river.JobArgs, *river.InsertOpts) { return args, nil },
+		&river.PeriodicJobOpts{ID: args.Kind(), RunOnStart: true},
+	)
+}
+
+// SweepWorker works a maintenance job of kind T: it calls Sweep and logs how
+// many records it changed.
+type SweepWorker[T river.JobArgs] struct {
+	river.WorkerDefaults[T]
+	Sweep  func(ctx context.Context) (int, error)
+	Did    string       // what the log line says was done, e.g. "pruned API tokens"
 	Logger *slog.Logger // nil means slog.Default()
 }
 
-// Work prunes the tokens and logs how many it deleted. It returns the
-// pruner's error, so River retries the job.
-func (w *PruneTokensWorker) Work(ctx context.Context, job *river.Job[identity.PruneTokensArgs]) error {
-	n, err := w.Pruner.PruneTokens(ctx)
+// Work runs the sweep and logs how many records it changed. It returns the
+// sweep's error, so River retries the job.
+func (w *SweepWorker[T]) Work(ctx context.Context, job *river.Job[T]) error {
+	n, err := w.Sweep(ctx)
 	if err != nil {
 		return err
 	}
-	cmp.Or(w.Logger, slog.Default()).InfoContext(ctx, "pruned API tokens", slog.Int("deleted", n), slog.Int64("job_id", job.ID))
+	cmp.Or(w.Logger, slog.Default()).InfoContext(ctx, w.Did, slog.Int("count", n), slog.Int64("job_id", job.ID))
 	return nil
 }

@@ -94,7 +94,7 @@ func TestPruneTokensJob(t *testing.T) {
 		}
 
 		svc := identity.New(identity.Deps{Orgs: store, Users: store, Tokens: store, Tx: db, Clock: fixedClock{}, IDs: ids})
-		workers, err := worker.NewWorkers(worker.Deps{Identity: svc})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: svc, Assistant: fakeExpirer{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,6 +159,10 @@ func waitForJob(t *testing.T, events <-chan *river.Event, kind string) {
 	}
 }
 
+type fakeExpirer struct{}
+
+func (fakeExpirer) ExpireConfirmations(context.Context) (int, error) { return 0, nil }
+
 type fakePruner struct {
 	n   int
 	err error
@@ -166,7 +170,7 @@ type fakePruner struct {
 
 func (f fakePruner) PruneTokens(context.Context) (int, error) { return f.n, f.err }
 
-func TestPruneTokensWorker(t *testing.T) {
+func TestSweepWorker(t *testing.T) {
 	t.Parallel()
 	errDB := ports.Wrap(ports.KindUnavailable, errors.New("connection refused"), "database unavailable")
 	tests := []struct {
@@ -175,15 +179,15 @@ func TestPruneTokensWorker(t *testing.T) {
 		wantErr error
 		wantLog string
 	}{
-		{"deleted some", fakePruner{n: 3}, nil, "deleted=3"},
-		{"nothing to delete", fakePruner{}, nil, "deleted=0"},
+		{"deleted some", fakePruner{n: 3}, nil, "count=3"},
+		{"nothing to delete", fakePruner{}, nil, "count=0"},
 		{"store fails", fakePruner{err: errDB}, ports.ErrUnavailable, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var logs bytes.Buffer
-			w := &worker.PruneTokensWorker{Pruner: tt.pruner, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			w := &worker.SweepWorker[identity.PruneTokensArgs]{Sweep: tt.pruner.PruneTokens, Did: "pruned API tokens", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 			job := &river.Job[identity.PruneTokensArgs]{JobRow: &rivertype.JobRow{ID: 42}}
 			err := w.Work(t.Context(), job)
 			if tt.wantErr == nil && err != nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
@@ -201,7 +205,7 @@ func TestNewWorkers(t *testing.T) {
 	if _, err := worker.NewWorkers(worker.Deps{}); err == nil {
 		t.Fatal("NewWorkers without Identity succeeded")
 	}
-	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}}); err != nil {
+	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}}); err != nil {
 		t.Fatalf("NewWorkers: %v", err)
 	}
 }
@@ -214,7 +218,7 @@ func TestPeriodicJobsRunOnStart(t *testing.T) {
 		t.Parallel()
 		ctx := t.Context()
 		pruned := make(chan struct{}, 1)
-		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned)})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned), Assistant: fakeExpirer{}})
 		if err != nil {
 			t.Fatal(err)
 		}
