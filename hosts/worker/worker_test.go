@@ -5,10 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,30 +19,14 @@ import (
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/hosts/worker"
 	"github.com/devpilot/devpilot/ports"
+	"github.com/devpilot/devpilot/testkit/fixture"
 )
 
 func TestMain(m *testing.M) { sqlstoretest.Main(m) }
 
 const waitFor = 30 * time.Second
 
-var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
-type fixedClock struct{}
-
-func (fixedClock) Now() time.Time { return now }
-
-// seqIDs hands out id-0001, id-0002, …
-type seqIDs struct {
-	mu sync.Mutex
-	n  int
-}
-
-func (s *seqIDs) NewID() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.n++
-	return fmt.Sprintf("id-%04d", s.n)
-}
+var now = fixture.Epoch
 
 func at(d time.Duration) *time.Time {
 	t := now.Add(d)
@@ -70,7 +52,7 @@ func TestPruneTokensJob(t *testing.T) {
 		t.Parallel()
 		ctx := t.Context()
 		store := sqlstore.NewIdentity(db)
-		ids := &seqIDs{}
+		ids := &fixture.IDs{}
 
 		org := ports.Org{ID: ids.NewID(), Name: "acme", CreatedAt: now.Add(-90 * day)}
 		user := ports.User{ID: ids.NewID(), OrgID: org.ID, Email: "ada@example.com", Role: ports.RoleAdmin, CreatedAt: org.CreatedAt}
@@ -93,7 +75,7 @@ func TestPruneTokensJob(t *testing.T) {
 			}
 		}
 
-		svc := identity.New(identity.Deps{Orgs: store, Users: store, Tokens: store, Tx: db, Clock: fixedClock{}, IDs: ids})
+		svc := identity.New(identity.Deps{Orgs: store, Users: store, Tokens: store, Tx: db, Clock: fixture.NewClock(), IDs: ids})
 		workers, err := worker.NewWorkers(worker.Deps{Identity: svc, Assistant: fakeExpirer{}})
 		if err != nil {
 			t.Fatal(err)
