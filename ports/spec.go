@@ -1,0 +1,165 @@
+package ports
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+//go:generate go tool mockgen -typed -destination ../testkit/mocks/spec.go -package mocks . SpecStore,StandardStore
+
+// Stage is one step of the specification pipeline.
+type Stage string
+
+// The stages, in pipeline order (see Stages).
+const (
+	StageScope   Stage = "scope"
+	StagePRD     Stage = "prd"
+	StageEpics   Stage = "epics"
+	StageStories Stage = "stories"
+	StagePRPs    Stage = "prps"
+)
+
+// Stages lists the stages in order.
+var Stages = []Stage{StageScope, StagePRD, StageEpics, StageStories, StagePRPs}
+
+// SpecStatus is where a specification session stands.
+type SpecStatus string
+
+// The statuses of a specification session.
+const (
+	SpecDraft      SpecStatus = "draft"
+	SpecGenerating SpecStatus = "generating"
+	SpecReady      SpecStatus = "ready"
+	SpecFailed     SpecStatus = "failed"
+)
+
+// InputKind says what kind of raw material an input is.
+type InputKind string
+
+// The kinds of input.
+const (
+	InputDocument   InputKind = "document"
+	InputTranscript InputKind = "transcript"
+	InputNote       InputKind = "note"
+)
+
+// SpecError is why the last generation of a session failed.
+type SpecError struct {
+	Stage   Stage  `json:"stage"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// SpecSession is a specification session: raw inputs turned, one stage per
+// generate call, into versioned artifacts. It belongs to one user.
+type SpecSession struct {
+	ID     string
+	OrgID  string
+	UserID string
+	Name   string
+	Status SpecStatus
+	// CurrentStage is the last stage with a current artifact ("" before scope).
+	CurrentStage Stage
+	// Generating is the stage being generated, and GenerationID the generate
+	// call doing it, while Status is generating.
+	Generating   Stage
+	GenerationID string
+	Error        *SpecError
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// SpecInput is one piece of raw material of a session.
+type SpecInput struct {
+	ID          string
+	SessionID   string
+	Kind        InputKind
+	Title       string
+	ContentType string
+	Size        int64
+	Content     string
+	CreatedAt   time.Time
+}
+
+// SpecArtifact is one version of a stage's output: structured Data (JSON
+// matching the stage's schema), Content rendered from it as Markdown, and the
+// traceability Checks found when it was generated. Stale is set when an
+// earlier stage was regenerated after it.
+type SpecArtifact struct {
+	ID           string
+	SessionID    string
+	Stage        Stage
+	Version      int
+	Format       string
+	Content      string
+	Data         json.RawMessage
+	Checks       []string
+	Model        string
+	GenerationID string
+	Stale        bool
+	CreatedAt    time.Time
+}
+
+// SpecStore keeps specification sessions, their inputs and artifacts.
+type SpecStore interface {
+	// CreateSpecSession stores a new session with its first inputs, in one step.
+	CreateSpecSession(ctx context.Context, s SpecSession, inputs []SpecInput) error
+	// GetSpecSession returns the owner's session; not_found when absent or
+	// another owner's.
+	GetSpecSession(ctx context.Context, owner Owner, id string) (SpecSession, error)
+	// ListSpecSessions returns the owner's sessions, most recently updated
+	// first, and the next page's cursor ("" at the end); invalid for a bad cursor.
+	ListSpecSessions(ctx context.Context, owner Owner, page Page) ([]SpecSession, string, error)
+	// AddSpecInput stores an input of the owner's session; not_found as
+	// GetSpecSession.
+	AddSpecInput(ctx context.Context, owner Owner, in SpecInput) error
+	// ListSpecInputs returns a session's inputs with their content, oldest first.
+	ListSpecInputs(ctx context.Context, sessionID string) ([]SpecInput, error)
+	// StartGeneration atomically moves the owner's session, when it is not
+	// generating, to generating stage with generationID, clearing Error, and
+	// returns it. Errors: not_found as GetSpecSession; conflict when a
+	// generation is running.
+	StartGeneration(ctx context.Context, owner Owner, id string, stage Stage, generationID string, at time.Time) (SpecSession, error)
+	// CompleteGeneration stores the artifact of generation a.GenerationID as
+	// the next version of its stage, marks every artifact of a later stage
+	// stale, and sets the session ready with CurrentStage a.Stage — all in one
+	// step, and only while the session is still generating that generation.
+	// Errors: conflict when an artifact of that generation is stored already
+	// or the session is no longer generating it; not_found for an unknown
+	// session.
+	CompleteGeneration(ctx context.Context, a SpecArtifact, at time.Time) error
+	// FailGeneration sets the session failed with e, only while it is still
+	// generating generationID; conflict otherwise.
+	FailGeneration(ctx context.Context, sessionID, generationID string, e SpecError, at time.Time) error
+	// ListArtifacts returns every version of every artifact of a session, in
+	// stage order, then version order.
+	ListArtifacts(ctx context.Context, sessionID string) ([]SpecArtifact, error)
+}
+
+// Standard is an organisation's standing guidance for the stages it applies to.
+type Standard struct {
+	ID        string
+	OrgID     string
+	Title     string
+	Body      string
+	AppliesTo []Stage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// StandardStore keeps organisation standards.
+type StandardStore interface {
+	// CreateStandard stores a new standard.
+	CreateStandard(ctx context.Context, s Standard) error
+	// GetStandard returns the org's standard; not_found when absent or
+	// another org's.
+	GetStandard(ctx context.Context, orgID, id string) (Standard, error)
+	// ListStandards returns the org's standards, oldest first.
+	ListStandards(ctx context.Context, orgID string) ([]Standard, error)
+	// UpdateStandard replaces the org's standard's title, body and stages;
+	// not_found as GetStandard.
+	UpdateStandard(ctx context.Context, s Standard) error
+	// DeleteStandard deletes the org's standard; not_found as GetStandard.
+	DeleteStandard(ctx context.Context, orgID, id string) error
+}
