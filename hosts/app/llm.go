@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"net/http"
 
 	"go.uber.org/fx"
 
@@ -25,11 +26,24 @@ func NewLLM(cfg Config, logger *slog.Logger) (ports.LLM, error) {
 		return unconfiguredLLM{}, nil
 	}
 	return openai.New(openai.Config{
-		APIKey:  cfg.LLM.APIKey,
-		BaseURL: cfg.LLM.BaseURL,
-		Model:   cfg.LLMModel,
-		Timeout: cfg.LLM.Timeout,
+		APIKey:     cfg.LLM.APIKey,
+		BaseURL:    cfg.LLM.BaseURL,
+		Model:      cfg.LLMModel,
+		Timeout:    cfg.LLM.Timeout,
+		HTTPClient: &http.Client{Transport: llmTransport()},
 	})
+}
+
+// llmTransport is sized for many concurrent streaming turns against one
+// provider: connections are reused instead of redialled, and their buffers
+// are small, since a stream's chunks are a few hundred bytes.
+func llmTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 512
+	t.MaxIdleConnsPerHost = 256
+	t.ReadBufferSize = 2 << 10
+	t.WriteBufferSize = 2 << 10
+	return t
 }
 
 // unconfiguredLLM stands in for a model when no provider is configured.

@@ -12,30 +12,33 @@ import (
 const pingEvery = 15 * time.Second
 
 // sseStream writes Server-Sent Events: an id, a name and one line of JSON
-// data per event, flushed at once, with a ping comment while idle. It is
+// data per event, flushed at once, with a ping comment while idle. A timer,
+// not a goroutine, drives the pings, so an idle stream costs little. It is
 // safe for concurrent use; the first write error sticks.
 type sseStream struct {
 	mu      sync.Mutex
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	err     error
+	every   time.Duration
 	written time.Time
-	stop    chan struct{}
-	done    sync.WaitGroup
+	timer   *time.Timer
+	closed  bool
 }
 
-// startSSE sends the stream's headers and starts its pinger; call close when
-// the stream ends.
+// startSSE sends the stream's headers and arms its ping timer; call close
+// when the stream ends.
 func startSSE(w http.ResponseWriter, every time.Duration) *sseStream {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &sseStream{w: w, rc: http.NewResponseController(w), stop: make(chan struct{})}
-	s.flush()
-	s.done.Add(1)
-	go s.pinger(every)
+	s := &sseStream{w: w, rc: http.NewResponseController(w), every: every}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.flushLocked()
+	s.timer = time.AfterFunc(every, s.ping)
 	return s
 }
 
@@ -49,29 +52,21 @@ func (s *sseStream) event(id int64, name string, data []byte) error {
 	return s.flushLocked()
 }
 
-func (s *sseStream) pinger(every time.Duration) {
-	defer s.done.Done()
-	t := time.NewTicker(every / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case now := <-t.C:
-			s.mu.Lock()
-			if s.err == nil && now.Sub(s.written) >= every {
-				_, s.err = fmt.Fprint(s.w, ": ping\n\n")
-				_ = s.flushLocked()
-			}
-			s.mu.Unlock()
-		}
-	}
-}
-
-func (s *sseStream) flush() {
+// ping writes a comment if nothing was written for a whole interval, then
+// re-arms the timer for the rest of the next one.
+func (s *sseStream) ping() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_ = s.flushLocked()
+	if s.closed || s.err != nil {
+		return
+	}
+	idle := time.Since(s.written)
+	if idle >= s.every {
+		_, s.err = fmt.Fprint(s.w, ": ping\n\n")
+		_ = s.flushLocked()
+		idle = 0
+	}
+	s.timer.Reset(s.every - idle)
 }
 
 func (s *sseStream) flushLocked() error {
@@ -82,8 +77,10 @@ func (s *sseStream) flushLocked() error {
 	return s.err
 }
 
-// close stops the pinger; the handler returning ends the response.
+// close stops the pings; the handler returning ends the response.
 func (s *sseStream) close() {
-	close(s.stop)
-	s.done.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.timer.Stop()
 }

@@ -3,6 +3,8 @@ package fakeopenai_test
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -542,4 +544,28 @@ func TestDelaysFollowTheClient(t *testing.T) {
 	// Closing the body mid-wait must end the handler, or the server's
 	// cleanup would wait for the hour.
 	resp.Body.Close()
+}
+
+func TestNewTLSServesHTTP2(t *testing.T) {
+	t.Parallel()
+	s := fakeopenai.NewTLS(t)
+	s.Enqueue(fakeopenai.Text("over h2"))
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(s.CACertPEM()) {
+		t.Fatal("CACertPEM is not a PEM certificate")
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	resp, err := client.Post(s.URL()+"/chat/completions", "application/json",
+		strings.NewReader(`{"model":"m","stream":false,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "over h2") {
+		t.Fatalf("%s %d %s", resp.Proto, resp.StatusCode, body)
+	}
+	if fakeopenai.New(t).CACertPEM() != nil {
+		t.Error("a plain HTTP fake has a certificate")
+	}
 }

@@ -11,6 +11,7 @@ package fakeopenai
 
 import (
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -36,13 +37,40 @@ type Server struct {
 func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{t: t}
+	s.srv = httptest.NewServer(s.routes())
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// NewTLS is New served over HTTPS with HTTP/2, as OpenAI's API is. Clients
+// must trust CACertPEM (in-process: the server's Client; another process:
+// SSL_CERT_FILE).
+func NewTLS(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{t: t}
+	s.srv = httptest.NewUnstartedServer(s.routes())
+	s.srv.EnableHTTP2 = true
+	s.srv.StartTLS()
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("POST /openai/deployments/{deployment}/chat/completions", s.handleChat)
 	mux.HandleFunc("/", s.handleUnknown)
-	s.srv = httptest.NewServer(mux)
-	t.Cleanup(s.srv.Close)
-	return s
+	return mux
+}
+
+// CACertPEM returns the PEM of the certificate a NewTLS server presents; nil
+// for a plain HTTP server.
+func (s *Server) CACertPEM() []byte {
+	cert := s.srv.Certificate()
+	if cert == nil {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
 }
 
 // URL is the base URL of the OpenAI API, ending in /v1: what OPENAI_BASE_URL
