@@ -94,8 +94,12 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
 	}
 	now := s.d.Clock.Now()
 	r := &Run{s: s, p: p, page: page}
+	fresh := in.SessionID == ""
+	var user ports.ChatMessage
+	// Only the writes hold the transaction (on SQLite, the one writer); what
+	// the turn reads comes after, the session being claimed by its turn.
 	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
-		if in.SessionID == "" {
+		if fresh {
 			r.session = ports.ChatSession{ID: s.d.IDs.NewID(), OrgID: p.OrgID, UserID: p.UserID, CreatedAt: now, UpdatedAt: now}
 			if err := s.d.Sessions.CreateSession(ctx, r.session); err != nil {
 				return err
@@ -106,20 +110,37 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
 		if err := s.startTurn(ctx, r); err != nil {
 			return err
 		}
-		user := ports.ChatMessage{ID: s.d.IDs.NewID(), SessionID: r.session.ID, TurnID: r.turn.ID,
+		user = ports.ChatMessage{ID: s.d.IDs.NewID(), SessionID: r.session.ID, TurnID: r.turn.ID,
 			Message: ports.Message{Role: ports.MessageUser, Content: msg}, CreatedAt: now}
 		if err := s.d.Messages.AppendMessages(ctx, user); err != nil {
 			return err
 		}
-		if err := s.d.Sessions.TouchSession(ctx, r.session.ID, now); err != nil {
-			return err
+		if fresh {
+			return nil
 		}
-		return s.load(ctx, r)
+		return s.d.Sessions.TouchSession(ctx, r.session.ID, now)
 	})
 	if err != nil {
 		return nil, err
 	}
+	if fresh { // nothing to read back but the preferences
+		r.history = []ports.ChatMessage{user}
+		r.prefs, _, err = s.d.Preferences.GetPreferences(ctx, p.Owner())
+	} else {
+		err = s.load(ctx, r)
+	}
+	if err != nil {
+		s.abandon(r)
+		return nil, err
+	}
 	return r, nil
+}
+
+// abandon ends a turn that was claimed but cannot start.
+func (s *Service) abandon(r *Run) {
+	if err := s.d.Turns.EndTurn(context.Background(), r.turn.ID, s.d.Clock.Now()); err != nil {
+		s.log.Error("ending an abandoned turn", "turn", r.turn.ID, "err", err)
+	}
 }
 
 // Continue starts a turn that resumes the caller's session after
