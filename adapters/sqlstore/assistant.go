@@ -34,12 +34,6 @@ func NewAssistant(db *DB) *Assistant {
 	return &Assistant{db: db}
 }
 
-// Session list limits: ports.Page.Limit defaults to and is capped at these.
-const (
-	defaultSessionPage = 50
-	maxSessionPage     = 200
-)
-
 // laterUpdatedAt is the SET expression that moves updated_at to its argument
 // (passed twice) unless it is later already.
 const laterUpdatedAt = "updated_at = CASE WHEN updated_at < ? THEN ? ELSE updated_at END"
@@ -95,11 +89,7 @@ func (s *Assistant) GetSession(ctx context.Context, owner ports.Owner, id string
 // ListSessions implements ports.ChatSessionStore. page.Limit defaults to 50
 // and is capped at 200; ties in the update time are ordered by id.
 func (s *Assistant) ListSessions(ctx context.Context, owner ports.Owner, page ports.Page) ([]ports.ChatSession, string, error) {
-	limit := page.Limit
-	if limit <= 0 {
-		limit = defaultSessionPage
-	}
-	limit = min(limit, maxSessionPage)
+	limit := pageLimit(page)
 	query := sessionSelect + " WHERE s.org_id = ? AND s.user_id = ?"
 	args := []any{owner.OrgID, owner.UserID}
 	if page.Cursor != "" {

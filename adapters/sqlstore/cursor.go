@@ -8,6 +8,21 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
+// Keyset page limits: ports.Page.Limit defaults to and is capped at these.
+const (
+	defaultPageLimit = 50
+	maxPageLimit     = 200
+)
+
+// pageLimit returns how many rows the page asks for: defaultPageLimit when
+// Limit is not positive, at most maxPageLimit.
+func pageLimit(page ports.Page) int {
+	if page.Limit <= 0 {
+		return defaultPageLimit
+	}
+	return min(page.Limit, maxPageLimit)
+}
+
 // encodeCursor returns the opaque cursor of a keyset page that continues
 // after the row with the time and id given: base64url of "TIME ID", TIME in
 // timestampLayout, so it compares exactly with the stored column.

@@ -1,0 +1,488 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+var (
+	_ ports.SpecStore     = (*Spec)(nil)
+	_ ports.StandardStore = (*Spec)(nil)
+)
+
+// Spec keeps specification sessions, their inputs and artifacts, and
+// organisation standards; it implements ports.SpecStore and
+// ports.StandardStore, with the errors those ports document.
+type Spec struct {
+	db *DB
+}
+
+// NewSpec returns the specification stores over db.
+func NewSpec(db *DB) *Spec {
+	return &Spec{db: db}
+}
+
+// stageOrder returns the stage's place in ports.Stages; an unknown stage is
+// an invalid error naming the field "stage".
+func stageOrder(stage ports.Stage) (int, error) {
+	if i := slices.Index(ports.Stages, stage); i >= 0 {
+		return i, nil
+	}
+	return 0, ports.Invalid(fmt.Sprintf("unknown stage %q", stage), ports.FieldError{Field: "stage", Reason: "unknown"})
+}
+
+// encodeList returns v as a JSON array, "[]" when it is empty.
+func encodeList[T any](v []T) (string, error) {
+	if len(v) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", ports.Wrap(ports.KindInternal, err, "encode list")
+	}
+	return string(b), nil
+}
+
+// decodeList reads a JSON array from encodeList; an empty one is nil.
+func decodeList[T any](text string) ([]T, error) {
+	var v []T
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		return nil, ports.Wrap(ports.KindInternal, fmt.Errorf("sqlstore: bad JSON list: %w", err), "database error")
+	}
+	if len(v) == 0 {
+		return nil, nil
+	}
+	return v, nil
+}
+
+type specSessionRow struct {
+	ID              string    `db:"id"`
+	OrgID           string    `db:"org_id"`
+	UserID          string    `db:"user_id"`
+	Name            string    `db:"name"`
+	Status          string    `db:"status"`
+	CurrentStage    string    `db:"current_stage"`
+	GeneratingStage string    `db:"generating_stage"`
+	GenerationID    string    `db:"generation_id"`
+	Error           jsonText  `db:"error"`
+	CreatedAt       timestamp `db:"created_at"`
+	UpdatedAt       timestamp `db:"updated_at"`
+}
+
+func (r specSessionRow) session() (ports.SpecSession, error) {
+	s := ports.SpecSession{
+		ID: r.ID, OrgID: r.OrgID, UserID: r.UserID, Name: r.Name, Status: ports.SpecStatus(r.Status),
+		CurrentStage: ports.Stage(r.CurrentStage), Generating: ports.Stage(r.GeneratingStage), GenerationID: r.GenerationID,
+		CreatedAt: time.Time(r.CreatedAt), UpdatedAt: time.Time(r.UpdatedAt),
+	}
+	if len(r.Error) > 0 {
+		s.Error = new(ports.SpecError)
+		if err := json.Unmarshal(r.Error, s.Error); err != nil {
+			return ports.SpecSession{}, ports.Wrap(ports.KindInternal, fmt.Errorf("sqlstore: bad spec error: %w", err), "database error")
+		}
+	}
+	return s, nil
+}
+
+func encodeSpecError(e *ports.SpecError) (jsonText, error) {
+	if e == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, ports.Wrap(ports.KindInternal, err, "encode spec error")
+	}
+	return b, nil
+}
+
+const specSessionColumns = `id, org_id, user_id, name, status, current_stage, generating_stage, generation_id,
+	error, created_at, updated_at`
+
+// CreateSpecSession implements ports.SpecStore: the session and all of inputs
+// are stored, or nothing. A zero Status is stored as draft and a zero
+// UpdatedAt as CreatedAt; the inputs are stored in s, whatever their
+// SessionID says, in the order given. It is a conflict when the session's or
+// an input's id exists, and not_found when the owner does not exist.
+func (s *Spec) CreateSpecSession(ctx context.Context, ss ports.SpecSession, inputs []ports.SpecInput) error {
+	status := ss.Status
+	if status == "" {
+		status = ports.SpecDraft
+	}
+	updated := ss.UpdatedAt
+	if updated.IsZero() {
+		updated = ss.CreatedAt
+	}
+	specErr, err := encodeSpecError(ss.Error)
+	if err != nil {
+		return err
+	}
+	return s.db.WithinTx(ctx, func(ctx context.Context) error {
+		c := s.db.write(ctx)
+		_, err := c.exec(ctx, "INSERT INTO spec_sessions ("+specSessionColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			ss.ID, ss.OrgID, ss.UserID, ss.Name, string(status), string(ss.CurrentStage), string(ss.Generating),
+			ss.GenerationID, specErr, timestamp(ss.CreatedAt), timestamp(updated))
+		if err != nil {
+			return storeErr(err, "spec session "+ss.ID, "user "+ss.UserID)
+		}
+		// One statement per input, so the position column follows inputs' order.
+		for _, in := range inputs {
+			_, err := c.exec(ctx, "INSERT INTO spec_inputs ("+specInputColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+				in.ID, ss.ID, string(in.Kind), in.Title, in.ContentType, in.Size, in.Content, timestamp(in.CreatedAt))
+			if err != nil {
+				return storeErr(err, "spec input "+in.ID, "")
+			}
+		}
+		return nil
+	})
+}
+
+// GetSpecSession implements ports.SpecStore.
+func (s *Spec) GetSpecSession(ctx context.Context, owner ports.Owner, id string) (ports.SpecSession, error) {
+	var r specSessionRow
+	err := s.db.read(ctx).get(ctx, &r, "SELECT "+specSessionColumns+" FROM spec_sessions WHERE id = ? AND org_id = ? AND user_id = ?",
+		id, owner.OrgID, owner.UserID)
+	if err != nil {
+		return ports.SpecSession{}, storeErr(err, "spec session "+id, "")
+	}
+	return r.session()
+}
+
+// ListSpecSessions implements ports.SpecStore. page.Limit defaults to 50 and
+// is capped at 200; ties in the update time are ordered by id.
+func (s *Spec) ListSpecSessions(ctx context.Context, owner ports.Owner, page ports.Page) ([]ports.SpecSession, string, error) {
+	limit := pageLimit(page)
+	query := "SELECT " + specSessionColumns + " FROM spec_sessions WHERE org_id = ? AND user_id = ?"
+	args := []any{owner.OrgID, owner.UserID}
+	if page.Cursor != "" {
+		at, id, err := decodeCursor(page.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		query += " AND (updated_at, id) < (?, ?)"
+		args = append(args, at, id)
+	}
+	query += " ORDER BY updated_at DESC, id DESC LIMIT ?"
+	args = append(args, limit+1)
+	var rows []specSessionRow
+	if err := s.db.read(ctx).list(ctx, &rows, query, args...); err != nil {
+		return nil, "", storeErr(err, "spec sessions", "")
+	}
+	next := ""
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		next = encodeCursor(time.Time(last.UpdatedAt), last.ID)
+	}
+	sessions := make([]ports.SpecSession, len(rows))
+	for i, r := range rows {
+		var err error
+		if sessions[i], err = r.session(); err != nil {
+			return nil, "", err
+		}
+	}
+	return sessions, next, nil
+}
+
+type specInputRow struct {
+	ID          string    `db:"id"`
+	SessionID   string    `db:"session_id"`
+	Kind        string    `db:"kind"`
+	Title       string    `db:"title"`
+	ContentType string    `db:"content_type"`
+	Size        int64     `db:"size"`
+	Content     string    `db:"content"`
+	CreatedAt   timestamp `db:"created_at"`
+}
+
+const specInputColumns = "id, session_id, kind, title, content_type, size, content, created_at"
+
+// AddSpecInput implements ports.SpecStore: in is stored in session
+// in.SessionID when that is the owner's. It is a conflict when in's id exists.
+func (s *Spec) AddSpecInput(ctx context.Context, owner ports.Owner, in ports.SpecInput) error {
+	n, err := s.db.write(ctx).exec(ctx, "INSERT INTO spec_inputs ("+specInputColumns+`)
+		SELECT ?, id, ?, ?, ?, ?, ?, ? FROM spec_sessions WHERE id = ? AND org_id = ? AND user_id = ?`,
+		in.ID, string(in.Kind), in.Title, in.ContentType, in.Size, in.Content, timestamp(in.CreatedAt),
+		in.SessionID, owner.OrgID, owner.UserID)
+	if err == nil && n == 0 {
+		return ports.NotFound("spec session", in.SessionID)
+	}
+	return storeErr(err, "spec input "+in.ID, "")
+}
+
+// ListSpecInputs implements ports.SpecStore: inputs are listed in the order
+// they were stored. An unknown session has none.
+func (s *Spec) ListSpecInputs(ctx context.Context, sessionID string) ([]ports.SpecInput, error) {
+	var rows []specInputRow
+	err := s.db.read(ctx).list(ctx, &rows,
+		"SELECT "+specInputColumns+" FROM spec_inputs WHERE session_id = ? ORDER BY position", sessionID)
+	if err != nil {
+		return nil, storeErr(err, "spec inputs", "")
+	}
+	inputs := make([]ports.SpecInput, len(rows))
+	for i, r := range rows {
+		inputs[i] = ports.SpecInput{
+			ID: r.ID, SessionID: r.SessionID, Kind: ports.InputKind(r.Kind), Title: r.Title,
+			ContentType: r.ContentType, Size: r.Size, Content: r.Content, CreatedAt: time.Time(r.CreatedAt),
+		}
+	}
+	return inputs, nil
+}
+
+// StartGeneration implements ports.SpecStore with one conditional update, so
+// of any number of concurrent calls on a session exactly one succeeds. It
+// sets UpdatedAt to at and is invalid for an unknown stage or an empty
+// generationID.
+func (s *Spec) StartGeneration(ctx context.Context, owner ports.Owner, id string, stage ports.Stage, generationID string, at time.Time) (ports.SpecSession, error) {
+	if _, err := stageOrder(stage); err != nil {
+		return ports.SpecSession{}, err
+	}
+	if generationID == "" {
+		return ports.SpecSession{}, ports.Invalid("generation id is required", ports.FieldError{Field: "generation_id", Reason: "required"})
+	}
+	c := s.db.write(ctx)
+	var r specSessionRow
+	err := c.get(ctx, &r, `UPDATE spec_sessions
+		SET status = 'generating', generating_stage = ?, generation_id = ?, error = NULL, updated_at = ?
+		WHERE id = ? AND org_id = ? AND user_id = ? AND status <> 'generating'
+		RETURNING `+specSessionColumns,
+		string(stage), generationID, timestamp(at), id, owner.OrgID, owner.UserID)
+	if errors.Is(err, sql.ErrNoRows) {
+		found, err := c.exists(ctx, "SELECT 1 FROM spec_sessions WHERE id = ? AND org_id = ? AND user_id = ?",
+			id, owner.OrgID, owner.UserID)
+		switch {
+		case err != nil:
+			return ports.SpecSession{}, storeErr(err, "spec session "+id, "")
+		case !found:
+			return ports.SpecSession{}, ports.NotFound("spec session", id)
+		}
+		return ports.SpecSession{}, ports.Errorf(ports.KindConflict, "a generation is already running")
+	}
+	if err != nil {
+		return ports.SpecSession{}, storeErr(err, "spec session "+id, "")
+	}
+	return r.session()
+}
+
+type specArtifactRow struct {
+	ID           string    `db:"id"`
+	SessionID    string    `db:"session_id"`
+	Stage        string    `db:"stage"`
+	Version      int       `db:"version"`
+	Format       string    `db:"format"`
+	Content      string    `db:"content"`
+	Data         jsonText  `db:"data"`
+	Checks       string    `db:"checks"`
+	Model        string    `db:"model"`
+	GenerationID string    `db:"generation_id"`
+	Stale        bool      `db:"stale"`
+	CreatedAt    timestamp `db:"created_at"`
+}
+
+// CompleteGeneration implements ports.SpecStore in one transaction: a's
+// Version and Stale are ignored (it is stored as the next version, not
+// stale), a zero CreatedAt is stored as at, and the session's UpdatedAt is
+// set to at. Older versions of a's stage are superseded, not stale. It is
+// also a conflict when the session is generating a.GenerationID for another
+// stage, and invalid for an unknown stage.
+func (s *Spec) CompleteGeneration(ctx context.Context, a ports.SpecArtifact, at time.Time) error {
+	order, err := stageOrder(a.Stage)
+	if err != nil {
+		return err
+	}
+	checks, err := encodeList(a.Checks)
+	if err != nil {
+		return err
+	}
+	created := a.CreatedAt
+	if created.IsZero() {
+		created = at
+	}
+	what := "spec session " + a.SessionID
+	return s.db.WithinTx(ctx, func(ctx context.Context) error {
+		c := s.db.write(ctx)
+		n, err := c.exec(ctx, `UPDATE spec_sessions
+			SET status = 'ready', current_stage = ?, generating_stage = '', generation_id = '', error = NULL, updated_at = ?
+			WHERE id = ? AND status = 'generating' AND generation_id = ? AND generating_stage = ?`,
+			string(a.Stage), timestamp(at), a.SessionID, a.GenerationID, string(a.Stage))
+		if err != nil {
+			return storeErr(err, what, "")
+		}
+		if n == 0 {
+			return notGenerating(ctx, c, a.SessionID, a.GenerationID)
+		}
+		var version int
+		err = c.get(ctx, &version, "SELECT COALESCE(MAX(version), 0) + 1 FROM spec_artifacts WHERE session_id = ? AND stage = ?",
+			a.SessionID, string(a.Stage))
+		if err != nil {
+			return storeErr(err, what, "")
+		}
+		_, err = c.exec(ctx, `INSERT INTO spec_artifacts
+			(id, session_id, stage, stage_order, version, format, content, data, checks, model, generation_id, stale, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, FALSE, ?)`,
+			a.ID, a.SessionID, string(a.Stage), order, version, a.Format, a.Content, jsonText(a.Data), checks,
+			a.Model, a.GenerationID, timestamp(created))
+		if err != nil {
+			return storeErr(err, "spec artifact "+a.ID+" of generation "+a.GenerationID, what)
+		}
+		_, err = c.exec(ctx, "UPDATE spec_artifacts SET stale = TRUE WHERE session_id = ? AND stage_order > ? AND stale = FALSE",
+			a.SessionID, order)
+		return storeErr(err, what, "")
+	})
+}
+
+// notGenerating is the error for a session that a conditional update found
+// not generating generationID: not_found when the session is absent, else a
+// conflict.
+func notGenerating(ctx context.Context, c conn, sessionID, generationID string) error {
+	found, err := c.exists(ctx, "SELECT 1 FROM spec_sessions WHERE id = ?", sessionID)
+	switch {
+	case err != nil:
+		return storeErr(err, "spec session "+sessionID, "")
+	case !found:
+		return ports.NotFound("spec session", sessionID)
+	}
+	return ports.Errorf(ports.KindConflict, "spec session %s is not generating generation %s", sessionID, generationID)
+}
+
+// FailGeneration implements ports.SpecStore: the session keeps its
+// CurrentStage, and its UpdatedAt is set to at. It is a conflict for an
+// unknown session too.
+func (s *Spec) FailGeneration(ctx context.Context, sessionID, generationID string, e ports.SpecError, at time.Time) error {
+	specErr, err := encodeSpecError(&e)
+	if err != nil {
+		return err
+	}
+	n, err := s.db.write(ctx).exec(ctx, `UPDATE spec_sessions
+		SET status = 'failed', generating_stage = '', generation_id = '', error = ?, updated_at = ?
+		WHERE id = ? AND status = 'generating' AND generation_id = ?`,
+		specErr, timestamp(at), sessionID, generationID)
+	if err == nil && n == 0 {
+		return ports.Errorf(ports.KindConflict, "spec session %s is not generating generation %s", sessionID, generationID)
+	}
+	return storeErr(err, "spec session "+sessionID, "")
+}
+
+// ListArtifacts implements ports.SpecStore; an empty Checks reads back as
+// nil, and an unknown session has no artifacts.
+func (s *Spec) ListArtifacts(ctx context.Context, sessionID string) ([]ports.SpecArtifact, error) {
+	var rows []specArtifactRow
+	err := s.db.read(ctx).list(ctx, &rows, `SELECT id, session_id, stage, version, format, content, data, checks, model,
+		generation_id, stale, created_at
+		FROM spec_artifacts WHERE session_id = ? ORDER BY stage_order, version`, sessionID)
+	if err != nil {
+		return nil, storeErr(err, "spec artifacts", "")
+	}
+	artifacts := make([]ports.SpecArtifact, len(rows))
+	for i, r := range rows {
+		checks, err := decodeList[string](r.Checks)
+		if err != nil {
+			return nil, err
+		}
+		artifacts[i] = ports.SpecArtifact{
+			ID: r.ID, SessionID: r.SessionID, Stage: ports.Stage(r.Stage), Version: r.Version, Format: r.Format,
+			Content: r.Content, Data: json.RawMessage(r.Data), Checks: checks, Model: r.Model,
+			GenerationID: r.GenerationID, Stale: r.Stale, CreatedAt: time.Time(r.CreatedAt),
+		}
+	}
+	return artifacts, nil
+}
+
+type standardRow struct {
+	ID        string    `db:"id"`
+	OrgID     string    `db:"org_id"`
+	Title     string    `db:"title"`
+	Body      string    `db:"body"`
+	AppliesTo string    `db:"applies_to"`
+	CreatedAt timestamp `db:"created_at"`
+	UpdatedAt timestamp `db:"updated_at"`
+}
+
+func (r standardRow) standard() (ports.Standard, error) {
+	stages, err := decodeList[ports.Stage](r.AppliesTo)
+	if err != nil {
+		return ports.Standard{}, err
+	}
+	return ports.Standard{
+		ID: r.ID, OrgID: r.OrgID, Title: r.Title, Body: r.Body, AppliesTo: stages,
+		CreatedAt: time.Time(r.CreatedAt), UpdatedAt: time.Time(r.UpdatedAt),
+	}, nil
+}
+
+const standardColumns = "id, org_id, title, body, applies_to, created_at, updated_at"
+
+// CreateStandard implements ports.StandardStore; a zero UpdatedAt is stored
+// as CreatedAt, and an empty AppliesTo reads back as nil. It is a conflict
+// when the id exists, and not_found when the org does not exist.
+func (s *Spec) CreateStandard(ctx context.Context, st ports.Standard) error {
+	stages, err := encodeList(st.AppliesTo)
+	if err != nil {
+		return err
+	}
+	updated := st.UpdatedAt
+	if updated.IsZero() {
+		updated = st.CreatedAt
+	}
+	_, err = s.db.write(ctx).exec(ctx, "INSERT INTO standards ("+standardColumns+") VALUES (?, ?, ?, ?, ?, ?, ?)",
+		st.ID, st.OrgID, st.Title, st.Body, stages, timestamp(st.CreatedAt), timestamp(updated))
+	return storeErr(err, "standard "+st.ID, "org "+st.OrgID)
+}
+
+// GetStandard implements ports.StandardStore.
+func (s *Spec) GetStandard(ctx context.Context, orgID, id string) (ports.Standard, error) {
+	var r standardRow
+	err := s.db.read(ctx).get(ctx, &r, "SELECT "+standardColumns+" FROM standards WHERE id = ? AND org_id = ?", id, orgID)
+	if err != nil {
+		return ports.Standard{}, storeErr(err, "standard "+id, "")
+	}
+	return r.standard()
+}
+
+// ListStandards implements ports.StandardStore; ties in the creation time
+// are ordered by id.
+func (s *Spec) ListStandards(ctx context.Context, orgID string) ([]ports.Standard, error) {
+	var rows []standardRow
+	err := s.db.read(ctx).list(ctx, &rows,
+		"SELECT "+standardColumns+" FROM standards WHERE org_id = ? ORDER BY created_at, id", orgID)
+	if err != nil {
+		return nil, storeErr(err, "standards", "")
+	}
+	standards := make([]ports.Standard, len(rows))
+	for i, r := range rows {
+		if standards[i], err = r.standard(); err != nil {
+			return nil, err
+		}
+	}
+	return standards, nil
+}
+
+// UpdateStandard implements ports.StandardStore: it sets s's title, body,
+// stages and UpdatedAt, and keeps the creation time.
+func (s *Spec) UpdateStandard(ctx context.Context, st ports.Standard) error {
+	stages, err := encodeList(st.AppliesTo)
+	if err != nil {
+		return err
+	}
+	n, err := s.db.write(ctx).exec(ctx,
+		"UPDATE standards SET title = ?, body = ?, applies_to = ?, updated_at = ? WHERE id = ? AND org_id = ?",
+		st.Title, st.Body, stages, timestamp(st.UpdatedAt), st.ID, st.OrgID)
+	if err == nil && n == 0 {
+		return ports.NotFound("standard", st.ID)
+	}
+	return storeErr(err, "standard "+st.ID, "")
+}
+
+// DeleteStandard implements ports.StandardStore.
+func (s *Spec) DeleteStandard(ctx context.Context, orgID, id string) error {
+	n, err := s.db.write(ctx).exec(ctx, "DELETE FROM standards WHERE id = ? AND org_id = ?", id, orgID)
+	if err == nil && n == 0 {
+		return ports.NotFound("standard", id)
+	}
+	return storeErr(err, "standard "+id, "")
+}
