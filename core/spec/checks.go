@@ -1,0 +1,177 @@
+package spec
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// earlier holds the current artifacts of the stages before the one being
+// generated, decoded; a nil field is a stage without a usable artifact, and
+// the checks against it are skipped.
+type earlier struct {
+	prd     *prdDoc
+	epics   *epicsDoc
+	stories *storiesDoc
+}
+
+func earlierDocs(current map[ports.Stage]ports.SpecArtifact) earlier {
+	var e earlier
+	if a, ok := current[ports.StagePRD]; ok {
+		e.prd, _ = decodeDoc(ports.StagePRD, a.Data).(*prdDoc)
+	}
+	if a, ok := current[ports.StageEpics]; ok {
+		e.epics, _ = decodeDoc(ports.StageEpics, a.Data).(*epicsDoc)
+	}
+	if a, ok := current[ports.StageStories]; ok {
+		e.stories, _ = decodeDoc(ports.StageStories, a.Data).(*storiesDoc)
+	}
+	return e
+}
+
+// checks collects warnings in order, once each.
+type checks struct {
+	list []string
+	seen map[string]bool
+}
+
+func (c *checks) add(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if c.seen == nil {
+		c.seen = map[string]bool{}
+	}
+	if !c.seen[msg] {
+		c.seen[msg] = true
+		c.list = append(c.list, msg)
+	}
+}
+
+func set(ids []string) map[string]bool {
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+// traceability lists the orphans and dangling references of a stage's
+// document against the earlier stages: every requirement covered by an epic,
+// every epic by a story, every story by a PRP, and every id named existing.
+// They are warnings, kept with the artifact; nil when it is clean.
+func traceability(doc any, e earlier) []string {
+	var c checks
+	switch d := doc.(type) {
+	case *prdDoc:
+		prdChecks(&c, d)
+	case *epicsDoc:
+		epicsChecks(&c, d, e.prd)
+	case *storiesDoc:
+		storiesChecks(&c, d, e.epics, e.prd)
+	case *prpsDoc:
+		prpsChecks(&c, d, e.stories)
+	}
+	return c.list
+}
+
+func prdChecks(c *checks, d *prdDoc) {
+	reqs := set(mapIDs(d.Functional, func(r requirement) string { return r.ID }))
+	all := set(mapIDs(d.NonFunctional, func(r nfRequirement) string { return r.ID }))
+	for id := range reqs {
+		all[id] = true
+	}
+	for _, j := range d.Journeys {
+		for _, id := range j.RequirementIDs {
+			if !reqs[id] {
+				c.add("user journey %q names unknown requirement %s", j.Name, id)
+			}
+		}
+	}
+	for _, m := range d.SuccessMetrics {
+		for _, id := range m.Validates {
+			if !all[id] {
+				c.add("success metric %q names unknown requirement %s", m.Metric, id)
+			}
+		}
+	}
+}
+
+func epicsChecks(c *checks, d *epicsDoc, prd *prdDoc) {
+	if prd != nil {
+		reqs := set(mapIDs(prd.Functional, func(r requirement) string { return r.ID }))
+		covered := map[string]bool{}
+		for _, ep := range d.Epics {
+			for _, id := range ep.RequirementIDs {
+				covered[id] = true
+				if !reqs[id] {
+					c.add("%s names unknown requirement %s", ep.ID, id)
+				}
+			}
+		}
+		for _, r := range prd.Functional {
+			if !covered[r.ID] {
+				c.add("%s is not covered by any epic", r.ID)
+			}
+		}
+	}
+	order := make(map[string]int, len(d.Epics))
+	for _, ep := range d.Epics {
+		order[ep.ID] = ep.Order
+	}
+	for _, ep := range d.Epics {
+		for _, dep := range ep.DependsOn {
+			o, ok := order[dep]
+			switch {
+			case dep == ep.ID:
+				c.add("%s depends on itself", ep.ID)
+			case !ok:
+				c.add("%s depends on unknown epic %s", ep.ID, dep)
+			case o >= ep.Order:
+				c.add("%s depends on %s, which does not come before it in the order", ep.ID, dep)
+			}
+		}
+	}
+}
+
+func storiesChecks(c *checks, d *storiesDoc, epics *epicsDoc, prd *prdDoc) {
+	if epics != nil {
+		known := set(mapIDs(epics.Epics, func(e epic) string { return e.ID }))
+		for _, s := range d.Stories {
+			if !known[s.EpicID] {
+				c.add("%s names unknown epic %s", s.ID, s.EpicID)
+			}
+		}
+		for _, ep := range epics.Epics {
+			if !slices.ContainsFunc(d.Stories, func(s story) bool { return s.EpicID == ep.ID }) {
+				c.add("%s is not covered by any story", ep.ID)
+			}
+		}
+	}
+	if prd != nil {
+		reqs := set(mapIDs(prd.Functional, func(r requirement) string { return r.ID }))
+		for _, s := range d.Stories {
+			for _, id := range s.RequirementIDs {
+				if !reqs[id] {
+					c.add("%s names unknown requirement %s", s.ID, id)
+				}
+			}
+		}
+	}
+}
+
+func prpsChecks(c *checks, d *prpsDoc, stories *storiesDoc) {
+	if stories == nil {
+		return
+	}
+	known := set(mapIDs(stories.Stories, func(s story) string { return s.ID }))
+	for _, p := range d.PRPs {
+		if !known[p.StoryID] {
+			c.add("%s names unknown story %s", p.ID, p.StoryID)
+		}
+	}
+	for _, s := range stories.Stories {
+		if !slices.ContainsFunc(d.PRPs, func(p prp) bool { return p.StoryID == s.ID }) {
+			c.add("%s is not covered by any PRP", s.ID)
+		}
+	}
+}

@@ -1,0 +1,318 @@
+package spec
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// GenerateStageArgs is the background job that generates one stage of a
+// session for one generate call.
+type GenerateStageArgs struct {
+	SessionID    string      `json:"session_id"`
+	OrgID        string      `json:"org_id"`
+	UserID       string      `json:"user_id"`
+	Stage        ports.Stage `json:"stage"`
+	GenerationID string      `json:"generation_id"`
+}
+
+// Kind names the job for the queue.
+func (GenerateStageArgs) Kind() string { return "spec.generate_stage" }
+
+// Generate starts generating a stage of the caller's session: stage, or the
+// next one when stage is "". Regenerating an earlier stage is allowed; it
+// makes a new version and, once stored, marks every later artifact stale. The
+// session moves to generating and the job that does the work is enqueued in
+// one transaction, so the job exists exactly when the state changed. It
+// returns the session as it now stands.
+//
+// Errors: invalid (field stage) for an unknown stage; not_found when the
+// session is absent or another's; invalid (no_inputs) when the session has no
+// inputs; conflict (generation_running) while a generation runs; conflict
+// (pipeline_complete) when no stage is named and prps is done; conflict
+// (stage_not_ready) when the stage before the one asked for has no artifact,
+// or only a stale one.
+func (s *Service) Generate(ctx context.Context, sessionID string, stage ports.Stage) (ports.SpecSession, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return ports.SpecSession{}, err
+	}
+	if stage != "" && !knownStage(stage) {
+		return ports.SpecSession{}, ports.Invalid("unknown stage", ports.FieldError{Field: "stage", Reason: "must be one of " + stageList()})
+	}
+	if !isUUID(sessionID) {
+		return ports.SpecSession{}, ports.NotFound("specification session", sessionID)
+	}
+	sess, err := s.d.Specs.GetSpecSession(ctx, p.Owner(), sessionID)
+	if err != nil {
+		return ports.SpecSession{}, err
+	}
+	if sess.Status == ports.SpecGenerating {
+		return ports.SpecSession{}, generationRunning(sess, nil)
+	}
+	inputs, err := s.d.Specs.ListSpecInputs(ctx, sessionID)
+	if err != nil {
+		return ports.SpecSession{}, err
+	}
+	if len(inputs) == 0 {
+		return ports.SpecSession{}, &ports.Error{Kind: ports.KindInvalid, Code: CodeNoInputs,
+			Message: fmt.Sprintf("specification session %s has no inputs; add a document, transcript or note first", sessionID)}
+	}
+	if stage == "" {
+		if stage = nextStage(sess.CurrentStage); stage == "" {
+			return ports.SpecSession{}, &ports.Error{Kind: ports.KindConflict, Code: CodePipelineComplete,
+				Message: fmt.Sprintf("specification session %s is complete; name a stage to regenerate it", sessionID)}
+		}
+	}
+	if prev := previousStage(stage); prev != "" {
+		arts, err := s.d.Specs.ListArtifacts(ctx, sessionID)
+		if err != nil {
+			return ports.SpecSession{}, err
+		}
+		if a, ok := currentArtifacts(arts)[prev]; !ok || a.Stale {
+			return ports.SpecSession{}, &ports.Error{Kind: ports.KindConflict, Code: CodeStageNotReady,
+				Message: fmt.Sprintf("stage %s needs a current %s artifact; generate %s first", stage, prev, prev)}
+		}
+	}
+	job := GenerateStageArgs{SessionID: sessionID, OrgID: p.OrgID, UserID: p.UserID, Stage: stage, GenerationID: s.d.IDs.NewID()}
+	var started ports.SpecSession
+	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		var err error
+		started, err = s.d.Specs.StartGeneration(ctx, p.Owner(), sessionID, stage, job.GenerationID, s.d.Clock.Now())
+		if errors.Is(err, ports.ErrConflict) {
+			return generationRunning(sess, err)
+		}
+		if err != nil {
+			return err
+		}
+		return s.d.Jobs.Enqueue(ctx, job, ports.EnqueueOptions{MaxAttempts: s.cfg.MaxAttempts})
+	})
+	if err != nil {
+		return ports.SpecSession{}, err
+	}
+	return started, nil
+}
+
+func generationRunning(sess ports.SpecSession, cause error) error {
+	msg := fmt.Sprintf("specification session %s is generating already", sess.ID)
+	if sess.Generating != "" {
+		msg = fmt.Sprintf("specification session %s is generating its %s already", sess.ID, sess.Generating)
+	}
+	return &ports.Error{Kind: ports.KindConflict, Code: CodeGenerationRunning, Message: msg, Err: cause}
+}
+
+// currentArtifacts maps each stage to its latest version.
+func currentArtifacts(arts []ports.SpecArtifact) map[ports.Stage]ports.SpecArtifact {
+	out := map[ports.Stage]ports.SpecArtifact{}
+	for _, a := range arts {
+		if cur, ok := out[a.Stage]; !ok || a.Version > cur.Version {
+			out[a.Stage] = a
+		}
+	}
+	return out
+}
+
+// failure is a generation that cannot succeed by running the job again; it
+// is recorded on the session.
+type failure struct {
+	code, message string
+	cause         error
+}
+
+func (f *failure) Error() string {
+	if f.cause != nil {
+		return f.message + ": " + f.cause.Error()
+	}
+	return f.message
+}
+
+func (f *failure) Unwrap() error { return f.cause }
+
+// failureOf records err on the session: a ports.Error keeps its code and
+// client-safe message; anything else is an internal error.
+func failureOf(err error) *failure {
+	var f *failure
+	if errors.As(err, &f) {
+		return f
+	}
+	if e, ok := ports.AsError(err); ok && e.Kind != ports.KindInternal {
+		return &failure{code: e.ErrorCode(), message: cmp.Or(e.Message, string(e.Kind)), cause: err}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return &failure{code: string(ports.KindTimeout), message: "the generation did not finish in time", cause: err}
+	}
+	return &failure{code: string(ports.KindInternal), message: "internal error", cause: err}
+}
+
+// transient reports whether a model error may go away when the job runs
+// again: rate limits, unavailability, timeouts and cut-off streams, and any
+// error that is not a ports.Error (such as a cancelled context).
+func transient(err error) bool {
+	e, ok := ports.AsError(err)
+	if !ok {
+		return true
+	}
+	switch e.Kind {
+	case ports.KindRateLimited, ports.KindUnavailable, ports.KindTimeout:
+		return true
+	case ports.KindUpstream:
+		return e.Code == ports.CodeTruncated
+	}
+	return false
+}
+
+// RunGeneration does the work of one generate call; the worker calls it for
+// each attempt of a GenerateStageArgs job, with final set on the last one. It
+// acts for the session's owner named in args, not for a principal.
+//
+// It returns nil when the job is done: the artifact is stored; or the failure
+// is recorded on the session (status failed, Error set), after which
+// generate may be called again; or the generation is no longer wanted (the
+// session is gone, or no longer generating this generation, as when a
+// retried job finds its artifact stored already). It returns an error when
+// the job should run again: a transient model error (rate_limited,
+// unavailable, timeout, upstream truncated) or a store error, unless final,
+// when the error is recorded on the session instead.
+func (s *Service) RunGeneration(ctx context.Context, args GenerateStageArgs, final bool) error {
+	log := s.log.With("session_id", args.SessionID, "stage", args.Stage, "generation_id", args.GenerationID)
+	err := s.generate(ctx, args, log)
+	if err == nil {
+		return nil
+	}
+	var f *failure
+	if !errors.As(err, &f) {
+		if !final {
+			log.WarnContext(ctx, "generation failed; the job will be retried", "err", err)
+			return err
+		}
+		f = failureOf(err)
+	}
+	log.WarnContext(ctx, "generation failed", "code", f.code, "err", err)
+	e := ports.SpecError{Stage: args.Stage, Code: f.code, Message: f.message}
+	ferr := s.d.Specs.FailGeneration(context.WithoutCancel(ctx), args.SessionID, args.GenerationID, e, s.d.Clock.Now())
+	if errors.Is(ferr, ports.ErrConflict) || errors.Is(ferr, ports.ErrNotFound) {
+		log.InfoContext(ctx, "generation superseded before its failure was recorded", "err", ferr)
+		return nil
+	}
+	return ferr
+}
+
+func (s *Service) generate(ctx context.Context, args GenerateStageArgs, log *slog.Logger) error {
+	if !knownStage(args.Stage) {
+		return &failure{code: string(ports.KindInternal), message: fmt.Sprintf("unknown stage %q", args.Stage)}
+	}
+	owner := ports.Owner{OrgID: args.OrgID, UserID: args.UserID}
+	sess, err := s.d.Specs.GetSpecSession(ctx, owner, args.SessionID)
+	if errors.Is(err, ports.ErrNotFound) {
+		log.InfoContext(ctx, "generation dropped: the session is gone")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if sess.Status != ports.SpecGenerating || sess.GenerationID != args.GenerationID {
+		log.InfoContext(ctx, "generation dropped: done already or superseded", "status", sess.Status, "current_generation_id", sess.GenerationID)
+		return nil
+	}
+	inputs, err := s.d.Specs.ListSpecInputs(ctx, args.SessionID)
+	if err != nil {
+		return err
+	}
+	arts, err := s.d.Specs.ListArtifacts(ctx, args.SessionID)
+	if err != nil {
+		return err
+	}
+	standards, err := s.d.Standards.ListStandards(ctx, args.OrgID)
+	if err != nil {
+		return err
+	}
+	before := currentArtifacts(arts)
+	for st := range before {
+		if stageIndex(st) >= stageIndex(args.Stage) {
+			delete(before, st)
+		}
+	}
+	out, res, err := s.ask(ctx, args.Stage, buildMessages(args.Stage, inputs, before, standards), log)
+	if err != nil {
+		return err
+	}
+	checks := traceability(out.doc, earlierDocs(before))
+	if checks == nil {
+		checks = []string{}
+	}
+	now := s.d.Clock.Now()
+	art := ports.SpecArtifact{
+		ID: s.d.IDs.NewID(), SessionID: args.SessionID, Stage: args.Stage, Format: "markdown",
+		Content: render(out.doc, checks), Data: out.data, Checks: checks,
+		Model: cmp.Or(res.Model, s.cfg.Model), GenerationID: args.GenerationID, CreatedAt: now,
+	}
+	err = s.d.Specs.CompleteGeneration(ctx, art, now)
+	if errors.Is(err, ports.ErrConflict) || errors.Is(err, ports.ErrNotFound) {
+		log.InfoContext(ctx, "generation dropped at completion: stored already or superseded", "err", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "stage generated", "checks", len(checks),
+		"prompt_tokens", res.Usage.PromptTokens, "completion_tokens", res.Usage.CompletionTokens)
+	return nil
+}
+
+// ask calls the model for stage st and validates the answer, asking once
+// more with the problems when it is invalid. A transient model error is
+// returned as it is; any other, and a second invalid answer, is a failure.
+func (s *Service) ask(ctx context.Context, st ports.Stage, msgs []ports.Message, log *slog.Logger) (output, ports.ChatResult, error) {
+	req := ports.ChatRequest{Model: s.cfg.Model, Messages: msgs, MaxTokens: s.cfg.MaxTokens, ResponseFormat: responseFormat(st)}
+	var problems []string
+	for attempt := 1; attempt <= 2; attempt++ {
+		res, err := s.d.LLM.Chat(ctx, req, nil)
+		if err != nil {
+			if transient(err) {
+				return output{}, ports.ChatResult{}, err
+			}
+			return output{}, ports.ChatResult{}, failureOf(err)
+		}
+		var out output
+		out, problems = parseOutput(st, res.Content)
+		if problems == nil {
+			return out, res, nil
+		}
+		switch res.FinishReason {
+		case ports.FinishLength:
+			problems = append([]string{"the answer was cut off at the token limit; keep it shorter"}, problems...)
+		case ports.FinishContentFilter:
+			problems = append([]string{"the answer was stopped by the provider's content filter"}, problems...)
+		}
+		log.InfoContext(ctx, "the model's answer is invalid", "attempt", attempt, "problems", len(problems), "first", problems[0])
+		req.Messages = append(slices.Clone(req.Messages),
+			ports.Message{Role: ports.MessageAssistant, Content: res.Content},
+			ports.Message{Role: ports.MessageUser, Content: retryMessage(problems)})
+	}
+	return output{}, ports.ChatResult{}, &failure{code: CodeInvalidOutput, message: invalidOutputMessage(st, problems)}
+}
+
+const maxFailureLen = 1000
+
+func invalidOutputMessage(st ports.Stage, problems []string) string {
+	msg := fmt.Sprintf("the model's %s was invalid twice: %s", st, problems[0])
+	if n := len(problems) - 1; n > 0 {
+		msg += fmt.Sprintf(" (and %d more problem%s)", n, plural(n))
+	}
+	if clipped, cut := clipBytes(msg, maxFailureLen); cut {
+		msg = clipped + "…"
+	}
+	return msg
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,149 @@
+// Package spec is the core of devpilot's specification engine (PSE): raw
+// material (documents, transcripts, notes) turned, one stage per generate
+// call, into Scope → PRD → Epics → Stories → PRPs, shaped by the
+// organisation's standards.
+//
+// A session holds inputs and versioned artifacts. Generate moves a session to
+// generating and enqueues a job in one transaction; the worker calls
+// RunGeneration, which asks the model for the stage's structured output,
+// validates it against the stage's JSON Schema and id rules, checks its
+// traceability against the earlier stages, renders it as Markdown and stores
+// it as the stage's next version. Regenerating an earlier stage marks every
+// later artifact stale.
+package spec
+
+import (
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// Config tunes the specification engine. Zero values take the defaults named.
+type Config struct {
+	// MaxInputBytes bounds the content of one input (1 MiB).
+	MaxInputBytes int64
+	// MaxSessionBytes bounds the content of all inputs of a session (8 MiB).
+	MaxSessionBytes int64
+	// Model overrides the LLM adapter's model when not empty.
+	Model string
+	// MaxTokens bounds each model call; 0 leaves it to the provider.
+	MaxTokens int
+	// MaxAttempts bounds how often the queue runs a generation job (5); the
+	// worker passes final=true to RunGeneration on the last one.
+	MaxAttempts int
+}
+
+// The defaults of Config.
+const (
+	DefaultMaxInputBytes   = 1 << 20
+	DefaultMaxSessionBytes = 8 << 20
+	DefaultMaxAttempts     = 5
+)
+
+// The limits of the API.
+const (
+	MaxNameLen          = 200
+	MaxTitleLen         = 200
+	MaxContentTypeLen   = 255
+	MaxStandardTitleLen = 200
+	MaxStandardBodyLen  = 20000
+	DefaultPageLimit    = 50
+	MaxPageLimit        = 200
+)
+
+// Error codes set as ports.Error.Code, and as SpecError.Code on a failed session.
+const (
+	// CodeNoInputs (invalid): generate was called on a session without inputs.
+	CodeNoInputs = "no_inputs"
+	// CodeGenerationRunning (conflict): the session is generating already.
+	CodeGenerationRunning = "generation_running"
+	// CodePipelineComplete (conflict): every stage is generated and no stage was named.
+	CodePipelineComplete = "pipeline_complete"
+	// CodeStageNotReady (conflict): the stage's predecessor has no current artifact.
+	CodeStageNotReady = "stage_not_ready"
+	// CodeInvalidOutput (SpecError): the model's answer failed validation twice.
+	CodeInvalidOutput = "invalid_output"
+)
+
+func (c Config) withDefaults() Config {
+	if c.MaxInputBytes <= 0 {
+		c.MaxInputBytes = DefaultMaxInputBytes
+	}
+	if c.MaxSessionBytes <= 0 {
+		c.MaxSessionBytes = DefaultMaxSessionBytes
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	return c
+}
+
+// Deps are the ports a Service needs. Logger nil discards logs.
+type Deps struct {
+	Specs     ports.SpecStore
+	Standards ports.StandardStore
+	Tx        ports.Transactor
+	Jobs      ports.JobQueue
+	LLM       ports.LLM
+	Clock     ports.Clock
+	IDs       ports.IDs
+	Logger    *slog.Logger
+}
+
+// Service is the specification engine's use cases. Every method but
+// RunGeneration acts for the principal in ctx and fails with unauthenticated
+// without one.
+type Service struct {
+	cfg Config
+	d   Deps
+	log *slog.Logger
+}
+
+// New returns a Service over the given ports.
+func New(cfg Config, d Deps) *Service {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "spec")}
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+func isUUID(s string) bool { return uuidPattern.MatchString(s) }
+
+func invalid(fields []ports.FieldError) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	return ports.Invalid("invalid request", fields...)
+}
+
+// knownStage reports whether st is one of ports.Stages.
+func knownStage(st ports.Stage) bool { return stageIndex(st) >= 0 }
+
+func stageIndex(st ports.Stage) int { return slices.Index(ports.Stages, st) }
+
+// nextStage is the stage after current (scope when current is ""), and ""
+// after prps.
+func nextStage(current ports.Stage) ports.Stage {
+	i := stageIndex(current) + 1
+	if i >= len(ports.Stages) {
+		return ""
+	}
+	return ports.Stages[i]
+}
+
+// previousStage is the stage before st, "" for scope.
+func previousStage(st ports.Stage) ports.Stage {
+	if i := stageIndex(st); i > 0 {
+		return ports.Stages[i-1]
+	}
+	return ""
+}
+
+func stageList() string {
+	return fmt.Sprintf("%s, %s, %s, %s or %s", ports.Stages[0], ports.Stages[1], ports.Stages[2], ports.Stages[3], ports.Stages[4])
+}

@@ -1,0 +1,262 @@
+package spec
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"mime"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// NewInput is a piece of raw material to add to a session: text, already
+// extracted from any uploaded file. ContentType describes where the text came
+// from ("text/plain" when empty).
+type NewInput struct {
+	Kind        ports.InputKind
+	Title       string
+	ContentType string
+	Content     string
+}
+
+// View is a session as a client sees it: its inputs without their content,
+// every version of every artifact in stage then version order, and the stage
+// a generate call without a stage would produce ("" when the pipeline is
+// complete).
+type View struct {
+	Session   ports.SpecSession
+	Inputs    []ports.SpecInput
+	Artifacts []ports.SpecArtifact
+	NextStage ports.Stage
+}
+
+// checkInput validates in and returns it cleaned; field prefixes its field
+// names ("" or "inputs[2].").
+func checkInput(in NewInput, field string) (NewInput, []ports.FieldError) {
+	var fields []ports.FieldError
+	bad := func(name, reason string) {
+		fields = append(fields, ports.FieldError{Field: field + name, Reason: reason})
+	}
+	switch in.Kind {
+	case ports.InputDocument, ports.InputTranscript, ports.InputNote:
+	case "":
+		bad("kind", "required")
+	default:
+		bad("kind", "must be document, transcript or note")
+	}
+	in.Title = strings.TrimSpace(in.Title)
+	if n := utf8.RuneCountInString(in.Title); n == 0 {
+		bad("title", "required")
+	} else if n > MaxTitleLen {
+		bad("title", fmt.Sprintf("must be at most %d characters", MaxTitleLen))
+	}
+	in.ContentType = strings.TrimSpace(in.ContentType)
+	if in.ContentType == "" {
+		in.ContentType = "text/plain"
+	}
+	if mt, params, err := mime.ParseMediaType(in.ContentType); err != nil || len(in.ContentType) > MaxContentTypeLen {
+		bad("content_type", "must be a media type such as text/markdown")
+	} else {
+		in.ContentType = mime.FormatMediaType(mt, params)
+	}
+	switch {
+	case strings.TrimSpace(in.Content) == "":
+		bad("content", "must not be empty")
+	case !utf8.ValidString(in.Content):
+		bad("content", "must be UTF-8 text")
+	}
+	return in, fields
+}
+
+func (s *Service) inputTooLarge(in NewInput, field string) error {
+	size := int64(len(in.Content))
+	if size <= s.cfg.MaxInputBytes {
+		return nil
+	}
+	return &ports.Error{Kind: ports.KindPayloadTooLarge,
+		Message: fmt.Sprintf("input '%s' is %s; the limit is %s", in.Title, formatSize(size), formatSize(s.cfg.MaxInputBytes)),
+		Fields:  []ports.FieldError{{Field: field + "content", Reason: "must be at most " + formatSize(s.cfg.MaxInputBytes)}}}
+}
+
+func (s *Service) sessionTooLarge(total int64) error {
+	if total <= s.cfg.MaxSessionBytes {
+		return nil
+	}
+	return &ports.Error{Kind: ports.KindPayloadTooLarge,
+		Message: fmt.Sprintf("the session's inputs would total %s; the limit is %s", formatSize(total), formatSize(s.cfg.MaxSessionBytes))}
+}
+
+// formatSize says n bytes in the largest binary unit that fits, rounded up
+// to one decimal, so a size over a limit never reads as the limit.
+func formatSize(n int64) string {
+	units := []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
+	for _, u := range units {
+		if n >= u.size {
+			v := math.Ceil(float64(n)*10/float64(u.size)) / 10
+			return strings.TrimSuffix(fmt.Sprintf("%.1f", v), ".0") + " " + u.name
+		}
+	}
+	if n == 1 {
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func (s *Service) newInput(sessionID string, in NewInput) ports.SpecInput {
+	return ports.SpecInput{ID: s.d.IDs.NewID(), SessionID: sessionID, Kind: in.Kind, Title: in.Title,
+		ContentType: in.ContentType, Size: int64(len(in.Content)), Content: in.Content, CreatedAt: s.d.Clock.Now()}
+}
+
+// CreateSession creates a draft session for the caller with its first inputs
+// (none is allowed; generate then fails until one is added). Errors: invalid
+// (fields name, inputs[i].kind, inputs[i].title, inputs[i].content_type,
+// inputs[i].content); payload_too_large when an input or all of them exceed
+// the limits, saying by how much.
+func (s *Service) CreateSession(ctx context.Context, name string, inputs []NewInput) (View, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return View{}, err
+	}
+	var fields []ports.FieldError
+	name = strings.TrimSpace(name)
+	if n := utf8.RuneCountInString(name); n == 0 {
+		fields = append(fields, ports.FieldError{Field: "name", Reason: "required"})
+	} else if n > MaxNameLen {
+		fields = append(fields, ports.FieldError{Field: "name", Reason: fmt.Sprintf("must be at most %d characters", MaxNameLen)})
+	}
+	cleaned := make([]NewInput, len(inputs))
+	for i, in := range inputs {
+		var fs []ports.FieldError
+		cleaned[i], fs = checkInput(in, fmt.Sprintf("inputs[%d].", i))
+		fields = append(fields, fs...)
+	}
+	if err := invalid(fields); err != nil {
+		return View{}, err
+	}
+	var total int64
+	for i, in := range cleaned {
+		if err := s.inputTooLarge(in, fmt.Sprintf("inputs[%d].", i)); err != nil {
+			return View{}, err
+		}
+		total += int64(len(in.Content))
+	}
+	if err := s.sessionTooLarge(total); err != nil {
+		return View{}, err
+	}
+	now := s.d.Clock.Now()
+	sess := ports.SpecSession{ID: s.d.IDs.NewID(), OrgID: p.OrgID, UserID: p.UserID, Name: name,
+		Status: ports.SpecDraft, CreatedAt: now, UpdatedAt: now}
+	stored := make([]ports.SpecInput, len(cleaned))
+	for i, in := range cleaned {
+		stored[i] = s.newInput(sess.ID, in)
+	}
+	if err := s.d.Specs.CreateSpecSession(ctx, sess, stored); err != nil {
+		return View{}, err
+	}
+	return View{Session: sess, Inputs: withoutContent(stored), Artifacts: []ports.SpecArtifact{}, NextStage: nextStage(sess.CurrentStage)}, nil
+}
+
+// AddInput adds an input to the caller's session, at any time; a generation
+// that is running already does not see it. It returns the input without its
+// content. Errors: not_found when the session is absent or another's;
+// invalid (fields kind, title, content_type, content); payload_too_large
+// when the input or the session's inputs with it exceed the limits.
+func (s *Service) AddInput(ctx context.Context, sessionID string, in NewInput) (ports.SpecInput, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return ports.SpecInput{}, err
+	}
+	if !isUUID(sessionID) {
+		return ports.SpecInput{}, ports.NotFound("specification session", sessionID)
+	}
+	in, fields := checkInput(in, "")
+	if err := invalid(fields); err != nil {
+		return ports.SpecInput{}, err
+	}
+	if err := s.inputTooLarge(in, ""); err != nil {
+		return ports.SpecInput{}, err
+	}
+	var stored ports.SpecInput
+	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		if _, err := s.d.Specs.GetSpecSession(ctx, p.Owner(), sessionID); err != nil {
+			return err
+		}
+		existing, err := s.d.Specs.ListSpecInputs(ctx, sessionID)
+		if err != nil {
+			return err
+		}
+		total := int64(len(in.Content))
+		for _, e := range existing {
+			total += e.Size
+		}
+		if err := s.sessionTooLarge(total); err != nil {
+			return err
+		}
+		stored = s.newInput(sessionID, in)
+		return s.d.Specs.AddSpecInput(ctx, p.Owner(), stored)
+	})
+	if err != nil {
+		return ports.SpecInput{}, err
+	}
+	stored.Content = ""
+	return stored, nil
+}
+
+// GetSession returns the caller's session with its inputs (without their
+// content) and artifacts. Errors: not_found when absent or another's.
+func (s *Service) GetSession(ctx context.Context, id string) (View, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return View{}, err
+	}
+	if !isUUID(id) {
+		return View{}, ports.NotFound("specification session", id)
+	}
+	sess, err := s.d.Specs.GetSpecSession(ctx, p.Owner(), id)
+	if err != nil {
+		return View{}, err
+	}
+	inputs, err := s.d.Specs.ListSpecInputs(ctx, id)
+	if err != nil {
+		return View{}, err
+	}
+	arts, err := s.d.Specs.ListArtifacts(ctx, id)
+	if err != nil {
+		return View{}, err
+	}
+	if arts == nil {
+		arts = []ports.SpecArtifact{}
+	}
+	return View{Session: sess, Inputs: withoutContent(inputs), Artifacts: arts, NextStage: nextStage(sess.CurrentStage)}, nil
+}
+
+// ListSessions returns the caller's sessions, most recently updated first,
+// and the cursor of the next page ("" at the end). A zero Limit means 50.
+// Errors: invalid for a limit outside 1..200 or a malformed cursor.
+func (s *Service) ListSessions(ctx context.Context, page ports.Page) ([]ports.SpecSession, string, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if page.Limit == 0 {
+		page.Limit = DefaultPageLimit
+	}
+	if page.Limit < 1 || page.Limit > MaxPageLimit {
+		return nil, "", ports.Invalid("invalid page", ports.FieldError{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxPageLimit)})
+	}
+	return s.d.Specs.ListSpecSessions(ctx, p.Owner(), page)
+}
+
+func withoutContent(inputs []ports.SpecInput) []ports.SpecInput {
+	out := make([]ports.SpecInput, len(inputs))
+	for i, in := range inputs {
+		in.Content = ""
+		out[i] = in
+	}
+	return out
+}

@@ -1,0 +1,232 @@
+package spec
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// The JSON Schemas of the tools' arguments.
+const (
+	listSessionsSchema = `{"type":"object","additionalProperties":false,"properties":{
+"limit":{"type":"integer","minimum":1,"maximum":200,"description":"How many sessions to return (default 50)."},
+"cursor":{"type":"string","description":"The next_cursor of the previous page."}}}`
+	getSessionSchema = `{"type":"object","additionalProperties":false,"required":["session_id"],"properties":{
+"session_id":{"type":"string","format":"uuid"}}}`
+	addInputSchema = `{"type":"object","additionalProperties":false,"required":["session_id","kind","title","content"],"properties":{
+"session_id":{"type":"string","format":"uuid"},
+"kind":{"type":"string","enum":["document","transcript","note"]},
+"title":{"type":"string","minLength":1,"maxLength":200},
+"content":{"type":"string","minLength":1,"description":"The text of the input."},
+"content_type":{"type":"string","description":"The media type of the text, text/plain by default."}}}`
+	generateSchema = `{"type":"object","additionalProperties":false,"required":["session_id"],"properties":{
+"session_id":{"type":"string","format":"uuid"},
+"stage":{"type":"string","enum":["scope","prd","epics","stories","prps"],"description":"The stage to (re)generate; the next one when left out."}}}`
+)
+
+// maxToolArtifactLen bounds the Markdown of each artifact a tool returns to
+// the model, in bytes.
+const maxToolArtifactLen = 16000
+
+type toolSession struct {
+	ID           string           `json:"id"`
+	Name         string           `json:"name"`
+	Status       ports.SpecStatus `json:"status"`
+	CurrentStage ports.Stage      `json:"current_stage,omitempty"`
+	NextStage    ports.Stage      `json:"next_stage,omitempty"`
+	Generating   ports.Stage      `json:"generating,omitempty"`
+	Error        *ports.SpecError `json:"error,omitempty"`
+	UpdatedAt    time.Time        `json:"updated_at"`
+}
+
+func toolSessionOf(s ports.SpecSession) toolSession {
+	return toolSession{ID: s.ID, Name: s.Name, Status: s.Status, CurrentStage: s.CurrentStage,
+		NextStage: nextStage(s.CurrentStage), Generating: s.Generating, Error: s.Error, UpdatedAt: s.UpdatedAt}
+}
+
+type toolInput struct {
+	ID          string          `json:"id"`
+	Kind        ports.InputKind `json:"kind"`
+	Title       string          `json:"title"`
+	ContentType string          `json:"content_type"`
+	Size        int64           `json:"size"`
+}
+
+type toolArtifact struct {
+	Stage     ports.Stage `json:"stage"`
+	Version   int         `json:"version"`
+	Stale     bool        `json:"stale"`
+	Checks    []string    `json:"checks"`
+	Content   string      `json:"content"`
+	Truncated bool        `json:"truncated,omitempty"`
+}
+
+type toolSessionDetail struct {
+	toolSession
+	Inputs    []toolInput    `json:"inputs"`
+	Artifacts []toolArtifact `json:"artifacts"`
+}
+
+// Tools returns the specification engine's tools for the assistant's
+// registry: list_spec_sessions and get_spec_session (reads), add_spec_input
+// and generate_spec_stage (writes). They act for the principal in the
+// context they run with.
+func (s *Service) Tools() []assistant.Tool {
+	return []assistant.Tool{
+		{
+			Name:        "list_spec_sessions",
+			Description: "List the user's specification (PSE) sessions, most recently updated first, with their status and the stage generated last and next.",
+			Schema:      json.RawMessage(listSessionsSchema),
+			Effect:      assistant.EffectRead,
+			Run:         s.runListSessions,
+		},
+		{
+			Name:        "get_spec_session",
+			Description: "Get a specification session: its status, inputs, and the latest version of each generated stage (Scope, PRD, Epics, Stories, PRPs) as Markdown with its traceability checks.",
+			Schema:      json.RawMessage(getSessionSchema),
+			Effect:      assistant.EffectRead,
+			Run:         s.runGetSession,
+		},
+		{
+			Name:        "add_spec_input",
+			Description: "Add raw material (a document, a meeting transcript or a note, as text) to a specification session, for the stages generated after it.",
+			Schema:      json.RawMessage(addInputSchema),
+			Effect:      assistant.EffectWrite,
+			Summary:     summariseAddInput,
+			Run:         s.runAddInput,
+		},
+		{
+			Name:        "generate_spec_stage",
+			Description: "Start generating the next stage of a specification session (scope → prd → epics → stories → prps), or regenerate a named earlier stage, which marks the later stages stale. Generation runs in the background; poll get_spec_session for the result.",
+			Schema:      json.RawMessage(generateSchema),
+			Effect:      assistant.EffectWrite,
+			Summary:     summariseGenerate,
+			Run:         s.runGenerate,
+		},
+	}
+}
+
+type addInputArgs struct {
+	SessionID   string          `json:"session_id"`
+	Kind        ports.InputKind `json:"kind"`
+	Title       string          `json:"title"`
+	Content     string          `json:"content"`
+	ContentType string          `json:"content_type"`
+}
+
+type generateArgs struct {
+	SessionID string      `json:"session_id"`
+	Stage     ports.Stage `json:"stage"`
+}
+
+func decodeArgs(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return ports.Wrap(ports.KindInvalid, err, "the arguments do not fit the tool's schema")
+	}
+	return nil
+}
+
+func (s *Service) runListSessions(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args struct {
+		Limit  int    `json:"limit"`
+		Cursor string `json:"cursor"`
+	}
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	sessions, next, err := s.ListSessions(ctx, ports.Page{Limit: args.Limit, Cursor: args.Cursor})
+	if err != nil {
+		return nil, err
+	}
+	items := make([]toolSession, len(sessions))
+	for i, sess := range sessions {
+		items[i] = toolSessionOf(sess)
+	}
+	return map[string]any{"items": items, "next_cursor": next}, nil
+}
+
+func (s *Service) runGetSession(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	v, err := s.GetSession(ctx, args.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	out := toolSessionDetail{toolSession: toolSessionOf(v.Session), Inputs: []toolInput{}, Artifacts: []toolArtifact{}}
+	for _, in := range v.Inputs {
+		out.Inputs = append(out.Inputs, toolInput{ID: in.ID, Kind: in.Kind, Title: in.Title, ContentType: in.ContentType, Size: in.Size})
+	}
+	current := currentArtifacts(v.Artifacts)
+	for _, st := range ports.Stages {
+		a, ok := current[st]
+		if !ok {
+			continue
+		}
+		content, cut := clipBytes(a.Content, maxToolArtifactLen)
+		checks := a.Checks
+		if checks == nil {
+			checks = []string{}
+		}
+		out.Artifacts = append(out.Artifacts, toolArtifact{Stage: st, Version: a.Version, Stale: a.Stale, Checks: checks, Content: content, Truncated: cut})
+	}
+	return out, nil
+}
+
+func (s *Service) runAddInput(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args addInputArgs
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	in, err := s.AddInput(ctx, args.SessionID, NewInput{Kind: args.Kind, Title: args.Title, ContentType: args.ContentType, Content: args.Content})
+	if err != nil {
+		return nil, err
+	}
+	return toolInput{ID: in.ID, Kind: in.Kind, Title: in.Title, ContentType: in.ContentType, Size: in.Size}, nil
+}
+
+func (s *Service) runGenerate(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args generateArgs
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	sess, err := s.Generate(ctx, args.SessionID, args.Stage)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"session_id": sess.ID, "stage": sess.Generating, "status": sess.Status}, nil
+}
+
+func summariseAddInput(raw json.RawMessage) string {
+	var args addInputArgs
+	_ = json.Unmarshal(raw, &args)
+	return fmt.Sprintf("Add the %s %q (%s) to specification session %s.", args.Kind, line(args.Title), formatSize(int64(len(args.Content))), args.SessionID)
+}
+
+func summariseGenerate(raw json.RawMessage) string {
+	var args generateArgs
+	_ = json.Unmarshal(raw, &args)
+	if args.Stage == "" {
+		return fmt.Sprintf("Generate the next stage of specification session %s.", args.SessionID)
+	}
+	return fmt.Sprintf("Generate the %s stage of specification session %s; any later stages become stale.", args.Stage, args.SessionID)
+}
+
+// clipBytes cuts s to at most max bytes at a character boundary.
+func clipBytes(s string, max int) (string, bool) {
+	if len(s) <= max {
+		return s, false
+	}
+	cut := max
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut], true
+}
