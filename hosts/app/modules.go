@@ -8,7 +8,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/riverqueue/river"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/system"
 	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/core/spec"
 	"github.com/devpilot/devpilot/hosts/httpapi"
 	"github.com/devpilot/devpilot/hosts/worker"
 	"github.com/devpilot/devpilot/ports"
@@ -168,46 +168,49 @@ func NewIdentity(p IdentityParams) *identity.Service {
 	})
 }
 
-// QueueParams are what the job queue is built from; without Workers the
-// client only inserts jobs.
-type QueueParams struct {
-	fx.In
-	Lifecycle    fx.Lifecycle
-	DB           *sqlstore.DB
-	Logger       *slog.Logger
-	Workers      *river.Workers       `optional:"true"`
-	PeriodicJobs []*river.PeriodicJob `optional:"true"`
-}
-
-// QueueModule provides the River job queue as the JobQueue port, started and
-// stopped with the app.
+// QueueModule provides the JobQueue port: an insert-only River client, so
+// services enqueue jobs in their transactions whether or not this process
+// works them.
 var QueueModule = fx.Module("queue",
-	fx.Provide(
-		NewQueue,
-		fx.Annotate(func(q *queue.Queue) *queue.Queue { return q }, fx.As(new(ports.JobQueue))),
-	),
-	fx.Invoke(func(*queue.Queue) {}),
+	fx.Provide(fx.Annotate(
+		func(db *sqlstore.DB, logger *slog.Logger) (*queue.Queue, error) {
+			return queue.New(db, queue.Config{Logger: logger})
+		},
+		fx.As(new(ports.JobQueue)),
+	)),
 )
 
-// NewQueue returns the job queue, working jobs when Workers are provided.
-func NewQueue(p QueueParams) (*queue.Queue, error) {
-	q, err := queue.New(p.DB, queue.Config{Workers: p.Workers, PeriodicJobs: p.PeriodicJobs, Logger: p.Logger})
+// WorkerModule runs the River workers that call the core services: a second
+// River client that works jobs and enqueues the periodic maintenance ones,
+// started and stopped with the app.
+var WorkerModule = fx.Module("worker",
+	fx.Invoke(StartWorkers),
+)
+
+// WorkerParams are what the worker client is built from.
+type WorkerParams struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	DB        *sqlstore.DB
+	Logger    *slog.Logger
+	Identity  *identity.Service
+	Assistant *assistant.Service
+	Spec      *spec.Service
+}
+
+// StartWorkers builds the worker client and ties it to the app's lifecycle.
+func StartWorkers(p WorkerParams) error {
+	workers, err := worker.NewWorkers(worker.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Logger: p.Logger})
 	if err != nil {
-		return nil, err
+		return err
+	}
+	q, err := queue.New(p.DB, queue.Config{Workers: workers, PeriodicJobs: worker.PeriodicJobs(), Logger: p.Logger})
+	if err != nil {
+		return err
 	}
 	p.Lifecycle.Append(fx.StartStopHook(q.Start, q.Stop))
-	return q, nil
+	return nil
 }
-
-// WorkerModule provides the River workers that call the core services.
-var WorkerModule = fx.Module("worker",
-	fx.Provide(
-		func(id *identity.Service, as *assistant.Service, logger *slog.Logger) (*river.Workers, error) {
-			return worker.NewWorkers(worker.Deps{Identity: id, Assistant: as, Logger: logger})
-		},
-		worker.PeriodicJobs,
-	),
-)
 
 // HTTPModule provides the HTTP server: it listens on start, so a bad or busy
 // address fails start-up, serves in a goroutine and shuts down gracefully.
@@ -225,6 +228,7 @@ type HTTPParams struct {
 	Logger     *slog.Logger
 	Identity   *identity.Service
 	Assistant  *assistant.Service
+	Spec       *spec.Service
 	Ready      *Readiness
 }
 
@@ -234,7 +238,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		BodyLimit:      p.Config.BodyLimit,
 		RequestTimeout: p.Config.RequestTimeout,
 		ShutdownGrace:  p.Config.ShutdownGrace,
-	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Ready: p.Ready, Logger: p.Logger})
+	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Ready: p.Ready, Logger: p.Logger})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln, err := net.Listen("tcp", p.Config.HTTPAddr)
@@ -264,6 +268,7 @@ func Options(cfg Config, logger *slog.Logger) fx.Option {
 		CoreModule,
 		LLMModule,
 		AssistantModule,
+		SpecModule,
 		QueueModule,
 		fx.StopTimeout(cfg.ShutdownGrace + 5*time.Second),
 	}

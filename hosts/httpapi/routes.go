@@ -26,6 +26,9 @@ func (s *Server) routes() {
 	if s.d.Assistant != nil {
 		s.assistantRoutes()
 	}
+	if s.d.Spec != nil {
+		s.specRoutes()
+	}
 }
 
 // handlerFunc is what every endpoint implements: write a response, or return

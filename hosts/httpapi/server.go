@@ -46,8 +46,10 @@ type Deps struct {
 	Ready    Readiness
 	// Assistant serves /api/v1/agent; nil leaves those routes out.
 	Assistant Assistant
-	Logger    *slog.Logger         // nil: slog.Default()
-	Metrics   *prometheus.Registry // nil: a new registry with Go and process collectors
+	// Spec serves /pse; nil leaves those routes out.
+	Spec    Spec
+	Logger  *slog.Logger         // nil: slog.Default()
+	Metrics *prometheus.Registry // nil: a new registry with Go and process collectors
 }
 
 // Config tunes the transport. Zero fields take their defaults.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/core/spec"
 )
 
 // How often the maintenance jobs run.
@@ -32,10 +33,16 @@ type ConfirmationExpirer interface {
 	ExpireConfirmations(ctx context.Context) (int, error)
 }
 
+// StageGenerator generates one specification stage; *spec.Service is one.
+type StageGenerator interface {
+	RunGeneration(ctx context.Context, args spec.GenerateStageArgs, final bool) error
+}
+
 // Deps are the core services the workers call.
 type Deps struct {
 	Identity  TokenPruner
 	Assistant ConfirmationExpirer
+	Spec      StageGenerator
 	// Logger receives one line per job worked; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -44,13 +51,14 @@ type Deps struct {
 // queue.Config. It returns an error when a dependency is missing or River
 // rejects a worker.
 func NewWorkers(d Deps) (*river.Workers, error) {
-	if d.Identity == nil || d.Assistant == nil {
-		return nil, errors.New("worker: Deps.Identity and Deps.Assistant are required")
+	if d.Identity == nil || d.Assistant == nil || d.Spec == nil {
+		return nil, errors.New("worker: Deps.Identity, Deps.Assistant and Deps.Spec are required")
 	}
 	workers := river.NewWorkers()
 	err := errors.Join(
 		river.AddWorkerSafely(workers, &SweepWorker[identity.PruneTokensArgs]{Sweep: d.Identity.PruneTokens, Did: "pruned API tokens", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &SweepWorker[assistant.ExpireConfirmationsArgs]{Sweep: d.Assistant.ExpireConfirmations, Did: "expired confirmations", Logger: d.Logger}),
+		river.AddWorkerSafely(workers, &GenerateStageWorker{Spec: d.Spec}),
 	)
 	if err != nil {
 		return nil, err
@@ -93,4 +101,27 @@ func (w *SweepWorker[T]) Work(ctx context.Context, job *river.Job[T]) error {
 	}
 	cmp.Or(w.Logger, slog.Default()).InfoContext(ctx, w.Did, slog.Int("count", n), slog.Int64("job_id", job.ID))
 	return nil
+}
+
+// GenerateStageTimeout bounds one attempt at generating a stage: a long
+// document from a slow model, retried once on invalid output.
+const GenerateStageTimeout = 10 * time.Minute
+
+// GenerateStageWorker works spec.GenerateStageArgs jobs: it generates the
+// stage, telling the core whether this is the last attempt, so a transient
+// model failure is retried by the queue and only the last one fails the
+// session.
+type GenerateStageWorker struct {
+	river.WorkerDefaults[spec.GenerateStageArgs]
+	Spec StageGenerator
+}
+
+// Timeout gives a generation more than River's default minute.
+func (w *GenerateStageWorker) Timeout(*river.Job[spec.GenerateStageArgs]) time.Duration {
+	return GenerateStageTimeout
+}
+
+// Work generates the stage; an error makes River retry the job.
+func (w *GenerateStageWorker) Work(ctx context.Context, job *river.Job[spec.GenerateStageArgs]) error {
+	return w.Spec.RunGeneration(ctx, job.Args, job.Attempt >= job.MaxAttempts)
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/core/spec"
 	"github.com/devpilot/devpilot/hosts/worker"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
@@ -76,7 +78,7 @@ func TestPruneTokensJob(t *testing.T) {
 		}
 
 		svc := identity.New(identity.Deps{Orgs: store, Users: store, Tokens: store, Tx: db, Clock: fixture.NewClock(), IDs: ids})
-		workers, err := worker.NewWorkers(worker.Deps{Identity: svc, Assistant: fakeExpirer{}})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: svc, Assistant: fakeExpirer{}, Spec: fakeGenerator{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,6 +143,10 @@ func waitForJob(t *testing.T, events <-chan *river.Event, kind string) {
 	}
 }
 
+type fakeGenerator struct{}
+
+func (fakeGenerator) RunGeneration(context.Context, spec.GenerateStageArgs, bool) error { return nil }
+
 type fakeExpirer struct{}
 
 func (fakeExpirer) ExpireConfirmations(context.Context) (int, error) { return 0, nil }
@@ -187,7 +193,7 @@ func TestNewWorkers(t *testing.T) {
 	if _, err := worker.NewWorkers(worker.Deps{}); err == nil {
 		t.Fatal("NewWorkers without Identity succeeded")
 	}
-	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}}); err != nil {
+	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}}); err != nil {
 		t.Fatalf("NewWorkers: %v", err)
 	}
 }
@@ -200,7 +206,7 @@ func TestPeriodicJobsRunOnStart(t *testing.T) {
 		t.Parallel()
 		ctx := t.Context()
 		pruned := make(chan struct{}, 1)
-		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned), Assistant: fakeExpirer{}})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned), Assistant: fakeExpirer{}, Spec: fakeGenerator{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,4 +246,29 @@ func (s signalPruner) PruneTokens(context.Context) (int, error) {
 	default:
 	}
 	return 0, nil
+}
+
+type recordingGenerator struct{ final []bool }
+
+func (g *recordingGenerator) RunGeneration(_ context.Context, _ spec.GenerateStageArgs, final bool) error {
+	g.final = append(g.final, final)
+	return nil
+}
+
+func TestGenerateStageWorkerTellsTheLastAttempt(t *testing.T) {
+	t.Parallel()
+	g := &recordingGenerator{}
+	w := &worker.GenerateStageWorker{Spec: g}
+	for attempt := 1; attempt <= 3; attempt++ {
+		job := &river.Job[spec.GenerateStageArgs]{JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: 3}}
+		if err := w.Work(context.Background(), job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []bool{false, false, true}; !slices.Equal(g.final, want) {
+		t.Fatalf("final = %v, want %v", g.final, want)
+	}
+	if w.Timeout(nil) < 5*time.Minute {
+		t.Errorf("Timeout = %v: too short for a model generating a document", w.Timeout(nil))
+	}
 }

@@ -1,0 +1,44 @@
+package app
+
+import (
+	"log/slog"
+
+	"go.uber.org/fx"
+
+	"github.com/devpilot/devpilot/adapters/sqlstore"
+	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/spec"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// SpecModule provides the specification engine and registers its tools
+// with the assistant.
+var SpecModule = fx.Module("spec",
+	fx.Provide(
+		fx.Annotate(sqlstore.NewSpec, fx.As(new(ports.SpecStore)), fx.As(new(ports.StandardStore))),
+		NewSpec,
+	),
+	fx.Invoke(func(r *assistant.Registry, s *spec.Service) error { return r.Register(s.Tools()...) }),
+)
+
+// SpecParams are what the specification engine is built from.
+type SpecParams struct {
+	fx.In
+	Config    Config
+	Logger    *slog.Logger
+	Specs     ports.SpecStore
+	Standards ports.StandardStore
+	Tx        ports.Transactor
+	Jobs      ports.JobQueue
+	LLM       ports.LLM
+	Clock     ports.Clock
+	IDs       ports.IDs
+}
+
+// NewSpec returns the specification engine.
+func NewSpec(p SpecParams) *spec.Service {
+	return spec.New(spec.Config{Model: p.Config.LLMModel}, spec.Deps{
+		Specs: p.Specs, Standards: p.Standards, Tx: p.Tx, Jobs: p.Jobs, LLM: p.LLM,
+		Clock: p.Clock, IDs: p.IDs, Logger: p.Logger,
+	})
+}

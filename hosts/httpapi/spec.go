@@ -1,0 +1,460 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/devpilot/devpilot/core/spec"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// Spec is the specification engine as the transport calls it.
+type Spec interface {
+	CreateSession(ctx context.Context, name string, inputs []spec.NewInput) (spec.View, error)
+	AddInput(ctx context.Context, sessionID string, in spec.NewInput) (ports.SpecInput, error)
+	Generate(ctx context.Context, sessionID string, stage ports.Stage) (ports.SpecSession, error)
+	GetSession(ctx context.Context, id string) (spec.View, error)
+	ListSessions(ctx context.Context, page ports.Page) ([]ports.SpecSession, string, error)
+	ListStandards(ctx context.Context) ([]ports.Standard, error)
+	GetStandard(ctx context.Context, id string) (ports.Standard, error)
+	CreateStandard(ctx context.Context, in spec.StandardInput) (ports.Standard, error)
+	UpdateStandard(ctx context.Context, id string, in spec.StandardInput) (ports.Standard, error)
+	DeleteStandard(ctx context.Context, id string) error
+}
+
+// specUploadLimit bounds a PSE request body: a session's inputs (8 MiB by
+// default) plus multipart framing.
+const specUploadLimit = 9 << 20
+
+// specRoutes serves §4.2 at the paths API.md names (/pse/…) and, like the
+// assistant's, under /api/v1.
+func (s *Server) specRoutes() {
+	for _, p := range []string{"", "/api/v1"} {
+		s.handle(http.MethodPost, p+"/pse/sessions", s.createSpecSession, maxBody(specUploadLimit))
+		s.handle(http.MethodGet, p+"/pse/sessions", s.listSpecSessions)
+		s.handle(http.MethodGet, p+"/pse/sessions/:session_id", s.getSpecSession)
+		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/inputs", s.addSpecInput, maxBody(specUploadLimit))
+		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/generate", s.generateSpec)
+		s.handle(http.MethodGet, p+"/pse/standards", s.listStandards)
+		s.handle(http.MethodPost, p+"/pse/standards", s.createStandard)
+		s.handle(http.MethodPut, p+"/pse/standards", s.updateStandard)
+		s.handle(http.MethodDelete, p+"/pse/standards", s.deleteStandard)
+		s.handle(http.MethodGet, p+"/pse/standards/:standard_id", s.getStandard)
+		s.handle(http.MethodPut, p+"/pse/standards/:standard_id", s.updateStandard)
+		s.handle(http.MethodDelete, p+"/pse/standards/:standard_id", s.deleteStandard)
+	}
+}
+
+type specInputJSON struct {
+	Kind    string `json:"kind"`
+	Title   string `json:"title"`
+	Content string `json:"content"`
+}
+
+func (in specInputJSON) input() spec.NewInput {
+	return spec.NewInput{Kind: ports.InputKind(in.Kind), Title: in.Title, ContentType: "text/plain", Content: in.Content}
+}
+
+type createSpecRequest struct {
+	Name   *string         `json:"name"`
+	Inputs []specInputJSON `json:"inputs"`
+}
+
+func (s *Server) createSpecSession(w http.ResponseWriter, r *http.Request) error {
+	var name string
+	var inputs []spec.NewInput
+	if isMultipart(r) {
+		form, err := readSpecForm(r)
+		if err != nil {
+			return err
+		}
+		if form.name == "" {
+			return missing("name")
+		}
+		name, inputs = form.name, form.inputs
+	} else {
+		var req createSpecRequest
+		if err := decodeJSON(w, r, &req); err != nil {
+			return err
+		}
+		if req.Name == nil {
+			return missing("name")
+		}
+		name = *req.Name
+		for _, in := range req.Inputs {
+			inputs = append(inputs, in.input())
+		}
+	}
+	view, err := s.d.Spec.CreateSession(r.Context(), name, inputs)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, specSessionOut(view))
+}
+
+func (s *Server) addSpecInput(w http.ResponseWriter, r *http.Request) error {
+	var in spec.NewInput
+	if isMultipart(r) {
+		form, err := readSpecForm(r)
+		if err != nil {
+			return err
+		}
+		if len(form.inputs) != 1 {
+			return &ports.Error{Kind: ports.KindMalformed, Message: "send exactly one file part",
+				Fields: []ports.FieldError{{Field: "file", Reason: "exactly one required"}}}
+		}
+		in = form.inputs[0]
+	} else {
+		var req specInputJSON
+		if err := decodeJSON(w, r, &req); err != nil {
+			return err
+		}
+		in = req.input()
+	}
+	added, err := s.d.Spec.AddInput(r.Context(), pathParam(r, "session_id"), in)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, specInputOut(added))
+}
+
+type generateRequest struct {
+	Stage string `json:"stage"`
+}
+
+func (s *Server) generateSpec(w http.ResponseWriter, r *http.Request) error {
+	var req generateRequest
+	if r.ContentLength != 0 {
+		if err := decodeJSON(w, r, &req); err != nil {
+			return err
+		}
+	}
+	sess, err := s.d.Spec.Generate(r.Context(), pathParam(r, "session_id"), ports.Stage(req.Stage))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, map[string]string{
+		"session_id": sess.ID, "stage": string(sess.Generating), "status": string(sess.Status),
+	})
+}
+
+func (s *Server) getSpecSession(w http.ResponseWriter, r *http.Request) error {
+	view, err := s.d.Spec.GetSession(r.Context(), pathParam(r, "session_id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, specSessionOut(view))
+}
+
+func (s *Server) listSpecSessions(w http.ResponseWriter, r *http.Request) error {
+	page, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	sessions, next, err := s.d.Spec.ListSessions(r.Context(), page)
+	if err != nil {
+		return err
+	}
+	items := make([]specSessionJSON, len(sessions))
+	for i, sess := range sessions {
+		items[i] = specSessionOut(spec.View{Session: sess})
+		items[i].Inputs, items[i].Artifacts = nil, nil
+	}
+	return writeJSON(w, http.StatusOK, list(items, next))
+}
+
+// specForm is what a multipart PSE request carries.
+type specForm struct {
+	name   string
+	inputs []spec.NewInput
+}
+
+const maxFormField = 1 << 10
+
+// readSpecForm streams a multipart body: a "name" field, an optional "kind"
+// field (document by default) applying to the files, and "file" parts, each
+// text/markdown or text/plain. A PDF is 415: its text is not extracted.
+func readSpecForm(r *http.Request) (specForm, error) {
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return specForm{}, malformed("not a multipart/form-data body: %v", err)
+	}
+	var form specForm
+	kind := ports.InputDocument
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return specForm{}, bodyError(err, "reading the multipart body")
+		}
+		switch part.FormName() {
+		case "name":
+			v, err := readField(part)
+			if err != nil {
+				return specForm{}, err
+			}
+			form.name = v
+		case "kind":
+			v, err := readField(part)
+			if err != nil {
+				return specForm{}, err
+			}
+			kind = ports.InputKind(v)
+		case "file":
+			in, err := readTextFile(part)
+			if err != nil {
+				return specForm{}, err
+			}
+			form.inputs = append(form.inputs, in)
+		}
+		part.Close()
+	}
+	for i := range form.inputs {
+		form.inputs[i].Kind = kind
+	}
+	return form, nil
+}
+
+func readField(part *multipart.Part) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(part, maxFormField+1))
+	if err != nil {
+		return "", bodyError(err, "reading a form field")
+	}
+	if len(b) > maxFormField {
+		return "", &ports.Error{Kind: ports.KindInvalid, Message: "form field " + part.FormName() + " is too long",
+			Fields: []ports.FieldError{{Field: part.FormName(), Reason: "at most 1 KiB"}}}
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+var textExtensions = map[string]string{".md": "text/markdown", ".markdown": "text/markdown", ".txt": "text/plain", ".text": "text/plain"}
+
+// readTextFile reads an uploaded file that must be Markdown or plain UTF-8
+// text, by its declared type or its extension, and not a PDF by its content.
+func readTextFile(part *multipart.Part) (spec.NewInput, error) {
+	content, err := io.ReadAll(part)
+	if err != nil {
+		return spec.NewInput{}, bodyError(err, "reading an uploaded file")
+	}
+	name := part.FileName()
+	declared, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
+	ct, known := textExtensions[strings.ToLower(path.Ext(name))]
+	if declared == "text/markdown" || declared == "text/plain" {
+		ct, known = declared, true
+	}
+	sniffed := http.DetectContentType(content)
+	switch {
+	case declared == "application/pdf" || strings.HasPrefix(sniffed, "application/pdf") || strings.EqualFold(path.Ext(name), ".pdf"):
+		return spec.NewInput{}, &ports.Error{Kind: ports.KindUnsupportedMedia,
+			Message: "PDF uploads are not supported: upload the document's text as text/markdown or text/plain"}
+	case !known || !utf8.Valid(content):
+		return spec.NewInput{}, &ports.Error{Kind: ports.KindUnsupportedMedia,
+			Message: "file " + name + " must be UTF-8 text/markdown or text/plain (.md, .markdown, .txt)"}
+	}
+	title := strings.TrimSuffix(path.Base(name), path.Ext(name))
+	return spec.NewInput{Title: title, ContentType: ct, Content: string(content)}, nil
+}
+
+// bodyError maps a failure to read the body: over the limit is 413, anything
+// else 400.
+func bodyError(err error, doing string) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return tooLarge(tooBig.Limit)
+	}
+	return malformed("%s: %v", doing, err)
+}
+
+func isMultipart(r *http.Request) bool {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return mt == "multipart/form-data"
+}
+
+type specInputOutJSON struct {
+	ID          string    `json:"id"`
+	Kind        string    `json:"kind"`
+	Title       string    `json:"title"`
+	ContentType string    `json:"content_type"`
+	Size        int64     `json:"size"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+func specInputOut(in ports.SpecInput) specInputOutJSON {
+	return specInputOutJSON{ID: in.ID, Kind: string(in.Kind), Title: in.Title, ContentType: in.ContentType, Size: in.Size, CreatedAt: in.CreatedAt.UTC()}
+}
+
+type artifactJSON struct {
+	Stage     string          `json:"stage"`
+	Version   int             `json:"version"`
+	Format    string          `json:"format"`
+	Content   string          `json:"content"`
+	Data      json.RawMessage `json:"data"`
+	Checks    []string        `json:"checks"`
+	Stale     bool            `json:"stale"`
+	Model     string          `json:"model"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+type specSessionJSON struct {
+	ID           string             `json:"id"`
+	Name         string             `json:"name"`
+	Status       string             `json:"status"`
+	CurrentStage *string            `json:"current_stage"`
+	NextStage    *string            `json:"next_stage"`
+	Inputs       []specInputOutJSON `json:"inputs,omitempty"`
+	Artifacts    []artifactJSON     `json:"artifacts,omitempty"`
+	Error        *ports.SpecError   `json:"error,omitempty"`
+	CreatedAt    time.Time          `json:"created_at"`
+	UpdatedAt    time.Time          `json:"updated_at"`
+}
+
+func optStage(st ports.Stage) *string {
+	if st == "" {
+		return nil
+	}
+	v := string(st)
+	return &v
+}
+
+func specSessionOut(v spec.View) specSessionJSON {
+	out := specSessionJSON{
+		ID: v.Session.ID, Name: v.Session.Name, Status: string(v.Session.Status),
+		CurrentStage: optStage(v.Session.CurrentStage), NextStage: optStage(v.NextStage),
+		Inputs: make([]specInputOutJSON, len(v.Inputs)), Artifacts: make([]artifactJSON, len(v.Artifacts)),
+		Error: v.Session.Error, CreatedAt: v.Session.CreatedAt.UTC(), UpdatedAt: v.Session.UpdatedAt.UTC(),
+	}
+	for i, in := range v.Inputs {
+		out.Inputs[i] = specInputOut(in)
+	}
+	for i, a := range v.Artifacts {
+		checks := a.Checks
+		if checks == nil {
+			checks = []string{}
+		}
+		out.Artifacts[i] = artifactJSON{Stage: string(a.Stage), Version: a.Version, Format: a.Format, Content: a.Content,
+			Data: a.Data, Checks: checks, Stale: a.Stale, Model: a.Model, CreatedAt: a.CreatedAt.UTC()}
+	}
+	return out
+}
+
+type standardRequest struct {
+	ID        string   `json:"id"`
+	Title     string   `json:"title"`
+	Body      string   `json:"body"`
+	AppliesTo []string `json:"applies_to"`
+}
+
+func (req standardRequest) input() spec.StandardInput {
+	in := spec.StandardInput{Title: req.Title, Body: req.Body}
+	for _, st := range req.AppliesTo {
+		in.AppliesTo = append(in.AppliesTo, ports.Stage(st))
+	}
+	return in
+}
+
+type standardJSON struct {
+	ID        string    `json:"id"`
+	Title     string    `json:"title"`
+	Body      string    `json:"body"`
+	AppliesTo []string  `json:"applies_to"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func standardOut(st ports.Standard) standardJSON {
+	out := standardJSON{ID: st.ID, Title: st.Title, Body: st.Body, AppliesTo: []string{}, CreatedAt: st.CreatedAt.UTC(), UpdatedAt: st.UpdatedAt.UTC()}
+	for _, a := range st.AppliesTo {
+		out.AppliesTo = append(out.AppliesTo, string(a))
+	}
+	return out
+}
+
+func (s *Server) listStandards(w http.ResponseWriter, r *http.Request) error {
+	standards, err := s.d.Spec.ListStandards(r.Context())
+	if err != nil {
+		return err
+	}
+	items := make([]standardJSON, len(standards))
+	for i, st := range standards {
+		items[i] = standardOut(st)
+	}
+	return writeJSON(w, http.StatusOK, list(items, ""))
+}
+
+func (s *Server) getStandard(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.d.Spec.GetStandard(r.Context(), pathParam(r, "standard_id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, standardOut(st))
+}
+
+func (s *Server) createStandard(w http.ResponseWriter, r *http.Request) error {
+	var req standardRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	st, err := s.d.Spec.CreateStandard(r.Context(), req.input())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, standardOut(st))
+}
+
+// standardID is the standard a request addresses: the path's, else the
+// body's id (PUT) or ?id= (DELETE). A body id that contradicts the path is
+// invalid.
+func standardID(r *http.Request, bodyID string) (string, error) {
+	id := pathParam(r, "standard_id")
+	switch {
+	case id != "" && bodyID != "" && bodyID != id:
+		return "", ports.Invalid("the body's id differs from the path's", ports.FieldError{Field: "id", Reason: "must match the path"})
+	case id == "" && bodyID != "":
+		id = bodyID
+	case id == "":
+		id = r.URL.Query().Get("id")
+	}
+	if id == "" {
+		return "", missing("id")
+	}
+	return id, nil
+}
+
+func (s *Server) updateStandard(w http.ResponseWriter, r *http.Request) error {
+	var req standardRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	id, err := standardID(r, req.ID)
+	if err != nil {
+		return err
+	}
+	st, err := s.d.Spec.UpdateStandard(r.Context(), id, req.input())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, standardOut(st))
+}
+
+func (s *Server) deleteStandard(w http.ResponseWriter, r *http.Request) error {
+	id, err := standardID(r, "")
+	if err != nil {
+		return err
+	}
+	if err := s.d.Spec.DeleteStandard(r.Context(), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
