@@ -90,6 +90,26 @@ func TestSpecEndToEnd(t *testing.T) {
 				t.Fatalf("create standard: %d %s", code, body)
 			}
 
+			// A standard is addressed by path, by the body's id (PUT) or by ?id= (DELETE).
+			_, body, _ = st.call(admin, "POST", "/pse/standards", map[string]any{"title": "Tone", "body": "Plain words.", "applies_to": []string{"scope"}})
+			var tone struct{ ID string }
+			_ = json.Unmarshal(body, &tone)
+			if code, body, _ := st.call(admin, "PUT", "/pse/standards", map[string]any{"id": tone.ID, "title": "Tone", "body": "Short words.", "applies_to": []string{"scope", "prd"}}); code != 200 || !bytes.Contains(body, []byte("Short words.")) {
+				t.Fatalf("PUT by body id: %d %s", code, body)
+			}
+			if code, body, _ := st.call(member, "GET", "/pse/standards/"+tone.ID, nil); code != 200 || !bytes.Contains(body, []byte(`"applies_to":["scope","prd"]`)) {
+				t.Fatalf("GET by path: %d %s", code, body)
+			}
+			if code, body, _ := st.call(admin, "PUT", "/pse/standards/"+tone.ID, map[string]any{"title": "Tone", "body": "Shorter.", "applies_to": []string{"scope"}}); code != 200 || !bytes.Contains(body, []byte("Shorter.")) {
+				t.Fatalf("PUT by path: %d %s", code, body)
+			}
+			if code, _, _ := st.call(admin, "DELETE", "/pse/standards?id="+tone.ID, nil); code != 204 {
+				t.Fatalf("DELETE by ?id=: %d", code)
+			}
+			if code, body, _ := st.call(member, "GET", "/pse/standards", nil); code != 200 || bytes.Contains(body, []byte("Shorter.")) || !bytes.Contains(body, []byte("Owners")) {
+				t.Fatalf("list after delete: %d %s", code, body)
+			}
+
 			code, body, _ = st.call(member, "POST", "/pse/sessions", map[string]any{
 				"name": "Checkout revamp",
 				"inputs": []map[string]string{
