@@ -1,0 +1,72 @@
+package cloud
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// op describes a write for the audit log.
+type op struct {
+	action   string // such as "ecs.scale_service"
+	resource string // such as "prod/checkout"
+	args     any    // encoded as the entry's arguments; never a secret
+}
+
+// write carries out a write on an account: refused (forbidden) when the
+// account is read-only, otherwise fn runs with the account's credentials.
+// Either way the audit log records who did what, and how it ended.
+func write[T any](ctx context.Context, s *Service, p ports.Principal, a ports.CloudAccount, o op, fn func(context.Context, ports.CloudCredentials) (T, error)) (T, error) {
+	var zero T
+	at := s.d.Clock.Now()
+	if a.ReadOnly {
+		err := ports.Errorf(ports.KindForbidden, "cloud account %s is read-only", a.Name)
+		s.audit(ctx, p, a, o, at, ports.AuditRefused, err.Message)
+		return zero, err
+	}
+	v, err := call(ctx, s, a, fn)
+	if err != nil {
+		s.audit(ctx, p, a, o, at, ports.AuditFailed, message(err))
+		return zero, err
+	}
+	s.audit(ctx, p, a, o, at, ports.AuditOK, "")
+	return v, nil
+}
+
+// audit records an entry. The operation has happened (or been refused) by
+// now, so a failure to record it is logged rather than returned, and the
+// entry is written even when the caller has gone away.
+func (s *Service) audit(ctx context.Context, p ports.Principal, a ports.CloudAccount, o op, at time.Time, outcome, errMsg string) {
+	args, err := json.Marshal(o.args)
+	if err != nil {
+		args = json.RawMessage(`{}`)
+	}
+	e := ports.AuditEntry{
+		ID: s.d.IDs.NewID(), OrgID: p.OrgID, UserID: p.UserID, AccountID: a.ID,
+		Action: o.action, Resource: o.resource, Arguments: args, Outcome: outcome, Error: errMsg, At: at,
+	}
+	if err := s.d.Audit.RecordAudit(context.WithoutCancel(ctx), e); err != nil {
+		s.log.Error("recording an audit entry", "err", err, "action", e.Action, "account", e.AccountID,
+			"resource", e.Resource, "user", e.UserID, "outcome", e.Outcome)
+	}
+}
+
+// ListAudit returns a page of the caller's organisation's audit log, newest
+// first, only one account's when accountID is not "" (a deleted account's
+// entries included), and the next page's cursor ("" at the end). A zero Limit
+// means 50. Errors: invalid for a limit outside 1..200 or a bad cursor.
+func (s *Service) ListAudit(ctx context.Context, accountID string, page ports.Page) ([]ports.AuditEntry, string, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if page, err = checkPage(page); err != nil {
+		return nil, "", err
+	}
+	if accountID != "" && !isUUID(accountID) {
+		return []ports.AuditEntry{}, "", nil
+	}
+	return s.d.Audit.ListAudit(ctx, p.OrgID, accountID, page)
+}

@@ -1,0 +1,236 @@
+// Package cloud is the core of devpilot's cloud management: the AWS accounts
+// an organisation connects, what they cost, and the container services (ECS),
+// functions (Lambda) and hosted apps (Amplify) in them.
+//
+// Every member of an organisation may read and operate its accounts; only an
+// admin adds or deletes one. Credentials are built from an account only for
+// the duration of one provider call: an access key's secret is sealed with the
+// Cipher, bound to the account id, before it reaches the store, and it is never
+// returned, logged or put in an error. Every write — deploying or scaling a
+// service, invoking a function (a dry run too), deploying an app — is refused
+// on a read-only account and recorded in the audit log, whatever its outcome.
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// Config tunes the cloud core. Zero values take the defaults named.
+type Config struct {
+	// CostTTL is how long a cost report stays cached (6 hours).
+	CostTTL time.Duration
+	// MaxCostLookback bounds how far before today a cost query may start
+	// (13 calendar months when zero, as far back as Cost Explorer goes).
+	MaxCostLookback time.Duration
+}
+
+// The defaults and limits of the cloud core.
+const (
+	DefaultCostTTL = 6 * time.Hour
+	// DefaultLookbackMonths is the lookback in calendar months when
+	// Config.MaxCostLookback is zero.
+	DefaultLookbackMonths = 13
+	MaxAccountNameLen     = 100
+	DefaultPageLimit      = 50
+	MaxPageLimit          = 200
+	DefaultLogLimit       = 100
+	MaxLogLimit           = 1000
+	MaxDesiredCount       = 1000
+	// MaxPayloadBytes bounds a function invocation's payload, as Lambda does.
+	MaxPayloadBytes = 256 << 10
+)
+
+// ProviderAWS is the one cloud provider devpilot operates.
+const ProviderAWS = "aws"
+
+func (c Config) withDefaults() Config {
+	if c.CostTTL <= 0 {
+		c.CostTTL = DefaultCostTTL
+	}
+	return c
+}
+
+// Deps are the ports a Service needs. Logger nil discards logs.
+type Deps struct {
+	Accounts ports.CloudAccountStore
+	Costs    ports.CostCacheStore
+	Audit    ports.AuditStore
+	Provider ports.CloudProvider
+	Cipher   ports.Cipher
+	Clock    ports.Clock
+	IDs      ports.IDs
+	Logger   *slog.Logger
+}
+
+// Service is the cloud core's use cases. Every method acts for the principal
+// in ctx, within its organisation, and fails with unauthenticated without
+// one. Errors of the provider pass through with their kinds (rate_limited
+// with RetryAfter, upstream, timeout, not_found, invalid).
+type Service struct {
+	cfg Config
+	d   Deps
+	log *slog.Logger
+}
+
+// New returns a Service over the given ports.
+func New(cfg Config, d Deps) *Service {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "cloud")}
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+func isUUID(s string) bool { return uuidPattern.MatchString(s) }
+
+// fieldsError is an error of the kind listing the fields, with a message that
+// names them too (the assistant's model sees only the message).
+func fieldsError(kind ports.Kind, fields []ports.FieldError) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	parts := make([]string, len(fields))
+	for i, f := range fields {
+		parts[i] = f.Field + ": " + f.Reason
+	}
+	what := "malformed request"
+	if kind != ports.KindMalformed {
+		what = "invalid request"
+	}
+	return &ports.Error{Kind: kind, Message: what + " (" + strings.Join(parts, "; ") + ")", Fields: fields}
+}
+
+// required names each field whose value is blank; pairs are field, value.
+func required(pairs ...string) []ports.FieldError {
+	var fields []ports.FieldError
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if strings.TrimSpace(pairs[i+1]) == "" {
+			fields = append(fields, ports.FieldError{Field: pairs[i], Reason: "required"})
+		}
+	}
+	return fields
+}
+
+func checkPage(page ports.Page) (ports.Page, error) {
+	if page.Limit == 0 {
+		page.Limit = DefaultPageLimit
+	}
+	if page.Limit < 1 || page.Limit > MaxPageLimit {
+		return page, ports.Invalid("invalid page", ports.FieldError{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxPageLimit)})
+	}
+	return page, nil
+}
+
+// admin returns the caller when it administers its organisation; forbidden
+// otherwise.
+func admin(ctx context.Context) (ports.Principal, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return p, err
+	}
+	if !p.IsAdmin() {
+		return p, &ports.Error{Kind: ports.KindForbidden, Message: "only an organisation admin may add or delete cloud accounts"}
+	}
+	return p, nil
+}
+
+// account returns the caller's organisation's account, as stored (with its
+// sealed secret): not_found when absent or another organisation's.
+func (s *Service) account(ctx context.Context, p ports.Principal, id string) (ports.CloudAccount, error) {
+	if !isUUID(id) {
+		return ports.CloudAccount{}, ports.NotFound("cloud account", id)
+	}
+	return s.d.Accounts.GetCloudAccount(ctx, p.OrgID, id)
+}
+
+// target is the first step of every operation on an account: the caller,
+// the checks of the request's required fields (malformed), then the account.
+func (s *Service) target(ctx context.Context, accountID string, fields []ports.FieldError) (ports.Principal, ports.CloudAccount, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return p, ports.CloudAccount{}, err
+	}
+	if err := fieldsError(ports.KindMalformed, fields); err != nil {
+		return p, ports.CloudAccount{}, err
+	}
+	a, err := s.account(ctx, p, accountID)
+	return p, a, err
+}
+
+// credentials builds what a provider call authenticates with. The secret of
+// an access key is opened here and must not outlive the call.
+func (s *Service) credentials(a ports.CloudAccount) (ports.CloudCredentials, error) {
+	c := ports.CloudCredentials{Region: a.Region, Mode: a.Auth.Mode}
+	switch a.Auth.Mode {
+	case ports.AuthAssumeRole:
+		c.RoleARN, c.ExternalID = a.Auth.RoleARN, a.Auth.ExternalID
+	case ports.AuthAccessKey:
+		secret, err := s.d.Cipher.Open(a.Auth.SealedSecret, []byte(a.ID))
+		if err != nil {
+			return ports.CloudCredentials{}, ports.Wrap(ports.KindInternal, err, fmt.Sprintf("the credentials of cloud account %s cannot be opened", a.ID))
+		}
+		c.AccessKeyID, c.SecretAccessKey = a.Auth.AccessKeyID, string(secret)
+	default:
+		return ports.CloudCredentials{}, ports.Errorf(ports.KindInternal, "cloud account %s has the unknown auth mode %q", a.ID, a.Auth.Mode)
+	}
+	return c, nil
+}
+
+// call runs fn with the account's credentials and returns its error, kind
+// kept, with no trace of the secret.
+func call[T any](ctx context.Context, s *Service, a ports.CloudAccount, fn func(context.Context, ports.CloudCredentials) (T, error)) (T, error) {
+	c, err := s.credentials(a)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := fn(ctx, c)
+	return v, scrub(err, c.SecretAccessKey)
+}
+
+const redacted = "[redacted]"
+
+// scrub returns err, or, should its text contain the secret (a provider must
+// never do that), a copy of it of the same kind with the secret replaced.
+func scrub(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	clean := func(s string) string { return strings.ReplaceAll(s, secret, redacted) }
+	out := &ports.Error{Kind: ports.KindInternal, Message: "internal error"}
+	if e, ok := ports.AsError(err); ok {
+		out = &ports.Error{Kind: e.Kind, Code: e.Code, Message: clean(e.Message), RetryAfter: e.RetryAfter}
+		for _, f := range e.Fields {
+			out.Fields = append(out.Fields, ports.FieldError{Field: f.Field, Reason: clean(f.Reason)})
+		}
+	}
+	out.Err = errors.New(clean(err.Error()))
+	return out
+}
+
+// message is what a client may read of err: a ports.Error's message, or a
+// generic one for anything else.
+func message(err error) string {
+	switch e, ok := ports.AsError(err); {
+	case ok && e.Kind != ports.KindInternal:
+		if e.Message == "" {
+			return string(e.Kind)
+		}
+		return e.Message
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out"
+	default:
+		return "internal error"
+	}
+}

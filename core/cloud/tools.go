@@ -1,0 +1,450 @@
+package cloud
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// The JSON Schemas of the tools' arguments.
+const (
+	accountProp = `"account_id":{"type":"string","format":"uuid","description":"The id of the cloud account, from list_cloud_accounts."}`
+	clusterProp = `"cluster":{"type":"string","minLength":1,"maxLength":1024,"description":"The cluster's name or ARN."}`
+	serviceProp = `"service":{"type":"string","minLength":1,"maxLength":1024,"description":"The service's name or ARN."}`
+	nameProp    = `"name":{"type":"string","minLength":1,"maxLength":1024,"description":"The function's name or ARN."}`
+	appProp     = `"app_id":{"type":"string","minLength":1,"maxLength":255,"description":"The app's id, from list_apps."}`
+	branchProp  = `"branch":{"type":"string","minLength":1,"maxLength":255}`
+	logProps    = `"since":{"type":"string","format":"date-time","description":"Only events at or after this time (RFC 3339); the recent past when left out."},
+"limit":{"type":"integer","minimum":1,"maximum":200,"description":"How many of the newest events to return (default 50)."}`
+
+	listAccountsSchema = `{"type":"object","additionalProperties":false,"properties":{
+"limit":{"type":"integer","minimum":1,"maximum":200,"description":"How many accounts to return (default 50)."},
+"cursor":{"type":"string","description":"The next_cursor of the previous page."}}}`
+	accountOnlySchema = `{"type":"object","additionalProperties":false,"required":["account_id"],"properties":{` + accountProp + `}}`
+	costsSchema       = `{"type":"object","additionalProperties":false,"required":["account_id","start_date","end_date"],"properties":{` + accountProp + `,
+"start_date":{"type":"string","format":"date","description":"The first day, YYYY-MM-DD; at most 13 months ago."},
+"end_date":{"type":"string","format":"date","description":"The last day, included, YYYY-MM-DD."},
+"granularity":{"type":"string","enum":["DAILY","MONTHLY"],"description":"One period per day (default) or per month."},
+"group_by":{"type":"string","enum":["SERVICE"],"description":"Split each period's cost by AWS service."}}}`
+	clusterSchema     = `{"type":"object","additionalProperties":false,"required":["account_id","cluster"],"properties":{` + accountProp + `,` + clusterProp + `}}`
+	serviceSchema     = `{"type":"object","additionalProperties":false,"required":["account_id","cluster","service"],"properties":{` + accountProp + `,` + clusterProp + `,` + serviceProp + `}}`
+	serviceLogsSchema = `{"type":"object","additionalProperties":false,"required":["account_id","cluster","service"],"properties":{` + accountProp + `,` + clusterProp + `,` + serviceProp + `,` + logProps + `}}`
+	scaleSchema       = `{"type":"object","additionalProperties":false,"required":["account_id","cluster","service","desired_count"],"properties":{` + accountProp + `,` + clusterProp + `,` + serviceProp + `,
+"desired_count":{"type":"integer","minimum":0,"maximum":1000,"description":"How many tasks the service should run."},
+"confirm_scale_to_zero":{"type":"boolean","description":"Must be true to scale to 0 tasks, which stops the service."}}}`
+	functionLogsSchema = `{"type":"object","additionalProperties":false,"required":["account_id","name"],"properties":{` + accountProp + `,` + nameProp + `,` + logProps + `}}`
+	invokeSchema       = `{"type":"object","additionalProperties":false,"required":["account_id","name"],"properties":{` + accountProp + `,` + nameProp + `,
+"payload":{"description":"The event to invoke the function with: any JSON, at most 256 KiB ({} when left out)."},
+"dry_run":{"type":"boolean","description":"Only check that the function could be invoked, without running it."}}}`
+	appSchema       = `{"type":"object","additionalProperties":false,"required":["account_id","app_id","branch"],"properties":{` + accountProp + `,` + appProp + `,` + branchProp + `}}`
+	buildLogsSchema = `{"type":"object","additionalProperties":false,"required":["account_id","app_id","branch","build_id"],"properties":{` + accountProp + `,` + appProp + `,` + branchProp + `,
+"build_id":{"type":"string","minLength":1,"maxLength":255,"description":"The build's (job's) id."}}}`
+)
+
+// Bounds on what the tools give the model.
+const (
+	toolLogLimit       = 50
+	maxToolLogLine     = 2000
+	maxToolStepLog     = 8000
+	maxToolPayloadText = 16000
+)
+
+// Tools returns the cloud tools for the assistant's registry. Reads:
+// list_cloud_accounts, get_costs, list_clusters, list_services,
+// get_service_logs, list_functions, get_function_logs, list_apps,
+// get_build_logs. Writes, run only once a human approves them:
+// deploy_service, scale_service, invoke_function, deploy_app. Every tool but
+// list_cloud_accounts takes account_id; they act for the principal in the
+// context they run with.
+func (s *Service) Tools() []assistant.Tool {
+	return []assistant.Tool{
+		{
+			Name:        "list_cloud_accounts",
+			Description: "List the organisation's cloud (AWS) accounts: id, name, region, whether read-only, and the last connection test's status. Other cloud tools take an account's id.",
+			Schema:      json.RawMessage(listAccountsSchema),
+			Effect:      assistant.EffectRead,
+			Run:         run(s.runListAccounts),
+		},
+		{
+			Name:        "get_costs",
+			Description: "Get an AWS account's costs (from Cost Explorer) from start_date to end_date inclusive, per day or month, optionally split by service, with the exact total.",
+			Schema:      json.RawMessage(costsSchema),
+			Effect:      assistant.EffectRead,
+			Run:         run(s.runCosts),
+		},
+		{
+			Name:        "list_clusters",
+			Description: "List an AWS account's ECS clusters with their status and counts of services and running and pending tasks.",
+			Schema:      json.RawMessage(accountOnlySchema),
+			Effect:      assistant.EffectRead,
+			Run:         run(s.runListClusters),
+		},
+		{
+			Name:        "list_services",
+			Description: "List the ECS services of a cluster with their status, task definition, desired, running and pending task counts, and deployments.",
+			Schema:      json.RawMessage(clusterSchema),
+			Effect:      assistant.EffectRead,
+			Run:         run(s.runListServices),
+		},
+		{
+			Name:        "get_service_logs",
+			Description: "Get the newest log events of an ECS service (from CloudWatch Logs), oldest first.",
+			Schema:      json.RawMessage(serviceLogsSchema),
+			Effect:      assistant.EffectRead,
+			Run:         run(s.runServiceLogs),
+		},
+		{
+			Name:        "list_functions",
+			Description: "List an AWS account's Lambda functions with their runtime, state, memory, timeout and last change.",
+			Schema:      json.RawMessage(accountOnlySchema),
+			Effect:      assistant.EffectRead,
+			Run:         run(s.runListFunctions),
+		},
+		{
+			Name:        "get_function_logs",
+			Description: "Get the newest log events of a Lambda function (from CloudWatch Logs), oldest first.",
+			Schema:      json.RawMessage(functionLogsSchema),
+			Effect:      assistant.EffectRead,
+			Run:         run(s.runFunctionLogs),
+		},
+		{
+			Name:        "list_apps",
+			Description: "List an AWS account's Amplify hosted apps with their domain, repository and branches.",
+			Schema:      json.RawMessage(accountOnlySchema),
+			Effect:      assistant.EffectRead,
+			Run:         run(s.runListApps),
+		},
+		{
+			Name:        "get_build_logs",
+			Description: "Get an Amplify build of an app's branch: its status and each step's status and log (the end of long logs).",
+			Schema:      json.RawMessage(buildLogsSchema),
+			Effect:      assistant.EffectRead,
+			Run:         run(s.runBuildLogs),
+		},
+		{
+			Name:        "deploy_service",
+			Description: "Force a new deployment of an ECS service: its tasks are replaced with new ones of the current task definition. Refused on a read-only account.",
+			Schema:      json.RawMessage(serviceSchema),
+			Effect:      assistant.EffectWrite,
+			Summary:     summariseDeployService,
+			Run:         run(s.runDeployService),
+		},
+		{
+			Name:        "scale_service",
+			Description: "Set how many tasks an ECS service runs (0 to 1000; 0 stops it and needs confirm_scale_to_zero). Refused on a read-only account.",
+			Schema:      json.RawMessage(scaleSchema),
+			Effect:      assistant.EffectWrite,
+			Summary:     summariseScaleService,
+			Run:         run(s.runScaleService),
+		},
+		{
+			Name:        "invoke_function",
+			Description: "Invoke a Lambda function synchronously with a JSON payload and return its answer and the end of its log, or with dry_run only check that it could be invoked. Refused on a read-only account.",
+			Schema:      json.RawMessage(invokeSchema),
+			Effect:      assistant.EffectWrite,
+			Summary:     summariseInvoke,
+			Run:         run(s.runInvoke),
+		},
+		{
+			Name:        "deploy_app",
+			Description: "Start a release build and deployment of an Amplify app's branch from its latest commit. Refused on a read-only account.",
+			Schema:      json.RawMessage(appSchema),
+			Effect:      assistant.EffectWrite,
+			Summary:     summariseDeployApp,
+			Run:         run(s.runDeployApp),
+		},
+	}
+}
+
+type toolArgs struct {
+	AccountID          string          `json:"account_id"`
+	Limit              int             `json:"limit"`
+	Cursor             string          `json:"cursor"`
+	StartDate          string          `json:"start_date"`
+	EndDate            string          `json:"end_date"`
+	Granularity        string          `json:"granularity"`
+	GroupBy            string          `json:"group_by"`
+	Cluster            string          `json:"cluster"`
+	Service            string          `json:"service"`
+	Since              string          `json:"since"`
+	DesiredCount       *int            `json:"desired_count"`
+	ConfirmScaleToZero bool            `json:"confirm_scale_to_zero"`
+	Name               string          `json:"name"`
+	Payload            json.RawMessage `json:"payload"`
+	DryRun             bool            `json:"dry_run"`
+	AppID              string          `json:"app_id"`
+	Branch             string          `json:"branch"`
+	BuildID            string          `json:"build_id"`
+}
+
+// decodeArgs reads arguments that passed the tool's schema.
+func decodeArgs(raw json.RawMessage) (toolArgs, error) {
+	var a toolArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return a, ports.Wrap(ports.KindInvalid, err, "the arguments do not fit the tool's schema")
+	}
+	return a, nil
+}
+
+func (a toolArgs) logs() LogsInput {
+	if a.Limit == 0 {
+		a.Limit = toolLogLimit
+	}
+	return LogsInput{Since: a.Since, Limit: a.Limit}
+}
+
+func (a toolArgs) service() ServiceRef {
+	return ServiceRef{AccountID: a.AccountID, Cluster: a.Cluster, Service: a.Service}
+}
+
+// run adapts a tool's use case to Run: it decodes the arguments, which
+// passed the schema.
+func run(fn func(context.Context, toolArgs) (any, error)) func(context.Context, json.RawMessage) (any, error) {
+	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		args, err := decodeArgs(raw)
+		if err != nil {
+			return nil, err
+		}
+		v, err := fn(ctx, args)
+		if err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
+}
+
+func (s *Service) runListAccounts(ctx context.Context, a toolArgs) (any, error) {
+	list, next, err := s.ListAccounts(ctx, ports.Page{Limit: a.Limit, Cursor: a.Cursor})
+	return map[string]any{"items": mapSlice(list, accountView), "next_cursor": next}, err
+}
+
+func (s *Service) runCosts(ctx context.Context, a toolArgs) (any, error) {
+	return s.Costs(ctx, CostInput{AccountID: a.AccountID, StartDate: a.StartDate, EndDate: a.EndDate, Granularity: a.Granularity, GroupBy: a.GroupBy})
+}
+
+func (s *Service) runListClusters(ctx context.Context, a toolArgs) (any, error) {
+	list, err := s.ListClusters(ctx, a.AccountID)
+	return items(list, clusterView), err
+}
+
+func (s *Service) runListServices(ctx context.Context, a toolArgs) (any, error) {
+	list, err := s.ListServices(ctx, a.AccountID, a.Cluster)
+	return items(list, serviceView), err
+}
+
+func (s *Service) runServiceLogs(ctx context.Context, a toolArgs) (any, error) {
+	list, err := s.ServiceLogs(ctx, a.service(), a.logs())
+	return items(list, logView), err
+}
+
+func (s *Service) runListFunctions(ctx context.Context, a toolArgs) (any, error) {
+	list, err := s.ListFunctions(ctx, a.AccountID)
+	return items(list, functionView), err
+}
+
+func (s *Service) runFunctionLogs(ctx context.Context, a toolArgs) (any, error) {
+	list, err := s.FunctionLogs(ctx, a.AccountID, a.Name, a.logs())
+	return items(list, logView), err
+}
+
+func (s *Service) runListApps(ctx context.Context, a toolArgs) (any, error) {
+	list, err := s.ListApps(ctx, a.AccountID)
+	return items(list, appView), err
+}
+
+func (s *Service) runBuildLogs(ctx context.Context, a toolArgs) (any, error) {
+	b, err := s.BuildLogs(ctx, a.AccountID, a.AppID, a.Branch, a.BuildID)
+	return buildView(b), err
+}
+
+func (s *Service) runDeployService(ctx context.Context, a toolArgs) (any, error) {
+	d, err := s.DeployService(ctx, a.service())
+	return map[string]any{"deployment_id": d.ID, "status": d.Status}, err
+}
+
+func (s *Service) runScaleService(ctx context.Context, a toolArgs) (any, error) {
+	v, err := s.ScaleService(ctx, ScaleInput{ServiceRef: a.service(), DesiredCount: a.DesiredCount, ConfirmScaleToZero: a.ConfirmScaleToZero})
+	return serviceView(v), err
+}
+
+func (s *Service) runInvoke(ctx context.Context, a toolArgs) (any, error) {
+	inv, err := s.InvokeFunction(ctx, InvokeInput{AccountID: a.AccountID, Name: a.Name, Payload: a.Payload, DryRun: a.DryRun})
+	return invocationView(inv), err
+}
+
+func (s *Service) runDeployApp(ctx context.Context, a toolArgs) (any, error) {
+	b, err := s.DeployApp(ctx, AppDeployInput{AccountID: a.AccountID, AppID: a.AppID, Branch: a.Branch})
+	return map[string]any{"build_id": b.ID, "app_id": b.AppID, "branch": b.Branch, "status": b.Status}, err
+}
+
+// The summaries use only the arguments: the account by its id.
+
+func summariseDeployService(raw json.RawMessage) string {
+	a, _ := decodeArgs(raw)
+	return fmt.Sprintf("Force a new deployment of service %s in cluster %s (account %s).", word(a.Service), word(a.Cluster), word(a.AccountID))
+}
+
+func summariseScaleService(raw json.RawMessage) string {
+	a, _ := decodeArgs(raw)
+	n := 0
+	if a.DesiredCount != nil {
+		n = *a.DesiredCount
+	}
+	tasks := "tasks"
+	if n == 1 {
+		tasks = "task"
+	}
+	stop := ""
+	if n == 0 {
+		stop = ", stopping it"
+	}
+	return fmt.Sprintf("Scale service %s in cluster %s to %d %s%s (account %s).", word(a.Service), word(a.Cluster), n, tasks, stop, word(a.AccountID))
+}
+
+func summariseInvoke(raw json.RawMessage) string {
+	a, _ := decodeArgs(raw)
+	if a.DryRun {
+		return fmt.Sprintf("Check that function %s can be invoked, without running it (dry run) (account %s).", word(a.Name), word(a.AccountID))
+	}
+	payload := "an empty payload"
+	if p := bytes.TrimSpace(a.Payload); len(p) > 0 {
+		var buf bytes.Buffer
+		if json.Compact(&buf, p) == nil {
+			p = buf.Bytes()
+		}
+		payload = fmt.Sprintf("a %d-byte payload", len(p))
+	}
+	return fmt.Sprintf("Invoke function %s with %s (account %s).", word(a.Name), payload, word(a.AccountID))
+}
+
+func summariseDeployApp(raw json.RawMessage) string {
+	a, _ := decodeArgs(raw)
+	return fmt.Sprintf("Deploy branch %s of app %s (account %s).", word(a.Branch), word(a.AppID), word(a.AccountID))
+}
+
+// word makes a model-chosen name safe to show in one line: no control
+// characters or runs of spaces, at most 100 bytes.
+func word(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.Join(strings.Fields(s), " ")
+	if s == "" {
+		return `""`
+	}
+	return clip(s, 100)
+}
+
+// The views of provider records for the model: snake_case and bounded.
+
+func mapSlice[T any](in []T, view func(T) any) []any {
+	out := make([]any, len(in))
+	for i, v := range in {
+		out[i] = view(v)
+	}
+	return out
+}
+
+func items[T any](in []T, view func(T) any) map[string]any {
+	return map[string]any{"items": mapSlice(in, view)}
+}
+
+func accountView(a ports.CloudAccount) any {
+	return map[string]any{
+		"id": a.ID, "name": a.Name, "provider": a.Provider, "region": a.Region, "auth_mode": a.Auth.Mode,
+		"read_only": a.ReadOnly, "status": a.Status, "last_tested_at": a.LastTestedAt, "last_error": a.LastError,
+	}
+}
+
+func clusterView(c ports.Cluster) any {
+	return map[string]any{
+		"name": c.Name, "arn": c.ARN, "status": c.Status, "active_services": c.ActiveServices,
+		"running_tasks": c.RunningTasks, "pending_tasks": c.PendingTasks,
+	}
+}
+
+func serviceView(v ports.ContainerService) any {
+	deps := make([]any, len(v.Deployments))
+	for i, d := range v.Deployments {
+		deps[i] = map[string]any{
+			"id": d.ID, "status": d.Status, "rollout_state": d.RolloutState, "task_definition": d.TaskDefinition,
+			"desired": d.Desired, "running": d.Running, "pending": d.Pending, "created_at": timeOrNil(d.CreatedAt),
+		}
+	}
+	return map[string]any{
+		"name": v.Name, "cluster": v.Cluster, "status": v.Status, "task_definition": v.TaskDefinition,
+		"desired": v.Desired, "running": v.Running, "pending": v.Pending, "deployments": deps,
+	}
+}
+
+func logView(e ports.LogEvent) any {
+	return map[string]any{"timestamp": e.Timestamp, "message": clip(e.Message, maxToolLogLine), "stream": e.Stream}
+}
+
+func functionView(f ports.Function) any {
+	return map[string]any{
+		"name": f.Name, "runtime": f.Runtime, "state": f.State, "memory_mb": f.MemoryMB,
+		"timeout_secs": f.TimeoutSecs, "last_modified": timeOrNil(f.LastModified),
+	}
+}
+
+func appView(a ports.App) any {
+	branches := a.Branches
+	if branches == nil {
+		branches = []string{}
+	}
+	return map[string]any{
+		"id": a.ID, "name": a.Name, "platform": a.Platform, "default_domain": a.DefaultDomain,
+		"repository": a.Repository, "branches": branches, "updated_at": timeOrNil(a.UpdatedAt),
+	}
+}
+
+func buildView(b ports.Build) any {
+	steps := make([]any, len(b.Steps))
+	for i, st := range b.Steps {
+		steps[i] = map[string]any{"name": st.Name, "status": st.Status, "log": tail(st.Log, maxToolStepLog)}
+	}
+	return map[string]any{"build_id": b.ID, "app_id": b.AppID, "branch": b.Branch, "status": b.Status, "steps": steps}
+}
+
+func invocationView(inv ports.Invocation) any {
+	out := map[string]any{"status_code": inv.StatusCode, "function_error": inv.FunctionError, "log_tail": inv.LogTail}
+	switch p := bytes.TrimSpace(inv.Payload); {
+	case len(p) == 0:
+		out["payload"] = nil
+	case len(p) <= maxToolPayloadText && json.Valid(p):
+		out["payload"] = json.RawMessage(p)
+	default:
+		out["payload_text"] = clip(string(p), maxToolPayloadText)
+	}
+	return out
+}
+
+func timeOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// tail keeps the end of s, at most n bytes, where a log says how it ended.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := len(s) - n
+	for cut < len(s) && s[cut]&0xC0 == 0x80 {
+		cut++
+	}
+	return "…" + s[cut:]
+}
