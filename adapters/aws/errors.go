@@ -1,0 +1,160 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/smithy-go"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// defaultRetryAfter is the wait suggested for a throttled call when AWS
+// names none.
+const defaultRetryAfter = time.Second
+
+var notFoundCodes = map[string]bool{
+	"ClusterNotFoundException":  true,
+	"ServiceNotFoundException":  true,
+	"ResourceNotFoundException": true,
+	"NotFoundException":         true,
+}
+
+var invalidCodes = map[string]bool{
+	"InvalidParameterException":      true,
+	"InvalidParameterValueException": true,
+	"InvalidParameterCombination":    true,
+	"ValidationException":            true,
+	"ValidationError":                true,
+	"InvalidRequestContentException": true,
+	"RequestTooLargeException":       true,
+	"BadRequestException":            true,
+	"InvalidNextTokenException":      true,
+	"UnsupportedMediaTypeException":  true,
+}
+
+var timeoutCodes = map[string]bool{"RequestTimeout": true, "RequestTimeoutException": true}
+
+// resources names, by error code, the resource a not-found error is about;
+// the entry "" is used for any other not-found code.
+type resources map[string]string
+
+// fail maps an error of an SDK call made for s to a ports.Error. Messages
+// name the AWS error code and message, never the credentials; the cause is
+// kept (redacted) for logs and errors.As.
+func (p *Provider) fail(ctx context.Context, s *session, err error, res resources) error {
+	var e *ports.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == context.Canceled {
+		return fmt.Errorf("aws: %w", context.Canceled)
+	}
+	service, operation := "AWS", "call"
+	var opErr *smithy.OperationError
+	if errors.As(err, &opErr) {
+		service, operation = opErr.ServiceID, opErr.OperationName
+	}
+	cause := &redacted{err: err, text: redact(err.Error(), s.creds)}
+
+	var apiErr smithy.APIError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		e = &ports.Error{Kind: ports.KindTimeout, Message: fmt.Sprintf("aws: %s %s did not answer in time", service, operation)}
+	case errors.As(err, &apiErr):
+		code := apiErr.ErrorCode()
+		msg := "aws: " + code
+		if m := oneLine(redact(apiErr.ErrorMessage(), s.creds)); m != "" {
+			msg += ": " + m
+		}
+		switch {
+		case isThrottle(code):
+			e = &ports.Error{Kind: ports.KindRateLimited, Message: msg, RetryAfter: retryAfter(err)}
+		case notFoundCodes[code]:
+			what := res[code]
+			if what == "" {
+				what = res[""]
+			}
+			if what != "" {
+				msg = what + " not found"
+			}
+			e = &ports.Error{Kind: ports.KindNotFound, Message: msg}
+		case invalidCodes[code]:
+			e = &ports.Error{Kind: ports.KindInvalid, Message: msg}
+		case timeoutCodes[code]:
+			e = &ports.Error{Kind: ports.KindTimeout, Message: msg}
+		default:
+			e = &ports.Error{Kind: ports.KindUpstream, Message: msg}
+		}
+	default:
+		e = &ports.Error{Kind: ports.KindUpstream, Message: fmt.Sprintf("aws: %s %s failed", service, operation)}
+	}
+	e.Err = cause
+	p.log.Debug("aws call failed", "service", service, "operation", operation, "kind", string(e.Kind), "error", cause.text)
+	return e
+}
+
+func isThrottle(code string) bool {
+	_, ok := retry.DefaultThrottleErrorCodes[code]
+	return ok
+}
+
+// retryAfter is the wait AWS asked for in the Retry-After header of the
+// last response, or defaultRetryAfter.
+func retryAfter(err error) time.Duration {
+	var respErr *awshttp.ResponseError
+	if errors.As(err, &respErr) && respErr.Response != nil {
+		if v := strings.TrimSpace(respErr.Response.Header.Get("Retry-After")); v != "" {
+			if n, perr := strconv.ParseFloat(v, 64); perr == nil && n > 0 {
+				return time.Duration(n * float64(time.Second))
+			}
+		}
+	}
+	return defaultRetryAfter
+}
+
+// redacted is an error whose text has had credentials removed; it still
+// unwraps to the original error.
+type redacted struct {
+	err  error
+	text string
+}
+
+// Error returns the redacted text.
+func (r *redacted) Error() string { return r.text }
+
+// Unwrap returns the original error.
+func (r *redacted) Unwrap() error { return r.err }
+
+// secretShaped matches a standalone 40-character run of base64 characters:
+// the shape of an AWS secret access key.
+var secretShaped = regexp.MustCompile(`(^|[^A-Za-z0-9/+=])[A-Za-z0-9/+]{40}($|[^A-Za-z0-9/+=])`)
+
+// redact removes c's secret (and anything shaped like a secret access key)
+// from s.
+func redact(s string, c ports.CloudCredentials) string {
+	if c.SecretAccessKey != "" {
+		s = strings.ReplaceAll(s, c.SecretAccessKey, "[redacted]")
+	}
+	return secretShaped.ReplaceAllString(s, "${1}[redacted]${2}")
+}
+
+// maxMessage bounds the AWS words quoted in a client-safe message.
+const maxMessage = 300
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > maxMessage {
+		s = string(r[:maxMessage]) + "…"
+	}
+	return s
+}
