@@ -23,6 +23,7 @@ import (
 	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/hosts/app"
+	"github.com/devpilot/devpilot/testkit/fakeaws"
 	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
@@ -50,14 +51,16 @@ type stack struct {
 	t      *testing.T
 	base   string
 	model  *fakeopenai.Server
+	aws    *fakeaws.Server
 	scales atomic.Int32
 	id     *identity.Service
 }
 
 func startStack(t *testing.T, dialect string) *stack {
 	t.Helper()
-	st := &stack{t: t, model: fakeopenai.New(t)}
+	st := &stack{t: t, model: fakeopenai.New(t), aws: fakeaws.New(t)}
 	env := map[string]string{
+		app.EnvAWSEndpoint:   st.aws.URL(),
 		app.EnvDatabaseURL:   sqlstoretest.URL(t, sqlstoreDialect(dialect)),
 		app.EnvDataDir:       t.TempDir(),
 		app.EnvHTTPAddr:      "127.0.0.1:0",
@@ -97,14 +100,14 @@ func startStack(t *testing.T, dialect string) *stack {
 func (st *stack) tools() []assistant.Tool {
 	return []assistant.Tool{
 		{
-			Name: "list_services", Description: "Lists the running services.", Effect: assistant.EffectRead,
+			Name: "list_widgets", Description: "Lists the widgets.", Effect: assistant.EffectRead,
 			Schema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 			Run: func(context.Context, json.RawMessage) (any, error) {
 				return map[string]any{"services": []string{"checkout", "search"}}, nil
 			},
 		},
 		{
-			Name: "scale_service", Description: "Scales a service.", Effect: assistant.EffectWrite,
+			Name: "resize_widget", Description: "Resizes a widget.", Effect: assistant.EffectWrite,
 			Schema: json.RawMessage(`{"type":"object","properties":{"service":{"type":"string"},
 				"desired_count":{"type":"integer","minimum":0,"maximum":1000}},
 				"required":["service","desired_count"],"additionalProperties":false}`),
@@ -234,8 +237,8 @@ func TestAssistantEndToEnd(t *testing.T) {
 
 			// A chat that reads, then asks to write.
 			st.model.Enqueue(
-				fakeopenai.ToolCalls(fakeopenai.Call{ID: "call_1", Name: "list_services", Arguments: `{}`}),
-				fakeopenai.Text("Scaling checkout now.").WithToolCalls(fakeopenai.Call{ID: "call_2", Name: "scale_service", Arguments: `{"service":"checkout","desired_count":3}`}),
+				fakeopenai.ToolCalls(fakeopenai.Call{ID: "call_1", Name: "list_widgets", Arguments: `{}`}),
+				fakeopenai.Text("Scaling checkout now.").WithToolCalls(fakeopenai.Call{ID: "call_2", Name: "resize_widget", Arguments: `{"service":"checkout","desired_count":3}`}),
 			)
 			code, body, evs := st.call(alice, "POST", "/api/v1/agent/chat", map[string]any{"message": "scale checkout to 3", "context": map[string]string{"current_page": "/cloud"}})
 			if code != 200 {
@@ -244,12 +247,12 @@ func TestAssistantEndToEnd(t *testing.T) {
 			if got := names(evs); !strings.Contains(got, "tool_call,tool_result") || !strings.HasSuffix(got, "confirmation_required,done") {
 				t.Fatalf("events = %s", got)
 			}
-			if r := find(evs, "tool_result"); r.Data["ok"] != true || r.Data["name"] != "list_services" {
+			if r := find(evs, "tool_result"); r.Data["ok"] != true || r.Data["name"] != "list_widgets" {
 				t.Fatalf("tool_result = %v", r.Data)
 			}
 			conf := find(evs, "confirmation_required").Data
 			done := evs[len(evs)-1].Data
-			if done["finish_reason"] != "confirmation_required" || conf["summary"] != "Scale checkout to 3 tasks" || conf["name"] != "scale_service" {
+			if done["finish_reason"] != "confirmation_required" || conf["summary"] != "Scale checkout to 3 tasks" || conf["name"] != "resize_widget" {
 				t.Fatalf("confirmation %v, done %v", conf, done)
 			}
 			session, confID := conf["session_id"].(string), conf["confirmation_id"].(string)
@@ -286,7 +289,7 @@ func TestAssistantEndToEnd(t *testing.T) {
 			}
 
 			// A second chat whose write is rejected never runs.
-			st.model.Enqueue(fakeopenai.ToolCalls(fakeopenai.Call{ID: "call_3", Name: "scale_service", Arguments: `{"service":"search","desired_count":0}`}))
+			st.model.Enqueue(fakeopenai.ToolCalls(fakeopenai.Call{ID: "call_3", Name: "resize_widget", Arguments: `{"service":"search","desired_count":0}`}))
 			_, _, evs = st.call(alice, "POST", "/api/v1/agent/chat", map[string]any{"message": "scale search to zero"})
 			conf2 := find(evs, "confirmation_required").Data
 			session2 := conf2["session_id"].(string)
@@ -299,7 +302,7 @@ func TestAssistantEndToEnd(t *testing.T) {
 			}
 
 			// The streaming confirm continues the first session's conversation.
-			st.model.Enqueue(fakeopenai.ToolCalls(fakeopenai.Call{ID: "call_4", Name: "scale_service", Arguments: `{"service":"checkout","desired_count":4}`}))
+			st.model.Enqueue(fakeopenai.ToolCalls(fakeopenai.Call{ID: "call_4", Name: "resize_widget", Arguments: `{"service":"checkout","desired_count":4}`}))
 			_, _, evs = st.call(alice, "POST", "/api/v1/agent/chat", map[string]any{"message": "make it 4", "session_id": session})
 			conf3 := find(evs, "confirmation_required").Data
 			st.model.Enqueue(fakeopenai.Text("Checkout now runs 4 tasks."))

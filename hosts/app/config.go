@@ -39,10 +39,13 @@ type Config struct {
 	SecretKeys [][]byte
 	// SecretKeyFile is where run mode keeps a generated key when
 	// DEVPILOT_SECRET_KEY is not set.
-	SecretKeyFile  string
-	LLMModel       string
-	LLM            LLMConfig
-	Assistant      AssistantConfig
+	SecretKeyFile string
+	LLMModel      string
+	LLM           LLMConfig
+	Assistant     AssistantConfig
+	// AWSEndpoint is AWS_ENDPOINT_URL, read here too so that it can be set
+	// through Load's getenv; the SDK also honours AWS_ENDPOINT_URL_<SERVICE>.
+	AWSEndpoint    string
 	PublicURL      string
 	LogFormat      string
 	LogLevel       slog.Level
@@ -84,6 +87,7 @@ const (
 	EnvMaxToolRounds  = "DEVPILOT_MAX_TOOL_ROUNDS"
 	EnvMaxTokens      = "DEVPILOT_MAX_TOKENS"
 	EnvConfirmTTL     = "DEVPILOT_CONFIRMATION_TTL"
+	EnvAWSEndpoint    = "AWS_ENDPOINT_URL"
 )
 
 // Load reads the configuration for mode from getenv (os.Getenv in the
@@ -110,6 +114,7 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 		ConfirmationTTL: r.duration(EnvConfirmTTL, 15*time.Minute),
 	}
 	c.PublicURL = r.url(EnvPublicURL)
+	c.AWSEndpoint = r.url(EnvAWSEndpoint)
 	logFormat := "text"
 	if mode == ModeServe || mode == ModeWorker {
 		logFormat = "json"

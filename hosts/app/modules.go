@@ -16,6 +16,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/system"
 	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/cloud"
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/core/spec"
 	"github.com/devpilot/devpilot/hosts/httpapi"
@@ -229,6 +230,7 @@ type HTTPParams struct {
 	Identity   *identity.Service
 	Assistant  *assistant.Service
 	Spec       *spec.Service
+	Cloud      *cloud.Service
 	Ready      *Readiness
 }
 
@@ -238,7 +240,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		BodyLimit:      p.Config.BodyLimit,
 		RequestTimeout: p.Config.RequestTimeout,
 		ShutdownGrace:  p.Config.ShutdownGrace,
-	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Ready: p.Ready, Logger: p.Logger})
+	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, Ready: p.Ready, Logger: p.Logger})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln, err := net.Listen("tcp", p.Config.HTTPAddr)
@@ -269,6 +271,7 @@ func Options(cfg Config, logger *slog.Logger) fx.Option {
 		LLMModule,
 		AssistantModule,
 		SpecModule,
+		CloudModule,
 		QueueModule,
 		fx.StopTimeout(cfg.ShutdownGrace + 5*time.Second),
 	}

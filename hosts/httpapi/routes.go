@@ -29,6 +29,9 @@ func (s *Server) routes() {
 	if s.d.Spec != nil {
 		s.specRoutes()
 	}
+	if s.d.Cloud != nil {
+		s.cloudRoutes()
+	}
 }
 
 // handlerFunc is what every endpoint implements: write a response, or return

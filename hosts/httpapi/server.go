@@ -47,7 +47,9 @@ type Deps struct {
 	// Assistant serves /api/v1/agent; nil leaves those routes out.
 	Assistant Assistant
 	// Spec serves /pse; nil leaves those routes out.
-	Spec    Spec
+	Spec Spec
+	// Cloud serves /cloud; nil leaves those routes out.
+	Cloud   Cloud
 	Logger  *slog.Logger         // nil: slog.Default()
 	Metrics *prometheus.Registry // nil: a new registry with Go and process collectors
 }

@@ -1,0 +1,53 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+
+	"go.uber.org/fx"
+
+	"github.com/devpilot/devpilot/adapters/aws"
+	"github.com/devpilot/devpilot/adapters/sqlstore"
+	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/cloud"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// CloudModule provides cloud management on AWS and registers its tools
+// with the assistant.
+var CloudModule = fx.Module("cloud",
+	fx.Provide(
+		fx.Annotate(sqlstore.NewCloud,
+			fx.As(new(ports.CloudAccountStore)), fx.As(new(ports.CostCacheStore)), fx.As(new(ports.AuditStore))),
+		NewCloudProvider,
+		NewCloud,
+	),
+	fx.Invoke(func(r *assistant.Registry, c *cloud.Service) error { return r.Register(c.Tools()...) }),
+)
+
+// NewCloudProvider returns the AWS adapter over the SDK's default
+// configuration (environment, shared files, endpoint overrides).
+func NewCloudProvider(cfg Config, clock ports.Clock, logger *slog.Logger) (ports.CloudProvider, error) {
+	return aws.New(context.Background(), aws.Options{BaseEndpoint: cfg.AWSEndpoint, Clock: clock, Logger: logger})
+}
+
+// CloudParams are what cloud management is built from.
+type CloudParams struct {
+	fx.In
+	Logger   *slog.Logger
+	Accounts ports.CloudAccountStore
+	Costs    ports.CostCacheStore
+	Audit    ports.AuditStore
+	Provider ports.CloudProvider
+	Cipher   ports.Cipher
+	Clock    ports.Clock
+	IDs      ports.IDs
+}
+
+// NewCloud returns the cloud management service.
+func NewCloud(p CloudParams) *cloud.Service {
+	return cloud.New(cloud.Config{}, cloud.Deps{
+		Accounts: p.Accounts, Costs: p.Costs, Audit: p.Audit, Provider: p.Provider, Cipher: p.Cipher,
+		Clock: p.Clock, IDs: p.IDs, Logger: p.Logger,
+	})
+}
