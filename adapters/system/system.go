@@ -13,8 +13,9 @@ import (
 // Clock is the wall clock.
 type Clock struct{}
 
-// Now returns the current time in UTC.
-func (Clock) Now() time.Time { return time.Now().UTC() }
+// Now returns the current time in UTC, to the microsecond: what both
+// databases keep, so a time read back equals the one written.
+func (Clock) Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 // IDs generates UUIDv7 strings: unique, and sortable by creation time.
 type IDs struct{}

@@ -25,9 +25,10 @@ func TestIDsAreOrderedUUIDv7(t *testing.T) {
 	}
 }
 
-func TestClockIsUTC(t *testing.T) {
+func TestClockIsUTCToTheMicrosecond(t *testing.T) {
 	t.Parallel()
-	if loc := (system.Clock{}).Now().Location(); loc.String() != "UTC" {
-		t.Fatalf("Now() location = %v, want UTC", loc)
+	now := (system.Clock{}).Now()
+	if now.Location().String() != "UTC" || now.Nanosecond()%1000 != 0 {
+		t.Fatalf("Now() = %v: want UTC, whole microseconds", now)
 	}
 }

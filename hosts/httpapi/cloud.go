@@ -199,7 +199,9 @@ func (s *Server) costs(w http.ResponseWriter, r *http.Request) error {
 		if groups == nil {
 			groups = []ports.CostGroup{}
 		}
-		periods[i] = map[string]any{"start": p.Start.UTC().Format(time.DateOnly), "end": p.End.UTC().Format(time.DateOnly), "total": json.Number(p.Total), "groups": groupsOut(groups)}
+		// Like end_date, a period's end is inclusive: the provider's exclusive end less a day.
+		end := p.End.UTC().AddDate(0, 0, -1).Format(time.DateOnly)
+		periods[i] = map[string]any{"start": p.Start.UTC().Format(time.DateOnly), "end": end, "total": json.Number(p.Total), "groups": groupsOut(groups)}
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{
 		"currency": view.Currency, "total": json.Number(view.Total), "start_date": view.StartDate, "end_date": view.EndDate, "periods": periods,
