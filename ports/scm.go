@@ -1,0 +1,216 @@
+package ports
+
+import (
+	"context"
+	"time"
+)
+
+//go:generate go tool mockgen -typed -destination ../testkit/mocks/scm.go -package mocks . SCMProvider,SCMStore
+
+// SCMToken is an OAuth token of a source-control provider.
+type SCMToken struct {
+	AccessToken  string
+	TokenType    string
+	Scope        string
+	RefreshToken string
+	Expiry       *time.Time
+}
+
+// String describes the token without its secrets.
+func (t SCMToken) String() string { return "SCMToken{" + t.TokenType + " " + t.Scope + "}" }
+
+// GoString is String, so %#v does not print the secrets either.
+func (t SCMToken) GoString() string { return t.String() }
+
+// SCMUser is who a token belongs to at the provider.
+type SCMUser struct {
+	ID    int64
+	Login string
+}
+
+// SCMRepo is a repository as the provider describes it.
+type SCMRepo struct {
+	ProviderID    int64
+	FullName      string
+	Owner         string
+	Name          string
+	Description   string
+	DefaultBranch string
+	HTMLURL       string
+	Private       bool
+	PushedAt      *time.Time
+}
+
+// SCMCommit is a commit.
+type SCMCommit struct {
+	SHA         string
+	Repo        string // full name, for search results
+	Message     string
+	AuthorName  string
+	AuthorEmail string
+	AuthorLogin string
+	HTMLURL     string
+	CommittedAt time.Time
+}
+
+// SCMPull is a pull request.
+type SCMPull struct {
+	Number      int
+	Title       string
+	State       string
+	AuthorLogin string
+	HTMLURL     string
+	HeadRef     string
+	BaseRef     string
+	Draft       bool
+	Merged      bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	MergedAt    *time.Time
+	ClosedAt    *time.Time
+}
+
+// SCMActivity is one thing that happened in a repository: a push, a pull
+// request opened or merged, a branch or tag created or deleted, a release,
+// a comment. Source says where devpilot learnt it: "api" or "webhook".
+type SCMActivity struct {
+	ID         string
+	RepoID     int64 // the provider's repository id
+	Kind       string
+	Action     string
+	Actor      string
+	Ref        string
+	Summary    string
+	URL        string
+	At         time.Time
+	Source     string
+	DeliveryID string
+}
+
+// SCMProvider reads a source-control provider with a user's token and runs
+// its OAuth web flow. Page cursors are opaque. Errors: rate_limited with
+// RetryAfter; upstream with Code "token_revoked" when the token is no longer
+// accepted; not_found; unavailable or timeout when the provider does not
+// answer well.
+type SCMProvider interface {
+	// AuthorizeURL is where to send the user to grant access, with state and
+	// the PKCE S256 challenge of the verifier.
+	AuthorizeURL(state, codeChallenge, redirectURI string) string
+	// Exchange trades an authorization code (and the PKCE verifier) for a token.
+	Exchange(ctx context.Context, code, codeVerifier, redirectURI string) (SCMToken, error)
+	// User returns who the token belongs to.
+	User(ctx context.Context, token string) (SCMUser, error)
+	// ListRepos returns the repositories the token can see.
+	ListRepos(ctx context.Context, token string, page Page) ([]SCMRepo, string, error)
+	// ListCommits returns a repository's commits, newest first.
+	ListCommits(ctx context.Context, token, owner, repo string, page Page) ([]SCMCommit, string, error)
+	// ListPulls returns a repository's pull requests, newest first.
+	ListPulls(ctx context.Context, token, owner, repo string, page Page) ([]SCMPull, string, error)
+	// SearchCommits searches commits the token can see.
+	SearchCommits(ctx context.Context, token, query string, page Page) ([]SCMCommit, string, error)
+	// ListActivity returns a repository's recent activity, newest first.
+	ListActivity(ctx context.Context, token, owner, repo string, page Page) ([]SCMActivity, string, error)
+}
+
+// OAuthState is a pending OAuth authorisation: single use, bound to the
+// user who started it, expiring.
+type OAuthState struct {
+	State         string
+	OrgID         string
+	UserID        string
+	CodeVerifier  string
+	RedirectAfter string
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
+}
+
+// SCM connection statuses.
+const (
+	SCMActive = "active"
+	SCMBroken = "broken"
+)
+
+// SCMConnection is a user's link to a provider account, holding the sealed
+// token.
+type SCMConnection struct {
+	ID          string
+	OrgID       string
+	UserID      string
+	Provider    string
+	Login       string
+	SealedToken string
+	Status      string
+	Error       string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// Repository is a repository a connection can see, with devpilot's id.
+type Repository struct {
+	ID           string
+	OrgID        string
+	UserID       string
+	ConnectionID string
+	SCMRepo
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Webhook delivery statuses.
+const (
+	DeliveryPending   = "pending"
+	DeliveryProcessed = "processed"
+	DeliveryIgnored   = "ignored"
+	DeliveryFailed    = "failed"
+)
+
+// WebhookDelivery is one webhook delivery, stored before it is processed.
+type WebhookDelivery struct {
+	ID          string // the provider's delivery id (X-GitHub-Delivery)
+	Event       string
+	Payload     []byte
+	Status      string
+	Error       string
+	ReceivedAt  time.Time
+	ProcessedAt *time.Time
+}
+
+// SCMStore keeps OAuth states, connections, repositories, webhook deliveries
+// and repository activity.
+type SCMStore interface {
+	// CreateOAuthState stores a pending authorisation.
+	CreateOAuthState(ctx context.Context, s OAuthState) error
+	// ConsumeOAuthState removes and returns the state, so it works once.
+	// Errors: not_found when absent or used; gone (Code "expired") when it
+	// expired before now (it is removed all the same).
+	ConsumeOAuthState(ctx context.Context, state string, now time.Time) (OAuthState, error)
+	// SaveConnection stores the owner's connection to c.Provider, replacing
+	// an earlier one (keeping its id), and returns it.
+	SaveConnection(ctx context.Context, c SCMConnection) (SCMConnection, error)
+	// GetConnection returns the owner's connection to the provider; not_found
+	// when there is none.
+	GetConnection(ctx context.Context, owner Owner, provider string) (SCMConnection, error)
+	// MarkConnectionBroken records that the connection's token stopped working.
+	MarkConnectionBroken(ctx context.Context, id, reason string, at time.Time) error
+	// SaveRepositories upserts the repositories a connection sees (keyed by
+	// connection and provider id, keeping devpilot's ids) and returns them.
+	SaveRepositories(ctx context.Context, connectionID string, repos []Repository, at time.Time) ([]Repository, error)
+	// ListRepositories returns the owner's repositories by full name, and the
+	// next page's cursor; invalid for a bad cursor.
+	ListRepositories(ctx context.Context, owner Owner, page Page) ([]Repository, string, error)
+	// GetRepository returns the owner's repository; not_found when absent or
+	// another owner's.
+	GetRepository(ctx context.Context, owner Owner, id string) (Repository, error)
+	// RecordDelivery stores a delivery unless one with its id exists; it
+	// reports whether it stored it.
+	RecordDelivery(ctx context.Context, d WebhookDelivery) (bool, error)
+	// GetDelivery returns a delivery; not_found when absent.
+	GetDelivery(ctx context.Context, id string) (WebhookDelivery, error)
+	// FinishDelivery records how processing a delivery ended.
+	FinishDelivery(ctx context.Context, id, status, errMsg string, at time.Time) error
+	// AppendActivity stores activity entries, skipping any whose id exists.
+	AppendActivity(ctx context.Context, entries ...SCMActivity) error
+	// ListActivity returns the activity of a provider repository id, newest
+	// first, and the next page's cursor; invalid for a bad cursor.
+	ListActivity(ctx context.Context, repoID int64, page Page) ([]SCMActivity, string, error)
+}
