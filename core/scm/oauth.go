@@ -1,0 +1,270 @@
+package scm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"io"
+	"net/url"
+	"strings"
+	"unicode"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// CallbackInput is what the provider sends the user back with: a code and
+// the state, or an error and its description when the user (or the
+// provider) refused.
+type CallbackInput struct {
+	Code             string
+	State            string
+	Error            string
+	ErrorDescription string
+}
+
+// CallbackResult is a completed connection: the connection (without its
+// sealed token), how many repositories it sees, and where the user asked to
+// go afterwards ("" when nowhere in particular).
+type CallbackResult struct {
+	Connection    ports.SCMConnection
+	Repositories  int
+	RedirectAfter string
+}
+
+// maxStateLen bounds a callback's state before the store is asked about it;
+// the states devpilot makes are 43 characters.
+const maxStateLen = 256
+
+// Authorize starts connecting the caller's provider account: it stores a
+// single-use state bound to the caller, expiring after Config.StateTTL, with
+// a PKCE verifier, and returns the provider's authorize URL carrying the
+// state and the verifier's S256 challenge. redirectAfter, where to send the
+// user once connected, is "", a path ("/settings") or a URL on the origin of
+// Config.PublicURL. Errors: invalid (field redirect_after) for anything else;
+// unavailable when Config.PublicURL is not an absolute http(s) URL; internal
+// when no random bytes can be read.
+func (s *Service) Authorize(ctx context.Context, redirectAfter string) (string, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := s.configured(); err != nil {
+		return "", err
+	}
+	if err := s.checkRedirect(redirectAfter); err != nil {
+		return "", err
+	}
+	state, err := s.random()
+	if err != nil {
+		return "", err
+	}
+	verifier, err := s.random()
+	if err != nil {
+		return "", err
+	}
+	now := s.d.Clock.Now()
+	st := ports.OAuthState{State: state, OrgID: p.OrgID, UserID: p.UserID, CodeVerifier: verifier,
+		RedirectAfter: redirectAfter, CreatedAt: now, ExpiresAt: now.Add(s.cfg.StateTTL)}
+	if err := s.d.Store.CreateOAuthState(ctx, st); err != nil {
+		return "", err
+	}
+	return s.d.Provider.AuthorizeURL(state, challenge(verifier), s.redirectURI()), nil
+}
+
+// Callback completes a connection: it consumes the state (which says who
+// started it), trades the code and the state's PKCE verifier for a token,
+// learns whose it is, stores the connection (active, the token sealed and
+// bound to the connection's id, which a reconnection keeps) and records the
+// repositories the token can see (up to 1,000). Errors: invalid with the
+// provider's words when it sent an error instead of a code; malformed when
+// code or state is missing, and (code invalid_state) when the state is
+// unknown, used or expired; malformed too when the provider refuses the code
+// (wrong, used, or not matching the verifier); unavailable when
+// Config.PublicURL is not set; the provider's other errors.
+func (s *Service) Callback(ctx context.Context, in CallbackInput) (CallbackResult, error) {
+	if in.Error != "" {
+		msg := s.providerName() + ": " + line(in.Error, 100)
+		if d := line(in.ErrorDescription, 500); d != "" {
+			msg += ": " + d
+		}
+		return CallbackResult{}, &ports.Error{Kind: ports.KindInvalid, Message: msg}
+	}
+	var fields []ports.FieldError
+	for _, f := range [][2]string{{"code", in.Code}, {"state", in.State}} {
+		if f[1] == "" {
+			fields = append(fields, ports.FieldError{Field: f[0], Reason: "required"})
+		}
+	}
+	if err := fieldsError(ports.KindMalformed, fields...); err != nil {
+		return CallbackResult{}, err
+	}
+	if err := s.configured(); err != nil {
+		return CallbackResult{}, err
+	}
+	if len(in.State) > maxStateLen {
+		return CallbackResult{}, badState(nil)
+	}
+	st, err := s.d.Store.ConsumeOAuthState(ctx, in.State, s.d.Clock.Now())
+	if errors.Is(err, ports.ErrNotFound) || errors.Is(err, ports.ErrGone) {
+		return CallbackResult{}, badState(err)
+	}
+	if err != nil {
+		return CallbackResult{}, err
+	}
+	tok, err := s.d.Provider.Exchange(ctx, in.Code, st.CodeVerifier, s.redirectURI())
+	if err != nil {
+		if e, ok := ports.AsError(err); ok && e.Kind == ports.KindInvalid {
+			// A refused code is a bad request, like a bad state.
+			return CallbackResult{}, &ports.Error{Kind: ports.KindMalformed, Code: e.Code, Message: e.Message, Fields: e.Fields, Err: err}
+		}
+		return CallbackResult{}, err
+	}
+	token := tok.AccessToken
+	if token == "" {
+		return CallbackResult{}, ports.Errorf(ports.KindUpstream, "%s gave no access token", s.providerName())
+	}
+	user, err := s.d.Provider.User(ctx, token)
+	if err != nil {
+		return CallbackResult{}, scrub(err, token)
+	}
+	owner := ports.Owner{OrgID: st.OrgID, UserID: st.UserID}
+	conn, err := s.saveConnection(ctx, owner, user.Login, token)
+	if err != nil {
+		return CallbackResult{}, err
+	}
+	n, err := s.recordRepositories(ctx, conn, token)
+	if err != nil {
+		return CallbackResult{}, err
+	}
+	conn.SealedToken = ""
+	return CallbackResult{Connection: conn, Repositories: n, RedirectAfter: st.RedirectAfter}, nil
+}
+
+func badState(cause error) error {
+	return &ports.Error{Kind: ports.KindMalformed, Code: CodeInvalidState, Message: "unknown, used or expired state", Err: cause}
+}
+
+// saveConnection stores the owner's connection with the token sealed,
+// reusing the id of the one it replaces, since the seal is bound to it.
+func (s *Service) saveConnection(ctx context.Context, owner ports.Owner, login, token string) (ports.SCMConnection, error) {
+	now := s.d.Clock.Now()
+	conn := ports.SCMConnection{OrgID: owner.OrgID, UserID: owner.UserID, Provider: s.cfg.Provider, Login: login,
+		Status: ports.SCMActive, CreatedAt: now, UpdatedAt: now}
+	switch old, err := s.d.Store.GetConnection(ctx, owner, s.cfg.Provider); {
+	case err == nil:
+		conn.ID, conn.CreatedAt = old.ID, old.CreatedAt
+	case errors.Is(err, ports.ErrNotFound):
+		conn.ID = s.d.IDs.NewID()
+	default:
+		return ports.SCMConnection{}, err
+	}
+	// A connection stored meanwhile by a concurrent callback keeps its id:
+	// seal again for that id.
+	for range 2 {
+		sealed, err := s.d.Cipher.Seal([]byte(token), []byte(conn.ID))
+		if err != nil {
+			return ports.SCMConnection{}, ports.Wrap(ports.KindInternal, err, "the access token cannot be sealed")
+		}
+		conn.SealedToken = sealed
+		saved, err := s.d.Store.SaveConnection(ctx, conn)
+		if err != nil {
+			return ports.SCMConnection{}, err
+		}
+		if saved.ID == conn.ID {
+			return saved, nil
+		}
+		conn.ID, conn.CreatedAt = saved.ID, saved.CreatedAt
+	}
+	return ports.SCMConnection{}, ports.Errorf(ports.KindConflict, "the %s connection changed while it was being saved; try again", s.providerName())
+}
+
+// recordRepositories stores the repositories the token sees, following up
+// to repoPages pages, and returns how many there are.
+func (s *Service) recordRepositories(ctx context.Context, conn ports.SCMConnection, token string) (int, error) {
+	var repos []ports.Repository
+	now := s.d.Clock.Now()
+	cursor := ""
+	for page := 0; page < repoPages; page++ {
+		list, next, err := s.d.Provider.ListRepos(ctx, token, ports.Page{Limit: repoPageSize, Cursor: cursor})
+		if err != nil {
+			return 0, s.providerError(ctx, conn, scrub(err, token))
+		}
+		for _, r := range list {
+			repos = append(repos, ports.Repository{ID: s.d.IDs.NewID(), OrgID: conn.OrgID, UserID: conn.UserID,
+				ConnectionID: conn.ID, SCMRepo: r, CreatedAt: now, UpdatedAt: now})
+		}
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	if cursor != "" {
+		s.log.WarnContext(ctx, "the connection sees more repositories than are recorded", "connection_id", conn.ID, "recorded", len(repos))
+	}
+	if len(repos) == 0 {
+		return 0, nil
+	}
+	saved, err := s.d.Store.SaveRepositories(ctx, conn.ID, repos, now)
+	if err != nil {
+		return 0, err
+	}
+	return len(saved), nil
+}
+
+// configured fails with unavailable unless the redirect URI can be built.
+func (s *Service) configured() error {
+	if s.public == nil {
+		return &ports.Error{Kind: ports.KindUnavailable, Message: "connecting " + s.providerName() + " is not configured: the public URL is not set"}
+	}
+	return nil
+}
+
+func (s *Service) redirectURI() string { return s.public.String() + CallbackPath }
+
+func (s *Service) origin() string { return s.public.Scheme + "://" + s.public.Host }
+
+// checkRedirect accepts "", a path on this origin, or an absolute URL on
+// it; anything a browser could take to another origin is refused.
+func (s *Service) checkRedirect(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	bad := fieldsError(ports.KindInvalid, ports.FieldError{Field: "redirect_after",
+		Reason: "must be a path such as /settings or a URL on " + s.origin()})
+	if len(raw) > MaxRedirectLen {
+		return fieldsError(ports.KindInvalid, ports.FieldError{Field: "redirect_after", Reason: "must be at most 2048 characters"})
+	}
+	// Browsers read a backslash as a slash, and drop tabs and newlines.
+	if strings.ContainsFunc(raw, func(r rune) bool { return r == '\\' || unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return bad
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return bad
+	}
+	if strings.HasPrefix(raw, "/") {
+		if strings.HasPrefix(raw, "//") {
+			return bad
+		}
+		return nil
+	}
+	if u.Opaque != "" || u.User != nil || !strings.EqualFold(u.Scheme, s.public.Scheme) || !strings.EqualFold(u.Host, s.public.Host) {
+		return bad
+	}
+	return nil
+}
+
+// random returns 32 random bytes, base64url without padding (43 characters).
+func (s *Service) random() (string, error) {
+	var b [32]byte
+	if _, err := io.ReadFull(s.d.Random, b[:]); err != nil {
+		return "", ports.Wrap(ports.KindInternal, err, "no random bytes")
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// challenge is the PKCE S256 challenge of a verifier (RFC 7636).
+func challenge(verifier string) string {
+	sum := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}

@@ -1,0 +1,208 @@
+// Package scm is the core of devpilot's source-control integration: a user
+// connects their GitHub account (OAuth web flow with PKCE), devpilot records
+// the repositories the token can see, reads commits, pull requests and
+// activity for the API and the assistant, and turns the provider's webhook
+// deliveries into repository activity in the background.
+//
+// The access token is sealed with the Cipher, bound to the connection's id,
+// before it reaches the store; it is opened only for the duration of one
+// provider call and is never returned, logged or put in an error. A token the
+// provider no longer accepts marks the connection broken, and it is not used
+// again until the user reconnects.
+package scm
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// Config tunes the SCM core. Zero values take the defaults named.
+type Config struct {
+	// PublicURL is where devpilot is reached from browsers, such as
+	// https://devpilot.example.com; the OAuth redirect URI is built from it
+	// and redirect_after must stay on its origin.
+	PublicURL string
+	// WebhookSecret signs the provider's webhook deliveries; none configured
+	// refuses every delivery (unavailable).
+	WebhookSecret []byte
+	// StateTTL is how long an OAuth authorisation may take (10 minutes).
+	StateTTL time.Duration
+	// Provider names the provider connections are made to ("github").
+	Provider string
+}
+
+// The defaults and limits of the SCM core.
+const (
+	DefaultStateTTL  = 10 * time.Minute
+	DefaultProvider  = "github"
+	DefaultPageLimit = 30
+	MaxPageLimit     = 100
+	MaxQueryLen      = 256
+	MaxRedirectLen   = 2048
+	// CallbackPath is where the provider sends the user back, under PublicURL.
+	CallbackPath = "/scm-oauth/callback"
+	// AuthorizePath is where a user starts (again) to connect.
+	AuthorizePath = "/scm-oauth/authorize"
+	// repoPages and repoPageSize bound the repositories recorded on connect.
+	repoPages    = 10
+	repoPageSize = 100
+)
+
+// Error codes of the SCM core, set as ports.Error.Code.
+const (
+	// CodeNotConnected (precondition_failed): the caller has no connection.
+	CodeNotConnected = "not_connected"
+	// CodeConnectionBroken (upstream): the connection's token stopped working.
+	CodeConnectionBroken = "connection_broken"
+	// CodeInvalidState (malformed): an OAuth callback's state is unknown,
+	// used or expired.
+	CodeInvalidState = "invalid_state"
+	// CodeTokenRevoked is the provider's code for a token it no longer
+	// accepts (see ports.SCMProvider).
+	CodeTokenRevoked = "token_revoked"
+)
+
+func (c Config) withDefaults() Config {
+	if c.StateTTL <= 0 {
+		c.StateTTL = DefaultStateTTL
+	}
+	if strings.TrimSpace(c.Provider) == "" {
+		c.Provider = DefaultProvider
+	}
+	return c
+}
+
+// Deps are the ports a Service needs. Random nil is crypto/rand; Logger nil
+// discards logs.
+type Deps struct {
+	Store    ports.SCMStore
+	Provider ports.SCMProvider
+	Cipher   ports.Cipher
+	Jobs     ports.JobQueue
+	Tx       ports.Transactor
+	Clock    ports.Clock
+	IDs      ports.IDs
+	Random   io.Reader
+	Logger   *slog.Logger
+}
+
+// Service is the SCM core's use cases. Reads and Authorize act for the
+// principal in ctx and fail with unauthenticated without one; Callback,
+// ReceiveWebhook and ProcessDelivery are public (the state, the signature or
+// the job says who). Errors of the provider pass through with their kinds
+// (rate_limited with RetryAfter, upstream, timeout, unavailable, not_found).
+type Service struct {
+	cfg    Config
+	d      Deps
+	log    *slog.Logger
+	public *url.URL // nil when Config.PublicURL is not an absolute http(s) URL
+}
+
+// New returns a Service over the given ports.
+func New(cfg Config, d Deps) *Service {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Random == nil {
+		d.Random = rand.Reader
+	}
+	s := &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "scm")}
+	if u, err := url.Parse(strings.TrimRight(cfg.PublicURL, "/")); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		s.public = u
+	}
+	return s
+}
+
+// providerName is the provider as people know it.
+func (s *Service) providerName() string {
+	if s.cfg.Provider == "github" {
+		return "GitHub"
+	}
+	return s.cfg.Provider
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+func isUUID(s string) bool { return uuidPattern.MatchString(s) }
+
+// fieldsError is an error of the kind listing the fields, with a message that
+// names them too (the assistant's model sees only the message).
+func fieldsError(kind ports.Kind, fields ...ports.FieldError) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	parts := make([]string, len(fields))
+	for i, f := range fields {
+		parts[i] = f.Field + ": " + f.Reason
+	}
+	what := "malformed request"
+	if kind != ports.KindMalformed {
+		what = "invalid request"
+	}
+	return &ports.Error{Kind: kind, Message: what + " (" + strings.Join(parts, "; ") + ")", Fields: fields}
+}
+
+func checkPage(page ports.Page) (ports.Page, error) {
+	if page.Limit == 0 {
+		page.Limit = DefaultPageLimit
+	}
+	if page.Limit < 1 || page.Limit > MaxPageLimit {
+		return page, fieldsError(ports.KindInvalid, ports.FieldError{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxPageLimit)})
+	}
+	return page, nil
+}
+
+const redacted = "[redacted]"
+
+// scrub returns err, or, should its text contain the secret (a provider must
+// never do that), a copy of it of the same kind with the secret replaced.
+func scrub(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	clean := func(s string) string { return strings.ReplaceAll(s, secret, redacted) }
+	out := &ports.Error{Kind: ports.KindInternal, Message: "internal error"}
+	if e, ok := ports.AsError(err); ok {
+		out = &ports.Error{Kind: e.Kind, Code: e.Code, Message: clean(e.Message), RetryAfter: e.RetryAfter}
+		for _, f := range e.Fields {
+			out.Fields = append(out.Fields, ports.FieldError{Field: f.Field, Reason: clean(f.Reason)})
+		}
+	}
+	out.Err = errors.New(clean(err.Error()))
+	return out
+}
+
+// line makes text from outside (a title, a provider's message) safe to show
+// in one line: no control characters or runs of spaces, at most n bytes.
+func line(s string, n int) string {
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+	return clip(s, n)
+}
+
+// clip keeps at most n bytes of s, cut at a rune boundary, marked with "…".
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// detached keeps ctx's values but not its cancellation, for bookkeeping
+// that must happen even when the caller has gone.
+func detached(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
