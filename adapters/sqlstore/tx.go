@@ -114,6 +114,12 @@ const maxInsertArgs = 30000
 // maxInsertArgs arguments. Run it in a transaction when rows may need more
 // than one statement.
 func (c conn) insertRows(ctx context.Context, table, columns string, rows [][]any) error {
+	return c.insertRowsWith(ctx, table, columns, "", rows)
+}
+
+// insertRowsWith is insertRows with clause, such as "ON CONFLICT (id) DO
+// NOTHING", ending each statement.
+func (c conn) insertRowsWith(ctx context.Context, table, columns, clause string, rows [][]any) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -129,6 +135,9 @@ func (c conn) insertRows(ctx context.Context, table, columns string, rows [][]an
 			}
 			query.WriteString(tuple)
 			args = append(args, row...)
+		}
+		if clause != "" {
+			query.WriteString(" " + clause)
 		}
 		if _, err := c.exec(ctx, query.String(), args...); err != nil {
 			return err
