@@ -46,6 +46,7 @@ type Config struct {
 	// AWSEndpoint is AWS_ENDPOINT_URL, read here too so that it can be set
 	// through Load's getenv; the SDK also honours AWS_ENDPOINT_URL_<SERVICE>.
 	AWSEndpoint    string
+	GitHub         GitHubConfig
 	PublicURL      string
 	LogFormat      string
 	LogLevel       slog.Level
@@ -59,6 +60,16 @@ type LLMConfig struct {
 	APIKey  string
 	BaseURL string // "" is OpenAI's
 	Timeout time.Duration
+}
+
+// GitHubConfig configures the GitHub integration: an OAuth app, its web and
+// API URLs (GitHub Enterprise Server sets both), and the webhook secret.
+type GitHubConfig struct {
+	ClientID      string
+	ClientSecret  string
+	WebURL        string
+	APIURL        string
+	WebhookSecret string
 }
 
 // AssistantConfig bounds the assistant loop.
@@ -88,6 +99,11 @@ const (
 	EnvMaxTokens      = "DEVPILOT_MAX_TOKENS"
 	EnvConfirmTTL     = "DEVPILOT_CONFIRMATION_TTL"
 	EnvAWSEndpoint    = "AWS_ENDPOINT_URL"
+	EnvGitHubClientID = "GITHUB_CLIENT_ID"
+	EnvGitHubSecret   = "GITHUB_CLIENT_SECRET"
+	EnvGitHubURL      = "GITHUB_URL"
+	EnvGitHubAPIURL   = "GITHUB_API_URL"
+	EnvGitHubWebhook  = "GITHUB_WEBHOOK_SECRET"
 )
 
 // Load reads the configuration for mode from getenv (os.Getenv in the
@@ -115,6 +131,16 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 	}
 	c.PublicURL = r.url(EnvPublicURL)
 	c.AWSEndpoint = r.url(EnvAWSEndpoint)
+	c.GitHub = GitHubConfig{
+		ClientID:      r.str(EnvGitHubClientID, ""),
+		ClientSecret:  r.str(EnvGitHubSecret, ""),
+		WebURL:        r.url(EnvGitHubURL),
+		APIURL:        r.url(EnvGitHubAPIURL),
+		WebhookSecret: r.str(EnvGitHubWebhook, ""),
+	}
+	if (c.GitHub.ClientID == "") != (c.GitHub.ClientSecret == "") {
+		r.fail(EnvGitHubClientID, "and "+EnvGitHubSecret+" must be set together")
+	}
 	logFormat := "text"
 	if mode == ModeServe || mode == ModeWorker {
 		logFormat = "json"

@@ -18,6 +18,7 @@ import (
 	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/cloud"
 	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/core/scm"
 	"github.com/devpilot/devpilot/core/spec"
 	"github.com/devpilot/devpilot/hosts/httpapi"
 	"github.com/devpilot/devpilot/hosts/worker"
@@ -197,11 +198,12 @@ type WorkerParams struct {
 	Identity  *identity.Service
 	Assistant *assistant.Service
 	Spec      *spec.Service
+	SCM       *scm.Service
 }
 
 // StartWorkers builds the worker client and ties it to the app's lifecycle.
 func StartWorkers(p WorkerParams) error {
-	workers, err := worker.NewWorkers(worker.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Logger: p.Logger})
+	workers, err := worker.NewWorkers(worker.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, SCM: p.SCM, Logger: p.Logger})
 	if err != nil {
 		return err
 	}
@@ -231,6 +233,7 @@ type HTTPParams struct {
 	Assistant  *assistant.Service
 	Spec       *spec.Service
 	Cloud      *cloud.Service
+	SCM        *scm.Service
 	Ready      *Readiness
 }
 
@@ -240,7 +243,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		BodyLimit:      p.Config.BodyLimit,
 		RequestTimeout: p.Config.RequestTimeout,
 		ShutdownGrace:  p.Config.ShutdownGrace,
-	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, Ready: p.Ready, Logger: p.Logger})
+	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM, Ready: p.Ready, Logger: p.Logger})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln, err := net.Listen("tcp", p.Config.HTTPAddr)
@@ -272,6 +275,7 @@ func Options(cfg Config, logger *slog.Logger) fx.Option {
 		AssistantModule,
 		SpecModule,
 		CloudModule,
+		SCMModule,
 		QueueModule,
 		fx.StopTimeout(cfg.ShutdownGrace + 5*time.Second),
 	}

@@ -143,8 +143,13 @@ func (s *Server) confirm(w http.ResponseWriter, r *http.Request) error {
 
 // acceptsEventStream reports whether the client asked for an SSE answer.
 func acceptsEventStream(r *http.Request) bool {
+	return mediaTypeAccepted(r, "text/event-stream")
+}
+
+// mediaTypeAccepted reports whether the Accept header names the media type.
+func mediaTypeAccepted(r *http.Request, want string) bool {
 	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
+		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == want {
 			return true
 		}
 	}

@@ -32,6 +32,9 @@ func (s *Server) routes() {
 	if s.d.Cloud != nil {
 		s.cloudRoutes()
 	}
+	if s.d.SCM != nil {
+		s.scmRoutes()
+	}
 }
 
 // handlerFunc is what every endpoint implements: write a response, or return

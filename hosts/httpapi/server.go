@@ -49,7 +49,9 @@ type Deps struct {
 	// Spec serves /pse; nil leaves those routes out.
 	Spec Spec
 	// Cloud serves /cloud; nil leaves those routes out.
-	Cloud   Cloud
+	Cloud Cloud
+	// SCM serves /scm, /scm-oauth and /webhooks/scm; nil leaves them out.
+	SCM     SCM
 	Logger  *slog.Logger         // nil: slog.Default()
 	Metrics *prometheus.Registry // nil: a new registry with Go and process collectors
 }

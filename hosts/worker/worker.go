@@ -13,6 +13,7 @@ import (
 
 	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/core/scm"
 	"github.com/devpilot/devpilot/core/spec"
 )
 
@@ -38,11 +39,18 @@ type StageGenerator interface {
 	RunGeneration(ctx context.Context, args spec.GenerateStageArgs, final bool) error
 }
 
+// DeliveryProcessor turns a stored webhook delivery into activity;
+// *scm.Service is one.
+type DeliveryProcessor interface {
+	ProcessDelivery(ctx context.Context, deliveryID string) error
+}
+
 // Deps are the core services the workers call.
 type Deps struct {
 	Identity  TokenPruner
 	Assistant ConfirmationExpirer
 	Spec      StageGenerator
+	SCM       DeliveryProcessor
 	// Logger receives one line per job worked; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -51,14 +59,15 @@ type Deps struct {
 // queue.Config. It returns an error when a dependency is missing or River
 // rejects a worker.
 func NewWorkers(d Deps) (*river.Workers, error) {
-	if d.Identity == nil || d.Assistant == nil || d.Spec == nil {
-		return nil, errors.New("worker: Deps.Identity, Deps.Assistant and Deps.Spec are required")
+	if d.Identity == nil || d.Assistant == nil || d.Spec == nil || d.SCM == nil {
+		return nil, errors.New("worker: Deps.Identity, Assistant, Spec and SCM are required")
 	}
 	workers := river.NewWorkers()
 	err := errors.Join(
 		river.AddWorkerSafely(workers, &SweepWorker[identity.PruneTokensArgs]{Sweep: d.Identity.PruneTokens, Did: "pruned API tokens", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &SweepWorker[assistant.ExpireConfirmationsArgs]{Sweep: d.Assistant.ExpireConfirmations, Did: "expired confirmations", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &GenerateStageWorker{Spec: d.Spec}),
+		river.AddWorkerSafely(workers, &ProcessDeliveryWorker{SCM: d.SCM}),
 	)
 	if err != nil {
 		return nil, err
@@ -124,4 +133,16 @@ func (w *GenerateStageWorker) Timeout(*river.Job[spec.GenerateStageArgs]) time.D
 // Work generates the stage; an error makes River retry the job.
 func (w *GenerateStageWorker) Work(ctx context.Context, job *river.Job[spec.GenerateStageArgs]) error {
 	return w.Spec.RunGeneration(ctx, job.Args, job.Attempt >= job.MaxAttempts)
+}
+
+// ProcessDeliveryWorker works scm.ProcessDeliveryArgs jobs: a stored webhook
+// delivery becomes repository activity.
+type ProcessDeliveryWorker struct {
+	river.WorkerDefaults[scm.ProcessDeliveryArgs]
+	SCM DeliveryProcessor
+}
+
+// Work processes the delivery; an error makes River retry the job.
+func (w *ProcessDeliveryWorker) Work(ctx context.Context, job *river.Job[scm.ProcessDeliveryArgs]) error {
+	return w.SCM.ProcessDelivery(ctx, job.Args.DeliveryID)
 }

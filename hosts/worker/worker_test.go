@@ -78,7 +78,7 @@ func TestPruneTokensJob(t *testing.T) {
 		}
 
 		svc := identity.New(identity.Deps{Orgs: store, Users: store, Tokens: store, Tx: db, Clock: fixture.NewClock(), IDs: ids})
-		workers, err := worker.NewWorkers(worker.Deps{Identity: svc, Assistant: fakeExpirer{}, Spec: fakeGenerator{}})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: svc, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,6 +143,10 @@ func waitForJob(t *testing.T, events <-chan *river.Event, kind string) {
 	}
 }
 
+type fakeProcessor struct{}
+
+func (fakeProcessor) ProcessDelivery(context.Context, string) error { return nil }
+
 type fakeGenerator struct{}
 
 func (fakeGenerator) RunGeneration(context.Context, spec.GenerateStageArgs, bool) error { return nil }
@@ -193,7 +197,7 @@ func TestNewWorkers(t *testing.T) {
 	if _, err := worker.NewWorkers(worker.Deps{}); err == nil {
 		t.Fatal("NewWorkers without Identity succeeded")
 	}
-	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}}); err != nil {
+	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}}); err != nil {
 		t.Fatalf("NewWorkers: %v", err)
 	}
 }
@@ -206,7 +210,7 @@ func TestPeriodicJobsRunOnStart(t *testing.T) {
 		t.Parallel()
 		ctx := t.Context()
 		pruned := make(chan struct{}, 1)
-		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned), Assistant: fakeExpirer{}, Spec: fakeGenerator{}})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned), Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}})
 		if err != nil {
 			t.Fatal(err)
 		}

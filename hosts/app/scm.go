@@ -1,0 +1,99 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	"go.uber.org/fx"
+
+	"github.com/devpilot/devpilot/adapters/github"
+	"github.com/devpilot/devpilot/adapters/sqlstore"
+	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/scm"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// SCMModule provides the GitHub integration and registers its tools with
+// the assistant.
+var SCMModule = fx.Module("scm",
+	fx.Provide(
+		fx.Annotate(sqlstore.NewSCM, fx.As(new(ports.SCMStore))),
+		NewSCMProvider,
+		NewSCM,
+	),
+	fx.Invoke(func(r *assistant.Registry, s *scm.Service) error { return r.Register(s.Tools()...) }),
+)
+
+// NewSCMProvider returns the GitHub adapter, or, without an OAuth app
+// configured, a provider that answers every call with an unavailable error
+// naming the variables to set.
+func NewSCMProvider(cfg Config, logger *slog.Logger) (ports.SCMProvider, error) {
+	if cfg.GitHub.ClientID == "" {
+		logger.Info("GitHub is not configured: set " + EnvGitHubClientID + " and " + EnvGitHubSecret + " to connect repositories")
+		return unconfiguredSCM{}, nil
+	}
+	apiURL := cfg.GitHub.APIURL
+	if apiURL != "" && !strings.HasSuffix(apiURL, "/") {
+		apiURL += "/"
+	}
+	return github.New(github.Config{
+		ClientID: cfg.GitHub.ClientID, ClientSecret: cfg.GitHub.ClientSecret,
+		WebURL: cfg.GitHub.WebURL, APIURL: apiURL,
+	})
+}
+
+// SCMParams are what the GitHub integration is built from.
+type SCMParams struct {
+	fx.In
+	Config   Config
+	Logger   *slog.Logger
+	Store    ports.SCMStore
+	Provider ports.SCMProvider
+	Cipher   ports.Cipher
+	Jobs     ports.JobQueue
+	Tx       ports.Transactor
+	Clock    ports.Clock
+	IDs      ports.IDs
+}
+
+// NewSCM returns the GitHub integration service.
+func NewSCM(p SCMParams) *scm.Service {
+	publicURL := p.Config.PublicURL
+	if publicURL == "" && p.Config.Mode == ModeRun {
+		publicURL = "http://" + p.Config.HTTPAddr
+	}
+	return scm.New(scm.Config{PublicURL: publicURL, WebhookSecret: []byte(p.Config.GitHub.WebhookSecret)}, scm.Deps{
+		Store: p.Store, Provider: p.Provider, Cipher: p.Cipher, Jobs: p.Jobs, Tx: p.Tx,
+		Clock: p.Clock, IDs: p.IDs, Logger: p.Logger,
+	})
+}
+
+// unconfiguredSCM stands in for GitHub when no OAuth app is configured.
+type unconfiguredSCM struct{}
+
+var errNoGitHub = &ports.Error{Kind: ports.KindUnavailable, Code: "not_configured",
+	Message: "GitHub is not configured: set " + EnvGitHubClientID + " and " + EnvGitHubSecret}
+
+func (unconfiguredSCM) AuthorizeURL(string, string, string) string { return "" }
+func (unconfiguredSCM) Exchange(context.Context, string, string, string) (ports.SCMToken, error) {
+	return ports.SCMToken{}, errNoGitHub
+}
+func (unconfiguredSCM) User(context.Context, string) (ports.SCMUser, error) {
+	return ports.SCMUser{}, errNoGitHub
+}
+func (unconfiguredSCM) ListRepos(context.Context, string, ports.Page) ([]ports.SCMRepo, string, error) {
+	return nil, "", errNoGitHub
+}
+func (unconfiguredSCM) ListCommits(context.Context, string, string, string, ports.Page) ([]ports.SCMCommit, string, error) {
+	return nil, "", errNoGitHub
+}
+func (unconfiguredSCM) ListPulls(context.Context, string, string, string, ports.Page) ([]ports.SCMPull, string, error) {
+	return nil, "", errNoGitHub
+}
+func (unconfiguredSCM) SearchCommits(context.Context, string, string, ports.Page) ([]ports.SCMCommit, string, error) {
+	return nil, "", errNoGitHub
+}
+func (unconfiguredSCM) ListActivity(context.Context, string, string, string, ports.Page) ([]ports.SCMActivity, string, error) {
+	return nil, "", errNoGitHub
+}
