@@ -76,8 +76,8 @@ func (s *Service) Authorize(ctx context.Context, redirectAfter string) (string, 
 // started it), trades the code and the state's PKCE verifier for a token,
 // learns whose it is, stores the connection (active, the token sealed and
 // bound to the connection's id, which a reconnection keeps) and records the
-// repositories the token can see (up to 1,000). Errors: invalid with the
-// provider's words when it sent an error instead of a code; malformed when
+// repositories the token can see (up to 1,000). Errors: malformed with the
+// provider's words when it sent an error instead of a code;
 // code or state is missing, and (code invalid_state) when the state is
 // unknown, used or expired; malformed too when the provider refuses the code
 // (wrong, used, or not matching the verifier); unavailable when
@@ -88,7 +88,7 @@ func (s *Service) Callback(ctx context.Context, in CallbackInput) (CallbackResul
 		if d := line(in.ErrorDescription, 500); d != "" {
 			msg += ": " + d
 		}
-		return CallbackResult{}, &ports.Error{Kind: ports.KindInvalid, Message: msg}
+		return CallbackResult{}, &ports.Error{Kind: ports.KindMalformed, Message: msg}
 	}
 	var fields []ports.FieldError
 	for _, f := range [][2]string{{"code", in.Code}, {"state", in.State}} {

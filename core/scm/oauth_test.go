@@ -293,7 +293,7 @@ func TestCallbackFails(t *testing.T) {
 	// The provider says why it sent the user back without a code.
 	_, err := e.svc.Callback(context.Background(), scm.CallbackInput{State: "s", Error: "access_denied",
 		ErrorDescription: "The user has denied your application access.\n"})
-	if pe := wantErr(t, "denied", err, ports.KindInvalid, ""); pe.Message != "GitHub: access_denied: The user has denied your application access." {
+	if pe := wantErr(t, "denied", err, ports.KindMalformed, ""); pe.Message != "GitHub: access_denied: The user has denied your application access." {
 		t.Errorf("message %q", pe.Message)
 	}
 
