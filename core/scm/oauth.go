@@ -77,7 +77,7 @@ func (s *Service) Authorize(ctx context.Context, redirectAfter string) (string, 
 // learns whose it is, stores the connection (active, the token sealed and
 // bound to the connection's id, which a reconnection keeps) and records the
 // repositories the token can see (up to 1,000). Errors: malformed with the
-// provider's words when it sent an error instead of a code;
+// provider's words when it sent an error instead of a code, or when
 // code or state is missing, and (code invalid_state) when the state is
 // unknown, used or expired; malformed too when the provider refuses the code
 // (wrong, used, or not matching the verifier); unavailable when
