@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -37,27 +39,139 @@ type failure struct {
 }
 
 // responseInfo is what the HTTP layer saw of an attempt's response, which
-// go-openai's errors do not carry (Retry-After above all).
+// go-openai's errors do not carry (Retry-After above all), and the call the
+// attempt sends.
 type responseInfo struct {
 	status int
 	header http.Header
+	call   *call
 }
 
 type responseInfoKey struct{}
 
-// recordingDoer is the http.Client go-openai calls: it notes the status and
-// headers of each response in the responseInfo its request's context holds.
+// recordingDoer is the http.Client go-openai calls. For a request whose
+// context holds a responseInfo, it completes the body with the call's tools,
+// notes the status and headers of the response, and keeps an idle stream
+// cheap:
+//
+//   - the encoded request body is let go of once it has been sent; a resend
+//     (GetBody, used by the transport to retry on another connection)
+//     encodes the request again;
+//   - a successful response is returned only once its body has sent a byte
+//     (or failed), so the buffer go-openai reads the stream through is not
+//     allocated while the model has not started answering.
 type recordingDoer struct{ hc *http.Client }
 
 // Do sends r and notes the status and headers of its response.
 func (d recordingDoer) Do(r *http.Request) (*http.Response, error) {
-	resp, err := d.hc.Do(r)
-	if err == nil {
-		if info, ok := r.Context().Value(responseInfoKey{}).(*responseInfo); ok {
-			info.status, info.header = resp.StatusCode, resp.Header
+	info, ok := r.Context().Value(responseInfoKey{}).(*responseInfo)
+	if !ok {
+		return d.hc.Do(r)
+	}
+	if cl := info.call; cl != nil && r.Body != nil && r.Body != http.NoBody {
+		body, n := r.Body, r.ContentLength
+		var full io.Reader
+		if n > 1 { // go-openai's encoding of cl.req, without the tools
+			full, n = cl.withTools(body, n)
+		} else {
+			var err error
+			if full, n, err = cl.body(); err != nil {
+				return nil, err
+			}
+		}
+		r.Body, r.ContentLength = &sentBody{r: full, c: body}, n
+		r.GetBody = func() (io.ReadCloser, error) {
+			body, _, err := cl.body()
+			if err != nil {
+				return nil, err
+			}
+			return io.NopCloser(body), nil
 		}
 	}
-	return resp, err
+	resp, err := d.hc.Do(r)
+	if err != nil {
+		return resp, err
+	}
+	info.status, info.header = resp.StatusCode, resp.Header
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		resp.Body = awaitFirstByte(resp.Body)
+	}
+	return resp, nil
+}
+
+// sentBody is a request body that drops what it reads from once that is
+// read to the end or closed. It is safe for a Close concurrent with a Read,
+// which a transport may do.
+type sentBody struct {
+	mu sync.Mutex
+	r  io.Reader
+	c  io.Closer
+}
+
+func (b *sentBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	r := b.r
+	b.mu.Unlock()
+	if r == nil {
+		return 0, io.EOF
+	}
+	n, err := r.Read(p)
+	if err == io.EOF {
+		_ = b.Close()
+	}
+	return n, err
+}
+
+func (b *sentBody) Close() error {
+	b.mu.Lock()
+	c := b.c
+	b.r, b.c = nil, nil
+	b.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.Close()
+}
+
+// awaitFirstByte blocks until body yields a byte or an error, and returns a
+// body that yields that byte, then the rest (or the error).
+func awaitFirstByte(body io.ReadCloser) io.ReadCloser {
+	p := &primedBody{ReadCloser: body}
+	var b [1]byte
+	for {
+		n, err := body.Read(b[:])
+		if n > 0 {
+			p.first, p.primed, p.err = b[0], true, err
+			return p
+		}
+		if err != nil {
+			p.err = err
+			return p
+		}
+	}
+}
+
+// primedBody is a response body whose first byte, or first error, was read
+// ahead.
+type primedBody struct {
+	io.ReadCloser
+	first  byte
+	primed bool  // first is still to be read
+	err    error // returned once first is read
+}
+
+func (p *primedBody) Read(b []byte) (int, error) {
+	switch {
+	case p.primed:
+		if len(b) == 0 {
+			return 0, nil
+		}
+		b[0], p.primed = p.first, false
+		return 1, nil
+	case p.err != nil:
+		return 0, p.err
+	}
+	return p.ReadCloser.Read(b)
 }
 
 // classify turns the error of one attempt into a failure. inStream says the

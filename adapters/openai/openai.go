@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -112,6 +113,8 @@ type Client struct {
 	maxRetryWait time.Duration
 	sleep        func(ctx context.Context, d time.Duration) error
 	newCallID    func() string
+
+	lastTools atomic.Pointer[toolSet] // see mapTools
 }
 
 var _ ports.LLM = (*Client)(nil)
@@ -207,14 +210,15 @@ var errCallTimeout = errors.New("openai: call timeout")
 // onDelta's error as it was returned. On error the result holds the text
 // received so far.
 func (c *Client) Chat(ctx context.Context, req ports.ChatRequest, onDelta func(delta string) error) (ports.ChatResult, error) {
-	creq, err := c.buildRequest(req)
+	cl, err := c.buildRequest(req)
 	if err != nil {
 		return ports.ChatResult{}, err
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, c.timeout, errCallTimeout)
 	defer cancel()
+	var res ports.ChatResult
 	for attempt := 0; ; attempt++ {
-		res, f := c.attempt(callCtx, creq, onDelta)
+		f := c.attempt(callCtx, cl, onDelta, &res)
 		if f == nil {
 			return res, nil
 		}
@@ -274,15 +278,24 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// attempt runs one streamed request.
-func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, onDelta func(string) error) (ports.ChatResult, *failure) {
-	info := &responseInfo{}
-	stream, err := c.api.CreateChatCompletionStream(context.WithValue(ctx, responseInfoKey{}, info), creq)
+// attempt runs one streamed request, leaving what it received in res.
+//
+// The model's first byte is awaited in open, so that while a stream is idle
+// only small frames of the adapter are on the goroutine's stack: the Go
+// runtime shrinks a parked goroutine's stack only when it uses less than a
+// quarter of it.
+func (c *Client) attempt(ctx context.Context, cl *call, onDelta func(string) error, res *ports.ChatResult) *failure {
+	stream, info, err := c.open(ctx, cl)
 	if err != nil {
-		return ports.ChatResult{Model: creq.Model}, c.classify(err, info, false)
+		*res = ports.ChatResult{Model: cl.req.Model}
+		return c.classify(err, info, false)
 	}
 	defer stream.Close()
+	return c.read(ctx, stream, info, cl.req.Model, onDelta, res)
+}
 
+// read reads a stream to its end into res.
+func (c *Client) read(ctx context.Context, stream *goopenai.ChatCompletionStream, info *responseInfo, reqModel string, onDelta func(string) error, res *ports.ChatResult) *failure {
 	var (
 		content strings.Builder
 		calls   assembler
@@ -291,7 +304,7 @@ func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionReques
 		model   string
 	)
 	partial := func() ports.ChatResult {
-		return ports.ChatResult{Content: content.String(), Model: cmp.Or(model, creq.Model)}
+		return ports.ChatResult{Content: content.String(), Model: cmp.Or(model, reqModel)}
 	}
 	for {
 		chunk, err := stream.Recv()
@@ -302,7 +315,8 @@ func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionReques
 			if finish != "" && ctx.Err() == nil {
 				break
 			}
-			return partial(), c.classify(err, info, true)
+			*res = partial()
+			return c.classify(err, info, true)
 		}
 		if model == "" {
 			model = chunk.Model
@@ -318,7 +332,8 @@ func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionReques
 				content.WriteString(text)
 				if onDelta != nil {
 					if err := onDelta(text); err != nil {
-						return partial(), &failure{callerErr: err}
+						*res = partial()
+						return &failure{callerErr: err}
 					}
 				}
 			}
@@ -331,13 +346,22 @@ func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionReques
 		}
 	}
 	if finish == "" {
-		return partial(), &failure{err: truncated(errors.New("stream ended without a finish_reason")), retryable: true}
+		*res = partial()
+		return &failure{err: truncated(errors.New("stream ended without a finish_reason")), retryable: true}
 	}
-	res := partial()
+	*res = partial()
 	res.ToolCalls = c.withIDs(calls.result())
 	res.FinishReason = finishReason(finish, len(res.ToolCalls) > 0)
 	res.Usage = usage
-	return res, nil
+	return nil
+}
+
+// open sends cl and returns its stream once the response has started: its
+// headers and first byte have come (see recordingDoer).
+func (c *Client) open(ctx context.Context, cl *call) (*goopenai.ChatCompletionStream, *responseInfo, error) {
+	info := &responseInfo{call: cl}
+	stream, err := c.api.CreateChatCompletionStream(context.WithValue(ctx, responseInfoKey{}, info), cl.req)
+	return stream, info, err
 }
 
 // withIDs gives every call an id of its own.

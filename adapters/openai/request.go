@@ -1,8 +1,11 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"strings"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -13,56 +16,83 @@ import (
 // a null parameters schema.
 var emptyObjectSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// buildRequest maps a ports.ChatRequest to go-openai's request. It returns an
-// invalid Error (Code invalid_request) for a request no provider could accept.
-func (c *Client) buildRequest(req ports.ChatRequest) (goopenai.ChatCompletionRequest, error) {
-	out := goopenai.ChatCompletionRequest{
-		Model:         req.Model,
-		StreamOptions: &goopenai.StreamOptions{IncludeUsage: true},
+// call is a request ready to be sent: go-openai's request without its
+// tools, and the tools, encoded once for all the calls that offer them. The
+// body go-openai encodes is completed with the tools on its way out (see
+// recordingDoer): encoding the tool catalogue's schemas on every call, as
+// go-openai does, costs more than the rest of a typical request.
+type call struct {
+	req   goopenai.ChatCompletionRequest
+	tools *toolSet // nil without tools
+}
+
+// toolsKey introduces the tools in a request body.
+const toolsKey = `,"tools":`
+
+// withTools completes body, an encoding of c.req in n bytes ending with its
+// closing brace, with c's tools: the brace gives way to the tools and a
+// closing brace. It returns the whole body and its length.
+func (c *call) withTools(body io.Reader, n int64) (io.Reader, int64) {
+	if c.tools == nil {
+		return body, n
 	}
+	return io.MultiReader(io.LimitReader(body, n-1), strings.NewReader(toolsKey), bytes.NewReader(c.tools.json), strings.NewReader("}")),
+		n + int64(len(toolsKey)+len(c.tools.json))
+}
+
+// body encodes the request as it is sent, and returns its length.
+func (c *call) body() (io.Reader, int64, error) {
+	b, err := json.Marshal(&c.req)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, 0, fmt.Errorf("openai: the request encodes as %.20q…, not as an object", b)
+	}
+	r, n := c.withTools(bytes.NewReader(b), int64(len(b)))
+	return r, n, nil
+}
+
+// buildRequest maps a ports.ChatRequest to a call of go-openai's streaming
+// API. It returns an invalid Error (Code invalid_request) for a request no
+// provider could accept.
+func (c *Client) buildRequest(req ports.ChatRequest) (*call, error) {
+	cl := &call{req: goopenai.ChatCompletionRequest{
+		Model:         req.Model,
+		Stream:        true, // as go-openai sends it, so that body encodes the same
+		StreamOptions: &goopenai.StreamOptions{IncludeUsage: true},
+	}}
+	out := &cl.req
 	if out.Model == "" {
 		out.Model = c.model
 	}
 	if len(req.Messages) == 0 {
-		return out, invalidRequest("the conversation has no messages")
+		return cl, invalidRequest("the conversation has no messages")
 	}
 	if req.MaxTokens < 0 {
-		return out, invalidRequest("max tokens must not be negative")
+		return cl, invalidRequest("max tokens must not be negative")
 	}
 	if c.legacyMaxTokens {
 		out.MaxTokens = req.MaxTokens
 	} else {
 		out.MaxCompletionTokens = req.MaxTokens
 	}
+	out.Messages = make([]goopenai.ChatCompletionMessage, 0, len(req.Messages))
 	for i, m := range req.Messages {
 		msg, err := mapMessage(m)
 		if err != nil {
-			return out, invalidRequest(fmt.Sprintf("message %d: %s", i, err))
+			return cl, invalidRequest(fmt.Sprintf("message %d: %s", i, err))
 		}
 		out.Messages = append(out.Messages, msg)
 	}
-	for _, t := range req.Tools {
-		if t.Name == "" {
-			return out, invalidRequest("a tool has no name")
-		}
-		params := t.Parameters
-		if len(params) == 0 {
-			params = emptyObjectSchema
-		} else if !json.Valid(params) {
-			return out, invalidRequest(fmt.Sprintf("tool %s: the parameters schema is not valid JSON", t.Name))
-		}
-		out.Tools = append(out.Tools, goopenai.Tool{
-			Type: goopenai.ToolTypeFunction,
-			Function: &goopenai.FunctionDefinition{
-				Name:        t.Name,
-				Description: t.Description,
-				Parameters:  params,
-			},
-		})
+	tools, err := c.mapTools(req.Tools)
+	if err != nil {
+		return cl, err
 	}
+	cl.tools = tools
 	if f := req.ResponseFormat; f != nil {
 		if len(f.Schema) == 0 || !json.Valid(f.Schema) {
-			return out, invalidRequest("the response format schema is not valid JSON")
+			return cl, invalidRequest("the response format schema is not valid JSON")
 		}
 		name := f.Name
 		if name == "" {
@@ -77,7 +107,66 @@ func (c *Client) buildRequest(req ports.ChatRequest) (goopenai.ChatCompletionReq
 			},
 		}
 	}
-	return out, nil
+	return cl, nil
+}
+
+// toolSet is a list of tool definitions and their encoding, a JSON array.
+type toolSet struct {
+	defs []ports.ToolDefinition
+	json []byte
+}
+
+// mapTools encodes tool definitions as OpenAI's tools. The assistant offers
+// the same tools on every call, so the last encoding is reused while the
+// definitions are the same. It returns nil for no tools, and an invalid
+// Error for a tool without a name or with parameters that are not JSON.
+func (c *Client) mapTools(defs []ports.ToolDefinition) (*toolSet, error) {
+	if len(defs) == 0 {
+		return nil, nil
+	}
+	if last := c.lastTools.Load(); last != nil && sameTools(last.defs, defs) {
+		return last, nil
+	}
+	tools := make([]goopenai.Tool, len(defs))
+	for i, t := range defs {
+		if t.Name == "" {
+			return nil, invalidRequest("a tool has no name")
+		}
+		params := t.Parameters
+		if len(params) == 0 {
+			params = emptyObjectSchema
+		} else if !json.Valid(params) {
+			return nil, invalidRequest(fmt.Sprintf("tool %s: the parameters schema is not valid JSON", t.Name))
+		}
+		tools[i] = goopenai.Tool{
+			Type: goopenai.ToolTypeFunction,
+			Function: &goopenai.FunctionDefinition{
+				Name:        t.Name,
+				Description: t.Description,
+				Parameters:  params,
+			},
+		}
+	}
+	b, err := json.Marshal(tools)
+	if err != nil {
+		return nil, invalidRequest(fmt.Sprintf("the tools cannot be encoded: %v", err))
+	}
+	set := &toolSet{defs: defs, json: b}
+	c.lastTools.Store(set)
+	return set, nil
+}
+
+// sameTools reports whether a and b define the same tools.
+func sameTools(a, b []ports.ToolDefinition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Description != b[i].Description || !bytes.Equal(a[i].Parameters, b[i].Parameters) {
+			return false
+		}
+	}
+	return true
 }
 
 func mapMessage(m ports.Message) (goopenai.ChatCompletionMessage, error) {

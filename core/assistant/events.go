@@ -136,7 +136,7 @@ type emitter struct {
 	ctx       context.Context // never cancelled: what was said is kept
 	store     ports.StreamEventStore
 	clock     ports.Clock
-	log       *slog.Logger
+	log       func() *slog.Logger
 	sessionID string
 	turnID    string
 	seq       int64
@@ -157,7 +157,7 @@ type emitter struct {
 func (e *emitter) event(name string, data any) Event {
 	b, err := json.Marshal(data)
 	if err != nil { // the *Data types always encode; keep the stream well-formed anyway
-		e.log.Error("encoding a stream event", "event", name, "err", err)
+		e.log().Error("encoding a stream event", "event", name, "err", err)
 		b = []byte("{}")
 	}
 	e.seq++
@@ -233,7 +233,7 @@ func (e *emitter) deliverLocked(evs []Event) {
 			return
 		}
 		if err := e.out(ev); err != nil {
-			e.log.Debug("client gone", "err", err)
+			e.log().Debug("client gone", "err", err)
 			e.gone = true
 			e.abort()
 		}
@@ -250,7 +250,7 @@ func (e *emitter) fail(err error) {
 func (e *emitter) failLocked(err error) {
 	if e.err == nil {
 		e.err = err
-		e.log.Error("recording a chat turn", "err", err)
+		e.log().Error("recording a chat turn", "err", err)
 	}
 	e.abort()
 }

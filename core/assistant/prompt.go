@@ -14,8 +14,13 @@ const DefaultSystemPrompt = `You are devpilot, the assistant of a product team. 
 // systemPrompt is the base prompt, the user's standing instructions and the
 // context of the request.
 func systemPrompt(base string, prefs []ports.Preference, page *PageContext) string {
+	base = strings.TrimSpace(base)
+	onPage := page != nil && (page.CurrentPage != "" || page.SelectedProjectID != "")
+	if len(prefs) == 0 && !onPage {
+		return base
+	}
 	var b strings.Builder
-	b.WriteString(strings.TrimSpace(base))
+	b.WriteString(base)
 	if len(prefs) > 0 {
 		b.WriteString("\n\nThe user's standing instructions (follow them unless they conflict with the above):")
 		for _, p := range prefs {
@@ -23,7 +28,7 @@ func systemPrompt(base string, prefs []ports.Preference, page *PageContext) stri
 			b.WriteString(oneLine(p.Instruction))
 		}
 	}
-	if page != nil && (page.CurrentPage != "" || page.SelectedProjectID != "") {
+	if onPage {
 		b.WriteString("\n\nContext of this request:")
 		if page.CurrentPage != "" {
 			b.WriteString("\n- Current page: " + oneLine(page.CurrentPage))

@@ -49,6 +49,7 @@ type Tool struct {
 type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]*entry
+	defs  []ports.ToolDefinition // built on first use after a change
 }
 
 type entry struct {
@@ -87,6 +88,7 @@ func (r *Registry) Register(tools ...Tool) error {
 	for name, e := range added {
 		r.tools[name] = e
 	}
+	r.defs = nil
 	return nil
 }
 
@@ -106,20 +108,27 @@ func (r *Registry) lookup(name string) (*entry, bool) {
 	return e, ok
 }
 
-// Definitions describes every tool to a model, sorted by name.
+// Definitions describes every tool to a model, sorted by name. Every call
+// until the next Register returns the same slice, which callers must not
+// modify.
 func (r *Registry) Definitions() []ports.ToolDefinition {
 	r.mu.RLock()
-	defs := make([]ports.ToolDefinition, 0, len(r.tools))
-	for _, e := range r.tools {
-		defs = append(defs, ports.ToolDefinition{
-			Name:        e.tool.Name,
-			Description: e.tool.Description,
-			Parameters:  slices.Clone(e.tool.Schema),
-		})
-	}
+	defs := r.defs
 	r.mu.RUnlock()
-	slices.SortFunc(defs, func(a, b ports.ToolDefinition) int { return strings.Compare(a.Name, b.Name) })
-	return defs
+	if defs != nil {
+		return defs
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.defs == nil && len(r.tools) > 0 {
+		defs = make([]ports.ToolDefinition, 0, len(r.tools))
+		for _, e := range r.tools {
+			defs = append(defs, ports.ToolDefinition{Name: e.tool.Name, Description: e.tool.Description, Parameters: e.tool.Schema})
+		}
+		slices.SortFunc(defs, func(a, b ports.ToolDefinition) int { return strings.Compare(a.Name, b.Name) })
+		r.defs = defs
+	}
+	return r.defs
 }
 
 func compileTool(t Tool) (*entry, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/devpilot/devpilot/core/assistant"
@@ -105,5 +106,42 @@ func TestDefinitionsSortedAndLookup(t *testing.T) {
 	}
 	if _, ok := r.Lookup("nope"); ok {
 		t.Error("found an unregistered tool")
+	}
+}
+
+func TestDefinitionsFollowRegister(t *testing.T) {
+	t.Parallel()
+	r := assistant.NewRegistry()
+	names := func() string {
+		var got []string
+		for _, d := range r.Definitions() {
+			got = append(got, d.Name)
+		}
+		return strings.Join(got, ",")
+	}
+	if got := names(); got != "" {
+		t.Errorf("empty registry: %s", got)
+	}
+	var wg sync.WaitGroup
+	for _, name := range []string{"b_tool", "a_tool", "c_tool"} {
+		wg.Go(func() {
+			if err := r.Register(validTool(name)); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Go(func() { _ = r.Definitions() })
+	}
+	wg.Wait()
+	if got := names(); got != "a_tool,b_tool,c_tool" {
+		t.Errorf("definitions %s", got)
+	}
+	if err := r.Register(validTool("a_tool")); err == nil {
+		t.Fatal("registered twice")
+	}
+	if err := r.Register(validTool("d_tool")); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); got != "a_tool,b_tool,c_tool,d_tool" {
+		t.Errorf("after another Register: %s", got)
 	}
 }

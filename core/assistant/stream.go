@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/devpilot/devpilot/ports"
 )
@@ -33,7 +34,9 @@ func (r *Run) Stream(ctx context.Context, emit func(Event) error) error {
 	// another may take the session over.
 	mctx, cancel := context.WithTimeout(ctx, s.cfg.TurnStaleAfter*9/10)
 	defer cancel()
-	log := s.log.With("session_id", r.session.ID, "turn_id", r.turn.ID)
+	log := sync.OnceValue(func() *slog.Logger { // most turns log nothing
+		return s.log.With("session_id", r.session.ID, "turn_id", r.turn.ID)
+	})
 	t := &turnRun{
 		Run:   r,
 		ctx:   mctx,
@@ -46,28 +49,34 @@ func (r *Run) Stream(ctx context.Context, emit func(Event) error) error {
 		out: emit, abort: cancel, batchMax: s.cfg.ContentBatch, every: s.cfg.ContentFlush,
 	}
 
-	end := t.loop()
-	if t.em.failure() != nil {
-		end = ending{reason: FinishError, err: &ErrorData{Code: string(ports.KindInternal), Message: "internal error"}}
-	}
-	if end.err != nil {
-		log.Info("chat turn failed", "code", end.err.Code, "message", end.err.Message)
-	}
-	done := DoneData{SessionID: r.session.ID, MessageID: t.lastMessageID, FinishReason: end.reason,
-		Usage: UsageData{PromptTokens: t.usage.PromptTokens, CompletionTokens: t.usage.CompletionTokens}}
-	t.em.finish(end.err, done, func() { // runs under the emitter's lock
-		now := s.d.Clock.Now()
-		if err := s.d.Sessions.TouchSession(t.store, r.session.ID, now); err != nil {
-			log.Error("touching the chat session", "err", err)
-		}
-		if err := s.d.Turns.EndTurn(t.store, r.turn.ID, now); err != nil {
-			t.em.failLocked(err)
-		}
-	})
+	t.wind(t.loop())
 	if err := t.em.failure(); err != nil {
 		return ports.Wrap(ports.KindInternal, err, "recording the chat turn")
 	}
 	return nil
+}
+
+// wind ends the turn: its closing events are stored with the turn's end,
+// then sent.
+func (t *turnRun) wind(end ending) {
+	if t.em.failure() != nil {
+		end = ending{reason: FinishError, err: &ErrorData{Code: string(ports.KindInternal), Message: "internal error"}}
+	}
+	if end.err != nil {
+		t.log().Info("chat turn failed", "code", end.err.Code, "message", end.err.Message)
+	}
+	s := t.s
+	done := DoneData{SessionID: t.session.ID, MessageID: t.lastMessageID, FinishReason: end.reason,
+		Usage: UsageData{PromptTokens: t.usage.PromptTokens, CompletionTokens: t.usage.CompletionTokens}}
+	t.em.finish(end.err, done, func() { // runs under the emitter's lock
+		now := s.d.Clock.Now()
+		if err := s.d.Sessions.TouchSession(t.store, t.session.ID, now); err != nil {
+			t.log().Error("touching the chat session", "err", err)
+		}
+		if err := s.d.Turns.EndTurn(t.store, t.turn.ID, now); err != nil {
+			t.em.failLocked(err)
+		}
+	})
 }
 
 // turnRun is the state of one streamed turn.
@@ -76,7 +85,7 @@ type turnRun struct {
 	ctx           context.Context // the model's and the read tools': ends with the client
 	store         context.Context // for storing: never cancelled, so what was said is kept
 	em            *emitter
-	log           *slog.Logger
+	log           func() *slog.Logger
 	usage         ports.Usage
 	lastMessageID string
 	callIDs       map[string]bool
@@ -89,12 +98,12 @@ type ending struct {
 	err    *ErrorData
 }
 
+// loop runs the turn's model calls and tool rounds. While a stream waits for
+// the model, the frames of loop and callModel are on its goroutine's stack,
+// so their cold paths are functions of their own: a parked goroutine's stack
+// is shrunk only when less than a quarter of it is in use.
 func (t *turnRun) loop() ending {
-	for _, m := range t.prologue {
-		o := outcomeOf(m.Content)
-		t.em.send(EventToolResult, ToolResultData{SessionID: t.session.ID, ToolCallID: m.ToolCallID, Name: m.Name,
-			OK: o.OK, Result: o.Result, Error: o.Error})
-	}
+	t.reportPrologue()
 	if t.awaiting {
 		return ending{reason: FinishConfirmationRequired}
 	}
@@ -105,26 +114,19 @@ func (t *turnRun) loop() ending {
 		}
 	}
 	for rounds := 0; ; {
-		res, err := t.callModel()
+		calls, finish, err := t.callModel()
 		switch {
 		case t.em.failure() != nil:
 			return ending{} // Stream reports it
 		case err != nil:
 			return t.modelFailed(err)
-		case len(res.ToolCalls) == 0:
-			return finished(res.FinishReason)
+		case len(calls) == 0:
+			return finished(finish)
 		case rounds == t.s.cfg.MaxToolRounds:
-			reason := fmt.Sprintf("not run: the limit of %d tool rounds in one reply was reached", rounds)
-			for _, c := range res.ToolCalls {
-				args, _, _ := t.s.d.Registry.check(c)
-				t.announce(c, args)
-				t.answer(c, failed(reason))
-			}
-			return ending{reason: FinishError, err: &ErrorData{Code: CodeToolLoopLimit,
-				Message: fmt.Sprintf("the assistant called tools %d times in a row without answering; ask again or narrow the request", rounds)}}
+			return t.tooManyRounds(calls, rounds)
 		}
 		rounds++
-		asked := t.runCalls(res.ToolCalls)
+		asked := t.runCalls(calls)
 		switch {
 		case t.em.failure() != nil:
 			return ending{}
@@ -134,6 +136,28 @@ func (t *turnRun) loop() ending {
 			return t.modelFailed(t.ctx.Err())
 		}
 	}
+}
+
+// reportPrologue sends the tool results a continued turn starts with.
+func (t *turnRun) reportPrologue() {
+	for _, m := range t.prologue {
+		o := outcomeOf(m.Content)
+		t.em.send(EventToolResult, ToolResultData{SessionID: t.session.ID, ToolCallID: m.ToolCallID, Name: m.Name,
+			OK: o.OK, Result: o.Result, Error: o.Error})
+	}
+}
+
+// tooManyRounds answers calls made past the limit of tool rounds without
+// running them, and ends the turn.
+func (t *turnRun) tooManyRounds(calls []ports.ToolCall, rounds int) ending {
+	reason := fmt.Sprintf("not run: the limit of %d tool rounds in one reply was reached", rounds)
+	for _, c := range calls {
+		args, _, _ := t.s.d.Registry.check(c)
+		t.announce(c, args)
+		t.answer(c, failed(reason))
+	}
+	return ending{reason: FinishError, err: &ErrorData{Code: CodeToolLoopLimit,
+		Message: fmt.Sprintf("the assistant called tools %d times in a row without answering; ask again or narrow the request", rounds)}}
 }
 
 func finished(reason ports.FinishReason) ending {
@@ -155,24 +179,18 @@ func (t *turnRun) modelFailed(err error) ending {
 		}
 		return ending{reason: FinishError, err: &e}
 	}
-	t.log.Warn("model call failed", "err", err)
+	t.log().Warn("model call failed", "err", err)
 	e := errorFor(err)
 	return ending{reason: FinishError, err: &e}
 }
 
 // callModel runs one model call, streaming its text, and stores the assistant
-// message: complete, or as far as it got when the call failed.
-func (t *turnRun) callModel() (ports.ChatResult, error) {
-	s := t.s
-	msgID := s.d.IDs.NewID()
-	req := ports.ChatRequest{
-		Model:     s.cfg.Model,
-		Messages:  buildMessages(systemPrompt(s.cfg.SystemPrompt, t.prefs, t.page), t.history, t.confs, s.d.Clock.Now()),
-		Tools:     s.d.Registry.Definitions(),
-		MaxTokens: s.cfg.MaxTokens,
-	}
+// message: complete, or as far as it got when the call failed. It returns
+// the tool calls the model made and why it stopped.
+func (t *turnRun) callModel() ([]ports.ToolCall, ports.FinishReason, error) {
+	msgID := t.s.d.IDs.NewID()
 	var streamed strings.Builder
-	res, err := s.d.LLM.Chat(t.ctx, req, func(delta string) error {
+	res, err := t.s.d.LLM.Chat(t.ctx, t.request(), func(delta string) error {
 		if delta == "" {
 			return nil
 		}
@@ -183,23 +201,39 @@ func (t *turnRun) callModel() (ports.ChatResult, error) {
 		}
 		return nil
 	})
+	return t.reply(msgID, streamed.String(), &res, err)
+}
+
+// request is what the model is asked next.
+func (t *turnRun) request() ports.ChatRequest {
+	s := t.s
+	return ports.ChatRequest{
+		Model:     s.cfg.Model,
+		Messages:  buildMessages(systemPrompt(s.cfg.SystemPrompt, t.prefs, t.page), t.history, t.confs, s.d.Clock.Now()),
+		Tools:     s.d.Registry.Definitions(),
+		MaxTokens: s.cfg.MaxTokens,
+	}
+}
+
+// reply records the outcome of a model call whose streamed text is text.
+func (t *turnRun) reply(msgID, text string, res *ports.ChatResult, err error) ([]ports.ToolCall, ports.FinishReason, error) {
 	t.usage.PromptTokens += res.Usage.PromptTokens
 	t.usage.CompletionTokens += res.Usage.CompletionTokens
-	text := streamed.String()
 	if err == nil && text == "" && res.Content != "" { // an adapter that did not stream
 		text = res.Content
 		t.em.content(ContentData{SessionID: t.session.ID, MessageID: msgID, Delta: text})
 	}
-	if err != nil {
-		res.ToolCalls = nil // only a finished call's tool calls are complete
+	var calls []ports.ToolCall
+	if err == nil { // only a finished call's tool calls are complete
+		calls = res.ToolCalls
 	}
-	res.ToolCalls = t.uniqueIDs(res.ToolCalls)
-	if text != "" || len(res.ToolCalls) > 0 {
+	calls = t.uniqueIDs(calls)
+	if text != "" || len(calls) > 0 {
 		t.append(ports.ChatMessage{ID: msgID, SessionID: t.session.ID, TurnID: t.turn.ID,
-			Message: ports.Message{Role: ports.MessageAssistant, Content: text, ToolCalls: res.ToolCalls}, CreatedAt: s.d.Clock.Now()})
+			Message: ports.Message{Role: ports.MessageAssistant, Content: text, ToolCalls: calls}, CreatedAt: t.s.d.Clock.Now()})
 		t.lastMessageID = msgID
 	}
-	return res, err
+	return calls, res.FinishReason, err
 }
 
 // uniqueIDs gives calls without an id, or with one used before in the
@@ -233,7 +267,7 @@ func (t *turnRun) runCalls(calls []ports.ToolCall) (asked int) {
 		t.announce(c, args)
 		switch {
 		case problem != "":
-			t.log.Info("tool call refused", "tool", c.Name, "problem", problem)
+			t.log().Info("tool call refused", "tool", c.Name, "problem", problem)
 			t.answer(c, failed(problem))
 		case t.em.stopped() || t.ctx.Err() != nil:
 			t.answer(c, failed("not run: the reply was cancelled"))

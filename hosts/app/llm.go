@@ -36,13 +36,16 @@ func NewLLM(cfg Config, logger *slog.Logger) (ports.LLM, error) {
 
 // llmTransport is sized for many concurrent streaming turns against one
 // provider: connections are reused instead of redialled, and their buffers
-// are small, since a stream's chunks are a few hundred bytes.
+// are small. The buffer sizes apply to HTTP/1.1 connections only (one per
+// open stream; HTTP/2 multiplexes streams over connections with buffers of
+// their own): a stream's chunks are a few hundred bytes, the request's
+// headers fit in the write buffer and its body is written past it.
 func llmTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 512
 	t.MaxIdleConnsPerHost = 256
-	t.ReadBufferSize = 2 << 10
-	t.WriteBufferSize = 2 << 10
+	t.ReadBufferSize = 1 << 10
+	t.WriteBufferSize = 1 << 10
 	return t
 }
 

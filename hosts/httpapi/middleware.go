@@ -25,7 +25,7 @@ const (
 // the request's own goroutine.
 type reqInfo struct {
 	id         string
-	log        *slog.Logger
+	log        *slog.Logger // made on first use
 	rec        *recorder
 	route      string
 	userID     string
@@ -52,10 +52,14 @@ func requestID(ctx context.Context) string { return infoFrom(ctx).id }
 
 // logFor returns the logger for the request in ctx, which adds its request id.
 func (s *Server) logFor(ctx context.Context) *slog.Logger {
-	if l := infoFrom(ctx).log; l != nil {
-		return l
+	info := infoFrom(ctx)
+	if info.id == "" {
+		return s.log
 	}
-	return s.log
+	if info.log == nil {
+		info.log = s.log.With(slog.String("request_id", info.id))
+	}
+	return info.log
 }
 
 // observe assigns the request id and, once the request is over, records the
@@ -69,7 +73,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		w.Header().Set(headerRequestID, id)
 		rec := &recorder{ResponseWriter: w}
-		info := &reqInfo{id: id, log: s.log.With(slog.String("request_id", id)), rec: rec, route: routeUnmatched}
+		info := &reqInfo{id: id, rec: rec, route: routeUnmatched}
 
 		s.metrics.inFlight.Inc()
 		defer s.finish(r, info, start) // deferred so that aborted requests are counted too
@@ -97,6 +101,7 @@ func (s *Server) finish(r *http.Request, info *reqInfo, start time.Time) {
 		level = slog.LevelDebug
 	}
 	attrs := []slog.Attr{
+		slog.String("request_id", info.id),
 		slog.String("method", r.Method),
 		slog.String("route", info.route),
 		slog.String("path", r.URL.Path),
@@ -110,7 +115,7 @@ func (s *Server) finish(r *http.Request, info *reqInfo, start time.Time) {
 	if info.aborted {
 		attrs = append(attrs, slog.Bool("aborted", true))
 	}
-	info.log.LogAttrs(r.Context(), level, "http request", attrs...)
+	s.log.LogAttrs(r.Context(), level, "http request", attrs...)
 }
 
 // saneRequestID accepts 1 to 128 visible ASCII characters.
@@ -217,10 +222,10 @@ const (
 	challengeInvalidToken = `Bearer error="invalid_token"`
 )
 
-// authenticate resolves the request's bearer token. On failure it sets
-// WWW-Authenticate and returns an unauthenticated Error; an Identity fault
-// (such as the database being down) is returned as it is, not as a 401.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (ports.Principal, error) {
+// authenticate resolves the request's bearer token within ctx. On failure it
+// sets WWW-Authenticate and returns an unauthenticated Error; an Identity
+// fault (such as the database being down) is returned as it is, not as a 401.
+func (s *Server) authenticate(ctx context.Context, w http.ResponseWriter, r *http.Request) (ports.Principal, error) {
 	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	token = strings.TrimLeft(token, " ")
 	switch {
@@ -234,7 +239,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (ports.Pri
 		w.Header().Set("WWW-Authenticate", challengeInvalidToken)
 		return ports.Principal{}, &ports.Error{Kind: ports.KindUnauthenticated, Message: "malformed bearer token"}
 	}
-	p, err := s.d.Identity.Authenticate(r.Context(), token)
+	p, err := s.d.Identity.Authenticate(ctx, token)
 	if err == nil && p.UserID == "" {
 		err = &ports.Error{Kind: ports.KindUnauthenticated, Message: "invalid token"}
 	}

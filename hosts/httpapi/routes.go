@@ -101,17 +101,16 @@ func (s *Server) wrap(rt route) httprouter.Handle {
 			defer cancel()
 		}
 		ctx = context.WithValue(ctx, bodyLimitKey{}, rt.bodyLimit)
-		r = r.WithContext(ctx)
-
 		if !rt.public {
-			p, err := s.authenticate(w, r)
+			p, err := s.authenticate(ctx, w, r)
 			if err != nil {
-				s.writeError(w, r, err)
+				s.writeError(w, r.WithContext(ctx), err)
 				return
 			}
 			info.userID = p.UserID
-			r = r.WithContext(ports.WithPrincipal(r.Context(), p))
+			ctx = ports.WithPrincipal(ctx, p)
 		}
+		r = r.WithContext(ctx)
 
 		if r.ContentLength > rt.bodyLimit {
 			s.writeError(w, r, tooLarge(rt.bodyLimit))
