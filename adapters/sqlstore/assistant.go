@@ -89,28 +89,11 @@ func (s *Assistant) GetSession(ctx context.Context, owner ports.Owner, id string
 // ListSessions implements ports.ChatSessionStore. page.Limit defaults to 50
 // and is capped at 200; ties in the update time are ordered by id.
 func (s *Assistant) ListSessions(ctx context.Context, owner ports.Owner, page ports.Page) ([]ports.ChatSession, string, error) {
-	limit := pageLimit(page)
-	query := sessionSelect + " WHERE s.org_id = ? AND s.user_id = ?"
-	args := []any{owner.OrgID, owner.UserID}
-	if page.Cursor != "" {
-		at, id, err := decodeCursor(page.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		query += " AND (s.updated_at, s.id) < (?, ?)"
-		args = append(args, at, id)
-	}
-	query += " ORDER BY s.updated_at DESC, s.id DESC LIMIT ?"
-	args = append(args, limit+1)
-	var rows []sessionRow
-	if err := s.db.read(ctx).list(ctx, &rows, query, args...); err != nil {
+	rows, next, err := listPage(ctx, s.db.read(ctx), sessionSelect+" WHERE s.org_id = ? AND s.user_id = ?",
+		[]any{owner.OrgID, owner.UserID}, page, keyset[sessionRow]{key: "s.updated_at", id: "s.id", desc: true, byTime: true,
+			last: func(r sessionRow) (string, string) { return timeKey(time.Time(r.UpdatedAt)), r.ID }})
+	if err != nil {
 		return nil, "", storeErr(err, "chat sessions", "")
-	}
-	next := ""
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
-		next = encodeCursor(time.Time(last.UpdatedAt), last.ID)
 	}
 	sessions := make([]ports.ChatSession, len(rows))
 	for i, r := range rows {

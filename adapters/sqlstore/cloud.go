@@ -125,28 +125,11 @@ func (s *Cloud) GetCloudAccount(ctx context.Context, orgID, id string) (ports.Cl
 // ListCloudAccounts implements ports.CloudAccountStore. Names compare
 // bytewise; page.Limit defaults to 50 and is capped at 200.
 func (s *Cloud) ListCloudAccounts(ctx context.Context, orgID string, page ports.Page) ([]ports.CloudAccount, string, error) {
-	limit := pageLimit(page)
-	query := "SELECT " + cloudAccountColumns + " FROM cloud_accounts WHERE org_id = ?"
-	args := []any{orgID}
-	if page.Cursor != "" {
-		name, id, err := decodeKeyCursor(page.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		query += " AND (name, id) > (?, ?)"
-		args = append(args, name, id)
-	}
-	query += " ORDER BY name, id LIMIT ?"
-	args = append(args, limit+1)
-	var rows []cloudAccountRow
-	if err := s.db.read(ctx).list(ctx, &rows, query, args...); err != nil {
+	rows, next, err := listPage(ctx, s.db.read(ctx), "SELECT "+cloudAccountColumns+" FROM cloud_accounts WHERE org_id = ?",
+		[]any{orgID}, page, keyset[cloudAccountRow]{key: "name", id: "id",
+			last: func(r cloudAccountRow) (string, string) { return r.Name, r.ID }})
+	if err != nil {
 		return nil, "", storeErr(err, "cloud accounts", "")
-	}
-	next := ""
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
-		next = encodeKeyCursor(last.Name, last.ID)
 	}
 	accounts := make([]ports.CloudAccount, len(rows))
 	for i, r := range rows {
@@ -257,32 +240,16 @@ func (s *Cloud) RecordAudit(ctx context.Context, e ports.AuditEntry) error {
 // ListAudit implements ports.AuditStore. page.Limit defaults to 50 and is
 // capped at 200; entries of the same time are ordered by id, highest first.
 func (s *Cloud) ListAudit(ctx context.Context, orgID, accountID string, page ports.Page) ([]ports.AuditEntry, string, error) {
-	limit := pageLimit(page)
 	query := "SELECT " + auditColumns + " FROM audit_log WHERE org_id = ?"
 	args := []any{orgID}
 	if accountID != "" {
 		query += " AND account_id = ?"
 		args = append(args, accountID)
 	}
-	if page.Cursor != "" {
-		at, id, err := decodeCursor(page.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		query += " AND (at, id) < (?, ?)"
-		args = append(args, at, id)
-	}
-	query += " ORDER BY at DESC, id DESC LIMIT ?"
-	args = append(args, limit+1)
-	var rows []auditRow
-	if err := s.db.read(ctx).list(ctx, &rows, query, args...); err != nil {
+	rows, next, err := listPage(ctx, s.db.read(ctx), query, args, page, keyset[auditRow]{key: "at", id: "id", desc: true, byTime: true,
+		last: func(r auditRow) (string, string) { return timeKey(time.Time(r.At)), r.ID }})
+	if err != nil {
 		return nil, "", storeErr(err, "audit entries", "")
-	}
-	next := ""
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
-		next = encodeCursor(time.Time(last.At), last.ID)
 	}
 	entries := make([]ports.AuditEntry, len(rows))
 	for i, r := range rows {

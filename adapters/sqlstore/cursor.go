@@ -1,7 +1,9 @@
 package sqlstore
 
 import (
+	"context"
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"time"
 
@@ -51,22 +53,55 @@ func malformedCursor() error {
 	return ports.Invalid("malformed cursor", ports.FieldError{Field: "cursor", Reason: "malformed"})
 }
 
-// encodeCursor is encodeKeyCursor for a page ordered by a time: the key is
-// the time in timestampLayout, so it compares exactly with the stored column.
-func encodeCursor(at time.Time, id string) string {
-	return encodeKeyCursor(at.UTC().Format(timestampLayout), id)
+// timeKey is the cursor key of a time-ordered row: the time in
+// timestampLayout, so it compares exactly with the stored column.
+func timeKey(at time.Time) string { return at.UTC().Format(timestampLayout) }
+
+// keyset says how a list pages: by (key, id) column expressions, descending
+// or ascending; whether the key is a timestamp; and the cursor key and id of
+// a row.
+type keyset[R any] struct {
+	key, id string
+	desc    bool
+	byTime  bool
+	last    func(R) (key, id string)
 }
 
-// decodeCursor reads a cursor from encodeCursor; a malformed one is the
-// error malformedCursor returns.
-func decodeCursor(cursor string) (timestamp, string, error) {
-	key, id, err := decodeKeyCursor(cursor)
-	if err != nil {
-		return timestamp{}, "", err
+// listPage runs query (a SELECT … WHERE …) with args as one page of a keyset
+// list: it adds the cursor's condition, the order and the limit, and returns
+// the page's rows and the next page's cursor ("" at the end). A malformed
+// cursor is the error malformedCursor returns.
+func listPage[R any](ctx context.Context, c conn, query string, args []any, page ports.Page, ks keyset[R]) ([]R, string, error) {
+	limit := pageLimit(page)
+	op, dir := ">", ""
+	if ks.desc {
+		op, dir = "<", " DESC"
 	}
-	var ts timestamp
-	if err := ts.parse(key); err != nil {
-		return timestamp{}, "", malformedCursor()
+	if page.Cursor != "" {
+		key, id, err := decodeKeyCursor(page.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		var keyArg any = key
+		if ks.byTime {
+			var ts timestamp
+			if err := ts.parse(key); err != nil {
+				return nil, "", malformedCursor()
+			}
+			keyArg = ts
+		}
+		query += fmt.Sprintf(" AND (%s, %s) %s (?, ?)", ks.key, ks.id, op)
+		args = append(args, keyArg, id)
 	}
-	return ts, id, nil
+	query += fmt.Sprintf(" ORDER BY %s%s, %s%s LIMIT ?", ks.key, dir, ks.id, dir)
+	args = append(args, limit+1)
+	var rows []R
+	if err := c.list(ctx, &rows, query, args...); err != nil {
+		return nil, "", err
+	}
+	if len(rows) <= limit {
+		return rows, "", nil
+	}
+	rows = rows[:limit]
+	return rows, encodeKeyCursor(ks.last(rows[limit-1])), nil
 }

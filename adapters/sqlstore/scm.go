@@ -243,28 +243,11 @@ func (s *SCM) SaveRepositories(ctx context.Context, connectionID string, repos [
 // ListRepositories implements ports.SCMStore. Full names compare bytewise,
 // and ties are ordered by id; page.Limit defaults to 50 and is capped at 200.
 func (s *SCM) ListRepositories(ctx context.Context, owner ports.Owner, page ports.Page) ([]ports.Repository, string, error) {
-	limit := pageLimit(page)
-	query := "SELECT " + repositoryColumns + " FROM repositories WHERE org_id = ? AND user_id = ?"
-	args := []any{owner.OrgID, owner.UserID}
-	if page.Cursor != "" {
-		fullName, id, err := decodeKeyCursor(page.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		query += " AND (full_name, id) > (?, ?)"
-		args = append(args, fullName, id)
-	}
-	query += " ORDER BY full_name, id LIMIT ?"
-	args = append(args, limit+1)
-	var rows []repositoryRow
-	if err := s.db.read(ctx).list(ctx, &rows, query, args...); err != nil {
+	rows, next, err := listPage(ctx, s.db.read(ctx), "SELECT "+repositoryColumns+" FROM repositories WHERE org_id = ? AND user_id = ?",
+		[]any{owner.OrgID, owner.UserID}, page, keyset[repositoryRow]{key: "full_name", id: "id",
+			last: func(r repositoryRow) (string, string) { return r.FullName, r.ID }})
+	if err != nil {
 		return nil, "", storeErr(err, "repositories", "")
-	}
-	next := ""
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
-		next = encodeKeyCursor(last.FullName, last.ID)
 	}
 	repos := make([]ports.Repository, len(rows))
 	for i, r := range rows {
@@ -407,28 +390,11 @@ func (s *SCM) AppendActivity(ctx context.Context, entries ...ports.SCMActivity) 
 // ListActivity implements ports.SCMStore. page.Limit defaults to 50 and is
 // capped at 200; entries of the same time are ordered by id, highest first.
 func (s *SCM) ListActivity(ctx context.Context, repoID int64, page ports.Page) ([]ports.SCMActivity, string, error) {
-	limit := pageLimit(page)
-	query := "SELECT " + activityColumns + " FROM scm_activity WHERE repo_id = ?"
-	args := []any{repoID}
-	if page.Cursor != "" {
-		at, id, err := decodeCursor(page.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		query += " AND (at, id) < (?, ?)"
-		args = append(args, at, id)
-	}
-	query += " ORDER BY at DESC, id DESC LIMIT ?"
-	args = append(args, limit+1)
-	var rows []activityRow
-	if err := s.db.read(ctx).list(ctx, &rows, query, args...); err != nil {
+	rows, next, err := listPage(ctx, s.db.read(ctx), "SELECT "+activityColumns+" FROM scm_activity WHERE repo_id = ?",
+		[]any{repoID}, page, keyset[activityRow]{key: "at", id: "id", desc: true, byTime: true,
+			last: func(r activityRow) (string, string) { return timeKey(time.Time(r.At)), r.ID }})
+	if err != nil {
 		return nil, "", storeErr(err, "scm activity", "")
-	}
-	next := ""
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
-		next = encodeCursor(time.Time(last.At), last.ID)
 	}
 	entries := make([]ports.SCMActivity, len(rows))
 	for i, r := range rows {

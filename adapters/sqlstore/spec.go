@@ -157,28 +157,11 @@ func (s *Spec) GetSpecSession(ctx context.Context, owner ports.Owner, id string)
 // ListSpecSessions implements ports.SpecStore. page.Limit defaults to 50 and
 // is capped at 200; ties in the update time are ordered by id.
 func (s *Spec) ListSpecSessions(ctx context.Context, owner ports.Owner, page ports.Page) ([]ports.SpecSession, string, error) {
-	limit := pageLimit(page)
-	query := "SELECT " + specSessionColumns + " FROM spec_sessions WHERE org_id = ? AND user_id = ?"
-	args := []any{owner.OrgID, owner.UserID}
-	if page.Cursor != "" {
-		at, id, err := decodeCursor(page.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		query += " AND (updated_at, id) < (?, ?)"
-		args = append(args, at, id)
-	}
-	query += " ORDER BY updated_at DESC, id DESC LIMIT ?"
-	args = append(args, limit+1)
-	var rows []specSessionRow
-	if err := s.db.read(ctx).list(ctx, &rows, query, args...); err != nil {
+	rows, next, err := listPage(ctx, s.db.read(ctx), "SELECT "+specSessionColumns+" FROM spec_sessions WHERE org_id = ? AND user_id = ?",
+		[]any{owner.OrgID, owner.UserID}, page, keyset[specSessionRow]{key: "updated_at", id: "id", desc: true, byTime: true,
+			last: func(r specSessionRow) (string, string) { return timeKey(time.Time(r.UpdatedAt)), r.ID }})
+	if err != nil {
 		return nil, "", storeErr(err, "spec sessions", "")
-	}
-	next := ""
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
-		next = encodeCursor(time.Time(last.UpdatedAt), last.ID)
 	}
 	sessions := make([]ports.SpecSession, len(rows))
 	for i, r := range rows {
