@@ -1,0 +1,149 @@
+package ports
+
+import (
+	"context"
+	"time"
+)
+
+//go:generate go tool mockgen -typed -destination ../testkit/mocks/content.go -package mocks . ContentStore
+
+// Brand is a project's brand settings: how its content should sound and
+// which words it must and must not use. Version counts the replacements, from
+// 1; a project without settings has none stored (the core supplies defaults
+// with Version 0).
+type Brand struct {
+	OrgID          string
+	ProjectID      string
+	Name           string
+	Voice          string
+	Tone           []string
+	Audience       string
+	Values         []string
+	BannedWords    []string
+	PreferredTerms map[string]string // avoided term → preferred term
+	StyleGuide     string
+	Examples       []string
+	Version        int
+	UpdatedBy      string
+	UpdatedAt      time.Time
+}
+
+// Brief asks for a piece of content: what it is for, for whom, where it goes
+// and how long it may be (0 bounds are unbounded).
+type Brief struct {
+	ID        string
+	OrgID     string
+	ProjectID string
+	CreatedBy string
+	Title     string
+	Goal      string
+	Audience  string
+	Channel   string
+	Format    string
+	Keywords  []string
+	CTA       string
+	MinWords  int
+	MaxWords  int
+	Notes     string
+	CreatedAt time.Time
+}
+
+// ContentStatus is where a content item stands in its lifecycle.
+type ContentStatus string
+
+// The statuses of a content item.
+const (
+	ContentGenerating ContentStatus = "generating"
+	ContentDraft      ContentStatus = "draft"
+	ContentInReview   ContentStatus = "in_review"
+	ContentApproved   ContentStatus = "approved"
+	ContentPublished  ContentStatus = "published"
+	ContentArchived   ContentStatus = "archived"
+	ContentFailed     ContentStatus = "failed"
+)
+
+// ContentCheck is one finding of the brand checks on a content item's text.
+// Kind is banned_word, preferred_term or length; Term is the word or
+// phrase concerned, when there is one.
+type ContentCheck struct {
+	Kind    string `json:"kind"`
+	Term    string `json:"term,omitempty"`
+	Message string `json:"message"`
+}
+
+// ContentError is why the generation of a content item failed.
+type ContentError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ContentItem is one piece of content of a project, generated from a brief
+// and edited by people. Version counts every change, from 1, and guards
+// updates against lost edits.
+type ContentItem struct {
+	ID        string
+	OrgID     string
+	ProjectID string
+	BriefID   string
+	CreatedBy string
+	Title     string
+	Body      string
+	Format    string
+	Status    ContentStatus
+	Checks    []ContentCheck
+	Error     *ContentError
+	// Variant numbers the items of one generate call, from 1.
+	Variant   int
+	Model     string
+	Version   int
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ContentFilter narrows a list of content items; empty fields match all.
+type ContentFilter struct {
+	ProjectID string
+	BriefID   string
+	Status    ContentStatus
+}
+
+// ContentStore keeps brand settings, briefs and content items. Everything
+// belongs to an organisation: another org's record is not_found.
+type ContentStore interface {
+	// GetBrand returns a project's brand settings; not_found when none are
+	// stored.
+	GetBrand(ctx context.Context, orgID, projectID string) (Brand, error)
+	// PutBrand replaces a project's brand settings with b, whose Version must
+	// be the stored version + 1 (1 when none is stored). Errors:
+	// precondition_failed when the stored version is not b.Version - 1.
+	PutBrand(ctx context.Context, b Brand) error
+
+	// CreateBrief stores a new brief.
+	CreateBrief(ctx context.Context, b Brief) error
+	// GetBrief returns the org's brief; not_found when absent or another
+	// org's.
+	GetBrief(ctx context.Context, orgID, id string) (Brief, error)
+	// ListBriefs returns the org's briefs of a project ("" for every
+	// project), newest first, and the next page's cursor ("" at the end);
+	// invalid for a bad cursor.
+	ListBriefs(ctx context.Context, orgID, projectID string, page Page) ([]Brief, string, error)
+
+	// CreateContentItems stores new content items, all or none.
+	CreateContentItems(ctx context.Context, items ...ContentItem) error
+	// GetContentItem returns the org's content item; not_found when absent
+	// or another org's.
+	GetContentItem(ctx context.Context, orgID, id string) (ContentItem, error)
+	// ListContentItems returns the org's content items matching f, most
+	// recently updated first, and the next page's cursor; invalid for a bad
+	// cursor.
+	ListContentItems(ctx context.Context, orgID string, f ContentFilter, page Page) ([]ContentItem, string, error)
+	// UpdateContentItem replaces the title, body, format, status, checks,
+	// error, model, version and updated_at of the org's item it.ID, only if
+	// the stored version is it.Version - 1, so of two updates from one
+	// version exactly one succeeds. Errors: not_found as GetContentItem;
+	// precondition_failed when the stored version differs.
+	UpdateContentItem(ctx context.Context, it ContentItem) error
+	// DeleteContentItem deletes the org's content item; not_found as
+	// GetContentItem.
+	DeleteContentItem(ctx context.Context, orgID, id string) error
+}
