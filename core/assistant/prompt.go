@@ -158,3 +158,15 @@ func outcomeOf(content string) ports.ToolOutcome {
 	}
 	return ports.ToolOutcome{OK: m.OK, Result: m.Result, Error: m.Error}
 }
+
+// Instructions are a base prompt followed by the user's standing
+// instructions, worded as the chat system prompt words them; the voice host
+// gives them to realtime sessions.
+func Instructions(base string, prefs []ports.Preference) string {
+	return systemPrompt(base, prefs, nil)
+}
+
+// ToolContent encodes an outcome as the chat loop stores it in a tool
+// message ({"ok":true,"result":…} or {"ok":false,"error":"…"}), so that a
+// call answered elsewhere (by voice) reads back the same in later turns.
+func ToolContent(o ports.ToolOutcome) string { return toolContent(o) }

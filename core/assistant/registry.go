@@ -233,3 +233,11 @@ func clip(s string) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// Check decides, as the chat loop does, whether a call may run, without
+// running it: it returns the arguments as JSON when they parse (an empty
+// string counts as {}), the tool when it exists, and the problem, worded for
+// the model, when the call must not run ("" when it may).
+func (r *Registry) Check(call ports.ToolCall) (args json.RawMessage, tool Tool, problem string) {
+	return r.check(call)
+}

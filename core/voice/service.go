@@ -1,0 +1,148 @@
+// Package voice is the core of devpilot's voice features: realtime speech
+// sessions with the assistant, the tool calls a voice model makes in them,
+// and transcription of uploaded audio.
+//
+// A voice session is a chat session too (titled "Voice session"), so the
+// history shows what was done by voice: StartSession creates it and mints a
+// realtime client secret whose instructions carry the user's standing
+// instructions and whose tools are every tool of the assistant. The browser
+// talks to the provider directly and hands each tool call to ToolCall, which
+// runs reads at once and turns writes into pending confirmations, decided
+// through the assistant's Confirm like any other.
+package voice
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// Config tunes voice. Zero values take the defaults named.
+type Config struct {
+	// Voice is the realtime voice; "" is the adapter's default.
+	Voice string
+	// Model overrides the realtime adapter's model when not empty.
+	Model string
+	// Expiry is how long a client secret stays valid; 0 is the adapter's
+	// default.
+	Expiry time.Duration
+	// MaxAudioBytes bounds an uploaded audio file (DefaultMaxAudioBytes).
+	MaxAudioBytes int64
+	// Instructions start every voice session (DefaultInstructions).
+	Instructions string
+}
+
+// DefaultMaxAudioBytes is the largest audio file Transcribe accepts unless
+// Config says otherwise: 25 MiB, the provider's own limit.
+const DefaultMaxAudioBytes = 25 << 20
+
+// DefaultInstructions are the base instructions of a voice session when
+// Config.Instructions is empty.
+const DefaultInstructions = `You are devpilot, the voice assistant of a product team. You help with specifications, cloud services, content and code repositories, using the tools you are given. Use tools to look things up instead of guessing. Tools that change something run only after the user approves them on screen: ask for such a change by calling the tool, then tell the user it is waiting for their approval. Speak briefly and naturally, in short sentences without lists or markup.`
+
+// SessionTitle is the title of the chat session that records a voice session.
+const SessionTitle = "Voice session"
+
+// Error codes set as ports.Error.Code.
+const (
+	// CodeUnsupportedFormat (unsupported_media_type): the file's extension is
+	// not one of the supported audio formats.
+	CodeUnsupportedFormat = "unsupported_format"
+	// CodeFormatMismatch (unsupported_media_type): the file's content is not
+	// the format its extension names.
+	CodeFormatMismatch = "format_mismatch"
+	// CodeAudioTooLarge (payload_too_large): the file is larger than
+	// Config.MaxAudioBytes.
+	CodeAudioTooLarge = "audio_too_large"
+)
+
+func (c Config) withDefaults() Config {
+	if c.MaxAudioBytes <= 0 {
+		c.MaxAudioBytes = DefaultMaxAudioBytes
+	}
+	if strings.TrimSpace(c.Instructions) == "" {
+		c.Instructions = DefaultInstructions
+	}
+	return c
+}
+
+// Deps are the ports and services a Service needs. Logger nil discards logs.
+type Deps struct {
+	// Assistant provides the tools, runs them and keeps the preferences.
+	Assistant   *assistant.Service
+	Sessions    ports.ChatSessionStore
+	Messages    ports.ChatMessageStore
+	Realtime    ports.Realtime
+	Transcriber ports.Transcriber
+	Tx          ports.Transactor
+	Clock       ports.Clock
+	IDs         ports.IDs
+	Logger      *slog.Logger
+}
+
+// Service is the voice use cases. Every method acts for the principal in ctx
+// and fails with unauthenticated without one.
+type Service struct {
+	cfg Config
+	d   Deps
+	log *slog.Logger
+}
+
+// New returns a Service over the given ports.
+func New(cfg Config, d Deps) *Service {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "voice")}
+}
+
+// Session is a voice session that has started: the client secret a browser
+// opens the realtime session with, and the chat session that records it.
+type Session struct {
+	Secret    ports.RealtimeSecret
+	SessionID string
+}
+
+// StartSession starts a voice session for the caller: it mints a realtime
+// client secret whose instructions are the base instructions followed by the
+// caller's standing instructions, and whose tools are every tool of the
+// assistant, then creates the chat session titled "Voice session" that
+// records what is done by voice. Errors: the Realtime port's (rate_limited,
+// unavailable, timeout, upstream, invalid) pass through; the stores'.
+func (s *Service) StartSession(ctx context.Context) (Session, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return Session{}, err
+	}
+	prefs, _, err := s.d.Assistant.Preferences(ctx)
+	if err != nil {
+		return Session{}, err
+	}
+	secret, err := s.d.Realtime.CreateClientSecret(ctx, ports.RealtimeSessionConfig{
+		Model:        s.cfg.Model,
+		Voice:        s.cfg.Voice,
+		Instructions: assistant.Instructions(s.cfg.Instructions, prefs),
+		Tools:        s.d.Assistant.Registry().Definitions(),
+		ExpiresIn:    s.cfg.Expiry,
+	})
+	if err != nil {
+		return Session{}, err
+	}
+	// The secret is minted first so that a provider failure leaves no empty
+	// session behind; a secret whose session could not be stored just expires.
+	sess := s.newSession(p)
+	if err := s.d.Sessions.CreateSession(ctx, sess); err != nil {
+		return Session{}, err
+	}
+	return Session{Secret: secret, SessionID: sess.ID}, nil
+}
+
+func (s *Service) newSession(p ports.Principal) ports.ChatSession {
+	now := s.d.Clock.Now()
+	return ports.ChatSession{ID: s.d.IDs.NewID(), OrgID: p.OrgID, UserID: p.UserID, Title: SessionTitle,
+		CreatedAt: now, UpdatedAt: now}
+}

@@ -1,0 +1,100 @@
+package voice_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"go.uber.org/mock/gomock"
+
+	"github.com/devpilot/devpilot/core/voice"
+	"github.com/devpilot/devpilot/ports"
+)
+
+func TestStartSession(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, voice.Config{Voice: "verse", Model: "gpt-realtime-mini", Expiry: 5 * time.Minute})
+	at := e.clock.Now()
+	e.prefs.EXPECT().GetPreferences(gomock.Any(), alice.Owner()).Return([]ports.Preference{
+		{ID: "p1", Instruction: "Answer in French."},
+		{ID: "p2", Instruction: "Call me\n  Captain."},
+	}, &at, nil)
+	secret := ports.RealtimeSecret{Value: "ek_123", ExpiresAt: at.Add(5 * time.Minute), Model: "gpt-realtime-mini"}
+	e.realtime.EXPECT().CreateClientSecret(gomock.Any(), gomock.Any()).DoAndReturn(
+		func(_ context.Context, cfg ports.RealtimeSessionConfig) (ports.RealtimeSecret, error) {
+			want := voice.DefaultInstructions + "\n\nThe user's standing instructions (follow them unless they conflict with the above):" +
+				"\n- Answer in French.\n- Call me Captain."
+			if cfg.Instructions != want {
+				t.Errorf("instructions:\n%s\nwant:\n%s", cfg.Instructions, want)
+			}
+			var names []string
+			for _, d := range cfg.Tools {
+				names = append(names, d.Name)
+				if d.Description == "" || len(d.Parameters) == 0 {
+					t.Errorf("tool %+v is not fully described", d)
+				}
+			}
+			if want := []string{"deploy_project", "get_project", "list_projects"}; !slices.Equal(names, want) {
+				t.Errorf("tools %v, want %v", names, want)
+			}
+			if cfg.Voice != "verse" || cfg.Model != "gpt-realtime-mini" || cfg.ExpiresIn != 5*time.Minute {
+				t.Errorf("config %+v", cfg)
+			}
+			return secret, nil
+		})
+	var created ports.ChatSession
+	e.sessions.EXPECT().CreateSession(gomock.Any(), gomock.Any()).DoAndReturn(
+		func(_ context.Context, s ports.ChatSession) error { created = s; return nil })
+
+	got, err := e.svc.StartSession(as(alice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Secret != secret || got.SessionID == "" || got.SessionID != created.ID {
+		t.Errorf("session %+v, created %+v", got, created)
+	}
+	if created.Title != "Voice session" || created.OrgID != alice.OrgID || created.UserID != alice.UserID ||
+		!created.CreatedAt.Equal(at) || !created.UpdatedAt.Equal(at) {
+		t.Errorf("created %+v", created)
+	}
+}
+
+func TestStartSessionWithoutPreferences(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, voice.Config{Instructions: "  Be terse.  "})
+	e.prefs.EXPECT().GetPreferences(gomock.Any(), alice.Owner()).Return(nil, nil, nil)
+	e.realtime.EXPECT().CreateClientSecret(gomock.Any(), gomock.Any()).DoAndReturn(
+		func(_ context.Context, cfg ports.RealtimeSessionConfig) (ports.RealtimeSecret, error) {
+			if cfg.Instructions != "Be terse." || cfg.Model != "" || cfg.Voice != "" || cfg.ExpiresIn != 0 {
+				t.Errorf("config %+v", cfg)
+			}
+			return ports.RealtimeSecret{Value: "ek_1"}, nil
+		})
+	e.sessions.EXPECT().CreateSession(gomock.Any(), gomock.Any()).Return(nil)
+	if _, err := e.svc.StartSession(as(alice)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStartSessionProviderErrorsPassThrough(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, voice.Config{})
+	e.prefs.EXPECT().GetPreferences(gomock.Any(), gomock.Any()).Return(nil, nil, nil)
+	limited := &ports.Error{Kind: ports.KindRateLimited, Message: "slow down", RetryAfter: 3 * time.Second}
+	e.realtime.EXPECT().CreateClientSecret(gomock.Any(), gomock.Any()).Return(ports.RealtimeSecret{}, limited)
+	// No session is created: CreateSession is not expected.
+	_, err := e.svc.StartSession(as(alice))
+	if err != limited {
+		t.Fatalf("err %v, want the provider's", err)
+	}
+}
+
+func TestStartSessionNeedsPrincipal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, voice.Config{})
+	if _, err := e.svc.StartSession(context.Background()); !errors.Is(err, ports.ErrUnauthenticated) {
+		t.Fatalf("err %v", err)
+	}
+}
