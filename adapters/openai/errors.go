@@ -27,6 +27,7 @@ const (
 	msgContext      = "the conversation is too long for the model"
 	msgTruncated    = "the model's answer was cut off before it finished"
 	msgMalformed    = "the model provider sent a malformed stream"
+	msgMalformedRes = "the model provider sent a malformed response"
 	msgProviderFail = "the model provider failed"
 )
 
@@ -45,7 +46,13 @@ type responseInfo struct {
 	status int
 	header http.Header
 	call   *call
+	// limit, when positive, is the most bytes of the response body read:
+	// a longer body fails with errResponseTooLarge.
+	limit int64
 }
+
+// errResponseTooLarge is the error of reading a body past its limit.
+var errResponseTooLarge = errors.New("openai: the response is too large")
 
 type responseInfoKey struct{}
 
@@ -93,6 +100,9 @@ func (d recordingDoer) Do(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	info.status, info.header = resp.StatusCode, resp.Header
+	if info.limit > 0 {
+		resp.Body = &limitedBody{ReadCloser: resp.Body, left: info.limit}
+	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		resp.Body = awaitFirstByte(resp.Body)
 	}
@@ -131,6 +141,28 @@ func (b *sentBody) Close() error {
 		return nil
 	}
 	return c.Close()
+}
+
+// limitedBody is a response body that fails with errResponseTooLarge once
+// more than its limit has been read.
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errResponseTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, errResponseTooLarge
+	}
+	return n, err
 }
 
 // awaitFirstByte blocks until body yields a byte or an error, and returns a
@@ -246,6 +278,45 @@ func (c *Client) fromProvider(cause error, status int, typ, code, message string
 	default:
 		return &failure{err: ports.Wrap(ports.KindUpstream, cause, fmt.Sprintf("%s (status %d)", msgProviderFail, status))}
 	}
+}
+
+// classifyOnce classifies the error of a call that neither streams nor is
+// tried again (a transcription): the provider's errors as Chat's, a
+// response that started well but cannot be decoded as upstream, and a
+// connection that fails as unavailable.
+func (c *Client) classifyOnce(err error, info *responseInfo) *ports.Error {
+	var apiErr *goopenai.APIError
+	var reqErr *goopenai.RequestError
+	if errors.As(err, &apiErr) || errors.As(err, &reqErr) || info == nil || info.status < 200 || info.status > 299 {
+		return c.classify(err, info, false).err
+	}
+	var syntaxErr *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errResponseTooLarge) {
+		return ports.Wrap(ports.KindUpstream, err, msgMalformedRes)
+	}
+	return ports.Wrap(ports.KindUnavailable, err, msgUnavailable)
+}
+
+// providerError classifies a response with a failure status whose body
+// (OpenAI's {"error":{…}} or anything else) has been read.
+func (c *Client) providerError(status int, header http.Header, body []byte) *ports.Error {
+	var res goopenai.ErrorResponse
+	var cause error
+	if err := json.Unmarshal(body, &res); err == nil && res.Error != nil {
+		res.Error.HTTPStatusCode, res.Error.HTTPStatus = status, http.StatusText(status)
+		cause = res.Error
+	} else {
+		cause = &goopenai.RequestError{HTTPStatus: http.StatusText(status), HTTPStatusCode: status, Err: err, Body: body}
+	}
+	return c.classify(cause, &responseInfo{status: status, header: header}, false).err
+}
+
+// timeoutAfter is the error of a call that did not finish within d.
+func timeoutAfter(d time.Duration) *ports.Error {
+	return ports.Wrap(ports.KindTimeout, errCallTimeout,
+		fmt.Sprintf("the model provider did not finish answering within %s", d))
 }
 
 func truncated(cause error) *ports.Error {

@@ -4,6 +4,12 @@
 // fragments each server sends in its own way, retries what is worth retrying
 // before the caller has seen any text, and maps provider failures to
 // ports.Error.
+//
+// The same Client implements ports.Transcriber (go-openai's audio
+// transcriptions, which Azure deployments and local Whisper servers speak
+// too) and ports.Realtime (OpenAI's realtime client secrets, over plain
+// HTTP: go-openai has no realtime support, and Azure's realtime API is not
+// supported).
 package openai
 
 import (
@@ -50,6 +56,19 @@ const (
 	DefaultTimeout         = 120 * time.Second
 	DefaultMaxRetries      = 2
 	DefaultAzureAPIVersion = "2024-10-21"
+
+	DefaultRealtimeModel     = "gpt-realtime"
+	DefaultRealtimeVoice     = "alloy"
+	DefaultRealtimeExpiry    = 10 * time.Minute
+	DefaultRealtimeTimeout   = 15 * time.Second
+	DefaultTranscribeModel   = "whisper-1"
+	DefaultTranscribeTimeout = 2 * time.Minute
+)
+
+// The range of client secret lifetimes OpenAI accepts.
+const (
+	MinRealtimeExpiry = 10 * time.Second
+	MaxRealtimeExpiry = 2 * time.Hour
 )
 
 // Config configures a Client.
@@ -81,6 +100,26 @@ type Config struct {
 	// older vLLM and llama.cpp releases). OpenAI's reasoning models reject
 	// max_tokens.
 	LegacyMaxTokens bool
+
+	// RealtimeModel is the model of realtime sessions that do not name one,
+	// DefaultRealtimeModel when empty.
+	RealtimeModel string
+	// RealtimeVoice is the voice of realtime sessions that do not name one,
+	// DefaultRealtimeVoice when empty.
+	RealtimeVoice string
+	// RealtimeExpiry is how long a client secret stays valid when the
+	// session does not say, DefaultRealtimeExpiry when zero; OpenAI accepts
+	// MinRealtimeExpiry to MaxRealtimeExpiry.
+	RealtimeExpiry time.Duration
+	// RealtimeTimeout bounds a CreateClientSecret call,
+	// DefaultRealtimeTimeout when zero or negative.
+	RealtimeTimeout time.Duration
+	// TranscribeModel is the model (for Azure, the deployment) of
+	// transcriptions that do not name one, DefaultTranscribeModel when empty.
+	TranscribeModel string
+	// TranscribeTimeout bounds a Transcribe call, reading the audio
+	// included; DefaultTranscribeTimeout when zero or negative.
+	TranscribeTimeout time.Duration
 }
 
 // String describes the configuration without its API key.
@@ -89,15 +128,15 @@ func (c Config) String() string {
 	if c.APIKey != "" {
 		key = "[redacted]"
 	}
-	return fmt.Sprintf("openai.Config{APIType: %q, BaseURL: %q, Model: %q, APIKey: %s, Timeout: %s, MaxRetries: %d}",
-		c.APIType, c.BaseURL, c.Model, key, c.Timeout, c.MaxRetries)
+	return fmt.Sprintf("openai.Config{APIType: %q, BaseURL: %q, Model: %q, APIKey: %s, Timeout: %s, MaxRetries: %d, RealtimeModel: %q, TranscribeModel: %q}",
+		c.APIType, c.BaseURL, c.Model, key, c.Timeout, c.MaxRetries, c.RealtimeModel, c.TranscribeModel)
 }
 
 // GoString is String, so %#v does not print the API key either.
 func (c Config) GoString() string { return c.String() }
 
-// Client is a ports.LLM over one OpenAI-compatible API. It is safe for
-// concurrent use.
+// Client is a ports.LLM, ports.Transcriber and ports.Realtime over one
+// OpenAI-compatible API. It is safe for concurrent use.
 type Client struct {
 	api             *goopenai.Client
 	apiKey          string
@@ -105,6 +144,16 @@ type Client struct {
 	timeout         time.Duration
 	maxRetries      int
 	legacyMaxTokens bool
+
+	apiType           APIType
+	baseURL           string // without a trailing slash
+	hc                *http.Client
+	realtimeModel     string
+	realtimeVoice     string
+	realtimeExpiry    time.Duration
+	realtimeTimeout   time.Duration
+	transcribeModel   string
+	transcribeTimeout time.Duration
 
 	// Retry pacing: the first backoff, the largest, and the longest wait a
 	// Retry-After may ask for before the call gives up instead.
@@ -117,14 +166,22 @@ type Client struct {
 	lastTools atomic.Pointer[toolSet] // see mapTools
 }
 
-var _ ports.LLM = (*Client)(nil)
+var (
+	_ ports.LLM         = (*Client)(nil)
+	_ ports.Transcriber = (*Client)(nil)
+	_ ports.Realtime    = (*Client)(nil)
+)
 
 // New returns a Client for cfg. It returns an internal Error when Model is
-// missing, BaseURL is not an http(s) URL, APIType is unknown, or APIKey is
-// missing where the provider needs one.
+// missing, BaseURL is not an http(s) URL, APIType is unknown, APIKey is
+// missing where the provider needs one, or RealtimeExpiry is out of range.
 func New(cfg Config) (*Client, error) {
 	if cfg.Model == "" {
 		return nil, ports.Errorf(ports.KindInternal, "openai: no model configured")
+	}
+	if e := cfg.RealtimeExpiry; e != 0 && (e < MinRealtimeExpiry || e > MaxRealtimeExpiry) {
+		return nil, ports.Errorf(ports.KindInternal, "openai: realtime expiry %s is not between %s and %s",
+			e, MinRealtimeExpiry, MaxRealtimeExpiry)
 	}
 	if cfg.APIType == "" {
 		cfg.APIType = APITypeOpenAI
@@ -181,6 +238,16 @@ func New(cfg Config) (*Client, error) {
 		maxRetryWait:    30 * time.Second,
 		sleep:           sleepCtx,
 		newCallID:       func() string { return "call_" + crand.Text() },
+
+		apiType:           cfg.APIType,
+		baseURL:           strings.TrimRight(cfg.BaseURL, "/"),
+		hc:                hc,
+		realtimeModel:     cmp.Or(cfg.RealtimeModel, DefaultRealtimeModel),
+		realtimeVoice:     cmp.Or(cfg.RealtimeVoice, DefaultRealtimeVoice),
+		realtimeExpiry:    cmp.Or(cfg.RealtimeExpiry, DefaultRealtimeExpiry),
+		realtimeTimeout:   positiveOr(cfg.RealtimeTimeout, DefaultRealtimeTimeout),
+		transcribeModel:   cmp.Or(cfg.TranscribeModel, DefaultTranscribeModel),
+		transcribeTimeout: positiveOr(cfg.TranscribeTimeout, DefaultTranscribeTimeout),
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
@@ -192,6 +259,14 @@ func New(cfg Config) (*Client, error) {
 		c.maxRetries = 0
 	}
 	return c, nil
+}
+
+// positiveOr returns d, or def when d is zero or negative.
+func positiveOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }
 
 var errCallTimeout = errors.New("openai: call timeout")
@@ -247,10 +322,7 @@ func (c *Client) Chat(ctx context.Context, req ports.ChatRequest, onDelta func(d
 	}
 }
 
-func (c *Client) timeoutError() *ports.Error {
-	return ports.Wrap(ports.KindTimeout, errCallTimeout,
-		fmt.Sprintf("the model provider did not finish answering within %s", c.timeout))
-}
+func (c *Client) timeoutError() *ports.Error { return timeoutAfter(c.timeout) }
 
 // backoff is the wait before retry number attempt+1: exponential from
 // backoffBase up to backoffMax, with equal jitter, and never shorter than

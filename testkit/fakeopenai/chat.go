@@ -280,16 +280,23 @@ func completeChat(ctx context.Context, w http.ResponseWriter, req *Request, resp
 	if err != nil {
 		panic(err)
 	}
+	writeBody(w, "application/json", body, resp.faults)
+}
 
-	for _, f := range resp.faults {
+// writeBody answers 200 with body, spoilt by the faults of a response that
+// does not stream: half of it (Truncated), half of it and a cut connection
+// (AbortedAfter), a prefix that is not JSON (MalformedAfter), or an error
+// instead (FailAfter).
+func writeBody(w http.ResponseWriter, contentType string, body []byte, faults []fault) {
+	for _, f := range faults {
 		switch f.kind {
 		case faultTruncate:
-			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Type", contentType)
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write(body[:len(body)/2])
 			return
 		case faultAbort:
-			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Type", contentType)
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write(body[:len(body)/2])
 			_ = http.NewResponseController(w).Flush()
@@ -305,7 +312,7 @@ func completeChat(ctx context.Context, w http.ResponseWriter, req *Request, resp
 			return
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 }

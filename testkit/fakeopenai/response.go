@@ -47,8 +47,8 @@ type fault struct {
 }
 
 // Response is one scripted answer of the server. Build one with Text,
-// TextChunks, ToolCalls, Error or a typed error helper, then refine it with
-// its methods, each of which returns a modified copy:
+// TextChunks, ToolCalls, ClientSecret, Error or a typed error helper, then
+// refine it with its methods, each of which returns a modified copy:
 //
 //	fakeopenai.Text("hello world").WithTokenDelay(time.Millisecond).Truncated()
 //
@@ -57,6 +57,13 @@ type fault struct {
 // the assistant role, then one chunk per delta (a piece of text or a tool-call
 // fragment), a chunk with the finish_reason, a usage chunk when the request
 // asked for stream_options.include_usage, and data: [DONE].
+//
+// The realtime and transcription endpoints answer errors, Hangup and
+// delays (WithResponseDelay) the same way, and spoil their JSON body with
+// Truncated, AbortedAfter, MalformedAfter and FailAfter as a chat response
+// that does not stream does. A transcription answers the text of Text (and
+// WithLanguage); a realtime request the value of ClientSecret (and
+// WithModel).
 type Response struct {
 	kind   responseKind
 	status int
@@ -70,6 +77,8 @@ type Response struct {
 	finish    string
 	model     string
 	usage     *[2]int
+	secret    string
+	language  string
 
 	responseDelay   time.Duration
 	firstTokenDelay time.Duration
@@ -110,6 +119,13 @@ func TextChunks(parts ...string) Response {
 // after tool calls reproduce what other servers do.
 func ToolCalls(calls ...Call) Response {
 	return Response{kind: kindCompletion, calls: slices.Clone(calls)}
+}
+
+// ClientSecret is a realtime client secret whose value is value (a random
+// "ek_…" when empty), for EnqueueRealtime. The session names the request's
+// model unless WithModel says otherwise.
+func ClientSecret(value string) Response {
+	return Response{kind: kindCompletion, secret: value}
 }
 
 // Error is a failed request: status with body verbatim as application/json.
@@ -214,6 +230,14 @@ func (r Response) WithFinishReason(reason string) Response {
 // request's model.
 func (r Response) WithModel(model string) Response {
 	r.model = model
+	return r
+}
+
+// WithLanguage sets the language a transcription reports, a Whisper
+// language name such as "german"; by default it is the name of the
+// request's language hint, or "english".
+func (r Response) WithLanguage(name string) Response {
+	r.language = name
 	return r
 }
 

@@ -4,6 +4,13 @@
 // Response, and records every request it receives, so adapters built on real
 // SDKs can be tested over real HTTP without reaching the internet.
 //
+// It also serves the realtime client secrets endpoint
+// (POST /v1/realtime/client_secrets) and audio transcriptions
+// (POST /v1/audio/transcriptions, and Azure's deployment route), each with a
+// script of its own (EnqueueRealtime, EnqueueTranscription) and a record of
+// its own (RealtimeRequests, TranscriptionRequests). Unlike chat, these
+// answer a request that finds no scripted response with their normal answer.
+//
 // Scripted responses can reproduce what providers do in the wild: rate limits
 // with Retry-After, server errors, cut and malformed streams, slow tokens, and
 // the tool-call fragment quirks of Ollama, vLLM and llama.cpp.
@@ -16,6 +23,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -29,6 +37,11 @@ type Server struct {
 	chat     []Response
 	requests []Request
 	seq      int
+
+	realtime          []Response
+	realtimeReqs      []RealtimeRequest
+	transcription     []Response
+	transcriptionReqs []TranscriptionRequest
 }
 
 // New starts a fake server that is closed when the test ends. Requests that
@@ -59,6 +72,9 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("POST /openai/deployments/{deployment}/chat/completions", s.handleChat)
+	mux.HandleFunc("POST /v1/realtime/client_secrets", s.handleRealtime)
+	mux.HandleFunc("POST /v1/audio/transcriptions", s.handleTranscription)
+	mux.HandleFunc("POST /openai/deployments/{deployment}/audio/transcriptions", s.handleTranscription)
 	mux.HandleFunc("/", s.handleUnknown)
 	return mux
 }
@@ -96,7 +112,10 @@ func (s *Server) Pending() int {
 	return len(s.chat)
 }
 
-// Requests returns a copy of every request received so far, in arrival order.
+// Requests returns a copy of every request received so far by the chat
+// completions endpoint and by paths the server does not serve, in arrival
+// order. Realtime and transcription requests are in RealtimeRequests and
+// TranscriptionRequests.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -114,14 +133,17 @@ func (s *Server) record(r Request) int {
 	return s.seq
 }
 
-func (s *Server) nextChat() (Response, bool) {
+func (s *Server) nextChat() (Response, bool) { return s.next(&s.chat) }
+
+// next pops the first response of script.
+func (s *Server) next(script *[]Response) (Response, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.chat) == 0 {
+	if len(*script) == 0 {
 		return Response{}, false
 	}
-	r := s.chat[0]
-	s.chat = s.chat[1:]
+	r := (*script)[0]
+	*script = (*script)[1:]
 	return r, true
 }
 
@@ -195,6 +217,35 @@ func errorBody(typ, code, message string) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// authorized reports whether r carries an API key: a non-empty bearer token,
+// or an api-key header as Azure's clients send. It answers 401 with
+// OpenAI's error when not.
+func authorized(w http.ResponseWriter, r *http.Request) bool {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if (ok && strings.TrimSpace(token) != "") || r.Header.Get("Api-Key") != "" {
+		return true
+	}
+	writeError(w, http.StatusUnauthorized, nil, errorBody("invalid_request_error", "",
+		"You didn't provide an API key. You need to provide your API key in an Authorization header "+
+			"using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."))
+	return false
+}
+
+// invalidRequest answers 400 with OpenAI's error for a request of the wrong
+// shape.
+func invalidRequest(w http.ResponseWriter, param, message string) {
+	b, err := json.Marshal(map[string]any{"error": map[string]any{
+		"message": message,
+		"type":    "invalid_request_error",
+		"param":   param,
+		"code":    nil,
+	}})
+	if err != nil {
+		panic(err)
+	}
+	writeError(w, http.StatusBadRequest, nil, b)
 }
 
 func writeError(w http.ResponseWriter, status int, header http.Header, body []byte) {
