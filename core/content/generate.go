@@ -1,0 +1,235 @@
+package content
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// GenerateContentArgs is the background job that drafts one content item.
+type GenerateContentArgs struct {
+	OrgID  string `json:"org_id"`
+	ItemID string `json:"item_id"`
+}
+
+// Kind names the job for the queue.
+func (GenerateContentArgs) Kind() string { return "content.generate" }
+
+// Generate starts drafting content from a brief of the caller's
+// organisation: variants items (0 means 1) in status generating, titled
+// and formatted as the brief, numbered Variant 1..variants, at version 1.
+// The items and one GenerateContentArgs job per item are stored in one
+// transaction, so either all exist or none. It returns the items.
+//
+// Errors: invalid (field variants) outside 1..MaxVariants; not_found when
+// the brief is absent, another org's, or briefID is not a UUID; the
+// store's and the queue's errors.
+func (s *Service) Generate(ctx context.Context, briefID string, variants int) ([]ports.ContentItem, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if variants == 0 {
+		variants = 1
+	}
+	if variants < 1 || variants > MaxVariants {
+		return nil, ports.Invalid("invalid number of variants", ports.FieldError{Field: "variants", Reason: fmt.Sprintf("must be 1 to %d", MaxVariants)})
+	}
+	if !isUUID(briefID) {
+		return nil, briefNotFound(briefID)
+	}
+	brief, err := s.d.Store.GetBrief(ctx, p.OrgID, briefID)
+	if err != nil {
+		return nil, err
+	}
+	now := s.d.Clock.Now()
+	items := make([]ports.ContentItem, variants)
+	for i := range items {
+		items[i] = ports.ContentItem{
+			ID: s.d.IDs.NewID(), OrgID: p.OrgID, ProjectID: brief.ProjectID, BriefID: brief.ID, CreatedBy: p.UserID,
+			Title: brief.Title, Format: cmp.Or(brief.Format, DefaultFormat), Status: ports.ContentGenerating,
+			Checks: []ports.ContentCheck{}, Variant: i + 1, Version: 1, CreatedAt: now, UpdatedAt: now,
+		}
+	}
+	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		if err := s.d.Store.CreateContentItems(ctx, items...); err != nil {
+			return err
+		}
+		for _, it := range items {
+			job := GenerateContentArgs{OrgID: p.OrgID, ItemID: it.ID}
+			if err := s.d.Jobs.Enqueue(ctx, job, ports.EnqueueOptions{MaxAttempts: s.cfg.MaxAttempts}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// failure is a generation that cannot succeed by running the job again; it
+// is recorded on the item.
+type failure struct {
+	code, message string
+	cause         error
+}
+
+func (f *failure) Error() string {
+	if f.cause != nil {
+		return f.message + ": " + f.cause.Error()
+	}
+	return f.message
+}
+
+func (f *failure) Unwrap() error { return f.cause }
+
+// failureOf records err on the item: a ports.Error keeps its code and
+// client-safe message; anything else is an internal error.
+func failureOf(err error) *failure {
+	var f *failure
+	if errors.As(err, &f) {
+		return f
+	}
+	if e, ok := ports.AsError(err); ok && e.Kind != ports.KindInternal {
+		return &failure{code: e.ErrorCode(), message: cmp.Or(e.Message, string(e.Kind)), cause: err}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return &failure{code: string(ports.KindTimeout), message: "the generation did not finish in time", cause: err}
+	}
+	return &failure{code: string(ports.KindInternal), message: "internal error", cause: err}
+}
+
+// transient reports whether a model error may go away when the job runs
+// again: rate limits, unavailability, timeouts and cut-off streams, and any
+// error that is not a ports.Error (such as a cancelled context).
+func transient(err error) bool {
+	e, ok := ports.AsError(err)
+	if !ok {
+		return true
+	}
+	switch e.Kind {
+	case ports.KindRateLimited, ports.KindUnavailable, ports.KindTimeout:
+		return true
+	case ports.KindUpstream:
+		return e.Code == ports.CodeTruncated
+	}
+	return false
+}
+
+// RunGeneration drafts one content item; the worker calls it for each
+// attempt of a GenerateContentArgs job, with final set on the last one. It
+// acts for the organisation named in args, not for a principal.
+//
+// It returns nil when the job is done: the draft is stored (status draft,
+// with the brand checks); or the failure is recorded on the item (status
+// failed, Error set); or the item is no longer waiting for a draft (deleted,
+// archived, or drafted by an earlier attempt), so running it again changes
+// nothing. It returns an error when the job should run again: a transient
+// model error (rate_limited, unavailable, timeout, upstream truncated) or a
+// store error, unless final, when the error is recorded on the item instead.
+func (s *Service) RunGeneration(ctx context.Context, args GenerateContentArgs, final bool) error {
+	log := s.log.With("item_id", args.ItemID, "org_id", args.OrgID)
+	err := s.generate(ctx, args, log)
+	if err == nil {
+		return nil
+	}
+	var f *failure
+	if !errors.As(err, &f) {
+		if !final {
+			log.WarnContext(ctx, "content generation failed; the job will be retried", "err", err)
+			return err
+		}
+		f = failureOf(err)
+	}
+	log.WarnContext(ctx, "content generation failed", "code", f.code, "err", err)
+	return s.recordFailure(context.WithoutCancel(ctx), args, ports.ContentError{Code: f.code, Message: f.message}, log)
+}
+
+// recordFailure marks the item failed, unless it is no longer generating.
+func (s *Service) recordFailure(ctx context.Context, args GenerateContentArgs, ce ports.ContentError, log *slog.Logger) error {
+	it, err := s.d.Store.GetContentItem(ctx, args.OrgID, args.ItemID)
+	if errors.Is(err, ports.ErrNotFound) {
+		log.InfoContext(ctx, "content item gone before its failure was recorded")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if it.Status != ports.ContentGenerating {
+		log.InfoContext(ctx, "content item changed before its failure was recorded", "status", it.Status)
+		return nil
+	}
+	it.Status, it.Error = ports.ContentFailed, &ce
+	it.Version, it.UpdatedAt = it.Version+1, s.d.Clock.Now()
+	err = s.d.Store.UpdateContentItem(ctx, it)
+	if errors.Is(err, ports.ErrPreconditionFailed) || errors.Is(err, ports.ErrNotFound) {
+		log.InfoContext(ctx, "content item changed before its failure was recorded", "err", err)
+		return nil
+	}
+	return err
+}
+
+func (s *Service) generate(ctx context.Context, args GenerateContentArgs, log *slog.Logger) error {
+	if args.OrgID == "" || !isUUID(args.ItemID) {
+		log.ErrorContext(ctx, "content generation dropped: malformed job")
+		return nil
+	}
+	it, err := s.d.Store.GetContentItem(ctx, args.OrgID, args.ItemID)
+	if errors.Is(err, ports.ErrNotFound) {
+		log.InfoContext(ctx, "content generation dropped: the item is gone")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if it.Status != ports.ContentGenerating {
+		log.InfoContext(ctx, "content generation dropped: the item is not generating", "status", it.Status)
+		return nil
+	}
+	brief, err := s.d.Store.GetBrief(ctx, args.OrgID, it.BriefID)
+	if errors.Is(err, ports.ErrNotFound) {
+		return &failure{code: string(ports.KindNotFound), message: fmt.Sprintf("content brief %s not found", it.BriefID), cause: err}
+	}
+	if err != nil {
+		return err
+	}
+	brand, err := s.brand(ctx, args.OrgID, it.ProjectID)
+	if err != nil {
+		return err
+	}
+	req := ports.ChatRequest{Model: s.cfg.Model, Messages: buildMessages(brand, brief, it.Variant),
+		MaxTokens: s.cfg.MaxTokens, ResponseFormat: responseFormat()}
+	res, err := s.d.LLM.Chat(ctx, req, nil)
+	if err != nil {
+		if transient(err) {
+			return err
+		}
+		return failureOf(err)
+	}
+	d, err := parseDraft(res, brief)
+	if err != nil {
+		return err
+	}
+	it.Title, it.Body, it.Status, it.Error = d.title, d.body, ports.ContentDraft, nil
+	it.Model = cmp.Or(res.Model, s.cfg.Model)
+	it.Checks = Check(brand, brief, it.Title, it.Body)
+	it.Version, it.UpdatedAt = it.Version+1, s.d.Clock.Now()
+	err = s.d.Store.UpdateContentItem(ctx, it)
+	if errors.Is(err, ports.ErrPreconditionFailed) || errors.Is(err, ports.ErrNotFound) {
+		log.InfoContext(ctx, "content draft dropped: the item changed or went meanwhile", "err", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "content drafted", "checks", len(it.Checks), "words", len(strings.Fields(it.Body)),
+		"prompt_tokens", res.Usage.PromptTokens, "completion_tokens", res.Usage.CompletionTokens)
+	return nil
+}

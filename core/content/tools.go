@@ -1,0 +1,506 @@
+package content
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// The JSON Schemas of the tools' arguments.
+const (
+	projectIDProp = `"project_id":{"type":"string","pattern":"^[A-Za-z0-9._:-]{1,100}$","description":"The project's id."}`
+	pageProps     = `"limit":{"type":"integer","minimum":1,"maximum":200,"description":"How many to return (default 50)."},
+"cursor":{"type":"string","description":"The next_cursor of the previous page."}`
+
+	getBrandSchema = `{"type":"object","additionalProperties":false,"required":["project_id"],"properties":{` + projectIDProp + `}}`
+
+	listBriefsSchema = `{"type":"object","additionalProperties":false,"properties":{` + projectIDProp + `,` + pageProps + `}}`
+
+	listContentSchema = `{"type":"object","additionalProperties":false,"properties":{` + projectIDProp + `,
+"brief_id":{"type":"string","format":"uuid","description":"Only the items generated from this brief."},
+"status":{"type":"string","enum":["generating","draft","in_review","approved","published","archived","failed"]},` + pageProps + `}}`
+
+	getContentSchema = `{"type":"object","additionalProperties":false,"required":["content_id"],"properties":{
+"content_id":{"type":"string","format":"uuid"}}}`
+
+	updateBrandSchema = `{"type":"object","additionalProperties":false,"required":["project_id"],"properties":{` + projectIDProp + `,
+"name":{"type":"string","maxLength":200},
+"voice":{"type":"string","maxLength":2000,"description":"How the brand sounds."},
+"tone":{"type":"array","maxItems":20,"items":{"type":"string","maxLength":50}},
+"audience":{"type":"string","maxLength":1000},
+"values":{"type":"array","maxItems":20,"items":{"type":"string","maxLength":200}},
+"banned_words":{"type":"array","maxItems":200,"items":{"type":"string","maxLength":100},"description":"Words and phrases content must never use."},
+"preferred_terms":{"type":"object","maxProperties":200,"additionalProperties":{"type":"string","maxLength":100},"description":"Maps a term to avoid to the term to use instead."},
+"style_guide":{"type":"string","maxLength":20000},
+"examples":{"type":"array","maxItems":10,"items":{"type":"string","maxLength":5000},"description":"Samples of the brand's writing."},
+"version":{"type":"integer","minimum":0,"description":"The version read with get_brand; the update fails if the settings changed since."}}}`
+
+	createBriefSchema = `{"type":"object","additionalProperties":false,"required":["project_id","title"],"properties":{` + projectIDProp + `,
+"title":{"type":"string","minLength":1,"maxLength":200},
+"goal":{"type":"string","maxLength":2000,"description":"What the piece should achieve."},
+"audience":{"type":"string","maxLength":1000},
+"channel":{"type":"string","maxLength":50,"description":"Where it is published, such as blog, linkedin or newsletter."},
+"format":{"type":"string","maxLength":50,"description":"Such as article (the default), post, email or ad."},
+"keywords":{"type":"array","maxItems":20,"items":{"type":"string","maxLength":50}},
+"cta":{"type":"string","maxLength":200,"description":"The call to action."},
+"length":{"type":"object","additionalProperties":false,"properties":{
+"min_words":{"type":"integer","minimum":0,"maximum":20000},
+"max_words":{"type":"integer","minimum":0,"maximum":20000}}},
+"notes":{"type":"string","maxLength":5000}}}`
+
+	generateContentSchema = `{"type":"object","additionalProperties":false,"required":["brief_id"],"properties":{
+"brief_id":{"type":"string","format":"uuid"},
+"variants":{"type":"integer","minimum":1,"maximum":3,"description":"How many alternative drafts to write (default 1)."}}}`
+
+	updateContentSchema = `{"type":"object","additionalProperties":false,"required":["content_id","version"],"properties":{
+"content_id":{"type":"string","format":"uuid"},
+"version":{"type":"integer","minimum":1,"description":"The item's version as last read; the update fails if it changed since."},
+"title":{"type":"string","minLength":1,"maxLength":200},
+"body":{"type":"string","maxLength":100000},
+"status":{"type":"string","enum":["draft","in_review","approved","published","archived"],"description":"draft → in_review → approved → published; in_review and approved may go back to draft; anything may be archived."}}}`
+
+	deleteContentSchema = getContentSchema
+)
+
+// maxToolBodyLen bounds, in bytes, the body of an item and the style guide
+// of a brand that a tool returns to the model; maxToolExampleLen bounds each
+// brand example.
+const (
+	maxToolBodyLen    = 8000
+	maxToolExampleLen = 2000
+)
+
+type toolBrand struct {
+	ProjectID      string            `json:"project_id"`
+	Name           string            `json:"name"`
+	Voice          string            `json:"voice"`
+	Tone           []string          `json:"tone"`
+	Audience       string            `json:"audience"`
+	Values         []string          `json:"values"`
+	BannedWords    []string          `json:"banned_words"`
+	PreferredTerms map[string]string `json:"preferred_terms"`
+	StyleGuide     string            `json:"style_guide"`
+	Examples       []string          `json:"examples"`
+	Version        int               `json:"version"`
+	UpdatedAt      *time.Time        `json:"updated_at,omitempty"`
+	Truncated      bool              `json:"truncated,omitempty"`
+}
+
+func toolBrandOf(b ports.Brand) toolBrand {
+	out := toolBrand{ProjectID: b.ProjectID, Name: b.Name, Voice: b.Voice, Tone: nonNil(b.Tone), Audience: b.Audience,
+		Values: nonNil(b.Values), BannedWords: nonNil(b.BannedWords), PreferredTerms: b.PreferredTerms,
+		Examples: make([]string, len(b.Examples)), Version: b.Version}
+	if out.PreferredTerms == nil {
+		out.PreferredTerms = map[string]string{}
+	}
+	out.StyleGuide, out.Truncated = clipBytes(b.StyleGuide, maxToolBodyLen)
+	for i, ex := range b.Examples {
+		var cut bool
+		out.Examples[i], cut = clipBytes(ex, maxToolExampleLen)
+		out.Truncated = out.Truncated || cut
+	}
+	if !b.UpdatedAt.IsZero() {
+		t := b.UpdatedAt.UTC()
+		out.UpdatedAt = &t
+	}
+	return out
+}
+
+type toolLength struct {
+	MinWords int `json:"min_words"`
+	MaxWords int `json:"max_words"`
+}
+
+type toolBrief struct {
+	ID        string     `json:"id"`
+	ProjectID string     `json:"project_id"`
+	Title     string     `json:"title"`
+	Goal      string     `json:"goal,omitempty"`
+	Audience  string     `json:"audience,omitempty"`
+	Channel   string     `json:"channel,omitempty"`
+	Format    string     `json:"format"`
+	Keywords  []string   `json:"keywords"`
+	CTA       string     `json:"cta,omitempty"`
+	Length    toolLength `json:"length"`
+	Notes     string     `json:"notes,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+}
+
+func toolBriefOf(b ports.Brief) toolBrief {
+	return toolBrief{ID: b.ID, ProjectID: b.ProjectID, Title: b.Title, Goal: b.Goal, Audience: b.Audience,
+		Channel: b.Channel, Format: b.Format, Keywords: nonNil(b.Keywords), CTA: b.CTA,
+		Length: toolLength{MinWords: b.MinWords, MaxWords: b.MaxWords}, Notes: b.Notes, CreatedAt: b.CreatedAt.UTC()}
+}
+
+type toolItem struct {
+	ID        string               `json:"id"`
+	ProjectID string               `json:"project_id"`
+	BriefID   string               `json:"brief_id"`
+	Title     string               `json:"title"`
+	Format    string               `json:"format"`
+	Status    ports.ContentStatus  `json:"status"`
+	Variant   int                  `json:"variant"`
+	Version   int                  `json:"version"`
+	Words     int                  `json:"words"`
+	Checks    []ports.ContentCheck `json:"checks"`
+	Error     *ports.ContentError  `json:"error,omitempty"`
+	UpdatedAt time.Time            `json:"updated_at"`
+}
+
+func toolItemOf(it ports.ContentItem) toolItem {
+	return toolItem{ID: it.ID, ProjectID: it.ProjectID, BriefID: it.BriefID, Title: it.Title, Format: it.Format,
+		Status: it.Status, Variant: it.Variant, Version: it.Version, Words: len(strings.Fields(it.Body)),
+		Checks: nonNil(it.Checks), Error: it.Error, UpdatedAt: it.UpdatedAt.UTC()}
+}
+
+type toolItemDetail struct {
+	toolItem
+	Body      string `json:"body"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// Tools returns the content engine's tools for the assistant's registry:
+// get_brand, list_briefs, list_content and get_content (reads);
+// update_brand, create_brief, generate_content, update_content and
+// delete_content (writes). They act for the principal in the context they
+// run with.
+func (s *Service) Tools() []assistant.Tool {
+	return []assistant.Tool{
+		{
+			Name:        "get_brand",
+			Description: "Get a project's brand settings: voice, tone, audience, values, banned words, preferred terms, style guide and examples (defaults when none are set), with their version.",
+			Schema:      json.RawMessage(getBrandSchema),
+			Effect:      assistant.EffectRead,
+			Run:         s.runGetBrand,
+		},
+		{
+			Name:        "list_briefs",
+			Description: "List content briefs, newest first, of one project or of every project.",
+			Schema:      json.RawMessage(listBriefsSchema),
+			Effect:      assistant.EffectRead,
+			Run:         s.runListBriefs,
+		},
+		{
+			Name:        "list_content",
+			Description: "List content items (drafts and published pieces), most recently updated first, optionally of one project, one brief or one status; bodies are left out, see get_content.",
+			Schema:      json.RawMessage(listContentSchema),
+			Effect:      assistant.EffectRead,
+			Run:         s.runListContent,
+		},
+		{
+			Name:        "get_content",
+			Description: "Get a content item with its body, status, version and brand checks (banned words, preferred terms, length).",
+			Schema:      json.RawMessage(getContentSchema),
+			Effect:      assistant.EffectRead,
+			Run:         s.runGetContent,
+		},
+		{
+			Name:        "update_brand",
+			Description: "Replace a project's brand settings. Every setting left out is cleared, so send the complete settings (read them with get_brand first).",
+			Schema:      json.RawMessage(updateBrandSchema),
+			Effect:      assistant.EffectWrite,
+			Summary:     summariseUpdateBrand,
+			Run:         s.runUpdateBrand,
+		},
+		{
+			Name:        "create_brief",
+			Description: "Create a content brief for a project: what the piece is for, for whom, where it goes, its keywords, call to action and length.",
+			Schema:      json.RawMessage(createBriefSchema),
+			Effect:      assistant.EffectWrite,
+			Summary:     summariseCreateBrief,
+			Run:         s.runCreateBrief,
+		},
+		{
+			Name:        "generate_content",
+			Description: "Start writing 1 to 3 alternative drafts from a brief, following the project's brand settings. Drafting runs in the background; poll get_content or list_content for the results.",
+			Schema:      json.RawMessage(generateContentSchema),
+			Effect:      assistant.EffectWrite,
+			Summary:     summariseGenerateContent,
+			Run:         s.runGenerateContent,
+		},
+		{
+			Name:        "update_content",
+			Description: "Change a content item's title or body, or move it through review (draft → in_review → approved → published, or archived). Editing an approved item sends it back to draft. Needs the version last read.",
+			Schema:      json.RawMessage(updateContentSchema),
+			Effect:      assistant.EffectWrite,
+			Summary:     summariseUpdateContent,
+			Run:         s.runUpdateContent,
+		},
+		{
+			Name:        "delete_content",
+			Description: "Delete a content item permanently.",
+			Schema:      json.RawMessage(deleteContentSchema),
+			Effect:      assistant.EffectWrite,
+			Summary:     summariseDeleteContent,
+			Run:         s.runDeleteContent,
+		},
+	}
+}
+
+type updateBrandArgs struct {
+	ProjectID      string            `json:"project_id"`
+	Name           string            `json:"name"`
+	Voice          string            `json:"voice"`
+	Tone           []string          `json:"tone"`
+	Audience       string            `json:"audience"`
+	Values         []string          `json:"values"`
+	BannedWords    []string          `json:"banned_words"`
+	PreferredTerms map[string]string `json:"preferred_terms"`
+	StyleGuide     string            `json:"style_guide"`
+	Examples       []string          `json:"examples"`
+	Version        *int              `json:"version"`
+}
+
+type createBriefArgs struct {
+	ProjectID string     `json:"project_id"`
+	Title     string     `json:"title"`
+	Goal      string     `json:"goal"`
+	Audience  string     `json:"audience"`
+	Channel   string     `json:"channel"`
+	Format    string     `json:"format"`
+	Keywords  []string   `json:"keywords"`
+	CTA       string     `json:"cta"`
+	Length    toolLength `json:"length"`
+	Notes     string     `json:"notes"`
+}
+
+type generateContentArgs struct {
+	BriefID  string `json:"brief_id"`
+	Variants int    `json:"variants"`
+}
+
+type updateContentArgs struct {
+	ContentID string               `json:"content_id"`
+	Version   int                  `json:"version"`
+	Title     *string              `json:"title"`
+	Body      *string              `json:"body"`
+	Status    *ports.ContentStatus `json:"status"`
+}
+
+type contentIDArgs struct {
+	ContentID string `json:"content_id"`
+}
+
+func decodeArgs(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return ports.Wrap(ports.KindInvalid, err, "the arguments do not fit the tool's schema")
+	}
+	return nil
+}
+
+func (s *Service) runGetBrand(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args struct {
+		ProjectID string `json:"project_id"`
+	}
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	b, err := s.Brand(ctx, args.ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	return toolBrandOf(b), nil
+}
+
+func (s *Service) runListBriefs(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args struct {
+		ProjectID string `json:"project_id"`
+		Limit     int    `json:"limit"`
+		Cursor    string `json:"cursor"`
+	}
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	briefs, next, err := s.ListBriefs(ctx, args.ProjectID, ports.Page{Limit: args.Limit, Cursor: args.Cursor})
+	if err != nil {
+		return nil, err
+	}
+	items := make([]toolBrief, len(briefs))
+	for i, b := range briefs {
+		items[i] = toolBriefOf(b)
+	}
+	return map[string]any{"items": items, "next_cursor": next}, nil
+}
+
+func (s *Service) runListContent(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args struct {
+		ProjectID string              `json:"project_id"`
+		BriefID   string              `json:"brief_id"`
+		Status    ports.ContentStatus `json:"status"`
+		Limit     int                 `json:"limit"`
+		Cursor    string              `json:"cursor"`
+	}
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	f := ports.ContentFilter{ProjectID: args.ProjectID, BriefID: args.BriefID, Status: args.Status}
+	found, next, err := s.ListItems(ctx, f, ports.Page{Limit: args.Limit, Cursor: args.Cursor})
+	if err != nil {
+		return nil, err
+	}
+	items := make([]toolItem, len(found))
+	for i, it := range found {
+		items[i] = toolItemOf(it)
+	}
+	return map[string]any{"items": items, "next_cursor": next}, nil
+}
+
+func (s *Service) runGetContent(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args contentIDArgs
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	it, err := s.Item(ctx, args.ContentID)
+	if err != nil {
+		return nil, err
+	}
+	out := toolItemDetail{toolItem: toolItemOf(it)}
+	out.Body, out.Truncated = clipBytes(it.Body, maxToolBodyLen)
+	return out, nil
+}
+
+func (s *Service) runUpdateBrand(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args updateBrandArgs
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	b, err := s.PutBrand(ctx, args.ProjectID, BrandInput{Name: args.Name, Voice: args.Voice, Tone: args.Tone,
+		Audience: args.Audience, Values: args.Values, BannedWords: args.BannedWords, PreferredTerms: args.PreferredTerms,
+		StyleGuide: args.StyleGuide, Examples: args.Examples, IfVersion: args.Version})
+	if err != nil {
+		return nil, err
+	}
+	return toolBrandOf(b), nil
+}
+
+func (s *Service) runCreateBrief(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args createBriefArgs
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	b, err := s.CreateBrief(ctx, BriefInput{ProjectID: args.ProjectID, Title: args.Title, Goal: args.Goal,
+		Audience: args.Audience, Channel: args.Channel, Format: args.Format, Keywords: args.Keywords, CTA: args.CTA,
+		MinWords: args.Length.MinWords, MaxWords: args.Length.MaxWords, Notes: args.Notes})
+	if err != nil {
+		return nil, err
+	}
+	return toolBriefOf(b), nil
+}
+
+func (s *Service) runGenerateContent(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args generateContentArgs
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	items, err := s.Generate(ctx, args.BriefID, args.Variants)
+	if err != nil {
+		return nil, err
+	}
+	type started struct {
+		ID      string              `json:"id"`
+		Variant int                 `json:"variant"`
+		Status  ports.ContentStatus `json:"status"`
+	}
+	out := make([]started, len(items))
+	for i, it := range items {
+		out[i] = started{ID: it.ID, Variant: it.Variant, Status: it.Status}
+	}
+	return map[string]any{"brief_id": args.BriefID, "items": out}, nil
+}
+
+func (s *Service) runUpdateContent(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args updateContentArgs
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	it, err := s.UpdateItem(ctx, args.ContentID, UpdateInput{Version: args.Version, Title: args.Title, Body: args.Body, Status: args.Status})
+	if err != nil {
+		return nil, err
+	}
+	return toolItemOf(it), nil
+}
+
+func (s *Service) runDeleteContent(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args contentIDArgs
+	if err := decodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	if err := s.DeleteItem(ctx, args.ContentID); err != nil {
+		return nil, err
+	}
+	return map[string]any{"deleted": args.ContentID}, nil
+}
+
+func summariseUpdateBrand(raw json.RawMessage) string {
+	var args updateBrandArgs
+	_ = json.Unmarshal(raw, &args)
+	name := ""
+	if n := line(args.Name); n != "" {
+		name = fmt.Sprintf(" (%q)", clipRunes(n, 60))
+	}
+	return fmt.Sprintf("Replace the brand settings of project %s%s with %s and %s; settings left out are cleared.",
+		args.ProjectID, name, count(len(args.BannedWords), "banned word"), count(len(args.PreferredTerms), "preferred term"))
+}
+
+func summariseCreateBrief(raw json.RawMessage) string {
+	var args createBriefArgs
+	_ = json.Unmarshal(raw, &args)
+	format := line(args.Format)
+	if format == "" {
+		format = DefaultFormat
+	}
+	return fmt.Sprintf("Create the %s brief %q for project %s.", clipRunes(format, MaxFormatLen), clipRunes(line(args.Title), 80), args.ProjectID)
+}
+
+func summariseGenerateContent(raw json.RawMessage) string {
+	var args generateContentArgs
+	_ = json.Unmarshal(raw, &args)
+	if args.Variants > 1 {
+		return fmt.Sprintf("Write %d alternative drafts from content brief %s.", args.Variants, args.BriefID)
+	}
+	return fmt.Sprintf("Write a draft from content brief %s.", args.BriefID)
+}
+
+func summariseUpdateContent(raw json.RawMessage) string {
+	var args updateContentArgs
+	_ = json.Unmarshal(raw, &args)
+	var changes []string
+	if args.Title != nil {
+		changes = append(changes, fmt.Sprintf("retitle it %q", clipRunes(line(*args.Title), 80)))
+	}
+	if args.Body != nil {
+		changes = append(changes, fmt.Sprintf("replace its body (%s)", count(len(strings.Fields(*args.Body)), "word")))
+	}
+	if args.Status != nil {
+		changes = append(changes, fmt.Sprintf("move it to %s", *args.Status))
+	}
+	what := "check it again against the brand settings"
+	switch len(changes) {
+	case 0:
+	case 1:
+		what = changes[0]
+	default:
+		what = strings.Join(changes[:len(changes)-1], ", ") + " and " + changes[len(changes)-1]
+	}
+	return fmt.Sprintf("Update content item %s (version %d): %s.", args.ContentID, args.Version, what)
+}
+
+func summariseDeleteContent(raw json.RawMessage) string {
+	var args contentIDArgs
+	_ = json.Unmarshal(raw, &args)
+	return fmt.Sprintf("Delete content item %s permanently.", args.ContentID)
+}
+
+func count(n int, noun string) string { return fmt.Sprintf("%d %s", n, plural(n, noun)) }
