@@ -31,8 +31,9 @@ type RealtimeSecret struct {
 // Realtime mints client secrets for realtime speech sessions.
 type Realtime interface {
 	// CreateClientSecret asks the provider for a secret for a session
-	// configured as cfg. Errors: rate_limited (with RetryAfter),
-	// unavailable, timeout, upstream, invalid (Code invalid_request).
+	// configured as cfg. Errors: rate_limited (with RetryAfter), upstream
+	// (the provider failed, could not be reached or answered nonsense),
+	// timeout, invalid (Code invalid_request).
 	CreateClientSecret(ctx context.Context, cfg RealtimeSessionConfig) (RealtimeSecret, error)
 }
 

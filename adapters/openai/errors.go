@@ -382,3 +382,19 @@ func parseRetryAfter(h http.Header, now time.Time) time.Duration {
 	}
 	return 0
 }
+
+// oneShot turns unavailable into upstream for the calls a client waits on
+// once (realtime secrets, transcription): a provider that fails or cannot be
+// reached is a bad gateway (502) to that client, with any Retry-After kept.
+// Chat keeps unavailable, which its retries and the spec worker key on.
+func oneShot(e *ports.Error) *ports.Error {
+	if e != nil && e.Kind == ports.KindUnavailable {
+		c := *e
+		c.Kind = ports.KindUpstream
+		if c.Code == string(ports.KindUnavailable) {
+			c.Code = ""
+		}
+		return &c
+	}
+	return e
+}

@@ -115,15 +115,15 @@ func (c *Client) CreateClientSecret(ctx context.Context, cfg ports.RealtimeSessi
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return ports.RealtimeSecret{}, failed(ports.Wrap(ports.KindUnavailable, err, msgUnavailable))
+		return ports.RealtimeSecret{}, failed(oneShot(ports.Wrap(ports.KindUnavailable, err, msgUnavailable)))
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRealtimeResponse+1))
 	if err != nil {
-		return ports.RealtimeSecret{}, failed(ports.Wrap(ports.KindUnavailable, err, msgUnavailable))
+		return ports.RealtimeSecret{}, failed(oneShot(ports.Wrap(ports.KindUnavailable, err, msgUnavailable)))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return ports.RealtimeSecret{}, c.providerError(resp.StatusCode, resp.Header, b)
+		return ports.RealtimeSecret{}, oneShot(c.providerError(resp.StatusCode, resp.Header, b))
 	}
 	if len(b) > maxRealtimeResponse {
 		return ports.RealtimeSecret{}, ports.Wrap(ports.KindUpstream, errResponseTooLarge, msgMalformedRes)

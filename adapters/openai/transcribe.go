@@ -33,8 +33,9 @@ const maxTranscriptionResponse = 8 << 20
 // file name, audio that cannot be read (the read error is the cause), or
 // audio the provider rejects (with its message); payload_too_large when
 // reading the audio fails with *http.MaxBytesError; rate_limited (with
-// RetryAfter); unavailable; timeout; upstream for rejected credentials and a
-// malformed answer; ctx's error when ctx ends.
+// RetryAfter); timeout; upstream for a provider that fails or cannot be
+// reached, rejected credentials and a malformed answer; ctx's error when ctx
+// ends.
 func (c *Client) Transcribe(ctx context.Context, r ports.TranscriptionRequest) (ports.Transcription, error) {
 	if r.Audio == nil {
 		return ports.Transcription{}, invalidRequest("there is no audio to transcribe")
@@ -68,7 +69,7 @@ func (c *Client) Transcribe(ctx context.Context, r ports.TranscriptionRequest) (
 		if audio.err != nil {
 			return ports.Transcription{}, audioError(audio.err)
 		}
-		return ports.Transcription{}, c.classifyOnce(err, info)
+		return ports.Transcription{}, oneShot(c.classifyOnce(err, info))
 	}
 	return ports.Transcription{
 		Text:     strings.TrimSpace(resp.Text),

@@ -195,9 +195,9 @@ func TestCreateClientSecretErrors(t *testing.T) {
 	}{
 		{name: "rate limited", resp: fakeopenai.RateLimited(2 * time.Second), kind: ports.KindRateLimited, code: "rate_limited", retryAfter: 2 * time.Second},
 		{name: "quota", resp: fakeopenai.QuotaExceeded(), kind: ports.KindUpstream, code: "upstream"},
-		{name: "server error", resp: fakeopenai.ServerError(), kind: ports.KindUnavailable, code: "unavailable"},
-		{name: "overloaded with retry-after", resp: fakeopenai.Overloaded().WithHeader("Retry-After", "7"), kind: ports.KindUnavailable, code: "unavailable", retryAfter: 7 * time.Second},
-		{name: "bad gateway, not JSON", resp: fakeopenai.Error(http.StatusBadGateway, "<html>bad gateway</html>"), kind: ports.KindUnavailable, code: "unavailable"},
+		{name: "server error", resp: fakeopenai.ServerError(), kind: ports.KindUpstream, code: "upstream"},
+		{name: "overloaded with retry-after", resp: fakeopenai.Overloaded().WithHeader("Retry-After", "7"), kind: ports.KindUpstream, code: "upstream", retryAfter: 7 * time.Second},
+		{name: "bad gateway, not JSON", resp: fakeopenai.Error(http.StatusBadGateway, "<html>bad gateway</html>"), kind: ports.KindUpstream, code: "upstream"},
 		{
 			name:   "rejected",
 			resp:   fakeopenai.APIError(http.StatusBadRequest, "invalid_request_error", "", "Invalid value: 'robot'. Supported values are: 'alloy', 'ash'."),
@@ -217,7 +217,7 @@ func TestCreateClientSecretErrors(t *testing.T) {
 		{name: "truncated", resp: fakeopenai.ClientSecret("").Truncated(), kind: ports.KindUpstream, code: "upstream"},
 		{name: "no value", resp: fakeopenai.Error(http.StatusOK, `{"value":"","expires_at":1}`), kind: ports.KindUpstream, code: "upstream"},
 		{name: "too large", resp: fakeopenai.Error(http.StatusOK, `{"value":"ek_x","expires_at":1,"pad":"`+strings.Repeat("x", maxRealtimeResponse)+`"}`), kind: ports.KindUpstream, code: "upstream"},
-		{name: "hangup", resp: fakeopenai.Hangup(), kind: ports.KindUnavailable, code: "unavailable"},
+		{name: "hangup", resp: fakeopenai.Hangup(), kind: ports.KindUpstream, code: "upstream"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -478,7 +478,7 @@ func TestTranscribeErrors(t *testing.T) {
 		detail     string
 	}{
 		{name: "rate limited", resp: fakeopenai.RateLimited(3 * time.Second), kind: ports.KindRateLimited, code: "rate_limited", retryAfter: 3 * time.Second},
-		{name: "server error", resp: fakeopenai.ServerError(), kind: ports.KindUnavailable, code: "unavailable"},
+		{name: "server error", resp: fakeopenai.ServerError(), kind: ports.KindUpstream, code: "upstream"},
 		{
 			name:   "audio rejected",
 			resp:   fakeopenai.APIError(http.StatusBadRequest, "invalid_request_error", "", "Audio file might be corrupted or unsupported"),
@@ -492,7 +492,7 @@ func TestTranscribeErrors(t *testing.T) {
 		{name: "truncated", resp: fakeopenai.Text("x").Truncated(), kind: ports.KindUpstream, code: "upstream"},
 		{name: "empty body", resp: fakeopenai.Error(http.StatusOK, ""), kind: ports.KindUpstream, code: "upstream"},
 		{name: "too large", resp: fakeopenai.Error(http.StatusOK, `{"text":"`+strings.Repeat("x", maxTranscriptionResponse)+`"}`), kind: ports.KindUpstream, code: "upstream"},
-		{name: "hangup", resp: fakeopenai.Hangup(), kind: ports.KindUnavailable, code: "unavailable"},
+		{name: "hangup", resp: fakeopenai.Hangup(), kind: ports.KindUpstream, code: "upstream"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,6 +54,7 @@ type stack struct {
 	aws    *fakeaws.Server
 	scales atomic.Int32
 	id     *identity.Service
+	reg    *assistant.Registry
 }
 
 func startStack(t *testing.T, dialect string) *stack {
@@ -75,7 +76,7 @@ func startStack(t *testing.T, dialect string) *stack {
 	fxApp := fx.New(
 		app.Options(cfg, app.NewLogger(cfg, logs)),
 		fx.Invoke(func(r *assistant.Registry) error { return r.Register(st.tools()...) }),
-		fx.Populate(&st.id),
+		fx.Populate(&st.id, &st.reg),
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -43,6 +43,7 @@ type Config struct {
 	LLMModel      string
 	LLM           LLMConfig
 	Assistant     AssistantConfig
+	Voice         VoiceConfig
 	// AWSEndpoint is AWS_ENDPOINT_URL, read here too so that it can be set
 	// through Load's getenv; the SDK also honours AWS_ENDPOINT_URL_<SERVICE>.
 	AWSEndpoint    string
@@ -70,6 +71,14 @@ type GitHubConfig struct {
 	WebURL        string
 	APIURL        string
 	WebhookSecret string
+}
+
+// VoiceConfig configures realtime voice sessions and transcription.
+type VoiceConfig struct {
+	RealtimeModel   string
+	RealtimeVoice   string
+	TokenTTL        time.Duration
+	TranscribeModel string
 }
 
 // AssistantConfig bounds the assistant loop.
@@ -104,6 +113,10 @@ const (
 	EnvGitHubURL      = "GITHUB_URL"
 	EnvGitHubAPIURL   = "GITHUB_API_URL"
 	EnvGitHubWebhook  = "GITHUB_WEBHOOK_SECRET"
+	EnvRealtimeModel  = "DEVPILOT_REALTIME_MODEL"
+	EnvRealtimeVoice  = "DEVPILOT_REALTIME_VOICE"
+	EnvRealtimeTTL    = "DEVPILOT_REALTIME_TOKEN_TTL"
+	EnvTranscribe     = "DEVPILOT_TRANSCRIBE_MODEL"
 )
 
 // Load reads the configuration for mode from getenv (os.Getenv in the
@@ -128,6 +141,15 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 		MaxToolRounds:   int(r.number(EnvMaxToolRounds, 8, 1, 64)),
 		MaxTokens:       int(r.number(EnvMaxTokens, 4096, 1, 1<<20)),
 		ConfirmationTTL: r.duration(EnvConfirmTTL, 15*time.Minute),
+	}
+	c.Voice = VoiceConfig{
+		RealtimeModel:   r.str(EnvRealtimeModel, "gpt-realtime"),
+		RealtimeVoice:   r.str(EnvRealtimeVoice, "alloy"),
+		TokenTTL:        r.duration(EnvRealtimeTTL, 10*time.Minute),
+		TranscribeModel: r.str(EnvTranscribe, "whisper-1"),
+	}
+	if c.Voice.TokenTTL < 10*time.Second || c.Voice.TokenTTL > 2*time.Hour {
+		r.fail(EnvRealtimeTTL, "must be from 10s to 2h")
 	}
 	c.PublicURL = r.url(EnvPublicURL)
 	c.AWSEndpoint = r.url(EnvAWSEndpoint)

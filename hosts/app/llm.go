@@ -11,27 +11,58 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// LLMModule provides the chat model: the OpenAI-compatible adapter when
-// OPENAI_API_KEY or OPENAI_BASE_URL is set, else a model that answers every
-// call with a clear unavailable error naming those variables.
+// LLMModule provides the chat model, the realtime speech provider and the
+// transcriber: the OpenAI-compatible adapter when OPENAI_API_KEY or
+// OPENAI_BASE_URL is set, else stand-ins that answer every call with a clear
+// unavailable error naming those variables.
 var LLMModule = fx.Module("llm",
-	fx.Provide(NewLLM),
+	fx.Provide(NewOpenAI, NewLLM, NewRealtime, NewTranscriber),
 )
 
-// NewLLM returns the configured chat model. It fails when the configuration
-// is set but unusable.
-func NewLLM(cfg Config, logger *slog.Logger) (ports.LLM, error) {
+// NewOpenAI returns the OpenAI-compatible adapter, or nil when no provider is
+// configured. It fails when the configuration is set but unusable.
+func NewOpenAI(cfg Config, logger *slog.Logger) (*openai.Client, error) {
 	if cfg.LLM.APIKey == "" && cfg.LLM.BaseURL == "" {
-		logger.Warn("no model provider configured: chat answers with an error until " + EnvOpenAIKey + " or " + EnvOpenAIBaseURL + " is set")
-		return unconfiguredLLM{}, nil
+		logger.Warn("no model provider configured: chat, voice and transcription answer with an error until " + EnvOpenAIKey + " or " + EnvOpenAIBaseURL + " is set")
+		return nil, nil
 	}
 	return openai.New(openai.Config{
-		APIKey:     cfg.LLM.APIKey,
-		BaseURL:    cfg.LLM.BaseURL,
-		Model:      cfg.LLMModel,
-		Timeout:    cfg.LLM.Timeout,
-		HTTPClient: &http.Client{Transport: llmTransport()},
+		APIKey:          cfg.LLM.APIKey,
+		BaseURL:         cfg.LLM.BaseURL,
+		Model:           cfg.LLMModel,
+		Timeout:         cfg.LLM.Timeout,
+		HTTPClient:      &http.Client{Transport: llmTransport()},
+		RealtimeModel:   cfg.Voice.RealtimeModel,
+		RealtimeVoice:   cfg.Voice.RealtimeVoice,
+		RealtimeExpiry:  cfg.Voice.TokenTTL,
+		TranscribeModel: cfg.Voice.TranscribeModel,
 	})
+}
+
+// NewLLM returns the chat model: c, or the unconfigured stand-in when c is nil.
+func NewLLM(c *openai.Client) ports.LLM {
+	if c == nil {
+		return unconfigured{}
+	}
+	return c
+}
+
+// NewRealtime returns the realtime speech provider: c, or the unconfigured
+// stand-in when c is nil.
+func NewRealtime(c *openai.Client) ports.Realtime {
+	if c == nil {
+		return unconfigured{}
+	}
+	return c
+}
+
+// NewTranscriber returns the transcriber: c, or the unconfigured stand-in
+// when c is nil.
+func NewTranscriber(c *openai.Client) ports.Transcriber {
+	if c == nil {
+		return unconfigured{}
+	}
+	return c
 }
 
 // llmTransport is sized for many concurrent streaming turns against one
@@ -49,14 +80,27 @@ func llmTransport() *http.Transport {
 	return t
 }
 
-// unconfiguredLLM stands in for a model when no provider is configured.
-type unconfiguredLLM struct{}
+// unconfigured stands in for the model provider when none is configured.
+type unconfigured struct{}
 
-// Chat always fails with an unavailable Error saying how to configure a model.
-func (unconfiguredLLM) Chat(context.Context, ports.ChatRequest, func(string) error) (ports.ChatResult, error) {
-	return ports.ChatResult{}, &ports.Error{
-		Kind:    ports.KindUnavailable,
-		Code:    "no_model_provider",
-		Message: "no model provider is configured: set " + EnvOpenAIKey + " or " + EnvOpenAIBaseURL,
-	}
+// errNoProvider says how to configure a model provider.
+var errNoProvider = &ports.Error{
+	Kind:    ports.KindUnavailable,
+	Code:    "no_model_provider",
+	Message: "no model provider is configured: set " + EnvOpenAIKey + " or " + EnvOpenAIBaseURL,
+}
+
+// Chat always fails with errNoProvider.
+func (unconfigured) Chat(context.Context, ports.ChatRequest, func(string) error) (ports.ChatResult, error) {
+	return ports.ChatResult{}, errNoProvider
+}
+
+// CreateClientSecret always fails with errNoProvider.
+func (unconfigured) CreateClientSecret(context.Context, ports.RealtimeSessionConfig) (ports.RealtimeSecret, error) {
+	return ports.RealtimeSecret{}, errNoProvider
+}
+
+// Transcribe always fails with errNoProvider.
+func (unconfigured) Transcribe(context.Context, ports.TranscriptionRequest) (ports.Transcription, error) {
+	return ports.Transcription{}, errNoProvider
 }

@@ -17,9 +17,11 @@ import (
 	"github.com/devpilot/devpilot/adapters/system"
 	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/cloud"
+	"github.com/devpilot/devpilot/core/content"
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/core/scm"
 	"github.com/devpilot/devpilot/core/spec"
+	"github.com/devpilot/devpilot/core/voice"
 	"github.com/devpilot/devpilot/hosts/httpapi"
 	"github.com/devpilot/devpilot/hosts/worker"
 	"github.com/devpilot/devpilot/ports"
@@ -199,11 +201,12 @@ type WorkerParams struct {
 	Assistant *assistant.Service
 	Spec      *spec.Service
 	SCM       *scm.Service
+	Content   *content.Service
 }
 
 // StartWorkers builds the worker client and ties it to the app's lifecycle.
 func StartWorkers(p WorkerParams) error {
-	workers, err := worker.NewWorkers(worker.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, SCM: p.SCM, Logger: p.Logger})
+	workers, err := worker.NewWorkers(worker.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, SCM: p.SCM, Content: p.Content, Logger: p.Logger})
 	if err != nil {
 		return err
 	}
@@ -234,6 +237,8 @@ type HTTPParams struct {
 	Spec       *spec.Service
 	Cloud      *cloud.Service
 	SCM        *scm.Service
+	Content    *content.Service
+	Voice      *voice.Service
 	Ready      *Readiness
 }
 
@@ -243,7 +248,8 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		BodyLimit:      p.Config.BodyLimit,
 		RequestTimeout: p.Config.RequestTimeout,
 		ShutdownGrace:  p.Config.ShutdownGrace,
-	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM, Ready: p.Ready, Logger: p.Logger})
+	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
+		Content: p.Content, Voice: p.Voice, Ready: p.Ready, Logger: p.Logger})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln, err := net.Listen("tcp", p.Config.HTTPAddr)
@@ -276,6 +282,8 @@ func Options(cfg Config, logger *slog.Logger) fx.Option {
 		SpecModule,
 		CloudModule,
 		SCMModule,
+		ContentModule,
+		VoiceModule,
 		QueueModule,
 		fx.StopTimeout(cfg.ShutdownGrace + 5*time.Second),
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -35,6 +36,12 @@ func (s *Server) routes() {
 	if s.d.SCM != nil {
 		s.scmRoutes()
 	}
+	if s.d.Content != nil {
+		s.contentRoutes()
+	}
+	if s.d.Voice != nil {
+		s.voiceRoutes()
+	}
 }
 
 // handlerFunc is what every endpoint implements: write a response, or return
@@ -49,6 +56,7 @@ type route struct {
 	streaming bool
 	quiet     bool
 	bodyLimit int64
+	timeout   time.Duration
 }
 
 type routeOption func(*route)
@@ -62,13 +70,17 @@ var (
 	quiet routeOption = func(rt *route) { rt.quiet = true }
 )
 
+// timeout sets the route's request timeout, for a route that waits on a slow
+// provider longer than the server's default.
+func timeout(d time.Duration) routeOption { return func(rt *route) { rt.timeout = d } }
+
 // maxBody sets the route's body limit in bytes.
 func maxBody(n int64) routeOption { return func(rt *route) { rt.bodyLimit = n } }
 
 // handle registers h for method and pattern, wrapped with the per-route
 // middleware. A GET route that does not stream answers HEAD too.
 func (s *Server) handle(method, pattern string, h handlerFunc, opts ...routeOption) {
-	rt := route{method: method, pattern: pattern, h: h, bodyLimit: s.cfg.BodyLimit}
+	rt := route{method: method, pattern: pattern, h: h, bodyLimit: s.cfg.BodyLimit, timeout: s.cfg.RequestTimeout}
 	for _, o := range opts {
 		o(&rt)
 	}
@@ -97,7 +109,7 @@ func (s *Server) wrap(rt route) httprouter.Handle {
 		}
 		if !rt.streaming {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errRequestTimeout)
+			ctx, cancel = context.WithTimeoutCause(ctx, rt.timeout, errRequestTimeout)
 			defer cancel()
 		}
 		ctx = context.WithValue(ctx, bodyLimitKey{}, rt.bodyLimit)

@@ -51,7 +51,11 @@ type Deps struct {
 	// Cloud serves /cloud; nil leaves those routes out.
 	Cloud Cloud
 	// SCM serves /scm, /scm-oauth and /webhooks/scm; nil leaves them out.
-	SCM     SCM
+	SCM SCM
+	// Content serves /content; nil leaves those routes out.
+	Content Content
+	// Voice serves /api/v1/voice and /audio; nil leaves those routes out.
+	Voice   Voice
 	Logger  *slog.Logger         // nil: slog.Default()
 	Metrics *prometheus.Registry // nil: a new registry with Go and process collectors
 }

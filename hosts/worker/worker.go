@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/content"
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/core/scm"
 	"github.com/devpilot/devpilot/core/spec"
@@ -39,6 +40,11 @@ type StageGenerator interface {
 	RunGeneration(ctx context.Context, args spec.GenerateStageArgs, final bool) error
 }
 
+// ContentGenerator drafts one content item; *content.Service is one.
+type ContentGenerator interface {
+	RunGeneration(ctx context.Context, args content.GenerateContentArgs, final bool) error
+}
+
 // DeliveryProcessor turns a stored webhook delivery into activity;
 // *scm.Service is one.
 type DeliveryProcessor interface {
@@ -51,6 +57,7 @@ type Deps struct {
 	Assistant ConfirmationExpirer
 	Spec      StageGenerator
 	SCM       DeliveryProcessor
+	Content   ContentGenerator
 	// Logger receives one line per job worked; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -59,8 +66,8 @@ type Deps struct {
 // queue.Config. It returns an error when a dependency is missing or River
 // rejects a worker.
 func NewWorkers(d Deps) (*river.Workers, error) {
-	if d.Identity == nil || d.Assistant == nil || d.Spec == nil || d.SCM == nil {
-		return nil, errors.New("worker: Deps.Identity, Assistant, Spec and SCM are required")
+	if d.Identity == nil || d.Assistant == nil || d.Spec == nil || d.SCM == nil || d.Content == nil {
+		return nil, errors.New("worker: Deps.Identity, Assistant, Spec, SCM and Content are required")
 	}
 	workers := river.NewWorkers()
 	err := errors.Join(
@@ -68,6 +75,7 @@ func NewWorkers(d Deps) (*river.Workers, error) {
 		river.AddWorkerSafely(workers, &SweepWorker[assistant.ExpireConfirmationsArgs]{Sweep: d.Assistant.ExpireConfirmations, Did: "expired confirmations", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &GenerateStageWorker{Spec: d.Spec}),
 		river.AddWorkerSafely(workers, &ProcessDeliveryWorker{SCM: d.SCM}),
+		river.AddWorkerSafely(workers, &GenerateContentWorker{Content: d.Content}),
 	)
 	if err != nil {
 		return nil, err
@@ -145,4 +153,25 @@ type ProcessDeliveryWorker struct {
 // Work processes the delivery; an error makes River retry the job.
 func (w *ProcessDeliveryWorker) Work(ctx context.Context, job *river.Job[scm.ProcessDeliveryArgs]) error {
 	return w.SCM.ProcessDelivery(ctx, job.Args.DeliveryID)
+}
+
+// GenerateContentTimeout bounds one attempt at drafting a content item.
+const GenerateContentTimeout = 5 * time.Minute
+
+// GenerateContentWorker works content.GenerateContentArgs jobs: it drafts
+// the item, telling the core whether this is the last attempt, so a
+// transient model failure is retried and only the last one fails the item.
+type GenerateContentWorker struct {
+	river.WorkerDefaults[content.GenerateContentArgs]
+	Content ContentGenerator
+}
+
+// Timeout gives a draft more than River's default minute.
+func (w *GenerateContentWorker) Timeout(*river.Job[content.GenerateContentArgs]) time.Duration {
+	return GenerateContentTimeout
+}
+
+// Work drafts the item; an error makes River retry the job.
+func (w *GenerateContentWorker) Work(ctx context.Context, job *river.Job[content.GenerateContentArgs]) error {
+	return w.Content.RunGeneration(ctx, job.Args, job.Attempt >= job.MaxAttempts)
 }

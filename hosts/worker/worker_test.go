@@ -17,6 +17,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/queue"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
+	"github.com/devpilot/devpilot/core/content"
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/core/spec"
 	"github.com/devpilot/devpilot/hosts/worker"
@@ -78,7 +79,7 @@ func TestPruneTokensJob(t *testing.T) {
 		}
 
 		svc := identity.New(identity.Deps{Orgs: store, Users: store, Tokens: store, Tx: db, Clock: fixture.NewClock(), IDs: ids})
-		workers, err := worker.NewWorkers(worker.Deps{Identity: svc, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: svc, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,6 +148,34 @@ type fakeProcessor struct{}
 
 func (fakeProcessor) ProcessDelivery(context.Context, string) error { return nil }
 
+type fakeContent struct{ final *bool }
+
+func (f fakeContent) RunGeneration(_ context.Context, _ content.GenerateContentArgs, final bool) error {
+	if f.final != nil {
+		*f.final = final
+	}
+	return nil
+}
+
+// The content worker tells the core which attempt is the last.
+func TestGenerateContentWorkerFinal(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		attempt, max int
+		want         bool
+	}{{1, 5, false}, {4, 5, false}, {5, 5, true}} {
+		var final bool
+		w := &worker.GenerateContentWorker{Content: fakeContent{final: &final}}
+		job := &river.Job[content.GenerateContentArgs]{JobRow: &rivertype.JobRow{Attempt: tt.attempt, MaxAttempts: tt.max}}
+		if err := w.Work(t.Context(), job); err != nil {
+			t.Fatal(err)
+		}
+		if final != tt.want {
+			t.Errorf("attempt %d of %d: final = %v, want %v", tt.attempt, tt.max, final, tt.want)
+		}
+	}
+}
+
 type fakeGenerator struct{}
 
 func (fakeGenerator) RunGeneration(context.Context, spec.GenerateStageArgs, bool) error { return nil }
@@ -197,7 +226,7 @@ func TestNewWorkers(t *testing.T) {
 	if _, err := worker.NewWorkers(worker.Deps{}); err == nil {
 		t.Fatal("NewWorkers without Identity succeeded")
 	}
-	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}}); err != nil {
+	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}}); err != nil {
 		t.Fatalf("NewWorkers: %v", err)
 	}
 }
@@ -210,7 +239,7 @@ func TestPeriodicJobsRunOnStart(t *testing.T) {
 		t.Parallel()
 		ctx := t.Context()
 		pruned := make(chan struct{}, 1)
-		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned), Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned), Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}})
 		if err != nil {
 			t.Fatal(err)
 		}

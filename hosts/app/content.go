@@ -1,0 +1,42 @@
+package app
+
+import (
+	"log/slog"
+
+	"go.uber.org/fx"
+
+	"github.com/devpilot/devpilot/adapters/sqlstore"
+	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/content"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// ContentModule provides the content engine and registers its tools with
+// the assistant.
+var ContentModule = fx.Module("content",
+	fx.Provide(
+		fx.Annotate(sqlstore.NewContent, fx.As(new(ports.ContentStore))),
+		NewContent,
+	),
+	fx.Invoke(func(r *assistant.Registry, s *content.Service) error { return r.Register(s.Tools()...) }),
+)
+
+// ContentParams are what the content engine is built from.
+type ContentParams struct {
+	fx.In
+	Config Config
+	Logger *slog.Logger
+	Store  ports.ContentStore
+	Tx     ports.Transactor
+	Jobs   ports.JobQueue
+	LLM    ports.LLM
+	Clock  ports.Clock
+	IDs    ports.IDs
+}
+
+// NewContent returns the content engine.
+func NewContent(p ContentParams) *content.Service {
+	return content.New(content.Config{Model: p.Config.LLMModel}, content.Deps{
+		Store: p.Store, Tx: p.Tx, Jobs: p.Jobs, LLM: p.LLM, Clock: p.Clock, IDs: p.IDs, Logger: p.Logger,
+	})
+}

@@ -1,0 +1,156 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/devpilot/devpilot/core/voice"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// Voice is voice and audio as the transport calls it.
+type Voice interface {
+	StartSession(ctx context.Context) (voice.Session, error)
+	ToolCall(ctx context.Context, in voice.ToolCallInput) (voice.ToolCallResult, error)
+	Transcribe(ctx context.Context, in voice.TranscribeInput) (ports.Transcription, error)
+}
+
+// audioUploadLimit bounds a transcription request: a 25 MiB file plus the
+// multipart framing and fields. The file's own limit is the core's.
+const audioUploadLimit = 26 << 20
+
+// transcribeTimeout bounds a transcription request, longer than the
+// provider call's own bound so that a slow provider is a 504 from the adapter.
+const transcribeTimeout = 3 * time.Minute
+
+// voiceRoutes serves §4.5: the voice endpoints under /api/v1/voice, and
+// transcription at /audio/transcribe and under /api/v1.
+func (s *Server) voiceRoutes() {
+	s.handle(http.MethodPost, "/api/v1/voice/session", s.voiceSession)
+	s.handle(http.MethodPost, "/api/v1/voice/tool-calls", s.voiceToolCall)
+	for _, p := range []string{"", "/api/v1"} {
+		s.handle(http.MethodPost, p+"/audio/transcribe", s.transcribe, maxBody(audioUploadLimit), timeout(transcribeTimeout))
+	}
+}
+
+func (s *Server) voiceSession(w http.ResponseWriter, r *http.Request) error {
+	if r.ContentLength != 0 { // the body is optional and, when sent, an empty object
+		var req struct{}
+		if err := decodeJSON(w, r, &req); err != nil {
+			return err
+		}
+	}
+	sess, err := s.d.Voice.StartSession(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{
+		"token": sess.Secret.Value, "expires_at": sess.Secret.ExpiresAt.UTC(), "model": sess.Secret.Model,
+		"session_id": sess.SessionID,
+	})
+}
+
+type voiceToolCallRequest struct {
+	Name      *string         `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	CallID    string          `json:"call_id"`
+	SessionID string          `json:"session_id"`
+}
+
+func (s *Server) voiceToolCall(w http.ResponseWriter, r *http.Request) error {
+	var req voiceToolCallRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Name == nil {
+		return missing("name")
+	}
+	res, err := s.d.Voice.ToolCall(r.Context(), voice.ToolCallInput{
+		SessionID: req.SessionID, Name: *req.Name, Arguments: req.Arguments, CallID: req.CallID,
+	})
+	if err != nil {
+		return err
+	}
+	if c := res.Confirmation; c != nil {
+		return writeJSON(w, http.StatusOK, map[string]any{
+			"confirmation_id": c.ID, "summary": res.Summary, "status": c.Status,
+			"expires_at": c.ExpiresAt.UTC(), "session_id": res.SessionID, "call_id": res.CallID,
+		})
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"output": res.Output, "session_id": res.SessionID, "call_id": res.CallID})
+}
+
+// transcribe reads the multipart upload without holding it in memory: the
+// audio part is spooled to a temporary file (the language field may follow
+// it), then streamed from there to the provider.
+func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) error {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" {
+		return &ports.Error{Kind: ports.KindUnsupportedMedia, Message: "the request body must be multipart/form-data with the audio in the field file"}
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return malformed("not a multipart/form-data body: %v", err)
+	}
+	var (
+		in    voice.TranscribeInput
+		spool *os.File
+	)
+	defer func() {
+		if spool != nil {
+			_ = spool.Close()
+			_ = os.Remove(spool.Name())
+		}
+	}()
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return bodyError(err, "reading the multipart body")
+		}
+		switch name := part.FormName(); name {
+		case "file", "audio":
+			if spool != nil {
+				return malformed("send one audio file, in the field file")
+			}
+			if spool, err = os.CreateTemp("", "devpilot-audio-*"); err != nil {
+				return err
+			}
+			if _, err := io.Copy(spool, part); err != nil {
+				return bodyError(err, "reading the audio file")
+			}
+			if _, err := spool.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+			in.Filename = part.FileName()
+		case "language":
+			v, err := io.ReadAll(io.LimitReader(part, 64))
+			if err != nil {
+				return bodyError(err, "reading the language field")
+			}
+			in.Language = strings.TrimSpace(string(v))
+		default:
+			if _, err := io.Copy(io.Discard, part); err != nil { // tolerate, as the provider's API does
+				return bodyError(err, "reading the multipart body")
+			}
+		}
+	}
+	if spool == nil {
+		return missing("file")
+	}
+	in.Audio = spool
+	t, err := s.d.Voice.Transcribe(r.Context(), in)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"text": t.Text, "language": t.Language, "duration": t.Duration.Seconds()})
+}
