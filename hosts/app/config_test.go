@@ -61,6 +61,7 @@ func TestLoadNamesEveryBadVariable(t *testing.T) {
 		{"bad key", app.ModeRun, map[string]string{app.EnvSecretKey: "c2hvcnQ="}, []string{app.EnvSecretKey}},
 		{"bad addr", app.ModeRun, map[string]string{app.EnvHTTPAddr: "8080"}, []string{app.EnvHTTPAddr + ` "8080" is not HOST:PORT`}},
 		{"bad port", app.ModeRun, map[string]string{app.EnvHTTPAddr: "localhost:99999"}, []string{app.EnvHTTPAddr}},
+		{"realtime token too short", app.ModeRun, map[string]string{app.EnvRealtimeTTL: "5s"}, []string{app.EnvRealtimeTTL + " must be from 10s to 2h"}},
 		{"several at once", app.ModeRun, map[string]string{
 			app.EnvLogFormat: "xml", app.EnvLogLevel: "loud", app.EnvRequestTimeout: "soon", app.EnvBodyLimit: "-1",
 			app.EnvOpenAIBaseURL: "localhost:11434", app.EnvMaxToolRounds: "0", app.EnvConfirmTTL: "-1m",
