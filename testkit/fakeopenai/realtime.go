@@ -70,7 +70,8 @@ func (s *Server) EnqueueRealtime(responses ...Response) {
 }
 
 // RealtimeRequests returns a copy of every client secret request received so
-// far, in arrival order.
+// far, in arrival order (for a NewHandler fake, the newest HandlerHistory of
+// them).
 func (s *Server) RealtimeRequests() []RealtimeRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -82,7 +83,7 @@ func (s *Server) RealtimeRequests() []RealtimeRequest {
 func (s *Server) handleRealtime(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		s.t.Errorf("fakeopenai: reading %s %s: %v", r.Method, r.URL.Path, err)
+		s.errorf("fakeopenai: reading %s %s: %v", r.Method, r.URL.Path, err)
 		invalidRequest(w, "", "could not read the request body")
 		return
 	}
@@ -93,7 +94,7 @@ func (s *Server) handleRealtime(w http.ResponseWriter, r *http.Request) {
 		req.fill(&wire)
 	}
 	s.mu.Lock()
-	s.realtimeReqs = append(s.realtimeReqs, req)
+	s.realtimeReqs = appendBounded(s, s.realtimeReqs, req)
 	s.mu.Unlock()
 
 	if !authorized(w, r) {

@@ -63,6 +63,36 @@ type JSONSchema struct {
 	Strict bool
 }
 
+// ResponseSchemaName is the name of the JSON Schema the request asks the
+// answer to match (response_format.json_schema.name), or "" when it asks for
+// no schema.
+func (r *Request) ResponseSchemaName() string {
+	if r.ResponseFormat == nil || r.ResponseFormat.JSONSchema == nil {
+		return ""
+	}
+	return r.ResponseFormat.JSONSchema.Name
+}
+
+// Tool returns the function tool of the request with the name, if it offers
+// one.
+func (r *Request) Tool(name string) (Tool, bool) {
+	for _, t := range r.Tools {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Tool{}, false
+}
+
+// LastMessage is the request's last message; the zero Message when it has
+// none.
+func (r *Request) LastMessage() Message {
+	if len(r.Messages) == 0 {
+		return Message{}
+	}
+	return r.Messages[len(r.Messages)-1]
+}
+
 type wireRequest struct {
 	Model               string          `json:"model"`
 	Messages            []wireMessage   `json:"messages"`

@@ -14,6 +14,10 @@
 // Scripted responses can reproduce what providers do in the wild: rate limits
 // with Retry-After, server errors, cut and malformed streams, slow tokens, and
 // the tool-call fragment quirks of Ollama, vLLM and llama.cpp.
+//
+// A chat request that finds the script empty goes to the responder, when one
+// is set (SetResponder): that is how a sandbox serves a deterministic demo
+// model from a NewHandler fake, with no test around it.
 package fakeopenai
 
 import (
@@ -28,15 +32,21 @@ import (
 	"testing"
 )
 
-// Server is a started fake OpenAI API. It is safe for concurrent use.
+// Server is a fake OpenAI API: started by New or NewTLS, or an http.Handler
+// from NewHandler. It is safe for concurrent use.
 type Server struct {
-	t   testing.TB
+	t   testing.TB // nil for a NewHandler fake
 	srv *httptest.Server
+	mux http.Handler
 
-	mu       sync.Mutex
-	chat     []Response
-	requests []Request
-	seq      int
+	mu        sync.Mutex
+	chat      []Response
+	responder func(*Request) Response
+	requests  []Request
+	seq       int
+	// history bounds each record of requests to its newest entries; 0 keeps
+	// them all.
+	history int
 
 	realtime          []Response
 	realtimeReqs      []RealtimeRequest
@@ -44,13 +54,13 @@ type Server struct {
 	transcriptionReqs []TranscriptionRequest
 }
 
-// New starts a fake server that is closed when the test ends. Requests that
-// find no scripted response are answered with a 500 error and reported as a
-// test failure.
+// New starts a fake server that is closed when the test ends. Chat requests
+// that find no scripted response (and no responder, see SetResponder) are
+// answered with a 500 error and reported as a test failure.
 func New(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{t: t}
-	s.srv = httptest.NewServer(s.routes())
+	s := newServer(t)
+	s.srv = httptest.NewServer(s)
 	t.Cleanup(s.srv.Close)
 	return s
 }
@@ -60,12 +70,67 @@ func New(t testing.TB) *Server {
 // SSL_CERT_FILE).
 func NewTLS(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{t: t}
-	s.srv = httptest.NewUnstartedServer(s.routes())
+	s := newServer(t)
+	s.srv = httptest.NewUnstartedServer(s)
 	s.srv.EnableHTTP2 = true
 	s.srv.StartTLS()
 	t.Cleanup(s.srv.Close)
 	return s
+}
+
+// HandlerHistory is how many requests of each kind (chat, realtime,
+// transcription) a NewHandler fake keeps for Requests, RealtimeRequests and
+// TranscriptionRequests: the newest ones, so that a long-running sandbox
+// does not grow without bound.
+const HandlerHistory = 16
+
+// NewHandler returns a fake that is not listening and belongs to no test:
+// serve it with any http.Server (it is an http.Handler), as a sandbox does,
+// under a base URL ending in /v1 for the OpenAI flavour of the API. A chat
+// request that finds no scripted response goes to the responder
+// (SetResponder); without one it is answered with a 500 error, and nothing
+// is reported. URL and AzureURL are "" and CACertPEM is nil for such a fake.
+func NewHandler() *Server {
+	s := newServer(nil)
+	s.history = HandlerHistory
+	return s
+}
+
+func newServer(t testing.TB) *Server {
+	s := &Server{t: t}
+	s.mux = s.routes()
+	return s
+}
+
+// ServeHTTP serves one request of any of the fake's endpoints.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// SetResponder makes f answer every chat completion request that finds the
+// script empty, instead of the 500 error (and, for a New fake, the test
+// failure) such a request otherwise gets; scripted responses still come
+// first. f is called concurrently for concurrent requests and must be safe
+// for that; it must not modify the request. nil removes the responder.
+func (s *Server) SetResponder(f func(*Request) Response) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.responder = f
+}
+
+// errorf reports a test failure; a NewHandler fake has no test to fail.
+func (s *Server) errorf(format string, args ...any) {
+	if s.t != nil {
+		s.t.Errorf(format, args...)
+	}
+}
+
+// appendBounded appends v to list, keeping at most the newest s.history
+// entries when that is set. The caller holds s.mu.
+func appendBounded[T any](s *Server, list []T, v T) []T {
+	list = append(list, v)
+	if s.history > 0 && len(list) > s.history {
+		list = append(list[:0:0], list[len(list)-s.history:]...)
+	}
+	return list
 }
 
 func (s *Server) routes() http.Handler {
@@ -82,6 +147,9 @@ func (s *Server) routes() http.Handler {
 // CACertPEM returns the PEM of the certificate a NewTLS server presents; nil
 // for a plain HTTP server.
 func (s *Server) CACertPEM() []byte {
+	if s.srv == nil {
+		return nil
+	}
 	cert := s.srv.Certificate()
 	if cert == nil {
 		return nil
@@ -90,12 +158,23 @@ func (s *Server) CACertPEM() []byte {
 }
 
 // URL is the base URL of the OpenAI API, ending in /v1: what OPENAI_BASE_URL
-// or an SDK's base URL should be set to.
-func (s *Server) URL() string { return s.srv.URL + "/v1" }
+// or an SDK's base URL should be set to; "" for a NewHandler fake.
+func (s *Server) URL() string {
+	if s.srv == nil {
+		return ""
+	}
+	return s.srv.URL + "/v1"
+}
 
 // AzureURL is the base URL of the Azure OpenAI flavour of the API, under which
-// chat completions are served at /openai/deployments/{deployment}/chat/completions.
-func (s *Server) AzureURL() string { return s.srv.URL }
+// chat completions are served at /openai/deployments/{deployment}/chat/completions;
+// "" for a NewHandler fake.
+func (s *Server) AzureURL() string {
+	if s.srv == nil {
+		return ""
+	}
+	return s.srv.URL
+}
 
 // Enqueue appends responses to the chat completions script: each request to
 // the chat completions endpoint consumes the next one.
@@ -114,7 +193,8 @@ func (s *Server) Pending() int {
 
 // Requests returns a copy of every request received so far by the chat
 // completions endpoint and by paths the server does not serve, in arrival
-// order. Realtime and transcription requests are in RealtimeRequests and
+// order (for a NewHandler fake, the newest HandlerHistory of them). Realtime
+// and transcription requests are in RealtimeRequests and
 // TranscriptionRequests.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
@@ -128,12 +208,28 @@ func (s *Server) Requests() []Request {
 func (s *Server) record(r Request) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests = append(s.requests, r)
+	s.requests = appendBounded(s, s.requests, r)
 	s.seq++
 	return s.seq
 }
 
-func (s *Server) nextChat() (Response, bool) { return s.next(&s.chat) }
+// nextChat pops the next scripted chat response, or asks the responder for
+// one when the script is empty; ok is false when there is neither.
+func (s *Server) nextChat(req *Request) (Response, bool) {
+	s.mu.Lock()
+	if len(s.chat) > 0 {
+		r := s.chat[0]
+		s.chat = s.chat[1:]
+		s.mu.Unlock()
+		return r, true
+	}
+	f := s.responder
+	s.mu.Unlock()
+	if f == nil {
+		return Response{}, false
+	}
+	return f(req), true
+}
 
 // next pops the first response of script.
 func (s *Server) next(script *[]Response) (Response, bool) {
@@ -153,7 +249,7 @@ func (s *Server) next(script *[]Response) (Response, bool) {
 func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, decode func([]byte, *Request) error) (Request, int, bool) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		s.t.Errorf("fakeopenai: reading %s %s: %v", r.Method, r.URL.Path, err)
+		s.errorf("fakeopenai: reading %s %s: %v", r.Method, r.URL.Path, err)
 		writeError(w, http.StatusBadRequest, nil, errorBody("invalid_request_error", "", "could not read the request body"))
 		return Request{}, 0, false
 	}
@@ -182,9 +278,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	resp, ok := s.nextChat()
+	resp, ok := s.nextChat(&req)
 	if !ok {
-		s.t.Errorf("fakeopenai: no response scripted for request %d (%s %s)", seq, r.Method, r.URL.Path)
+		s.errorf("fakeopenai: no response scripted for request %d (%s %s)", seq, r.Method, r.URL.Path)
 		writeError(w, http.StatusInternalServerError, nil, errorBody("fakeopenai_error", "no_response_scripted",
 			fmt.Sprintf("fakeopenai: no response scripted for request %d (%s %s)", seq, r.Method, r.URL.Path)))
 		return

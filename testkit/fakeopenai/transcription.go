@@ -72,7 +72,8 @@ func (s *Server) EnqueueTranscription(responses ...Response) {
 }
 
 // TranscriptionRequests returns a copy of every transcription request
-// received so far, in arrival order.
+// received so far, in arrival order (for a NewHandler fake, the newest
+// HandlerHistory of them).
 func (s *Server) TranscriptionRequests() []TranscriptionRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -97,7 +98,7 @@ func (s *Server) handleTranscription(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Lock()
-	s.transcriptionReqs = append(s.transcriptionReqs, req)
+	s.transcriptionReqs = appendBounded(s, s.transcriptionReqs, req)
 	s.mu.Unlock()
 
 	if !authorized(w, r) {
