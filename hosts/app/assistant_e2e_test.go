@@ -165,6 +165,7 @@ func (st *stack) call(token, method, path string, body any, header ...string) (i
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
+	st.conform(st.t, resp, raw)
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return resp.StatusCode, raw, nil
 	}

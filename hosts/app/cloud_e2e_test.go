@@ -140,6 +140,7 @@ func (c *cloudClient) do(t *testing.T, token, method, path string, body any) (in
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.st.conform(t, resp, raw)
 	c.record(resp.Header, raw)
 	return resp.StatusCode, resp.Header, raw
 }

@@ -54,6 +54,32 @@ type Config struct {
 	RequestTimeout time.Duration
 	ShutdownGrace  time.Duration
 	BodyLimit      int64
+	// Sandbox is whether this process runs sandbox providers: in-process
+	// fakes of OpenAI, AWS and GitHub on loopback, with demo data (see
+	// StartSandbox). It is all or nothing: either every provider (the
+	// model, AWS, GitHub) is a fake, or none is. Load decides it:
+	//
+	//   - run: on unless one of ProviderVariables is set;
+	//     DEVPILOT_SANDBOX=1 forces it on (the provider variables are then
+	//     ignored), DEVPILOT_SANDBOX=0 forces it off.
+	//   - serve: off unless --sandbox (WithSandboxFlag) or
+	//     DEVPILOT_SANDBOX=1 is given.
+	//   - worker: never. A worker in sandbox mode would need the fakes that
+	//     the serving process holds in memory, so DEVPILOT_SANDBOX=1 is an
+	//     error.
+	//   - migrate, token: never (they start no providers).
+	//
+	// DEVPILOT_SANDBOX accepts only 1 and 0; anything else is an error, as
+	// is --sandbox together with DEVPILOT_SANDBOX=0.
+	Sandbox bool
+	// SandboxReason says why the sandbox is on or off, for the start-up log
+	// line: the provider variable that turned it off ("OPENAI_API_KEY is
+	// set"), DEVPILOT_SANDBOX, --sandbox, or the mode.
+	SandboxReason string
+
+	// sandbox is the running sandbox once StartSandbox has filled this
+	// configuration in; Options refuses a Sandbox configuration without it.
+	sandbox *Sandbox
 }
 
 // LLMConfig points the OpenAI-compatible adapter at a provider.
@@ -117,13 +143,42 @@ const (
 	EnvRealtimeVoice  = "DEVPILOT_REALTIME_VOICE"
 	EnvRealtimeTTL    = "DEVPILOT_REALTIME_TOKEN_TTL"
 	EnvTranscribe     = "DEVPILOT_TRANSCRIBE_MODEL"
+	EnvSandbox        = "DEVPILOT_SANDBOX"
 )
+
+// ProviderVariables returns the settings of real providers: any of them
+// set turns the sandbox off in run mode. The AWS ones are those that give
+// the SDK credentials or send it elsewhere than AWS.
+func ProviderVariables() []string {
+	return []string{
+		EnvOpenAIKey, EnvOpenAIBaseURL,
+		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE",
+		EnvAWSEndpoint, "AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL_ECS", "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS",
+		"AWS_ENDPOINT_URL_LAMBDA", "AWS_ENDPOINT_URL_COST_EXPLORER", "AWS_ENDPOINT_URL_AMPLIFY",
+		EnvGitHubClientID, EnvGitHubSecret, EnvGitHubWebhook, EnvGitHubURL, EnvGitHubAPIURL,
+	}
+}
+
+// LoadOption changes what Load reads besides the environment.
+type LoadOption func(*loadOptions)
+
+type loadOptions struct{ sandboxFlag bool }
+
+// WithSandboxFlag is serve's --sandbox flag: it turns the sandbox on as
+// DEVPILOT_SANDBOX=1 does.
+func WithSandboxFlag() LoadOption { return func(o *loadOptions) { o.sandboxFlag = true } }
 
 // Load reads the configuration for mode from getenv (os.Getenv in the
 // binary). Every bad value is reported, each naming its variable.
-func Load(mode Mode, getenv func(string) string) (Config, error) {
+// Config.Sandbox says how Load decides whether the sandbox runs.
+func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, error) {
+	var o loadOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	r := reader{getenv: getenv}
 	c := Config{Mode: mode}
+	c.Sandbox, c.SandboxReason = r.sandbox(mode, o.sandboxFlag)
 	c.DataDir = r.str(EnvDataDir, "./data")
 	c.DatabaseURL = r.str(EnvDatabaseURL, "sqlite:"+filepath.Join(c.DataDir, "devpilot.db"))
 	defaultAddr := ":8080"
@@ -217,6 +272,55 @@ func (r *reader) addr(name, def string) string {
 		r.fail(name, fmt.Sprintf("%q has no valid port (0 to 65535)", v))
 	}
 	return v
+}
+
+// sandbox decides Config.Sandbox and SandboxReason (see Config.Sandbox).
+func (r *reader) sandbox(mode Mode, flag bool) (bool, string) {
+	forced := r.str(EnvSandbox, "")
+	switch forced {
+	case "", "0", "1":
+	default:
+		r.fail(EnvSandbox, fmt.Sprintf("%q must be 1 (sandbox providers on) or 0 (off)", forced))
+		return false, ""
+	}
+	if flag && forced == "0" {
+		r.fail(EnvSandbox, "is 0, which contradicts --sandbox")
+		return false, ""
+	}
+	var set []string
+	for _, name := range ProviderVariables() {
+		if strings.TrimSpace(r.getenv(name)) != "" {
+			set = append(set, name)
+		}
+	}
+	ignoring := ""
+	if len(set) > 0 {
+		ignoring = " (ignoring " + strings.Join(set, ", ") + ")"
+	}
+	switch mode {
+	case ModeWorker:
+		if forced == "1" {
+			r.fail(EnvSandbox, "is 1, but a worker cannot run the sandbox: its fake providers live in the memory of "+
+				"the process that starts them; use `devpilot run`, which works the jobs itself")
+		}
+		return false, "worker never runs the sandbox"
+	case ModeRun, ModeServe:
+	default:
+		return false, string(mode) + " starts no providers"
+	}
+	switch {
+	case forced == "1":
+		return true, EnvSandbox + "=1" + ignoring
+	case forced == "0":
+		return false, EnvSandbox + "=0"
+	case flag:
+		return true, "--sandbox" + ignoring
+	case mode == ModeServe:
+		return false, "serve runs the sandbox only with --sandbox or " + EnvSandbox + "=1"
+	case len(set) > 0:
+		return false, set[0] + " is set"
+	}
+	return true, "no provider settings in the environment (" + EnvOpenAIKey + ", AWS, GitHub)"
 }
 
 func (r *reader) oneOf(name, def string, allowed ...string) string {

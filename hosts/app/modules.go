@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -63,6 +64,7 @@ var StoreModule = fx.Module("sqlstore",
 		fx.Annotate(func(db *sqlstore.DB) *sqlstore.DB { return db }, fx.As(new(ports.Transactor))),
 		fx.Annotate(sqlstore.NewIdentity,
 			fx.As(new(ports.OrgStore)), fx.As(new(ports.UserStore)), fx.As(new(ports.TokenStore))),
+		fx.Annotate(sqlstore.NewIdempotency, fx.As(new(ports.IdempotencyStore))),
 		NewReadiness,
 	),
 )
@@ -202,11 +204,15 @@ type WorkerParams struct {
 	Spec      *spec.Service
 	SCM       *scm.Service
 	Content   *content.Service
+	// Idempotency is pruned of expired Idempotency-Key records.
+	Idempotency ports.IdempotencyStore
+	Clock       ports.Clock
 }
 
 // StartWorkers builds the worker client and ties it to the app's lifecycle.
 func StartWorkers(p WorkerParams) error {
-	workers, err := worker.NewWorkers(worker.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, SCM: p.SCM, Content: p.Content, Logger: p.Logger})
+	workers, err := worker.NewWorkers(worker.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, SCM: p.SCM, Content: p.Content,
+		Idempotency: p.Idempotency, Clock: p.Clock, Logger: p.Logger})
 	if err != nil {
 		return err
 	}
@@ -240,6 +246,8 @@ type HTTPParams struct {
 	Content    *content.Service
 	Voice      *voice.Service
 	Ready      *Readiness
+	// Idempotency keeps the Idempotency-Key records of the API's writes.
+	Idempotency ports.IdempotencyStore
 }
 
 // NewHTTPServer returns the HTTP API server bound to the app's lifecycle.
@@ -249,7 +257,8 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		RequestTimeout: p.Config.RequestTimeout,
 		ShutdownGrace:  p.Config.ShutdownGrace,
 	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
-		Content: p.Content, Voice: p.Voice, Ready: p.Ready, Logger: p.Logger})
+		Content: p.Content, Voice: p.Voice, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
+		Idempotency: p.Idempotency})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln, err := net.Listen("tcp", p.Config.HTTPAddr)
@@ -269,8 +278,19 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 	return srv
 }
 
+// providers is what /readyz reports as "providers".
+func providers(cfg Config) string {
+	if cfg.Sandbox {
+		return httpapi.ProvidersSandbox
+	}
+	return httpapi.ProvidersReal
+}
+
 // Options returns the fx options of a long-running host in the given mode:
-// run (HTTP and worker), serve (HTTP) or worker.
+// run (HTTP and worker), serve (HTTP) or worker. A configuration with
+// Sandbox set must come from StartSandbox: the sandbox then seeds its demo
+// records on start, before the HTTP server listens, and stops its fakes on
+// stop; without StartSandbox the app fails to build.
 func Options(cfg Config, logger *slog.Logger) fx.Option {
 	opts := []fx.Option{
 		Base(cfg, logger),
@@ -286,6 +306,12 @@ func Options(cfg Config, logger *slog.Logger) fx.Option {
 		VoiceModule,
 		QueueModule,
 		fx.StopTimeout(cfg.ShutdownGrace + 5*time.Second),
+	}
+	switch {
+	case cfg.Sandbox && cfg.sandbox == nil:
+		opts = append(opts, fx.Error(errors.New("sandbox providers are configured but not started: call app.StartSandbox before app.Options")))
+	case cfg.sandbox != nil:
+		opts = append(opts, cfg.sandbox.module())
 	}
 	if cfg.Mode == ModeRun || cfg.Mode == ModeServe {
 		opts = append(opts, HTTPModule)

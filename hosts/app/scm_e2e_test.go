@@ -180,6 +180,7 @@ func (st *scmStack) browse(method, target string, body io.Reader, header http.He
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
+	st.conform(st.t, resp, raw)
 	return resp, raw
 }
 
@@ -216,6 +217,7 @@ func (st *scmStack) deliver(d fakegithub.Delivery) (int, []byte) {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
+	st.conform(st.t, resp, raw)
 	return resp.StatusCode, raw
 }
 
@@ -681,6 +683,7 @@ func TestSCMBadInputAndFaults(t *testing.T) {
 				}
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
+				st.conform(t, resp, body)
 				wantProblem(t, "rate limited", resp.StatusCode, body, 429, "rate_limited")
 				if resp.Header.Get("Retry-After") == "" {
 					t.Fatalf("no Retry-After: %v", resp.Header)

@@ -217,6 +217,7 @@ func TestSpecBadInput(t *testing.T) {
 		defer resp.Body.Close()
 		var out bytes.Buffer
 		_, _ = out.ReadFrom(resp.Body)
+		st.conform(t, resp, out.Bytes())
 		return resp.StatusCode, out.Bytes()
 	}
 	if code, body := upload("notes.md", "text/markdown", []byte("# Notes\nShip it.")); code != 201 || !bytes.Contains(body, []byte(`"title":"notes"`)) {

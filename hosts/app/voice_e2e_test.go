@@ -150,6 +150,7 @@ func (st *stack) post(token, path, contentType string, body io.Reader) (int, []b
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
+	st.conform(st.t, resp, raw)
 	return resp.StatusCode, raw
 }
 

@@ -47,7 +47,7 @@ func startOnce(b *testing.B, bin string) (time.Duration, float64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run")
-	cmd.Env = append(os.Environ(), "DEVPILOT_DATA_DIR="+dir, "DEVPILOT_HTTP_ADDR=127.0.0.1:0", "DEVPILOT_SECRET_KEY=")
+	cmd.Env = append(os.Environ(), "DEVPILOT_DATA_DIR="+dir, "DEVPILOT_HTTP_ADDR=127.0.0.1:0", "DEVPILOT_SECRET_KEY=", "DEVPILOT_SANDBOX=0")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -117,6 +117,7 @@ func BenchmarkMe(b *testing.B) {
 				"DEVPILOT_DATABASE_URL": sqlstoretest.URL(b, d),
 				"DEVPILOT_DATA_DIR":     b.TempDir(),
 				"DEVPILOT_HTTP_ADDR":    "127.0.0.1:0",
+				"DEVPILOT_SANDBOX":      "0",
 			}}
 			base, _, stop := h.start()
 			defer stop()

@@ -32,8 +32,9 @@ var version = ""
 const usage = `usage: devpilot <command> [flags]
 
 commands:
-  run       HTTP API and worker in one process (embedded defaults, SQLite under ./data)
-  serve     HTTP API only
+  run       HTTP API and worker in one process (embedded defaults, SQLite under ./data;
+            sandbox providers when no provider is configured)
+  serve     HTTP API only (--sandbox: with sandbox providers)
   worker    background job worker only
   migrate   apply database migrations and exit
   token     manage API tokens: token create | list | revoke
@@ -74,11 +75,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func (c cli) dispatch(ctx context.Context, args []string) error {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
-	case "run", "serve", "worker":
+	case "run", "worker":
 		if err := noArgs(cmd, rest); err != nil {
 			return err
 		}
 		return c.serve(ctx, app.Mode(cmd))
+	case "serve":
+		sandbox, err := serveFlags(rest)
+		if err != nil {
+			return err
+		}
+		var opts []app.LoadOption
+		if sandbox {
+			opts = append(opts, app.WithSandboxFlag())
+		}
+		return c.serve(ctx, app.ModeServe, opts...)
 	case "migrate":
 		if err := noArgs(cmd, rest); err != nil {
 			return err
@@ -108,21 +119,48 @@ func noArgs(cmd string, args []string) error {
 	return nil
 }
 
-func (c cli) loadConfig(mode app.Mode) (app.Config, error) {
-	cfg, err := app.Load(mode, c.getenv)
+// serveFlags parses serve's flags and reports whether --sandbox was given.
+func serveFlags(args []string) (bool, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	sandbox := fs.Bool("sandbox", false, "run the sandbox providers (fake OpenAI, AWS and GitHub on loopback)")
+	if err := fs.Parse(args); err != nil {
+		return false, errUsage{fmt.Errorf("serve: %w", err)}
+	}
+	if fs.NArg() > 0 {
+		return false, errUsage{fmt.Errorf("serve takes no arguments, got %q", fs.Arg(0))}
+	}
+	return *sandbox, nil
+}
+
+func (c cli) loadConfig(mode app.Mode, opts ...app.LoadOption) (app.Config, error) {
+	cfg, err := app.Load(mode, c.getenv, opts...)
 	if err != nil {
 		return cfg, errUsage{err}
 	}
 	return cfg, nil
 }
 
-// serve runs a long-running host until SIGINT or SIGTERM.
-func (c cli) serve(ctx context.Context, mode app.Mode) error {
-	cfg, err := c.loadConfig(mode)
+// serve runs a long-running host until SIGINT or SIGTERM, with the sandbox
+// providers when the configuration says so.
+func (c cli) serve(ctx context.Context, mode app.Mode, opts ...app.LoadOption) error {
+	cfg, err := c.loadConfig(mode, opts...)
 	if err != nil {
 		return err
 	}
 	logger := app.NewLogger(cfg, c.stderr)
+	if mode == app.ModeRun || mode == app.ModeServe {
+		state := "off"
+		if cfg.Sandbox {
+			state = "on"
+		}
+		logger.Info("sandbox providers "+state, "because", cfg.SandboxReason)
+	}
+	cfg, sandbox, err := app.StartSandbox(cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer sandbox.Close()
 	fxApp := fx.New(app.Options(cfg, logger))
 	if err := fxApp.Err(); err != nil {
 		return err
@@ -131,6 +169,9 @@ func (c cli) serve(ctx context.Context, mode app.Mode) error {
 	defer cancel()
 	if err := fxApp.Start(startCtx); err != nil {
 		return err
+	}
+	if sandbox != nil {
+		fmt.Fprint(c.stdout, sandboxBanner(sandbox))
 	}
 	if mode == app.ModeRun {
 		fmt.Fprintf(c.stdout, "devpilot is running (data in %s). Create an API token with:\n  %s token create --email you@example.com --org demo --role admin\n",
@@ -155,6 +196,20 @@ func (c cli) serve(ctx context.Context, mode app.Mode) error {
 		return fmt.Errorf("stopped after a fatal error (exit code %d)", exitCode)
 	}
 	return nil
+}
+
+// sandboxBanner tells the person at the terminal that the providers are
+// fakes and how to call the API as the demo user.
+func sandboxBanner(sb *app.Sandbox) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nSANDBOX MODE: the model, AWS and GitHub are in-process fakes on loopback, with demo data.\n")
+	fmt.Fprintf(&b, "  demo token:     %s\n", sb.Token())
+	fmt.Fprintf(&b, "  token file:     %s\n", sb.TokenFile())
+	fmt.Fprintf(&b, "  webhook secret: %s\n", app.SandboxWebhookSecret)
+	fmt.Fprintf(&b, "  try:            curl -s -H \"Authorization: Bearer $(cat %s)\" %s/api/v1/me\n", sb.TokenFile(), sb.PublicURL())
+	fmt.Fprintf(&b, "Set %s (or %s), AWS credentials, %s/%s, or %s=0 to use real providers.\n\n",
+		app.EnvOpenAIKey, app.EnvOpenAIBaseURL, app.EnvGitHubClientID, app.EnvGitHubSecret, app.EnvSandbox)
+	return b.String()
 }
 
 func openDB(ctx context.Context, cfg app.Config) (*sqlstore.DB, error) {

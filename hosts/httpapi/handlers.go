@@ -27,7 +27,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 		}
 		return &ports.Error{Kind: ports.KindUnavailable, Message: reason, Err: err}
 	}
-	return writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	body := map[string]string{"status": "ready"}
+	if s.d.Providers != "" {
+		body["providers"] = s.d.Providers
+	}
+	return writeJSON(w, http.StatusOK, body)
 }
 
 type meResponse struct {

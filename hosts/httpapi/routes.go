@@ -20,6 +20,7 @@ import (
 //	s.handle(http.MethodPost, "/api/v1/agent/chat", s.chat, streaming)
 func (s *Server) routes() {
 	s.handle(http.MethodGet, "/livez", s.livez, public, quiet)
+	s.handle(http.MethodGet, "/openapi.json", s.openapi, public, quiet)
 	s.handle(http.MethodGet, "/readyz", s.readyz, public, quiet)
 	s.handle(http.MethodGet, "/metrics", s.metricsEndpoint(), public, quiet)
 
@@ -84,6 +85,7 @@ func (s *Server) handle(method, pattern string, h handlerFunc, opts ...routeOpti
 	for _, o := range opts {
 		o(&rt)
 	}
+	s.registered = append(s.registered, rt)
 	wrapped := s.wrap(rt)
 	s.router.Handle(method, pattern, wrapped)
 	if method == http.MethodGet && !rt.streaming {
@@ -96,8 +98,10 @@ func (s *Server) handle(method, pattern string, h handlerFunc, opts ...routeOpti
 var errRequestTimeout = errors.New("request timeout")
 
 // wrap is the per-route middleware: route label, path params, timeout, auth
-// and body limit, then the handler, whose error becomes a problem response.
+// and body limit, the Idempotency-Key convention on authenticated writes, then
+// the handler, whose error becomes a problem response.
 func (s *Server) wrap(rt route) httprouter.Handle {
+	idempotent := s.idempotent(rt)
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		info := infoFrom(r.Context())
 		info.route = rt.pattern
@@ -132,6 +136,10 @@ func (s *Server) wrap(rt route) httprouter.Handle {
 			r.Body = http.MaxBytesReader(rootWriter(w), r.Body, rt.bodyLimit)
 		}
 
+		if idempotent && r.Header[headerIdempotencyKey] != nil {
+			s.serveIdempotent(w, r, rt)
+			return
+		}
 		if err := rt.h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}

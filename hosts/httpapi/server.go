@@ -55,10 +55,23 @@ type Deps struct {
 	// Content serves /content; nil leaves those routes out.
 	Content Content
 	// Voice serves /api/v1/voice and /audio; nil leaves those routes out.
-	Voice   Voice
-	Logger  *slog.Logger         // nil: slog.Default()
-	Metrics *prometheus.Registry // nil: a new registry with Go and process collectors
+	Voice Voice
+	// Idempotency keeps the Idempotency-Key records of authenticated writes;
+	// nil ignores the header.
+	Idempotency ports.IdempotencyStore
+	// Providers is what /readyz reports as "providers": ProvidersSandbox
+	// when the model, AWS and GitHub are devpilot's in-process fakes,
+	// ProvidersReal otherwise; "" leaves the field out.
+	Providers string
+	Logger    *slog.Logger         // nil: slog.Default()
+	Metrics   *prometheus.Registry // nil: a new registry with Go and process collectors
 }
+
+// The values of Deps.Providers.
+const (
+	ProvidersReal    = "real"
+	ProvidersSandbox = "sandbox"
+)
 
 // Config tunes the transport. Zero fields take their defaults.
 type Config struct {
@@ -98,6 +111,9 @@ type Server struct {
 	metrics  *metrics
 	stopping chan struct{}
 	stopOnce sync.Once
+	// registered lists the routes as handle registered them (HEAD twins
+	// aside), for the test that holds openapi.json to the router.
+	registered []route
 }
 
 // New builds a Server with every route registered. It panics when Identity

@@ -16,18 +16,35 @@ import (
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/core/scm"
 	"github.com/devpilot/devpilot/core/spec"
+	"github.com/devpilot/devpilot/ports"
 )
 
 // How often the maintenance jobs run.
 const (
 	PruneTokensEvery         = time.Hour
 	ExpireConfirmationsEvery = time.Minute
+	PruneIdempotencyEvery    = time.Hour
 )
 
 // TokenPruner deletes expired and revoked tokens; *identity.Service is one.
 type TokenPruner interface {
 	PruneTokens(ctx context.Context) (int, error)
 }
+
+// IdempotencyPruner deletes the Idempotency-Key records expired at now;
+// ports.IdempotencyStore is one.
+type IdempotencyPruner interface {
+	PruneIdempotency(ctx context.Context, now time.Time) (int, error)
+}
+
+// PruneIdempotencyArgs is the maintenance job that deletes expired
+// Idempotency-Key records. It is the worker host's own: the keys are the
+// HTTP transport's convention, kept by a store port, and no core use case
+// owns them, so the job calls the store directly.
+type PruneIdempotencyArgs struct{}
+
+// Kind names the job for the queue.
+func (PruneIdempotencyArgs) Kind() string { return "idempotency.prune_keys" }
 
 // ConfirmationExpirer marks confirmations past their expiry as expired;
 // *assistant.Service is one.
@@ -58,6 +75,10 @@ type Deps struct {
 	Spec      StageGenerator
 	SCM       DeliveryProcessor
 	Content   ContentGenerator
+	// Idempotency is pruned of expired Idempotency-Key records.
+	Idempotency IdempotencyPruner
+	// Clock tells the prune of Idempotency the time; nil means the system clock.
+	Clock ports.Clock
 	// Logger receives one line per job worked; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -66,13 +87,19 @@ type Deps struct {
 // queue.Config. It returns an error when a dependency is missing or River
 // rejects a worker.
 func NewWorkers(d Deps) (*river.Workers, error) {
-	if d.Identity == nil || d.Assistant == nil || d.Spec == nil || d.SCM == nil || d.Content == nil {
-		return nil, errors.New("worker: Deps.Identity, Assistant, Spec, SCM and Content are required")
+	if d.Identity == nil || d.Assistant == nil || d.Spec == nil || d.SCM == nil || d.Content == nil || d.Idempotency == nil {
+		return nil, errors.New("worker: Deps.Identity, Assistant, Spec, SCM, Content and Idempotency are required")
 	}
+	now := time.Now
+	if d.Clock != nil {
+		now = d.Clock.Now
+	}
+	pruneIdempotency := func(ctx context.Context) (int, error) { return d.Idempotency.PruneIdempotency(ctx, now()) }
 	workers := river.NewWorkers()
 	err := errors.Join(
 		river.AddWorkerSafely(workers, &SweepWorker[identity.PruneTokensArgs]{Sweep: d.Identity.PruneTokens, Did: "pruned API tokens", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &SweepWorker[assistant.ExpireConfirmationsArgs]{Sweep: d.Assistant.ExpireConfirmations, Did: "expired confirmations", Logger: d.Logger}),
+		river.AddWorkerSafely(workers, &SweepWorker[PruneIdempotencyArgs]{Sweep: pruneIdempotency, Did: "pruned idempotency keys", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &GenerateStageWorker{Spec: d.Spec}),
 		river.AddWorkerSafely(workers, &ProcessDeliveryWorker{SCM: d.SCM}),
 		river.AddWorkerSafely(workers, &GenerateContentWorker{Content: d.Content}),
@@ -89,6 +116,7 @@ func PeriodicJobs() []*river.PeriodicJob {
 	return []*river.PeriodicJob{
 		periodic(PruneTokensEvery, identity.PruneTokensArgs{}),
 		periodic(ExpireConfirmationsEvery, assistant.ExpireConfirmationsArgs{}),
+		periodic(PruneIdempotencyEvery, PruneIdempotencyArgs{}),
 	}
 }
 

@@ -79,7 +79,7 @@ func TestPruneTokensJob(t *testing.T) {
 		}
 
 		svc := identity.New(identity.Deps{Orgs: store, Users: store, Tokens: store, Tx: db, Clock: fixture.NewClock(), IDs: ids})
-		workers, err := worker.NewWorkers(worker.Deps{Identity: svc, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: svc, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,6 +180,10 @@ type fakeGenerator struct{}
 
 func (fakeGenerator) RunGeneration(context.Context, spec.GenerateStageArgs, bool) error { return nil }
 
+type fakeIdempotencyPruner struct{}
+
+func (fakeIdempotencyPruner) PruneIdempotency(context.Context, time.Time) (int, error) { return 0, nil }
+
 type fakeExpirer struct{}
 
 func (fakeExpirer) ExpireConfirmations(context.Context) (int, error) { return 0, nil }
@@ -226,7 +230,7 @@ func TestNewWorkers(t *testing.T) {
 	if _, err := worker.NewWorkers(worker.Deps{}); err == nil {
 		t.Fatal("NewWorkers without Identity succeeded")
 	}
-	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}}); err != nil {
+	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}}); err != nil {
 		t.Fatalf("NewWorkers: %v", err)
 	}
 }
@@ -239,7 +243,7 @@ func TestPeriodicJobsRunOnStart(t *testing.T) {
 		t.Parallel()
 		ctx := t.Context()
 		pruned := make(chan struct{}, 1)
-		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned), Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned), Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}})
 		if err != nil {
 			t.Fatal(err)
 		}

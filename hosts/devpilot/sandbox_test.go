@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/devpilot/devpilot/adapters/sqlstore"
+	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
+)
+
+func TestServeFlags(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args    []string
+		sandbox bool
+		err     string
+	}{
+		{args: nil},
+		{args: []string{"--sandbox"}, sandbox: true},
+		{args: []string{"-sandbox=true"}, sandbox: true},
+		{args: []string{"--sandbox=false"}},
+		{args: []string{"--sandbox", "now"}, err: `serve takes no arguments, got "now"`},
+		{args: []string{"--fast"}, err: "flag provided but not defined"},
+	}
+	for _, tt := range tests {
+		sandbox, err := serveFlags(tt.args)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("serveFlags(%q) error = %v, want %q", tt.args, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || sandbox != tt.sandbox {
+			t.Errorf("serveFlags(%q) = %v, %v; want %v", tt.args, sandbox, err, tt.sandbox)
+		}
+	}
+}
+
+func TestSandboxConfigErrorsExitTwo(t *testing.T) {
+	t.Parallel()
+	key := base64.StdEncoding.EncodeToString(make([]byte, 32))
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"worker in sandbox mode", map[string]string{"DEVPILOT_SANDBOX": "1"}, []string{"worker"}, "a worker cannot run the sandbox"},
+		{"--sandbox against DEVPILOT_SANDBOX=0", map[string]string{"DEVPILOT_SANDBOX": "0"}, []string{"serve", "--sandbox"}, "contradicts --sandbox"},
+		{"bad DEVPILOT_SANDBOX", map[string]string{"DEVPILOT_SANDBOX": "on"}, []string{"run"}, `DEVPILOT_SANDBOX "on" must be 1`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{"DEVPILOT_DATABASE_URL": "sqlite:" + t.TempDir() + "/x.db", "DEVPILOT_SECRET_KEY": key}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			code, _, errOut := harness{t: t, env: env}.cli(tt.args...)
+			if code != 2 || !strings.Contains(errOut, tt.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+				t.Fatalf("exit %d, stderr %q; want 2 and one line containing %q", code, errOut, tt.want)
+			}
+		})
+	}
+}
+
+// TestServeSandboxFlag starts serve with and without --sandbox and reads
+// /readyz's providers.
+func TestServeSandboxFlag(t *testing.T) {
+	t.Parallel()
+	for _, sandbox := range []bool{true, false} {
+		args, want := []string{"serve"}, "real"
+		if sandbox {
+			args, want = []string{"serve", "--sandbox"}, "sandbox"
+		}
+		t.Run(want, func(t *testing.T) {
+			t.Parallel()
+			h := harness{t: t, env: map[string]string{
+				"DEVPILOT_DATABASE_URL": sqlstoretest.URL(t, sqlstore.DialectSQLite),
+				"DEVPILOT_DATA_DIR":     t.TempDir(),
+				"DEVPILOT_HTTP_ADDR":    "127.0.0.1:0",
+				"DEVPILOT_SECRET_KEY":   base64.StdEncoding.EncodeToString(make([]byte, 32)),
+			}}
+			if code, _, errOut := h.cli("migrate"); code != 0 {
+				t.Fatalf("migrate: exit %d %s", code, errOut)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			logs, stdout := newLogWatch(), newLogWatch()
+			exited := make(chan int, 1)
+			go func() { exited <- run(ctx, args, h.getenv, stdout, logs) }()
+			defer func() {
+				cancel()
+				if code := <-exited; code != 0 {
+					t.Errorf("serve exited with %d:\n%s", code, logs)
+				}
+			}()
+			var base string
+			select {
+			case base = <-logs.addr:
+			case code := <-exited:
+				exited <- code
+				t.Fatalf("serve exited with %d before listening:\n%s", code, logs)
+			case <-time.After(20 * time.Second):
+				t.Fatalf("serve did not listen within 20s:\n%s", logs)
+			}
+			status, body := get(t, base+"/readyz", "")
+			var ready map[string]string
+			if err := json.Unmarshal(body, &ready); status != 200 || err != nil || ready["providers"] != want {
+				t.Fatalf("/readyz = %d %s, want providers %q", status, body, want)
+			}
+			if got := strings.Contains(stdout.String(), "SANDBOX MODE") && strings.Contains(logs.String(), "SANDBOX MODE: demo token: dp_"); got != sandbox {
+				t.Errorf("sandbox banner shown: %v, want %v\nstdout: %s\nlogs: %s", got, sandbox, stdout, logs)
+			}
+		})
+	}
+}
