@@ -32,7 +32,10 @@ func TestListRepos(t *testing.T) {
 	if list, _, _ := e.svc.ListRepos(as(bob), ports.Page{}); len(list) != 1 || list[0].FullName != "bob/dotfiles" {
 		t.Errorf("bob sees %+v", list)
 	}
-	_, _, err = e.svc.ListRepos(as(alice), ports.Page{Limit: 101})
+	if list, _, err := e.svc.ListRepos(as(alice), ports.Page{Limit: 200}); err != nil || len(list) != 2 {
+		t.Errorf("limit 200: %+v, %v", list, err)
+	}
+	_, _, err = e.svc.ListRepos(as(alice), ports.Page{Limit: 201})
 	wantErr(t, "limit", err, ports.KindInvalid, "")
 	_, _, err = e.svc.ListRepos(context.Background(), ports.Page{})
 	wantErr(t, "no principal", err, ports.KindUnauthenticated, "")

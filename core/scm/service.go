@@ -48,9 +48,13 @@ const (
 	DefaultStateTTL  = 10 * time.Minute
 	DefaultProvider  = "github"
 	DefaultPageLimit = 30
-	MaxPageLimit     = 100
-	MaxQueryLen      = 256
-	MaxRedirectLen   = 2048
+	// MaxPageLimit is the largest limit a list accepts (API.md's 200);
+	// pages from the provider hold at most ProviderPageLimit items, so a
+	// larger limit is served as that many with a next cursor.
+	MaxPageLimit      = 200
+	ProviderPageLimit = 100
+	MaxQueryLen       = 256
+	MaxRedirectLen    = 2048
 	// CallbackPath is where the provider sends the user back, under PublicURL.
 	CallbackPath = "/scm-oauth/callback"
 	// AuthorizePath is where a user starts (again) to connect.
@@ -161,6 +165,7 @@ func checkPage(page ports.Page) (ports.Page, error) {
 	if page.Limit < 1 || page.Limit > MaxPageLimit {
 		return page, fieldsError(ports.KindInvalid, ports.FieldError{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxPageLimit)})
 	}
+	page.Limit = min(page.Limit, ProviderPageLimit)
 	return page, nil
 }
 

@@ -242,15 +242,21 @@ func (s *Server) listServices(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, list(mapSlice(services, serviceOut), ""))
 }
 
-type serviceRequest struct {
+type scaleRequest struct {
 	AccountID          string `json:"account_id"`
 	Cluster            string `json:"cluster"`
 	DesiredCount       *int   `json:"desired_count"`
 	ConfirmScaleToZero bool   `json:"confirm_scale_to_zero"`
 }
 
+// deployRequest is a service deploy's body: only the service's address.
+type deployRequest struct {
+	AccountID string `json:"account_id"`
+	Cluster   string `json:"cluster"`
+}
+
 func (s *Server) deployService(w http.ResponseWriter, r *http.Request) error {
-	var req serviceRequest
+	var req deployRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -262,7 +268,7 @@ func (s *Server) deployService(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) scaleService(w http.ResponseWriter, r *http.Request) error {
-	var req serviceRequest
+	var req scaleRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}

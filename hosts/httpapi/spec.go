@@ -307,16 +307,16 @@ type artifactJSON struct {
 }
 
 type specSessionJSON struct {
-	ID           string             `json:"id"`
-	Name         string             `json:"name"`
-	Status       string             `json:"status"`
-	CurrentStage *string            `json:"current_stage"`
-	NextStage    *string            `json:"next_stage"`
-	Inputs       []specInputOutJSON `json:"inputs,omitempty"`
-	Artifacts    []artifactJSON     `json:"artifacts,omitempty"`
-	Error        *ports.SpecError   `json:"error,omitempty"`
-	CreatedAt    time.Time          `json:"created_at"`
-	UpdatedAt    time.Time          `json:"updated_at"`
+	ID           string              `json:"id"`
+	Name         string              `json:"name"`
+	Status       string              `json:"status"`
+	CurrentStage *string             `json:"current_stage"`
+	NextStage    *string             `json:"next_stage"`
+	Inputs       *[]specInputOutJSON `json:"inputs,omitempty"`    // nil in lists
+	Artifacts    *[]artifactJSON     `json:"artifacts,omitempty"` // nil in lists
+	Error        *ports.SpecError    `json:"error,omitempty"`
+	CreatedAt    time.Time           `json:"created_at"`
+	UpdatedAt    time.Time           `json:"updated_at"`
 }
 
 func optStage(st ports.Stage) *string {
@@ -331,18 +331,19 @@ func specSessionOut(v spec.View) specSessionJSON {
 	out := specSessionJSON{
 		ID: v.Session.ID, Name: v.Session.Name, Status: string(v.Session.Status),
 		CurrentStage: optStage(v.Session.CurrentStage), NextStage: optStage(v.NextStage),
-		Inputs: make([]specInputOutJSON, len(v.Inputs)), Artifacts: make([]artifactJSON, len(v.Artifacts)),
 		Error: v.Session.Error, CreatedAt: v.Session.CreatedAt.UTC(), UpdatedAt: v.Session.UpdatedAt.UTC(),
 	}
+	inputs, artifacts := make([]specInputOutJSON, len(v.Inputs)), make([]artifactJSON, len(v.Artifacts))
+	out.Inputs, out.Artifacts = &inputs, &artifacts
 	for i, in := range v.Inputs {
-		out.Inputs[i] = specInputOut(in)
+		inputs[i] = specInputOut(in)
 	}
 	for i, a := range v.Artifacts {
 		checks := a.Checks
 		if checks == nil {
 			checks = []string{}
 		}
-		out.Artifacts[i] = artifactJSON{Stage: string(a.Stage), Version: a.Version, Format: a.Format, Content: a.Content,
+		artifacts[i] = artifactJSON{Stage: string(a.Stage), Version: a.Version, Format: a.Format, Content: a.Content,
 			Data: a.Data, Checks: checks, Stale: a.Stale, Model: a.Model, CreatedAt: a.CreatedAt.UTC()}
 	}
 	return out
