@@ -129,8 +129,9 @@ func decideError(c ports.Confirmation, err error) error {
 	return err
 }
 
-// execute runs an approved confirmation's tool, checking its arguments again
-// in case the tool changed since it was asked for.
+// execute runs an approved confirmation's tool, a write or a read that was
+// marked always_confirm, checking its arguments again in case the tool
+// changed since it was asked for.
 func (s *Service) execute(ctx context.Context, c ports.Confirmation) ports.ToolOutcome {
 	args, tool, problem := s.d.Registry.check(ports.ToolCall{ID: c.ToolCallID, Name: c.ToolName, Arguments: string(c.Arguments)})
 	if problem != "" {
@@ -173,7 +174,8 @@ func (s *Service) runTool(ctx context.Context, tool Tool, args json.RawMessage) 
 
 const maxSummaryLen = 500
 
-// newConfirmation is a pending confirmation of a write call.
+// newConfirmation is a pending confirmation of a call: a write, or a read
+// marked always_confirm.
 func (s *Service) newConfirmation(p ports.Principal, sessionID, turnID string, call ports.ToolCall, tool Tool, args json.RawMessage) ports.Confirmation {
 	now := s.d.Clock.Now()
 	return ports.Confirmation{
@@ -184,6 +186,9 @@ func (s *Service) newConfirmation(p ports.Principal, sessionID, turnID string, c
 }
 
 func (s *Service) summarise(tool Tool, args json.RawMessage) (sum string) {
+	if tool.Summary == nil { // a read an organisation marked always_confirm
+		return truncate(oneLine(fmt.Sprintf("Run %s with %s.", tool.Name, args)), maxSummaryLen, "…")
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error("tool summary panicked", "tool", tool.Name, "panic", v)
@@ -208,11 +213,22 @@ type ToolExecution struct {
 }
 
 // ExecuteTool carries out one tool call outside the chat loop (the voice
-// host): the arguments are checked, a read runs at once, and a write becomes
-// a pending confirmation of the caller's session, decided with Confirm.
-// Nothing else is stored. Errors: not_found when the session is absent or
-// another's; the store's errors.
+// host): the arguments are checked, a read runs at once, and a write, or a
+// read the caller's organisation marked always_confirm, becomes a pending
+// confirmation of the caller's session, decided with Confirm. The
+// organisation's tool policy is read once, and only for a read. Nothing
+// else is stored. Errors: not_found when the session is absent or another's;
+// the stores' errors.
 func (s *Service) ExecuteTool(ctx context.Context, sessionID string, call ports.ToolCall) (ToolExecution, error) {
+	return s.ExecuteToolUnder(ctx, sessionID, call, Policy{})
+}
+
+// ExecuteToolUnder is ExecuteTool under pol, the policy the caller read with
+// Policy, for a host that must know beforehand whether the call will run or
+// wait, and reads the policy once for both. A policy of another
+// organisation, such as the zero Policy, is not used: the caller's is read
+// instead.
+func (s *Service) ExecuteToolUnder(ctx context.Context, sessionID string, call ports.ToolCall, pol Policy) (ToolExecution, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
 		return ToolExecution{}, err
@@ -224,12 +240,17 @@ func (s *Service) ExecuteTool(ctx context.Context, sessionID string, call ports.
 		call.ID = "call_" + s.d.IDs.NewID()
 	}
 	args, tool, problem := s.d.Registry.check(call)
+	if problem == "" && tool.Effect == EffectRead && pol.orgID != p.OrgID {
+		if pol, err = s.policy(ctx, p.OrgID); err != nil {
+			return ToolExecution{}, err
+		}
+	}
 	ex := ToolExecution{Call: call, Arguments: args}
 	switch {
 	case problem != "":
 		o := failed(problem)
 		ex.Outcome = &o
-	case tool.Effect == EffectRead:
+	case !pol.Confirms(tool):
 		o := s.runTool(ctx, tool, args)
 		ex.Outcome = &o
 	default:

@@ -71,8 +71,9 @@ type env struct {
 }
 
 // newEnv wires a Service to mocks backed by mem. Content is sent delta by
-// delta unless cfg says otherwise.
-func newEnv(t *testing.T, cfg assistant.Config) *env {
+// delta unless cfg says otherwise. Each with may change the Deps before the
+// Service is made (to add a policy store, say).
+func newEnv(t *testing.T, cfg assistant.Config, with ...func(*assistant.Deps)) *env {
 	t.Helper()
 	ctrl := gomock.NewController(t)
 	if cfg.ContentBatch == 0 {
@@ -342,10 +343,14 @@ func newEnv(t *testing.T, cfg assistant.Config) *env {
 		})
 	confs.EXPECT().ExpireConfirmations(gomock.Any(), gomock.Any()).AnyTimes().Return(0, nil)
 
-	e.svc = assistant.New(cfg, assistant.Deps{
+	d := assistant.Deps{
 		Sessions: sessions, Messages: messages, Confirmations: confs, Events: events, Turns: turns,
 		Preferences: prefs, Tx: tx, LLM: e.llm, Clock: e.clock, IDs: e.ids, Registry: e.reg,
-	})
+	}
+	for _, w := range with {
+		w(&d)
+	}
+	e.svc = assistant.New(cfg, d)
 	return e
 }
 

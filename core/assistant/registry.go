@@ -17,7 +17,8 @@ import (
 )
 
 // Effect says whether a tool only reads or changes something. Writes run only
-// after a human approves them.
+// after a human approves them, and so do reads an organisation marked
+// always_confirm.
 type Effect string
 
 // The effects a tool can have.
@@ -36,7 +37,9 @@ type Tool struct {
 	Schema json.RawMessage
 	Effect Effect
 	// Summary says in one human sentence what a write will do with args; it
-	// is shown when asking for confirmation. Required for writes.
+	// is shown when asking for confirmation. Required for writes; optional
+	// for reads, asked for confirmation only when an organisation marks them
+	// always_confirm (without one, the summary names the tool and args).
 	Summary func(args json.RawMessage) string
 	// Run performs the call with arguments that passed the schema. Its
 	// result is encoded as JSON for the model. An error's message reaches the
@@ -106,6 +109,18 @@ func (r *Registry) lookup(name string) (*entry, bool) {
 	defer r.mu.RUnlock()
 	e, ok := r.tools[name]
 	return e, ok
+}
+
+// Tools returns every registered tool, sorted by name.
+func (r *Registry) Tools() []Tool {
+	r.mu.RLock()
+	tools := make([]Tool, 0, len(r.tools))
+	for _, e := range r.tools {
+		tools = append(tools, e.tool)
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	return tools
 }
 
 // Definitions describes every tool to a model, sorted by name. Every call

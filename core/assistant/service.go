@@ -4,7 +4,9 @@
 //
 // A turn (one run of the loop) streams model text, runs read tools at once
 // and turns write tools into durable pending confirmations; the turn then
-// ends, and Confirm decides each confirmation exactly once. Every message,
+// ends, and Confirm decides each confirmation exactly once. An organisation
+// admin may mark a read tool always_confirm (SetToolPolicy), and it is then
+// confirmed like a write; a write can never be exempted. Every message,
 // tool result, confirmation and stream event is stored, so a stream can be
 // replayed on any replica and the model sees everything in later turns.
 package assistant
@@ -94,7 +96,8 @@ func (c Config) withDefaults() Config {
 }
 
 // Deps are the ports a Service needs. Registry nil means an empty registry;
-// Logger nil discards logs.
+// Policies nil means no organisation marks any tool (and SetToolPolicy is
+// unavailable); Logger nil discards logs.
 type Deps struct {
 	Sessions      ports.ChatSessionStore
 	Messages      ports.ChatMessageStore
@@ -102,6 +105,7 @@ type Deps struct {
 	Events        ports.StreamEventStore
 	Turns         ports.TurnStore
 	Preferences   ports.PreferenceStore
+	Policies      ports.ToolPolicyStore
 	Tx            ports.Transactor
 	LLM           ports.LLM
 	Clock         ports.Clock

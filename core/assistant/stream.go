@@ -89,6 +89,11 @@ type turnRun struct {
 	usage         ports.Usage
 	lastMessageID string
 	callIDs       map[string]bool
+	// policy is the organisation's tool policy, read at the first read call
+	// of the turn (policyRead) and kept for the rest of it, failure included.
+	policy     Policy
+	policyErr  error
+	policyRead bool
 }
 
 // ending is how a turn ends: done's finish reason and the error event before
@@ -260,18 +265,22 @@ func (t *turnRun) append(m ports.ChatMessage) {
 }
 
 // runCalls announces each call, runs reads, asks for confirmation of writes
-// and returns how many confirmations it asked for.
+// and of reads the organisation marked always_confirm, and returns how many
+// confirmations it asked for.
 func (t *turnRun) runCalls(calls []ports.ToolCall) (asked int) {
 	for _, c := range calls {
 		args, tool, problem := t.s.d.Registry.check(c)
 		t.announce(c, args)
+		if problem == "" && !t.em.stopped() && t.ctx.Err() == nil {
+			problem = t.readPolicy(tool)
+		}
 		switch {
 		case problem != "":
 			t.log().Info("tool call refused", "tool", c.Name, "problem", problem)
 			t.answer(c, failed(problem))
 		case t.em.stopped() || t.ctx.Err() != nil:
 			t.answer(c, failed("not run: the reply was cancelled"))
-		case tool.Effect == EffectRead:
+		case !t.policy.Confirms(tool):
 			t.answer(c, t.s.runTool(t.ctx, tool, args))
 		default:
 			if t.askConfirmation(c, tool, args) {
@@ -280,6 +289,30 @@ func (t *turnRun) runCalls(calls []ports.ToolCall) (asked int) {
 		}
 	}
 	return asked
+}
+
+// readPolicy reads the organisation's tool policy once per turn, when a read
+// tool is first called (a write needs no policy: it is always confirmed).
+// It returns the problem, worded for the model, when the policy cannot be
+// read: the read then does not run, since it may be one that must wait.
+func (t *turnRun) readPolicy(tool Tool) (problem string) {
+	if tool.Effect != EffectRead {
+		return ""
+	}
+	if !t.policyRead {
+		t.policyRead = true
+		t.policy, t.policyErr = t.s.policy(t.ctx, t.p.OrgID)
+		if t.policyErr != nil && t.ctx.Err() == nil {
+			t.log().Error("reading the tool policy", "err", t.policyErr)
+		}
+	}
+	switch {
+	case t.policyErr == nil:
+		return ""
+	case t.ctx.Err() != nil:
+		return "not run: the reply was cancelled"
+	}
+	return "not run: the organisation's tool policy could not be read; try again later"
 }
 
 func (t *turnRun) announce(c ports.ToolCall, args json.RawMessage) {

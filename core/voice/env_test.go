@@ -58,7 +58,9 @@ const (
 	bobSession  = "0193a1b2-0000-7000-8000-000000000b0b"
 )
 
-func newEnv(t *testing.T, cfg voice.Config) *env {
+// newEnv wires the env; each with may change the assistant's Deps first (to
+// add a policy store, say).
+func newEnv(t *testing.T, cfg voice.Config, with ...func(*assistant.Deps)) *env {
 	t.Helper()
 	ctrl := gomock.NewController(t)
 	e := &env{
@@ -90,11 +92,15 @@ func newEnv(t *testing.T, cfg voice.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asst := assistant.New(assistant.Config{}, assistant.Deps{
+	d := assistant.Deps{
 		Sessions: e.sessions, Messages: e.messages, Confirmations: e.confs,
 		Events: mocks.NewMockStreamEventStore(ctrl), Turns: mocks.NewMockTurnStore(ctrl), Preferences: e.prefs,
 		Tx: e.tx, LLM: mocks.NewMockLLM(ctrl), Clock: e.clock, IDs: e.ids, Registry: e.reg,
-	})
+	}
+	for _, w := range with {
+		w(&d)
+	}
+	asst := assistant.New(assistant.Config{}, d)
 	e.svc = voice.New(cfg, voice.Deps{
 		Assistant: asst, Sessions: e.sessions, Messages: e.messages, Realtime: e.realtime, Transcriber: e.transcriber,
 		Tx: e.tx, Clock: e.clock, IDs: e.ids,

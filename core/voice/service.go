@@ -7,8 +7,9 @@
 // realtime client secret whose instructions carry the user's standing
 // instructions and whose tools are every tool of the assistant. The browser
 // talks to the provider directly and hands each tool call to ToolCall, which
-// runs reads at once and turns writes into pending confirmations, decided
-// through the assistant's Confirm like any other.
+// runs reads at once and turns writes (and reads the organisation marked
+// always_confirm) into pending confirmations, decided through the
+// assistant's Confirm like any other.
 package voice
 
 import (

@@ -33,8 +33,9 @@ type ToolCallInput struct {
 	CallID string
 }
 
-// ToolCallResult is what ToolCall did: for a read, its outcome; for a write,
-// the pending confirmation that waits for the user's decision.
+// ToolCallResult is what ToolCall did: for a read, its outcome; for a write
+// (or a read the organisation marked always_confirm), the pending
+// confirmation that waits for the user's decision.
 type ToolCallResult struct {
 	// SessionID is the chat session the call was recorded in.
 	SessionID string
@@ -42,11 +43,13 @@ type ToolCallResult struct {
 	CallID string
 	// Output is a read's outcome as the model sees it in chat:
 	// {"ok":true,"result":…} or {"ok":false,"error":"…"} (a json.RawMessage);
-	// nil for a write.
+	// nil for a call that waits for confirmation.
 	Output any
-	// Confirmation is a write's pending confirmation; nil for a read.
+	// Confirmation is the pending confirmation of a write, or of a read the
+	// organisation marked always_confirm; nil for a read that ran.
 	Confirmation *ports.Confirmation
-	// Summary says what the write will do once approved; "" for a read.
+	// Summary says what the call will do once approved; "" for a read that
+	// ran.
 	Summary string
 }
 
@@ -55,9 +58,10 @@ type ToolCallResult struct {
 // outcome too, not an error); a write becomes a pending confirmation of the
 // session, decided with the assistant's Confirm. The call, and a read's
 // outcome, are recorded in the chat session as the chat loop records them.
-// A call refused for its name or arguments runs nothing and stores nothing.
-// Errors: invalid (fields name, call_id, arguments: malformed, an unknown
-// tool, or arguments that do not match the tool's schema, with the
+// A read the caller's organisation marked always_confirm is treated as a
+// write. A call refused for its name or arguments runs nothing and stores
+// nothing. Errors: invalid (fields name, call_id, arguments: malformed, an
+// unknown tool, or arguments that do not match the tool's schema, with the
 // registry's explanation); not_found when SessionID is not the caller's chat
 // session; the stores'.
 func (s *Service) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallResult, error) {
@@ -73,10 +77,18 @@ func (s *Service) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallResul
 	if err != nil {
 		return ToolCallResult{}, err
 	}
+	// The policy is read once, here, and decides both the path taken and
+	// what ExecuteToolUnder does; a write needs none.
+	var pol assistant.Policy
 	if tool.Effect == assistant.EffectRead {
-		return s.read(ctx, sess, fresh, call)
+		if pol, err = s.d.Assistant.Policy(ctx); err != nil {
+			return ToolCallResult{}, err
+		}
 	}
-	return s.write(ctx, sess, fresh, call)
+	if !pol.Confirms(tool) {
+		return s.read(ctx, sess, fresh, call, pol)
+	}
+	return s.write(ctx, sess, fresh, call, pol)
 }
 
 // validCall checks a call's fields, then its name and arguments against the
@@ -160,7 +172,7 @@ func (s *Service) voiceSession(ctx context.Context, p ports.Principal, id string
 }
 
 // read runs a read call, then records it with its outcome.
-func (s *Service) read(ctx context.Context, sess ports.ChatSession, fresh bool, call ports.ToolCall) (ToolCallResult, error) {
+func (s *Service) read(ctx context.Context, sess ports.ChatSession, fresh bool, call ports.ToolCall, pol assistant.Policy) (ToolCallResult, error) {
 	if fresh {
 		if err := s.d.Sessions.CreateSession(ctx, sess); err != nil {
 			return ToolCallResult{}, err
@@ -168,7 +180,7 @@ func (s *Service) read(ctx context.Context, sess ports.ChatSession, fresh bool, 
 	}
 	// The tool runs outside any transaction, which would hold the one
 	// writer (on SQLite) for as long as the tool takes.
-	ex, err := s.d.Assistant.ExecuteTool(ctx, sess.ID, call)
+	ex, err := s.d.Assistant.ExecuteToolUnder(ctx, sess.ID, call, pol)
 	if err != nil {
 		return ToolCallResult{}, err
 	}
@@ -192,9 +204,9 @@ func (s *Service) read(ctx context.Context, sess ports.ChatSession, fresh bool, 
 	return ToolCallResult{SessionID: sess.ID, CallID: ex.Call.ID, Output: json.RawMessage(content)}, nil
 }
 
-// write asks for a confirmation of a write call and records the call, in one
-// transaction.
-func (s *Service) write(ctx context.Context, sess ports.ChatSession, fresh bool, call ports.ToolCall) (ToolCallResult, error) {
+// write asks for a confirmation of a write call (or of a read marked
+// always_confirm) and records the call, in one transaction.
+func (s *Service) write(ctx context.Context, sess ports.ChatSession, fresh bool, call ports.ToolCall, pol assistant.Policy) (ToolCallResult, error) {
 	var conf *ports.Confirmation
 	err := s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
 		if fresh {
@@ -202,7 +214,7 @@ func (s *Service) write(ctx context.Context, sess ports.ChatSession, fresh bool,
 				return err
 			}
 		}
-		ex, err := s.d.Assistant.ExecuteTool(ctx, sess.ID, call)
+		ex, err := s.d.Assistant.ExecuteToolUnder(ctx, sess.ID, call, pol)
 		if err != nil {
 			return err
 		}

@@ -10,14 +10,16 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// AssistantModule provides the assistant: its stores, the tool registry
-// (areas register their tools into it) and the service.
+// AssistantModule provides the assistant: its stores (the organisations'
+// tool policies among them), the tool registry (areas register their tools
+// into it) and the service.
 var AssistantModule = fx.Module("assistant",
 	fx.Provide(
 		fx.Annotate(sqlstore.NewAssistant,
 			fx.As(new(ports.ChatSessionStore)), fx.As(new(ports.ChatMessageStore)),
 			fx.As(new(ports.ConfirmationStore)), fx.As(new(ports.StreamEventStore)),
 			fx.As(new(ports.TurnStore)), fx.As(new(ports.PreferenceStore))),
+		fx.Annotate(sqlstore.NewToolPolicies, fx.As(new(ports.ToolPolicyStore))),
 		assistant.NewRegistry,
 		NewAssistant,
 	),
@@ -34,6 +36,7 @@ type AssistantParams struct {
 	Events        ports.StreamEventStore
 	Turns         ports.TurnStore
 	Preferences   ports.PreferenceStore
+	Policies      ports.ToolPolicyStore
 	Tx            ports.Transactor
 	LLM           ports.LLM
 	Clock         ports.Clock
@@ -49,7 +52,7 @@ func NewAssistant(p AssistantParams) *assistant.Service {
 		ConfirmationTTL: p.Config.Assistant.ConfirmationTTL,
 	}, assistant.Deps{
 		Sessions: p.Sessions, Messages: p.Messages, Confirmations: p.Confirmations, Events: p.Events,
-		Turns: p.Turns, Preferences: p.Preferences, Tx: p.Tx, LLM: p.LLM, Clock: p.Clock, IDs: p.IDs,
+		Turns: p.Turns, Preferences: p.Preferences, Policies: p.Policies, Tx: p.Tx, LLM: p.LLM, Clock: p.Clock, IDs: p.IDs,
 		Registry: p.Registry, Logger: p.Logger,
 	})
 }

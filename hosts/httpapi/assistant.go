@@ -25,6 +25,8 @@ type Assistant interface {
 	GenerateTitle(ctx context.Context, sessionID string) (string, error)
 	Preferences(ctx context.Context) ([]ports.Preference, *time.Time, error)
 	SetPreferences(ctx context.Context, instructions []string) ([]ports.Preference, time.Time, error)
+	ListTools(ctx context.Context) ([]assistant.ToolInfo, error)
+	SetToolPolicy(ctx context.Context, name string, alwaysConfirm bool) (assistant.ToolInfo, error)
 }
 
 func (s *Server) assistantRoutes() {
@@ -37,6 +39,8 @@ func (s *Server) assistantRoutes() {
 	s.handle(http.MethodPost, "/api/v1/agent/generate-title", s.generateTitle)
 	s.handle(http.MethodGet, "/api/v1/agent/memory/preferences", s.getPreferences)
 	s.handle(http.MethodPost, "/api/v1/agent/memory/preferences", s.setPreferences)
+	s.handle(http.MethodGet, "/api/v1/agent/tools", s.listTools)
+	s.handle(http.MethodPut, "/api/v1/agent/tools/:name", s.setToolPolicy)
 }
 
 type chatRequest struct {
@@ -374,4 +378,47 @@ func (s *Server) setPreferences(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, preferencesOut(prefs, &at))
+}
+
+type toolJSON struct {
+	Name          string `json:"name"`
+	Description   string `json:"description"`
+	Effect        string `json:"effect"`
+	AlwaysConfirm bool   `json:"always_confirm"`
+}
+
+func toolOut(t assistant.ToolInfo) toolJSON {
+	return toolJSON{Name: t.Name, Description: t.Description, Effect: string(t.Effect), AlwaysConfirm: t.AlwaysConfirm}
+}
+
+// listTools answers the whole catalogue as one page of a list.
+func (s *Server) listTools(w http.ResponseWriter, r *http.Request) error {
+	tools, err := s.d.Assistant.ListTools(r.Context())
+	if err != nil {
+		return err
+	}
+	items := make([]toolJSON, len(tools))
+	for i, t := range tools {
+		items[i] = toolOut(t)
+	}
+	return writeJSON(w, http.StatusOK, list(items, ""))
+}
+
+type toolPolicyRequest struct {
+	AlwaysConfirm *bool `json:"always_confirm"`
+}
+
+func (s *Server) setToolPolicy(w http.ResponseWriter, r *http.Request) error {
+	var req toolPolicyRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.AlwaysConfirm == nil {
+		return missing("always_confirm")
+	}
+	tool, err := s.d.Assistant.SetToolPolicy(r.Context(), pathParam(r, "name"), *req.AlwaysConfirm)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, toolOut(tool))
 }
