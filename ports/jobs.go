@@ -30,4 +30,9 @@ type JobQueue interface {
 	// Transactor), so it exists only if that transaction commits; without
 	// one, it is inserted on its own.
 	Enqueue(ctx context.Context, args JobArgs, opts EnqueueOptions) error
+	// EnqueueMany inserts a job for each of args, all or nothing, with the
+	// same options, as Enqueue does one (in the transaction ctx carries, or
+	// on its own). With UniqueByArgs, args repeating an earlier one of the
+	// call are skipped too. No args is no work and no error.
+	EnqueueMany(ctx context.Context, args []JobArgs, opts EnqueueOptions) error
 }

@@ -202,8 +202,14 @@ type SCMStore interface {
 	// another owner's.
 	GetRepository(ctx context.Context, owner Owner, id string) (Repository, error)
 	// RecordDelivery stores a delivery unless one with its id exists; it
-	// reports whether it stored it.
+	// reports whether it stored it. It is RecordDeliveries of one delivery.
 	RecordDelivery(ctx context.Context, d WebhookDelivery) (bool, error)
+	// RecordDeliveries stores each delivery unless one with its id exists,
+	// all or nothing, and reports for each whether it stored it (stored has
+	// the length of ds). Of deliveries sharing an id, stored before or in
+	// ds, only the first is stored. It fails as RecordDelivery does, storing
+	// none of ds.
+	RecordDeliveries(ctx context.Context, ds []WebhookDelivery) (stored []bool, err error)
 	// GetDelivery returns a delivery; not_found when absent.
 	GetDelivery(ctx context.Context, id string) (WebhookDelivery, error)
 	// FinishDelivery records how processing a delivery ended.

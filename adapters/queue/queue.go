@@ -8,6 +8,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -146,6 +147,49 @@ func (q *Queue) Enqueue(ctx context.Context, args ports.JobArgs, opts ports.Enqu
 	if args == nil {
 		return ports.Errorf(ports.KindInternal, "queue: nil job args")
 	}
+	return q.insert(ctx, []ports.JobArgs{args}, opts, "enqueueing job "+args.Kind())
+}
+
+// EnqueueMany inserts the jobs with one River insert (one statement on
+// PostgreSQL) in the transaction ctx carries, or with InsertMany in a
+// transaction of its own when there is none: all or nothing. With
+// UniqueByArgs, args whose kind and JSON encoding repeat an earlier one of
+// the call are dropped before the insert (River cannot insert two jobs with
+// one unique key in one statement), and the rest are skipped as Enqueue
+// skips one. No args does nothing. Errors are Enqueue's; a nil among args is
+// an internal Error, and nothing is inserted.
+func (q *Queue) EnqueueMany(ctx context.Context, args []ports.JobArgs, opts ports.EnqueueOptions) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if opts.UniqueByArgs {
+		seen := make(map[string]bool, len(args))
+		unique := make([]ports.JobArgs, 0, len(args))
+		for _, a := range args {
+			if a == nil {
+				return ports.Errorf(ports.KindInternal, "queue: nil job args")
+			}
+			encoded, err := json.Marshal(a)
+			if err != nil {
+				return ports.Wrap(ports.KindInternal, err, "queue: encoding job args of "+a.Kind())
+			}
+			key := a.Kind() + "\x00" + string(encoded)
+			if !seen[key] {
+				seen[key] = true
+				unique = append(unique, a)
+			}
+		}
+		args = unique
+	}
+	return q.insert(ctx, args, opts, fmt.Sprintf("enqueueing %d jobs", len(args)))
+}
+
+// insert inserts one job for each of args with opts, in ctx's transaction
+// when it carries one. There, jobs that are not unique go in with
+// InsertManyFastTx, which does not read the inserted rows back; River's
+// InsertMany (with a transaction of its own, and results it needs to wake
+// this process's workers) takes the others.
+func (q *Queue) insert(ctx context.Context, args []ports.JobArgs, opts ports.EnqueueOptions, what string) error {
 	insertOpts := &river.InsertOpts{
 		MaxAttempts: opts.MaxAttempts,
 		ScheduledAt: opts.RunAt,
@@ -153,14 +197,23 @@ func (q *Queue) Enqueue(ctx context.Context, args ports.JobArgs, opts ports.Enqu
 	if opts.UniqueByArgs {
 		insertOpts.UniqueOpts = river.UniqueOpts{ByArgs: true, ByState: unfinished}
 	}
+	params := make([]river.InsertManyParams, len(args))
+	for i, a := range args {
+		if a == nil {
+			return ports.Errorf(ports.KindInternal, "queue: nil job args")
+		}
+		params[i] = river.InsertManyParams{Args: a, InsertOpts: insertOpts}
+	}
 	var err error
-	if tx, ok := sqlstore.TxFromContext(ctx); ok {
-		_, err = q.client.InsertTx(ctx, tx.Tx, args, insertOpts)
+	if tx, ok := sqlstore.TxFromContext(ctx); ok && !opts.UniqueByArgs {
+		_, err = q.client.InsertManyFastTx(ctx, tx.Tx, params)
+	} else if ok {
+		_, err = q.client.InsertManyTx(ctx, tx.Tx, params)
 	} else {
-		_, err = q.client.Insert(ctx, args, insertOpts)
+		_, err = q.client.InsertMany(ctx, params)
 	}
 	if err != nil {
-		return wrap(err, fmt.Sprintf("enqueueing job %s", args.Kind()))
+		return wrap(err, what)
 	}
 	return nil
 }

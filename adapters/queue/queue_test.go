@@ -132,6 +132,105 @@ func TestEnqueueFollowsTransaction(t *testing.T) {
 	})
 }
 
+func TestEnqueueManyFollowsTransaction(t *testing.T) {
+	t.Parallel()
+	errRollback := errors.New("use case failed")
+	tests := []struct {
+		name    string
+		fnErr   error
+		wantJob bool
+	}{
+		{"committed", nil, true},
+		{"rolled back", errRollback, false},
+	}
+	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
+		t.Parallel()
+		q := newQueue(t, migrated(t, db), queue.Config{})
+		for i, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				args := []echoArgs{{N: 100 + 10*i}, {N: 101 + 10*i}, {N: 102 + 10*i}}
+				err := db.WithinTx(t.Context(), func(ctx context.Context) error {
+					if err := q.EnqueueMany(ctx, []ports.JobArgs{args[0], args[1], args[2]}, ports.EnqueueOptions{}); err != nil {
+						return err
+					}
+					tx, _ := sqlstore.TxFromContext(ctx)
+					res, err := q.Client().JobListTx(ctx, tx.Tx, river.NewJobListParams().Kinds(echoArgs{}.Kind()).First(1000))
+					if err != nil {
+						return err
+					}
+					for _, a := range args {
+						if !hasArgs(t, res.Jobs, a) {
+							t.Errorf("job %v is not visible inside its transaction", a)
+						}
+					}
+					return tt.fnErr
+				})
+				if !errors.Is(err, tt.fnErr) {
+					t.Fatalf("WithinTx = %v, want %v", err, tt.fnErr)
+				}
+				jobs := listJobs(t, q, echoArgs{}.Kind())
+				for _, a := range args {
+					if got := hasArgs(t, jobs, a); got != tt.wantJob {
+						t.Errorf("job %v in river_job after the transaction: %v, want %v", a, got, tt.wantJob)
+					}
+				}
+			})
+		}
+	})
+}
+
+func TestEnqueueManyOptions(t *testing.T) {
+	t.Parallel()
+	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
+		t.Parallel()
+		q := newQueue(t, migrated(t, db), queue.Config{})
+		ctx := t.Context()
+		if err := q.EnqueueMany(ctx, nil, ports.EnqueueOptions{}); err != nil {
+			t.Errorf("EnqueueMany of none: %v", err)
+		}
+		// Outside a transaction, in one of its own.
+		if err := q.EnqueueMany(ctx, []ports.JobArgs{echoArgs{N: 1}, echoArgs{N: 1}, echoArgs{N: 2}}, ports.EnqueueOptions{MaxAttempts: 3}); err != nil {
+			t.Fatalf("EnqueueMany: %v", err)
+		}
+		unique := ports.EnqueueOptions{UniqueByArgs: true}
+		if err := q.EnqueueMany(ctx, []ports.JobArgs{echoArgs{N: 3}, echoArgs{N: 3}, echoArgs{N: 4}}, unique); err != nil {
+			t.Fatalf("EnqueueMany with UniqueByArgs and a repeat: %v", err)
+		}
+		if err := q.EnqueueMany(ctx, []ports.JobArgs{echoArgs{N: 4}, echoArgs{N: 5}}, unique); err != nil {
+			t.Fatalf("EnqueueMany with UniqueByArgs again: %v", err)
+		}
+		// In a transaction too, unique and not.
+		err := db.WithinTx(ctx, func(ctx context.Context) error {
+			if err := q.EnqueueMany(ctx, []ports.JobArgs{echoArgs{N: 7}, echoArgs{N: 7}, echoArgs{N: 5}}, unique); err != nil {
+				return err
+			}
+			return q.EnqueueMany(ctx, []ports.JobArgs{echoArgs{N: 8}, echoArgs{N: 8}}, ports.EnqueueOptions{MaxAttempts: 3})
+		})
+		if err != nil {
+			t.Fatalf("EnqueueMany in a transaction: %v", err)
+		}
+		err = q.EnqueueMany(ctx, []ports.JobArgs{echoArgs{N: 6}, nil}, ports.EnqueueOptions{})
+		if !errors.Is(err, ports.ErrInternal) {
+			t.Errorf("EnqueueMany with a nil = %v, want internal", err)
+		}
+
+		byN := map[int][]*rivertype.JobRow{}
+		for _, j := range listJobs(t, q, echoArgs{}.Kind()) {
+			byN[argsOf(t, j).N] = append(byN[argsOf(t, j).N], j)
+		}
+		for n, want := range map[int]int{1: 2, 2: 1, 3: 1, 4: 1, 5: 1, 6: 0, 7: 1, 8: 2} {
+			if len(byN[n]) != want {
+				t.Errorf("%d jobs of %d, want %d", len(byN[n]), n, want)
+			}
+		}
+		for _, j := range append(byN[1], byN[8]...) {
+			if j.MaxAttempts != 3 || j.State != rivertype.JobStateAvailable {
+				t.Errorf("job: max attempts %d, state %s; want 3, available", j.MaxAttempts, j.State)
+			}
+		}
+	})
+}
+
 func hasArgs(t *testing.T, jobs []*rivertype.JobRow, want echoArgs) bool {
 	t.Helper()
 	for _, j := range jobs {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/devpilot/devpilot/ports"
@@ -294,30 +295,108 @@ type deliveryRow struct {
 
 const deliveryColumns = "id, event, payload, status, error, received_at, processed_at"
 
-// RecordDelivery implements ports.SCMStore with one INSERT … ON CONFLICT DO
-// NOTHING and no read, so of any number of concurrent calls for one id
-// exactly one reports true, and a repeat leaves the first delivery as it
-// was. A zero Status is stored as pending; the payload is kept byte for
-// byte. It is invalid for an unknown status.
+// RecordDelivery implements ports.SCMStore with RecordDeliveries: one
+// INSERT … ON CONFLICT DO NOTHING and no read, so of any number of
+// concurrent calls for one id exactly one reports true, and a repeat leaves
+// the first delivery as it was. A zero Status is stored as pending; the
+// payload is kept byte for byte. It is invalid for an unknown status.
 func (s *SCM) RecordDelivery(ctx context.Context, d ports.WebhookDelivery) (bool, error) {
-	status := d.Status
-	if status == "" {
-		status = ports.DeliveryPending
-	}
-	if err := checkDeliveryStatus(status, true); err != nil {
+	stored, err := s.RecordDeliveries(ctx, []ports.WebhookDelivery{d})
+	if err != nil {
 		return false, err
 	}
-	payload := d.Payload
-	if payload == nil {
-		payload = []byte{} // the column is NOT NULL
+	return stored[0], nil
+}
+
+// maxDeliveryStatementBytes bounds the payload bytes of one multi-row
+// INSERT of RecordDeliveries, well below PostgreSQL's 1 GB message limit;
+// a larger payload goes in a statement of its own.
+const maxDeliveryStatementBytes = 64 << 20
+
+// RecordDeliveries implements ports.SCMStore with multi-row INSERT … ON
+// CONFLICT (id) DO NOTHING RETURNING id statements (one, unless the
+// deliveries outgrow maxInsertArgs or maxDeliveryStatementBytes, then in a
+// transaction), and no read: of concurrent calls recording one id, exactly
+// one reports it stored. A repeat of an id within ds is reported not stored
+// without reaching the database. Rows are inserted in id order, so that
+// concurrent calls sharing ids wait on each other's rows in one order and
+// cannot deadlock. Statuses and payloads are as RecordDelivery's; it is
+// invalid, storing nothing, when any status is unknown.
+func (s *SCM) RecordDeliveries(ctx context.Context, ds []ports.WebhookDelivery) ([]bool, error) {
+	stored := make([]bool, len(ds))
+	first := make(map[string]int, len(ds)) // id → index in ds of its first delivery
+	rows := make([]deliveryRow, 0, len(ds))
+	for i, d := range ds {
+		status := d.Status
+		if status == "" {
+			status = ports.DeliveryPending
+		}
+		if err := checkDeliveryStatus(status, true); err != nil {
+			return nil, err
+		}
+		if _, repeat := first[d.ID]; repeat {
+			continue
+		}
+		first[d.ID] = i
+		payload := d.Payload
+		if payload == nil {
+			payload = []byte{} // the column is NOT NULL
+		}
+		rows = append(rows, deliveryRow{ID: d.ID, Event: d.Event, Payload: payload, Status: status, Error: d.Error,
+			ReceivedAt: timestamp(d.ReceivedAt), ProcessedAt: timestampPtr(d.ProcessedAt)})
 	}
-	n, err := s.db.write(ctx).exec(ctx, "INSERT INTO webhook_deliveries ("+deliveryColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-		d.ID, d.Event, payload, status, d.Error, timestamp(d.ReceivedAt), timestampPtr(d.ProcessedAt))
+	if len(rows) == 0 {
+		return stored, nil
+	}
+	slices.SortFunc(rows, func(a, b deliveryRow) int { return cmp.Compare(a.ID, b.ID) })
+	chunks := deliveryChunks(rows)
+	insert := func(ctx context.Context) error {
+		w := s.db.write(ctx)
+		for _, chunk := range chunks {
+			query := "INSERT INTO webhook_deliveries (" + deliveryColumns + ") VALUES " +
+				strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", len(chunk)), ", ") +
+				" ON CONFLICT (id) DO NOTHING RETURNING id"
+			args := make([]any, 0, len(chunk)*7)
+			for _, r := range chunk {
+				args = append(args, r.ID, r.Event, r.Payload, r.Status, r.Error, r.ReceivedAt, r.ProcessedAt)
+			}
+			var ids []string
+			if err := w.list(ctx, &ids, query, args...); err != nil {
+				return err
+			}
+			for _, id := range ids {
+				stored[first[id]] = true
+			}
+		}
+		return nil
+	}
+	var err error
+	if len(chunks) == 1 {
+		err = insert(ctx)
+	} else {
+		err = s.db.WithinTx(ctx, insert)
+	}
 	if err != nil {
-		return false, storeErr(err, "webhook delivery "+d.ID, "")
+		return nil, storeErr(err, fmt.Sprintf("%d webhook deliveries", len(rows)), "")
 	}
-	return n == 1, nil
+	return stored, nil
+}
+
+// deliveryChunks splits rows into the rows of each INSERT: at most
+// maxInsertArgs arguments and, unless one payload alone is larger,
+// maxDeliveryStatementBytes of payload.
+func deliveryChunks(rows []deliveryRow) [][]deliveryRow {
+	const width = 7 // the columns of deliveryColumns
+	var chunks [][]deliveryRow
+	start, bytes := 0, 0
+	for i, r := range rows {
+		if i > start && ((i-start+1)*width > maxInsertArgs || bytes+len(r.Payload) > maxDeliveryStatementBytes) {
+			chunks = append(chunks, rows[start:i])
+			start, bytes = i, 0
+		}
+		bytes += len(r.Payload)
+	}
+	return append(chunks, rows[start:])
 }
 
 // GetDelivery implements ports.SCMStore; an empty payload reads back nil.

@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -23,6 +24,33 @@ func TestSCM(t *testing.T) {
 				Identity: storetest.IdentityStores{Orgs: ids, Users: ids, Tokens: ids, Tx: db},
 			}
 		})
+	})
+}
+
+// TestRecordDeliveriesAcrossStatements fails the last statement of a batch
+// too big for one: none of the batch is stored. PostgreSQL refuses a NUL in
+// text; SQLite stores it, and offers no portable way to fail one row.
+func TestRecordDeliveriesAcrossStatements(t *testing.T) {
+	t.Parallel()
+	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
+		if db.Dialect != sqlstore.DialectPostgres {
+			t.Skip("SQLite stores a NUL in text")
+		}
+		scm := sqlstore.NewSCM(db)
+		prefix := fmt.Sprintf("across-%d-", time.Now().UnixNano())
+		ds := make([]ports.WebhookDelivery, 5000)
+		for i := range ds {
+			ds[i] = ports.WebhookDelivery{ID: fmt.Sprintf("%s%05d", prefix, i), Event: "push", Payload: []byte("{}"), ReceivedAt: time.Now()}
+		}
+		ds[len(ds)-1].Event = "pu\x00sh" // sorted last, so in the last statement
+		if stored, err := scm.RecordDeliveries(t.Context(), ds); err == nil || stored != nil {
+			t.Fatalf("RecordDeliveries with a NUL in an event = %v, %v; want an error", stored, err)
+		}
+		for _, d := range []ports.WebhookDelivery{ds[0], ds[4000]} {
+			if _, err := scm.GetDelivery(t.Context(), d.ID); !errors.Is(err, ports.ErrNotFound) {
+				t.Errorf("GetDelivery(%s) after the failed batch: %v, want not_found", d.ID, err)
+			}
+		}
 	})
 }
 

@@ -81,17 +81,35 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	return db, nil
 }
 
+// postgresPoolSize bounds the connections to PostgreSQL. All of them may
+// stay open while idle: a connection closed for want of an idle slot is
+// reopened moments later under load, and a new connection costs the server
+// a backend process.
+const postgresPoolSize = 25
+
 func openPostgres(rawURL string) (*DB, error) {
-	if _, err := url.Parse(rawURL); err != nil {
+	u, err := url.Parse(rawURL)
+	if err != nil {
 		return nil, errors.New("sqlstore: malformed postgres URL")
 	}
-	connector, err := pq.NewConnector(rawURL)
+	// lib/pq sends a statement with arguments in two round trips (prepare,
+	// then execute) unless binary_parameters is on; then it sends it in one,
+	// and []byte arguments as raw bytes rather than hex text. Every []byte
+	// argument of this package goes to a BYTEA column, and River passes JSON
+	// as strings, so the binary encoding suits all of them. A URL that sets
+	// binary_parameters keeps its choice.
+	q := u.Query()
+	if !q.Has("binary_parameters") {
+		q.Set("binary_parameters", "yes")
+		u.RawQuery = q.Encode()
+	}
+	connector, err := pq.NewConnector(u.String())
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: bad postgres URL: %w", err)
 	}
 	pool := sqlx.NewDb(sql.OpenDB(connector), "postgres")
-	pool.SetMaxOpenConns(25)
-	pool.SetMaxIdleConns(10)
+	pool.SetMaxOpenConns(postgresPoolSize)
+	pool.SetMaxIdleConns(postgresPoolSize)
 	pool.SetConnMaxIdleTime(5 * time.Minute)
 	pool.SetConnMaxLifetime(time.Hour)
 	return &DB{Dialect: DialectPostgres, Writer: pool, Reader: pool}, nil

@@ -37,10 +37,20 @@ type txKey struct{}
 
 func inTx(ctx context.Context) bool { return ctx.Value(txKey{}) != nil }
 
+// txUndo is how to undo what one transaction changed.
+type txUndo struct{ undo []func() }
+
 type enqueued struct {
 	args ports.JobArgs
 	opts ports.EnqueueOptions
 	inTx bool
+	tx   *txUndo // the transaction that enqueued it, or nil
+}
+
+// txOf returns the transaction ctx carries, or nil.
+func txOf(ctx context.Context) *txUndo {
+	tx, _ := ctx.Value(txKey{}).(*txUndo)
+	return tx
 }
 
 type sealCall struct{ plaintext, aad string }
@@ -65,16 +75,26 @@ type mem struct {
 	finishes   []finish
 	broken     []string // connection ids, in the order marked
 	recordInTx bool
-	undo       []func() // of the running transaction
+	nestedTx   bool // WithinTx was called with a transaction in ctx
 	// recordErr, enqueueErr, appendErr and finishErr, when set, fail the
 	// next call.
 	recordErr, enqueueErr, appendErr, finishErr error
+	// poisoned fails every RecordDeliveries call with a delivery of an id
+	// it holds, with its error.
+	poisoned map[string]error
+	// recorded and enqueuedIDs are the delivery ids of each
+	// RecordDeliveries call and the jobs' delivery ids of each EnqueueMany
+	// call, failed calls included.
+	recorded, enqueuedIDs [][]string
+	// beforeRecord, when set, runs at the start of each RecordDeliveries
+	// call, without mu held: tests block writes with it.
+	beforeRecord func(ctx context.Context, ds []ports.WebhookDelivery)
 }
 
 // onRollback records how to undo a change made in a transaction.
 func (m *mem) onRollback(ctx context.Context, undo func()) {
-	if inTx(ctx) {
-		m.undo = append(m.undo, undo)
+	if tx, ok := ctx.Value(txKey{}).(*txUndo); ok {
+		tx.undo = append(tx.undo, undo)
 	}
 }
 
@@ -137,15 +157,20 @@ func newEnv(t testing.TB, cfg scm.Config) *env {
 	// Transactions roll back on error, as the port promises.
 	tx.EXPECT().WithinTx(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(ctx context.Context, fn func(context.Context) error) error {
-			err := fn(context.WithValue(ctx, txKey{}, true))
+			if inTx(ctx) {
+				m.mu.Lock()
+				m.nestedTx = true
+				m.mu.Unlock()
+			}
+			tx := &txUndo{}
+			err := fn(context.WithValue(ctx, txKey{}, tx))
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			if err != nil {
-				for _, undo := range slices.Backward(m.undo) {
+				for _, undo := range slices.Backward(tx.undo) {
 					undo()
 				}
 			}
-			m.undo = nil
 			return err
 		})
 	jobs.EXPECT().Enqueue(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
@@ -155,9 +180,30 @@ func newEnv(t testing.TB, cfg scm.Config) *env {
 			if err := take(&m.enqueueErr); err != nil {
 				return err
 			}
-			n := len(m.jobs)
-			m.jobs = append(m.jobs, enqueued{args: args, opts: opts, inTx: inTx(ctx)})
-			m.onRollback(ctx, func() { m.jobs = m.jobs[:n] })
+			tx := txOf(ctx)
+			m.jobs = append(m.jobs, enqueued{args: args, opts: opts, inTx: inTx(ctx), tx: tx})
+			m.onRollback(ctx, func() { m.jobs = slices.DeleteFunc(m.jobs, func(j enqueued) bool { return j.tx == tx }) })
+			return nil
+		})
+	jobs.EXPECT().EnqueueMany(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(ctx context.Context, args []ports.JobArgs, opts ports.EnqueueOptions) error {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			var ids []string
+			for _, a := range args {
+				if p, ok := a.(scm.ProcessDeliveryArgs); ok {
+					ids = append(ids, p.DeliveryID)
+				}
+			}
+			m.enqueuedIDs = append(m.enqueuedIDs, ids)
+			if err := take(&m.enqueueErr); err != nil {
+				return err
+			}
+			tx := txOf(ctx)
+			for _, a := range args {
+				m.jobs = append(m.jobs, enqueued{args: a, opts: opts, inTx: inTx(ctx), tx: tx})
+			}
+			m.onRollback(ctx, func() { m.jobs = slices.DeleteFunc(m.jobs, func(j enqueued) bool { return j.tx == tx }) })
 			return nil
 		})
 
@@ -253,20 +299,40 @@ func newEnv(t testing.TB, cfg scm.Config) *env {
 			}
 			return ports.Repository{}, ports.NotFound("repository", id)
 		})
-	store.EXPECT().RecordDelivery(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(ctx context.Context, d ports.WebhookDelivery) (bool, error) {
+	store.EXPECT().RecordDeliveries(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(ctx context.Context, ds []ports.WebhookDelivery) ([]bool, error) {
+			m.mu.Lock()
+			hook := m.beforeRecord
+			m.mu.Unlock()
+			if hook != nil {
+				hook(ctx, ds)
+			}
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			m.recordInTx = inTx(ctx)
+			ids := make([]string, len(ds))
+			for i, d := range ds {
+				ids[i] = d.ID
+			}
+			m.recorded = append(m.recorded, ids)
 			if err := take(&m.recordErr); err != nil {
-				return false, err
+				return nil, err
 			}
-			if _, ok := m.deliveries[d.ID]; ok {
-				return false, nil
+			for _, d := range ds {
+				if err := m.poisoned[d.ID]; err != nil {
+					return nil, err
+				}
 			}
-			m.deliveries[d.ID] = d
-			m.onRollback(ctx, func() { delete(m.deliveries, d.ID) })
-			return true, nil
+			stored := make([]bool, len(ds))
+			for i, d := range ds {
+				if _, ok := m.deliveries[d.ID]; ok {
+					continue
+				}
+				stored[i] = true
+				m.deliveries[d.ID] = d
+				m.onRollback(ctx, func() { delete(m.deliveries, d.ID) })
+			}
+			return stored, nil
 		})
 	store.EXPECT().GetDelivery(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(_ context.Context, id string) (ports.WebhookDelivery, error) {

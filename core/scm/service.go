@@ -41,6 +41,13 @@ type Config struct {
 	StateTTL time.Duration
 	// Provider names the provider connections are made to ("github").
 	Provider string
+	// WebhookBatch bounds the webhook deliveries stored in one transaction
+	// (DefaultWebhookBatch); 1 stores each on its own.
+	WebhookBatch int
+	// WebhookWriters bounds the transactions storing webhook deliveries at
+	// once (DefaultWebhookWriters). Deliveries arriving while they are all
+	// under way wait, and are stored together in the next.
+	WebhookWriters int
 }
 
 // The defaults and limits of the SCM core.
@@ -85,6 +92,12 @@ func (c Config) withDefaults() Config {
 	if strings.TrimSpace(c.Provider) == "" {
 		c.Provider = DefaultProvider
 	}
+	if c.WebhookBatch <= 0 {
+		c.WebhookBatch = DefaultWebhookBatch
+	}
+	if c.WebhookWriters <= 0 {
+		c.WebhookWriters = DefaultWebhookWriters
+	}
 	return c
 }
 
@@ -112,6 +125,7 @@ type Service struct {
 	d      Deps
 	log    *slog.Logger
 	public *url.URL // nil when Config.PublicURL is not an absolute http(s) URL
+	ingest *ingest
 }
 
 // New returns a Service over the given ports.
@@ -123,6 +137,7 @@ func New(cfg Config, d Deps) *Service {
 		d.Random = rand.Reader
 	}
 	s := &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "scm")}
+	s.ingest = newIngest(s.cfg.WebhookBatch, s.cfg.WebhookWriters, s.storeDeliveries)
 	if u, err := url.Parse(strings.TrimRight(cfg.PublicURL, "/")); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
 		s.public = u
 	}

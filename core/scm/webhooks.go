@@ -40,15 +40,28 @@ const (
 )
 
 // ReceiveWebhook stores a delivery, once, and enqueues its processing in the
-// same transaction. It reports duplicate when a delivery with the id was
-// stored before, in which case nothing is enqueued. It reads nothing and
+// same transaction, and returns once that transaction committed. It reports
+// duplicate when a delivery with the id was stored before (or by a
+// concurrent call), in which case nothing is enqueued. It reads nothing and
 // decodes nothing beyond checking the body is JSON, so it answers fast.
+//
+// Concurrent calls share transactions (a group commit): a delivery arriving
+// while Config.WebhookWriters transactions are under way waits, with the
+// others arriving meanwhile, and they are stored in one transaction of at
+// most Config.WebhookBatch deliveries: one statement for the deliveries, one
+// for their jobs, one commit. The transaction is ReceiveWebhook's own: it
+// does not join one ctx carries. Should it fail, each of its deliveries is
+// tried again in a transaction of its own, so one bad delivery fails only
+// its own call. When ctx ends, ReceiveWebhook returns ctx's error at once,
+// but a transaction already under way with the delivery still commits; a
+// retry of the delivery is then a duplicate.
 //
 // Errors: unavailable when no webhook secret is configured; unauthenticated
 // when the signature is missing or is not the HMAC-SHA256 of the body with
 // the secret; malformed when the event or delivery id is missing or odd, or
 // the body is not JSON; payload_too_large above 25 MiB; the store's and the
-// queue's errors. Nothing is stored when it fails.
+// queue's errors; ctx's error. Nothing is stored when it fails, except as
+// said when ctx ends.
 func (s *Service) ReceiveWebhook(ctx context.Context, in WebhookInput) (duplicate bool, err error) {
 	if len(s.cfg.WebhookSecret) == 0 {
 		return false, &ports.Error{Kind: ports.KindUnavailable, Message: "webhooks are not configured"}
@@ -76,14 +89,7 @@ func (s *Service) ReceiveWebhook(ctx context.Context, in WebhookInput) (duplicat
 		return false, &ports.Error{Kind: ports.KindMalformed, Message: "the webhook body is not JSON"}
 	}
 	d := ports.WebhookDelivery{ID: in.DeliveryID, Event: in.Event, Payload: in.Body, Status: ports.DeliveryPending, ReceivedAt: s.d.Clock.Now()}
-	stored := false
-	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
-		var err error
-		if stored, err = s.d.Store.RecordDelivery(ctx, d); err != nil || !stored {
-			return err
-		}
-		return s.d.Jobs.Enqueue(ctx, ProcessDeliveryArgs{DeliveryID: d.ID}, ports.EnqueueOptions{})
-	})
+	stored, err := s.ingest.record(ctx, d)
 	if err != nil {
 		return false, err
 	}

@@ -55,15 +55,25 @@ type SCMParams struct {
 	Tx       ports.Transactor
 	Clock    ports.Clock
 	IDs      ports.IDs
+	// DB, when given, tunes the webhook group commit to the database.
+	DB *sqlstore.DB `optional:"true"`
 }
 
-// NewSCM returns the GitHub integration service.
+// NewSCM returns the GitHub integration service. On SQLite, which has one
+// writer connection, webhook deliveries are stored by one transaction at a
+// time: a second would only wait for the connection, closed to deliveries
+// arriving meanwhile; on PostgreSQL the scm core's default lets one batch
+// commit while the next is written.
 func NewSCM(p SCMParams) *scm.Service {
 	publicURL := p.Config.PublicURL
 	if publicURL == "" && p.Config.Mode == ModeRun {
 		publicURL = "http://" + p.Config.HTTPAddr
 	}
-	return scm.New(scm.Config{PublicURL: publicURL, WebhookSecret: []byte(p.Config.GitHub.WebhookSecret)}, scm.Deps{
+	writers := 0 // the default
+	if p.DB != nil && p.DB.Dialect == sqlstore.DialectSQLite {
+		writers = 1
+	}
+	return scm.New(scm.Config{PublicURL: publicURL, WebhookSecret: []byte(p.Config.GitHub.WebhookSecret), WebhookWriters: writers}, scm.Deps{
 		Store: p.Store, Provider: p.Provider, Cipher: p.Cipher, Jobs: p.Jobs, Tx: p.Tx,
 		Clock: p.Clock, IDs: p.IDs, Logger: p.Logger,
 	})

@@ -193,6 +193,13 @@ func (j *jobList) Enqueue(_ context.Context, args ports.JobArgs, _ ports.Enqueue
 	return nil
 }
 
+func (j *jobList) EnqueueMany(_ context.Context, args []ports.JobArgs, _ ports.EnqueueOptions) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.jobs = append(j.jobs, args...)
+	return nil
+}
+
 func (j *jobList) last() ports.JobArgs {
 	j.mu.Lock()
 	defer j.mu.Unlock()

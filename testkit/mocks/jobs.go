@@ -78,3 +78,41 @@ func (c *MockJobQueueEnqueueCall) DoAndReturn(f func(context.Context, ports.JobA
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }
+
+// EnqueueMany mocks base method.
+func (m *MockJobQueue) EnqueueMany(ctx context.Context, args []ports.JobArgs, opts ports.EnqueueOptions) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "EnqueueMany", ctx, args, opts)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// EnqueueMany indicates an expected call of EnqueueMany.
+func (mr *MockJobQueueMockRecorder) EnqueueMany(ctx, args, opts any) *MockJobQueueEnqueueManyCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "EnqueueMany", reflect.TypeOf((*MockJobQueue)(nil).EnqueueMany), ctx, args, opts)
+	return &MockJobQueueEnqueueManyCall{Call: call}
+}
+
+// MockJobQueueEnqueueManyCall wrap *gomock.Call
+type MockJobQueueEnqueueManyCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockJobQueueEnqueueManyCall) Return(arg0 error) *MockJobQueueEnqueueManyCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockJobQueueEnqueueManyCall) Do(f func(context.Context, []ports.JobArgs, ports.EnqueueOptions) error) *MockJobQueueEnqueueManyCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockJobQueueEnqueueManyCall) DoAndReturn(f func(context.Context, []ports.JobArgs, ports.EnqueueOptions) error) *MockJobQueueEnqueueManyCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}

@@ -775,6 +775,45 @@ func (c *MockSCMStoreMarkConnectionBrokenCall) DoAndReturn(f func(context.Contex
 	return c
 }
 
+// RecordDeliveries mocks base method.
+func (m *MockSCMStore) RecordDeliveries(ctx context.Context, ds []ports.WebhookDelivery) ([]bool, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "RecordDeliveries", ctx, ds)
+	ret0, _ := ret[0].([]bool)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// RecordDeliveries indicates an expected call of RecordDeliveries.
+func (mr *MockSCMStoreMockRecorder) RecordDeliveries(ctx, ds any) *MockSCMStoreRecordDeliveriesCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "RecordDeliveries", reflect.TypeOf((*MockSCMStore)(nil).RecordDeliveries), ctx, ds)
+	return &MockSCMStoreRecordDeliveriesCall{Call: call}
+}
+
+// MockSCMStoreRecordDeliveriesCall wrap *gomock.Call
+type MockSCMStoreRecordDeliveriesCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSCMStoreRecordDeliveriesCall) Return(stored []bool, err error) *MockSCMStoreRecordDeliveriesCall {
+	c.Call = c.Call.Return(stored, err)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSCMStoreRecordDeliveriesCall) Do(f func(context.Context, []ports.WebhookDelivery) ([]bool, error)) *MockSCMStoreRecordDeliveriesCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSCMStoreRecordDeliveriesCall) DoAndReturn(f func(context.Context, []ports.WebhookDelivery) ([]bool, error)) *MockSCMStoreRecordDeliveriesCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // RecordDelivery mocks base method.
 func (m *MockSCMStore) RecordDelivery(ctx context.Context, d ports.WebhookDelivery) (bool, error) {
 	m.ctrl.T.Helper()

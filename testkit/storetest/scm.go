@@ -40,9 +40,10 @@ type SCMStores struct {
 // time; it is all or nothing, not_found for a missing connection (with no
 // repositories too), and a conflict when a new repository's ID is taken; a
 // provider id given twice is stored once, with the later fields.
-// Repositories list by full name bytewise, then id. RecordDelivery stores a
-// zero Status as pending and is invalid for an unknown one; an empty payload
-// reads back empty (nil or not). FinishDelivery sets ProcessedAt, may be
+// Repositories list by full name bytewise, then id. RecordDelivery and
+// RecordDeliveries store a zero Status as pending and are invalid for an
+// unknown one (RecordDeliveries storing none of its deliveries); an empty
+// payload reads back empty (nil or not). FinishDelivery sets ProcessedAt, may be
 // called again, and is invalid for pending or an unknown status. Activity of
 // the same time lists by id, highest first; of entries sharing an id, in one
 // call or across calls, the first stored is kept.
@@ -70,6 +71,10 @@ func TestSCM(t *testing.T, newStores func(t *testing.T) SCMStores) {
 		{"DeliveryRoundTrip", testDeliveryRoundTrip},
 		{"RecordDeliveryTwice", testRecordDeliveryTwice},
 		{"RaceRecordDelivery", testRaceRecordDelivery},
+		{"RecordDeliveries", testRecordDeliveries},
+		{"RecordDeliveriesAllOrNothing", testRecordDeliveriesAllOrNothing},
+		{"RecordDeliveriesBigBatch", testRecordDeliveriesBigBatch},
+		{"RaceRecordDeliveries", testRaceRecordDeliveries},
 		{"FinishDelivery", testFinishDelivery},
 		{"ActivityRoundTrip", testActivityRoundTrip},
 		{"AppendActivitySkipsDuplicates", testAppendActivitySkipsDuplicates},
@@ -991,6 +996,156 @@ func testRaceRecordDelivery(t *testing.T, s SCMStores) {
 		t.Fatalf("no concurrent RecordDelivery stored the delivery")
 	}
 	checkDelivery(t, "GetDelivery after the race", mustGetDelivery(t, s, id), deliveries[winner])
+}
+
+func mustRecordDeliveries(t *testing.T, s SCMStores, ctx context.Context, ds ...ports.WebhookDelivery) []bool {
+	t.Helper()
+	stored, err := s.SCM.RecordDeliveries(ctx, ds)
+	if err != nil || len(stored) != len(ds) {
+		t.Fatalf("RecordDeliveries of %d = %v, %v", len(ds), stored, err)
+	}
+	return stored
+}
+
+// testRecordDeliveries records a batch of new deliveries, one stored before
+// and one twice: each is reported, and the first of an id is the one kept.
+func testRecordDeliveries(t *testing.T, s SCMStores) {
+	ctx := t.Context()
+	if stored, err := s.SCM.RecordDeliveries(ctx, nil); err != nil || len(stored) != 0 {
+		t.Errorf("RecordDeliveries of none = %v, %v", stored, err)
+	}
+	before := mustRecordDelivery(t, s, newDelivery("push", []byte(`{"before":true}`)))
+	a := newDelivery("push", []byte(`{"a":1}`))
+	b := newDelivery("issues", nil)
+	b.Status = ""
+	c := newDelivery("star", binaryPayload(3000))
+	c.Status, c.Error, c.ProcessedAt = ports.DeliveryFailed, "bad payload", ptr(base.Add(time.Second))
+	againBefore := before
+	againBefore.Payload = []byte(`{"forged":true}`)
+	againA := a
+	againA.Event, againA.Payload = "pull_request", []byte(`{"a":2}`)
+	got := mustRecordDeliveries(t, s, ctx, a, againBefore, b, againA, c, againA)
+	if want := []bool{true, false, true, false, true, false}; !slices.Equal(got, want) {
+		t.Errorf("RecordDeliveries = %v, want %v", got, want)
+	}
+	checkDelivery(t, "GetDelivery of the first of an id given twice", mustGetDelivery(t, s, a.ID), a)
+	checkDelivery(t, "GetDelivery of a delivery stored before the batch", mustGetDelivery(t, s, before.ID), before)
+	wantB := b
+	wantB.Status = ports.DeliveryPending
+	checkDelivery(t, "GetDelivery of a delivery without status", mustGetDelivery(t, s, b.ID), wantB)
+	checkDelivery(t, "GetDelivery of a delivery recorded failed", mustGetDelivery(t, s, c.ID), c)
+
+	if got := mustRecordDeliveries(t, s, ctx, c, b, a); !slices.Equal(got, []bool{false, false, false}) {
+		t.Errorf("RecordDeliveries of the batch again = %v, want none stored", got)
+	}
+	if ok, err := s.SCM.RecordDelivery(ctx, againA); err != nil || ok {
+		t.Errorf("RecordDelivery of an id a batch stored = %v, %v; want false, nil", ok, err)
+	}
+}
+
+// testRecordDeliveriesAllOrNothing fails a batch for one unknown status, and
+// rolls back a transaction a batch was recorded in: neither stores any.
+func testRecordDeliveriesAllOrNothing(t *testing.T, s SCMStores) {
+	ctx := t.Context()
+	first, second := newDelivery("push", []byte("{}")), newDelivery("push", []byte("{}"))
+	bad := newDelivery("push", []byte("{}"))
+	bad.Status = "done"
+	stored, err := s.SCM.RecordDeliveries(ctx, []ports.WebhookDelivery{first, bad, second})
+	checkInvalidField(t, "RecordDeliveries with an unknown status", err, "status")
+	if slices.Contains(stored, true) {
+		t.Errorf("RecordDeliveries with an unknown status reported %v", stored)
+	}
+	for _, d := range []ports.WebhookDelivery{first, bad, second} {
+		_, err := s.SCM.GetDelivery(ctx, d.ID)
+		checkNotFound(t, "GetDelivery of a delivery of a refused batch", err, "webhook delivery", d.ID)
+	}
+
+	err = s.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		if got := mustRecordDeliveries(t, s, ctx, first, second); !slices.Equal(got, []bool{true, true}) {
+			t.Errorf("RecordDeliveries in a transaction = %v", got)
+		}
+		if _, err := s.SCM.GetDelivery(ctx, second.ID); err != nil {
+			t.Errorf("GetDelivery inside the transaction: %v", err)
+		}
+		return errAbort
+	})
+	if !errors.Is(err, errAbort) {
+		t.Fatalf("WithinTx = %v, want fn's error", err)
+	}
+	for _, d := range []ports.WebhookDelivery{first, second} {
+		_, err := s.SCM.GetDelivery(ctx, d.ID)
+		checkNotFound(t, "GetDelivery after rollback", err, "webhook delivery", d.ID)
+	}
+	if got := mustRecordDeliveries(t, s, ctx, second, first); !slices.Equal(got, []bool{true, true}) {
+		t.Errorf("RecordDeliveries after rollback = %v, want both stored", got)
+	}
+}
+
+// testRecordDeliveriesBigBatch records more deliveries than one statement
+// holds, some stored before and some twice.
+func testRecordDeliveriesBigBatch(t *testing.T, s SCMStores) {
+	ctx := t.Context()
+	const n = 5000
+	ds := make([]ports.WebhookDelivery, 0, n+2)
+	for i := range n {
+		ds = append(ds, newDelivery("push", []byte(fmt.Sprintf(`{"n":%d}`, i))))
+	}
+	mustRecordDelivery(t, s, ds[10])
+	mustRecordDelivery(t, s, ds[n-10])
+	ds = append(ds, ds[7], ds[n-7])
+	got := mustRecordDeliveries(t, s, ctx, ds...)
+	for i, ok := range got {
+		want := i < n && i != 10 && i != n-10
+		if ok != want {
+			t.Errorf("RecordDeliveries[%d] = %v, want %v", i, ok, want)
+		}
+	}
+	for _, i := range []int{0, 7, 4284, 4285, 4286, n - 7, n - 1} {
+		checkDelivery(t, fmt.Sprintf("GetDelivery of delivery %d of a big batch", i), mustGetDelivery(t, s, ds[i].ID), ds[i])
+	}
+}
+
+// testRaceRecordDeliveries records batches sharing ids, in different
+// orders, at once: none fails (no deadlock), and each id is reported stored
+// by exactly one.
+func testRaceRecordDeliveries(t *testing.T, s SCMStores) {
+	ids := make([]string, 30)
+	for i := range ids {
+		ids[i] = newID()
+	}
+	const callers = 8
+	batches := make([][]ports.WebhookDelivery, callers)
+	for c := range batches {
+		for _, i := range rand.Perm(len(ids)) {
+			d := newDelivery("push", []byte(fmt.Sprintf(`{"caller":%d}`, c)))
+			d.ID = ids[i]
+			batches[c] = append(batches[c], d)
+		}
+	}
+	stored := make([][]bool, callers)
+	errs := race(callers, func(c int) error {
+		var err error
+		stored[c], err = s.SCM.RecordDeliveries(t.Context(), batches[c])
+		return err
+	})
+	winners := map[string]int{}
+	for c, err := range errs {
+		if err != nil {
+			t.Errorf("RecordDeliveries %d: %v", c, err)
+			continue
+		}
+		for i, ok := range stored[c] {
+			if ok {
+				winners[batches[c][i].ID]++
+				checkDelivery(t, "GetDelivery after the race", mustGetDelivery(t, s, batches[c][i].ID), batches[c][i])
+			}
+		}
+	}
+	for _, id := range ids {
+		if winners[id] != 1 && !t.Failed() {
+			t.Errorf("delivery %s reported stored %d times, want once", id, winners[id])
+		}
+	}
 }
 
 func testFinishDelivery(t *testing.T, s SCMStores) {
