@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/devpilot/devpilot/core/internal/genjob"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -74,54 +75,13 @@ func (s *Service) Generate(ctx context.Context, briefID string, variants int) ([
 	return items, nil
 }
 
-// failure is a generation that cannot succeed by running the job again; it
-// is recorded on the item.
-type failure struct {
-	code, message string
-	cause         error
-}
+// failure is a generation that cannot succeed by running the job again.
+type failure = genjob.Failure
 
-func (f *failure) Error() string {
-	if f.cause != nil {
-		return f.message + ": " + f.cause.Error()
-	}
-	return f.message
-}
-
-func (f *failure) Unwrap() error { return f.cause }
-
-// failureOf records err on the item: a ports.Error keeps its code and
-// client-safe message; anything else is an internal error.
-func failureOf(err error) *failure {
-	var f *failure
-	if errors.As(err, &f) {
-		return f
-	}
-	if e, ok := ports.AsError(err); ok && e.Kind != ports.KindInternal {
-		return &failure{code: e.ErrorCode(), message: cmp.Or(e.Message, string(e.Kind)), cause: err}
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return &failure{code: string(ports.KindTimeout), message: "the generation did not finish in time", cause: err}
-	}
-	return &failure{code: string(ports.KindInternal), message: "internal error", cause: err}
-}
-
-// transient reports whether a model error may go away when the job runs
-// again: rate limits, unavailability, timeouts and cut-off streams, and any
-// error that is not a ports.Error (such as a cancelled context).
-func transient(err error) bool {
-	e, ok := ports.AsError(err)
-	if !ok {
-		return true
-	}
-	switch e.Kind {
-	case ports.KindRateLimited, ports.KindUnavailable, ports.KindTimeout:
-		return true
-	case ports.KindUpstream:
-		return e.Code == ports.CodeTruncated
-	}
-	return false
-}
+var (
+	failureOf = genjob.FailureOf
+	transient = genjob.Transient
+)
 
 // RunGeneration drafts one content item; the worker calls it for each
 // attempt of a GenerateContentArgs job, with final set on the last one. It
@@ -148,8 +108,8 @@ func (s *Service) RunGeneration(ctx context.Context, args GenerateContentArgs, f
 		}
 		f = failureOf(err)
 	}
-	log.WarnContext(ctx, "content generation failed", "code", f.code, "err", err)
-	return s.recordFailure(context.WithoutCancel(ctx), args, ports.ContentError{Code: f.code, Message: f.message}, log)
+	log.WarnContext(ctx, "content generation failed", "code", f.Code, "err", err)
+	return s.recordFailure(context.WithoutCancel(ctx), args, ports.ContentError{Code: f.Code, Message: f.Message}, log)
 }
 
 // recordFailure marks the item failed, unless it is no longer generating.
@@ -195,7 +155,7 @@ func (s *Service) generate(ctx context.Context, args GenerateContentArgs, log *s
 	}
 	brief, err := s.d.Store.GetBrief(ctx, args.OrgID, it.BriefID)
 	if errors.Is(err, ports.ErrNotFound) {
-		return &failure{code: string(ports.KindNotFound), message: fmt.Sprintf("content brief %s not found", it.BriefID), cause: err}
+		return &failure{Code: string(ports.KindNotFound), Message: fmt.Sprintf("content brief %s not found", it.BriefID), Cause: err}
 	}
 	if err != nil {
 		return err

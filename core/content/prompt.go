@@ -136,8 +136,8 @@ func parseDraft(res ports.ChatResult, brief ports.Brief) (draft, error) {
 	d, ok := decodeDraft(text)
 	if !ok {
 		if res.FinishReason == ports.FinishLength && strings.HasPrefix(unfence(text), "{") {
-			return draft{}, &failure{code: ports.CodeTruncated,
-				message: "the model's answer was cut off at its token limit; ask for a shorter piece or raise the limit"}
+			return draft{}, &failure{Code: ports.CodeTruncated,
+				Message: "the model's answer was cut off at its token limit; ask for a shorter piece or raise the limit"}
 		}
 		d = draft{body: text}
 	}
@@ -151,7 +151,7 @@ func parseDraft(res ports.ChatResult, brief ports.Brief) (draft, error) {
 		if res.FinishReason == ports.FinishContentFilter {
 			msg += ": the provider's content filter stopped it"
 		}
-		return draft{}, &failure{code: CodeEmptyDraft, message: msg}
+		return draft{}, &failure{Code: CodeEmptyDraft, Message: msg}
 	}
 	return d, nil
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/devpilot/devpilot/core/internal/genjob"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -117,54 +118,13 @@ func currentArtifacts(arts []ports.SpecArtifact) map[ports.Stage]ports.SpecArtif
 	return out
 }
 
-// failure is a generation that cannot succeed by running the job again; it
-// is recorded on the session.
-type failure struct {
-	code, message string
-	cause         error
-}
+// failure is a generation that cannot succeed by running the job again.
+type failure = genjob.Failure
 
-func (f *failure) Error() string {
-	if f.cause != nil {
-		return f.message + ": " + f.cause.Error()
-	}
-	return f.message
-}
-
-func (f *failure) Unwrap() error { return f.cause }
-
-// failureOf records err on the session: a ports.Error keeps its code and
-// client-safe message; anything else is an internal error.
-func failureOf(err error) *failure {
-	var f *failure
-	if errors.As(err, &f) {
-		return f
-	}
-	if e, ok := ports.AsError(err); ok && e.Kind != ports.KindInternal {
-		return &failure{code: e.ErrorCode(), message: cmp.Or(e.Message, string(e.Kind)), cause: err}
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return &failure{code: string(ports.KindTimeout), message: "the generation did not finish in time", cause: err}
-	}
-	return &failure{code: string(ports.KindInternal), message: "internal error", cause: err}
-}
-
-// transient reports whether a model error may go away when the job runs
-// again: rate limits, unavailability, timeouts and cut-off streams, and any
-// error that is not a ports.Error (such as a cancelled context).
-func transient(err error) bool {
-	e, ok := ports.AsError(err)
-	if !ok {
-		return true
-	}
-	switch e.Kind {
-	case ports.KindRateLimited, ports.KindUnavailable, ports.KindTimeout:
-		return true
-	case ports.KindUpstream:
-		return e.Code == ports.CodeTruncated
-	}
-	return false
-}
+var (
+	failureOf = genjob.FailureOf
+	transient = genjob.Transient
+)
 
 // RunGeneration does the work of one generate call; the worker calls it for
 // each attempt of a GenerateStageArgs job, with final set on the last one. It
@@ -192,8 +152,8 @@ func (s *Service) RunGeneration(ctx context.Context, args GenerateStageArgs, fin
 		}
 		f = failureOf(err)
 	}
-	log.WarnContext(ctx, "generation failed", "code", f.code, "err", err)
-	e := ports.SpecError{Stage: args.Stage, Code: f.code, Message: f.message}
+	log.WarnContext(ctx, "generation failed", "code", f.Code, "err", err)
+	e := ports.SpecError{Stage: args.Stage, Code: f.Code, Message: f.Message}
 	ferr := s.d.Specs.FailGeneration(context.WithoutCancel(ctx), args.SessionID, args.GenerationID, e, s.d.Clock.Now())
 	if errors.Is(ferr, ports.ErrConflict) || errors.Is(ferr, ports.ErrNotFound) {
 		log.InfoContext(ctx, "generation superseded before its failure was recorded", "err", ferr)
@@ -204,7 +164,7 @@ func (s *Service) RunGeneration(ctx context.Context, args GenerateStageArgs, fin
 
 func (s *Service) generate(ctx context.Context, args GenerateStageArgs, log *slog.Logger) error {
 	if !knownStage(args.Stage) {
-		return &failure{code: string(ports.KindInternal), message: fmt.Sprintf("unknown stage %q", args.Stage)}
+		return &failure{Code: string(ports.KindInternal), Message: fmt.Sprintf("unknown stage %q", args.Stage)}
 	}
 	owner := ports.Owner{OrgID: args.OrgID, UserID: args.UserID}
 	sess, err := s.d.Specs.GetSpecSession(ctx, owner, args.SessionID)
@@ -294,7 +254,7 @@ func (s *Service) ask(ctx context.Context, st ports.Stage, msgs []ports.Message,
 			ports.Message{Role: ports.MessageAssistant, Content: res.Content},
 			ports.Message{Role: ports.MessageUser, Content: retryMessage(problems)})
 	}
-	return output{}, ports.ChatResult{}, &failure{code: CodeInvalidOutput, message: invalidOutputMessage(st, problems)}
+	return output{}, ports.ChatResult{}, &failure{Code: CodeInvalidOutput, Message: invalidOutputMessage(st, problems)}
 }
 
 const maxFailureLen = 1000
