@@ -42,10 +42,7 @@ type AssistantStores struct {
 // gone when decided; RecordOutcome for a confirmation that is not approved
 // is a conflict; EndTurn of a missing turn is not_found.
 func TestAssistant(t *testing.T, newStores func(t *testing.T) AssistantStores) {
-	for _, tc := range []struct {
-		name string
-		fn   func(t *testing.T, s AssistantStores)
-	}{
+	runSuite(t, newStores, []suiteCase[AssistantStores]{
 		{"SessionRoundTrip", testSessionRoundTrip},
 		{"SessionOwnerIsolation", testSessionOwnerIsolation},
 		{"SessionCounts", testSessionCounts},
@@ -78,12 +75,7 @@ func TestAssistant(t *testing.T, newStores func(t *testing.T) AssistantStores) {
 		{"Preferences", testPreferences},
 		{"PreferencesOwnerIsolation", testPreferencesOwnerIsolation},
 		{"TxJoins", testAssistantTxJoins},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, newStores(t))
-		})
-	}
+	})
 }
 
 // The coded errors of DecideConfirmation, for errors.Is.
@@ -91,20 +83,6 @@ var (
 	errAlreadyDecided = &ports.Error{Kind: ports.KindConflict, Code: "already_decided"}
 	errExpired        = &ports.Error{Kind: ports.KindGone, Code: "expired"}
 )
-
-// newChatOwner stores a fresh org and one of its users.
-func newChatOwner(t *testing.T, s AssistantStores) ports.Owner {
-	t.Helper()
-	org := mustCreateOrg(t, s.Identity, newOrg())
-	return newColleague(t, s, ports.Owner{OrgID: org.ID})
-}
-
-// newColleague stores another user of owner's org.
-func newColleague(t *testing.T, s AssistantStores, owner ports.Owner) ports.Owner {
-	t.Helper()
-	u := mustCreateUser(t, s.Identity, newUser(owner.OrgID))
-	return ports.Owner{OrgID: owner.OrgID, UserID: u.ID}
-}
 
 func newSession(owner ports.Owner) ports.ChatSession {
 	return ports.ChatSession{
@@ -124,7 +102,7 @@ func mustCreateSession(t *testing.T, s AssistantStores, cs ports.ChatSession) po
 // newChat stores a fresh owner and a session of theirs.
 func newChat(t *testing.T, s AssistantStores) (ports.Owner, ports.ChatSession) {
 	t.Helper()
-	owner := newChatOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	return owner, mustCreateSession(t, s, newSession(owner))
 }
 
@@ -358,7 +336,7 @@ func checkNotFound(t *testing.T, what string, err error, resource, id string) {
 
 func testSessionRoundTrip(t *testing.T, s AssistantStores) {
 	ctx := t.Context()
-	owner := newChatOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	cs := newSession(owner)
 	cs.Title = "Scale the workers ✓ «now»"
 	cs.UpdatedAt = base.Add(time.Minute)
@@ -379,12 +357,12 @@ func testSessionRoundTrip(t *testing.T, s AssistantStores) {
 func testSessionOwnerIsolation(t *testing.T, s AssistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
-	stranger := newChatOwner(t, s)
+	stranger := seedOwner(t, s.Identity)
 	for _, other := range []struct {
 		name  string
 		owner ports.Owner
 	}{
-		{"another user of the org", newColleague(t, s, owner)},
+		{"another user of the org", seedColleague(t, s.Identity, owner.OrgID)},
 		{"a user of another org", stranger},
 		{"the user under another org", ports.Owner{OrgID: stranger.OrgID, UserID: owner.UserID}},
 		{"another user under the org", ports.Owner{OrgID: owner.OrgID, UserID: stranger.UserID}},
@@ -449,8 +427,8 @@ func testSessionCounts(t *testing.T, s AssistantStores) {
 
 func testListSessionsPages(t *testing.T, s AssistantStores) {
 	ctx := t.Context()
-	owner := newChatOwner(t, s)
-	mustCreateSession(t, s, newSession(newColleague(t, s, owner)))
+	owner := seedOwner(t, s.Identity)
+	mustCreateSession(t, s, newSession(seedColleague(t, s.Identity, owner.OrgID)))
 	created := map[string]ports.ChatSession{}
 	// Minutes after base in no order; four tie across the first two pages.
 	for _, minutes := range []int{2, 0, 3, 2, 2, 1, 2} {
@@ -515,7 +493,7 @@ func testListSessionsPages(t *testing.T, s AssistantStores) {
 
 func testListSessionsLimits(t *testing.T, s AssistantStores) {
 	ctx := t.Context()
-	owner := newChatOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	const total = 201
 	err := s.Tx.WithinTx(ctx, func(ctx context.Context) error {
 		for i := range total {
@@ -556,7 +534,7 @@ func testListSessionsLimits(t *testing.T, s AssistantStores) {
 	}
 	checkEqual(t, "sizes of the default pages", sizes, []int{50, 50, 50, 50, 1})
 
-	empty, next, err := s.Sessions.ListSessions(ctx, newChatOwner(t, s), ports.Page{})
+	empty, next, err := s.Sessions.ListSessions(ctx, seedOwner(t, s.Identity), ports.Page{})
 	if err != nil || len(empty) != 0 || next != "" {
 		t.Errorf("ListSessions of an owner without sessions = %d, %q, %v; want none", len(empty), next, err)
 	}
@@ -843,7 +821,7 @@ func testDecideTwice(t *testing.T, s AssistantStores) {
 		reject(approval("", base.Add(time.Minute))),
 	} {
 		owner, cs := newChat(t, s)
-		colleague := newColleague(t, s, owner)
+		colleague := seedColleague(t, s.Identity, owner.OrgID)
 		c := mustCreateConfirmation(t, s, newConfirmation(cs))
 		first.By = owner.UserID
 		want := decided(c, first)
@@ -883,12 +861,12 @@ func testConfirmationOwnerIsolation(t *testing.T, s AssistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
 	c := mustCreateConfirmation(t, s, newConfirmation(cs))
-	stranger := newChatOwner(t, s)
+	stranger := seedOwner(t, s.Identity)
 	for _, other := range []struct {
 		name  string
 		owner ports.Owner
 	}{
-		{"another user of the org", newColleague(t, s, owner)},
+		{"another user of the org", seedColleague(t, s.Identity, owner.OrgID)},
 		{"a user of another org", stranger},
 		{"the user under another org", ports.Owner{OrgID: stranger.OrgID, UserID: owner.UserID}},
 		{"nobody", ports.Owner{}},
@@ -1333,7 +1311,7 @@ func newPreference(instruction string, created time.Time) ports.Preference {
 }
 
 func testPreferences(t *testing.T, s AssistantStores) {
-	owner := newChatOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	checkPreferences(t, "GetPreferences before any", s, owner, nil, nil)
 	prefs := []ports.Preference{
 		newPreference("Answer in British English.", base),
@@ -1355,9 +1333,9 @@ func testPreferences(t *testing.T, s AssistantStores) {
 }
 
 func testPreferencesOwnerIsolation(t *testing.T, s AssistantStores) {
-	owner := newChatOwner(t, s)
-	colleague := newColleague(t, s, owner)
-	stranger := newChatOwner(t, s)
+	owner := seedOwner(t, s.Identity)
+	colleague := seedColleague(t, s.Identity, owner.OrgID)
+	stranger := seedOwner(t, s.Identity)
 	mine := []ports.Preference{newPreference("Answer in French.", base)}
 	at := base.Add(time.Minute)
 	replacePreferences(t, s, owner, mine, at)
@@ -1382,7 +1360,7 @@ func testAssistantTxJoins(t *testing.T, s AssistantStores) {
 	// single-writer database: bound the wait.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	owner := newChatOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	cs, gone := newSession(owner), newSession(owner)
 	msg := newMessage(cs, ports.MessageUser, "deploy")
 	c := newConfirmation(cs)

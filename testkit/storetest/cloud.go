@@ -40,10 +40,7 @@ type CloudStores struct {
 // conflict for a taken id and not_found in a missing org; an unknown auth
 // mode, account status or audit outcome is invalid.
 func TestCloud(t *testing.T, newStores func(t *testing.T) CloudStores) {
-	for _, tc := range []struct {
-		name string
-		fn   func(t *testing.T, s CloudStores)
-	}{
+	runSuite(t, newStores, []suiteCase[CloudStores]{
 		{"AccountRoundTrip", testCloudAccountRoundTrip},
 		{"AccountInvalid", testCloudAccountInvalid},
 		{"AccountNameConflict", testCloudAccountNameConflict},
@@ -65,12 +62,7 @@ func TestCloud(t *testing.T, newStores func(t *testing.T) CloudStores) {
 		{"RacePutCachedCost", testRacePutCachedCost},
 		{"RaceRecordAudit", testRaceRecordAudit},
 		{"CloudTxJoins", testCloudTxJoins},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, newStores(t))
-		})
-	}
+	})
 }
 
 func newCloudAccount(orgID string) ports.CloudAccount {

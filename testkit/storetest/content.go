@@ -46,10 +46,7 @@ type ContentStores struct {
 // unknown status in the filter. A refused conditional write inside a
 // transaction leaves the transaction usable.
 func TestContent(t *testing.T, newStores func(t *testing.T) ContentStores) {
-	for _, tc := range []struct {
-		name string
-		fn   func(t *testing.T, s ContentStores)
-	}{
+	runSuite(t, newStores, []suiteCase[ContentStores]{
 		{"BrandRoundTrip", testBrandRoundTrip},
 		{"PutBrandVersions", testPutBrandVersions},
 		{"BrandOrgIsolation", testBrandOrgIsolation},
@@ -71,12 +68,7 @@ func TestContent(t *testing.T, newStores func(t *testing.T) ContentStores) {
 		{"DeleteContentItem", testDeleteContentItem},
 		{"ContentTxRollback", testContentTxRollback},
 		{"ContentTxCommit", testContentTxCommit},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, newStores(t))
-		})
-	}
+	})
 }
 
 // contentOwner is an org and one of its users, who authors its content.

@@ -24,10 +24,7 @@ type IdempotencyStores struct {
 // a claim's Response reads back zero; and Begin returns the claim as it
 // stored it (Completed false, Response zero, whatever rec held).
 func TestIdempotency(t *testing.T, newStores func(t *testing.T) IdempotencyStores) {
-	for _, tc := range []struct {
-		name string
-		fn   func(t *testing.T, s IdempotencyStores)
-	}{
+	runSuite(t, newStores, []suiteCase[IdempotencyStores]{
 		{"BeginClaims", testBeginClaims},
 		{"BeginMissingUser", testBeginMissingUser},
 		{"CompleteRoundTrip", testCompleteRoundTrip},
@@ -40,12 +37,7 @@ func TestIdempotency(t *testing.T, newStores func(t *testing.T) IdempotencyStore
 		{"PruneIdempotency", testPruneIdempotency},
 		{"RaceBegin", testRaceBegin},
 		{"RaceBeginExpired", testRaceBeginExpired},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, newStores(t))
-		})
-	}
+	})
 }
 
 // newOwner stores a fresh org and user and returns them as an owner.

@@ -24,10 +24,7 @@ type IdentityStores struct {
 // ports.TokenStore and their Transactor. newStores is called by every subtest
 // (subtests run in parallel) and may return stores over a shared database.
 func TestIdentity(t *testing.T, newStores func(t *testing.T) IdentityStores) {
-	for _, tc := range []struct {
-		name string
-		fn   func(t *testing.T, s IdentityStores)
-	}{
+	runSuite(t, newStores, []suiteCase[IdentityStores]{
 		{"OrgRoundTrip", testOrgRoundTrip},
 		{"OrgNotFound", testOrgNotFound},
 		{"OrgNameConflict", testOrgNameConflict},
@@ -50,12 +47,7 @@ func TestIdentity(t *testing.T, newStores func(t *testing.T) IdentityStores) {
 		{"TxNestedJoins", testTxNestedJoins},
 		{"RaceCreateOrg", testRaceCreateOrg},
 		{"RaceTouchToken", testRaceTouchToken},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, newStores(t))
-		})
-	}
+	})
 }
 
 // fixture is an org, one of its users and one of that user's tokens.

@@ -48,10 +48,7 @@ type SCMStores struct {
 // the same time lists by id, highest first; of entries sharing an id, in one
 // call or across calls, the first stored is kept.
 func TestSCM(t *testing.T, newStores func(t *testing.T) SCMStores) {
-	for _, tc := range []struct {
-		name string
-		fn   func(t *testing.T, s SCMStores)
-	}{
+	runSuite(t, newStores, []suiteCase[SCMStores]{
 		{"OAuthStateRoundTrip", testOAuthStateRoundTrip},
 		{"OAuthStateExpired", testOAuthStateExpired},
 		{"RaceConsumeOAuthState", testRaceConsumeOAuthState},
@@ -84,26 +81,7 @@ func TestSCM(t *testing.T, newStores func(t *testing.T) SCMStores) {
 		{"ListActivityMalformedCursor", testListActivityMalformedCursor},
 		{"RaceAppendActivity", testRaceAppendActivity},
 		{"SCMTxJoins", testSCMTxJoins},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, newStores(t))
-		})
-	}
-}
-
-// newSCMOwner stores a fresh org and one of its users.
-func newSCMOwner(t *testing.T, s SCMStores) ports.Owner {
-	t.Helper()
-	org := mustCreateOrg(t, s.Identity, newOrg())
-	return newSCMColleague(t, s, org.ID)
-}
-
-// newSCMColleague stores another user of the org.
-func newSCMColleague(t *testing.T, s SCMStores, orgID string) ports.Owner {
-	t.Helper()
-	u := mustCreateUser(t, s.Identity, newUser(orgID))
-	return ports.Owner{OrgID: orgID, UserID: u.ID}
+	})
 }
 
 // newProviderID returns a random provider id, so suites sharing a database
@@ -136,7 +114,7 @@ func checkOAuthState(t *testing.T, what string, got, want ports.OAuthState) {
 
 func testOAuthStateRoundTrip(t *testing.T, s SCMStores) {
 	ctx := t.Context()
-	owner := newSCMOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	st := mustCreateOAuthState(t, s, newOAuthState(owner))
 	bare := newOAuthState(owner)
 	bare.RedirectAfter = ""
@@ -175,7 +153,7 @@ func testOAuthStateRoundTrip(t *testing.T, s SCMStores) {
 
 func testOAuthStateExpired(t *testing.T, s SCMStores) {
 	ctx := t.Context()
-	owner := newSCMOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	// An expiry every store keeps exactly, so "at its expiry" is exact.
 	expiry := base.Truncate(time.Millisecond).Add(10 * time.Minute)
 	for _, tc := range []struct {
@@ -222,7 +200,7 @@ func testOAuthStateExpired(t *testing.T, s SCMStores) {
 // testRaceConsumeOAuthState consumes one state from many callers at once:
 // exactly one gets it.
 func testRaceConsumeOAuthState(t *testing.T, s SCMStores) {
-	owner := newSCMOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	for _, tc := range []struct {
 		name    string
 		expired bool
@@ -288,7 +266,7 @@ func mustGetConnection(t *testing.T, s SCMStores, owner ports.Owner, provider st
 // newConnected stores a fresh owner and their active GitHub connection.
 func newConnected(t *testing.T, s SCMStores) (ports.Owner, ports.SCMConnection) {
 	t.Helper()
-	owner := newSCMOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	return owner, mustSaveConnection(t, s, newConnection(owner, "github"))
 }
 
@@ -302,7 +280,7 @@ func checkConnection(t *testing.T, what string, got, want ports.SCMConnection) {
 
 func testConnectionRoundTrip(t *testing.T, s SCMStores) {
 	ctx := t.Context()
-	owner := newSCMOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	c := newConnection(owner, "github")
 	c.Login, c.UpdatedAt = "Octo-Cat_ü", base.Add(time.Second)
 	checkConnection(t, "SaveConnection", mustSaveConnection(t, s, c), c)
@@ -384,8 +362,8 @@ func testSaveConnectionReplaces(t *testing.T, s SCMStores) {
 func testConnectionOwnerIsolation(t *testing.T, s SCMStores) {
 	ctx := t.Context()
 	owner, mine := newConnected(t, s)
-	colleague := newSCMColleague(t, s, owner.OrgID)
-	stranger := newSCMOwner(t, s)
+	colleague := seedColleague(t, s.Identity, owner.OrgID)
+	stranger := seedOwner(t, s.Identity)
 	for name, o := range map[string]ports.Owner{
 		"a colleague":             colleague,
 		"a stranger":              stranger,
@@ -428,7 +406,7 @@ func testMarkConnectionBroken(t *testing.T, s SCMStores) {
 // testRaceSaveConnection saves one owner's connection to a provider from
 // many callers at once: all succeed, and all keep one id.
 func testRaceSaveConnection(t *testing.T, s SCMStores) {
-	owner := newSCMOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	conns := make([]ports.SCMConnection, 20)
 	for i := range conns {
 		conns[i] = newConnection(owner, "github")
@@ -659,7 +637,7 @@ func testSaveRepositoriesAtomic(t *testing.T, s SCMStores) {
 func testRepositoriesOwnerIsolation(t *testing.T, s SCMStores) {
 	ctx := t.Context()
 	owner, c := newConnected(t, s)
-	colleague := newSCMColleague(t, s, owner.OrgID)
+	colleague := seedColleague(t, s.Identity, owner.OrgID)
 	cc := mustSaveConnection(t, s, newConnection(colleague, "github"))
 	stranger, sc := newConnected(t, s)
 	// All three see the same provider repositories.
@@ -766,7 +744,7 @@ func testListRepositoriesPages(t *testing.T, s SCMStores) {
 		t.Errorf("ListRepositories after the first page lists a repository sorting before it")
 	}
 
-	empty, next, err := s.SCM.ListRepositories(ctx, newSCMOwner(t, s), ports.Page{})
+	empty, next, err := s.SCM.ListRepositories(ctx, seedOwner(t, s.Identity), ports.Page{})
 	if err != nil || len(empty) != 0 || next != "" {
 		t.Errorf("ListRepositories of an owner without repositories = %d, %q, %v; want none", len(empty), next, err)
 	}
@@ -1448,7 +1426,7 @@ func testSCMTxJoins(t *testing.T, s SCMStores) {
 	// single-writer database: bound the wait.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	owner := newSCMOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	outside := mustCreateOAuthState(t, s, newOAuthState(owner))
 	inside := newOAuthState(owner)
 	conn := newConnection(owner, "github")

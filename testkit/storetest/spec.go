@@ -40,10 +40,7 @@ type SpecStores struct {
 // for a missing session; StartGeneration of an unknown stage is invalid; an
 // empty Checks or AppliesTo may read back nil or empty.
 func TestSpec(t *testing.T, newStores func(t *testing.T) SpecStores) {
-	for _, tc := range []struct {
-		name string
-		fn   func(t *testing.T, s SpecStores)
-	}{
+	runSuite(t, newStores, []suiteCase[SpecStores]{
 		{"SpecSessionRoundTrip", testSpecSessionRoundTrip},
 		{"CreateSpecSessionAtomic", testCreateSpecSessionAtomic},
 		{"SpecSessionOwnerIsolation", testSpecSessionOwnerIsolation},
@@ -61,26 +58,7 @@ func TestSpec(t *testing.T, newStores func(t *testing.T) SpecStores) {
 		{"ListStandards", testListStandards},
 		{"StandardsOrgIsolation", testStandardsOrgIsolation},
 		{"SpecTxJoins", testSpecTxJoins},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, newStores(t))
-		})
-	}
-}
-
-// newSpecOwner stores a fresh org and one of its users.
-func newSpecOwner(t *testing.T, s SpecStores) ports.Owner {
-	t.Helper()
-	org := mustCreateOrg(t, s.Identity, newOrg())
-	return newSpecColleague(t, s, org.ID)
-}
-
-// newSpecColleague stores another user of the org.
-func newSpecColleague(t *testing.T, s SpecStores, orgID string) ports.Owner {
-	t.Helper()
-	u := mustCreateUser(t, s.Identity, newUser(orgID))
-	return ports.Owner{OrgID: orgID, UserID: u.ID}
+	})
 }
 
 func newSpecSession(owner ports.Owner) ports.SpecSession {
@@ -108,7 +86,7 @@ func mustCreateSpecSession(t *testing.T, s SpecStores, ss ports.SpecSession, inp
 // newSpec stores a fresh owner and a draft session of theirs without inputs.
 func newSpec(t *testing.T, s SpecStores) (ports.Owner, ports.SpecSession) {
 	t.Helper()
-	owner := newSpecOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	return owner, mustCreateSpecSession(t, s, newSpecSession(owner))
 }
 
@@ -260,7 +238,7 @@ func checkConflict(t *testing.T, what string, err error) {
 
 func testSpecSessionRoundTrip(t *testing.T, s SpecStores) {
 	ctx := t.Context()
-	owner := newSpecOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	ss := newSpecSession(owner)
 	ss.Name = "Checkout — «revamp» ✓"
 	ss.UpdatedAt = base.Add(time.Minute)
@@ -336,12 +314,12 @@ func testCreateSpecSessionAtomic(t *testing.T, s SpecStores) {
 func testSpecSessionOwnerIsolation(t *testing.T, s SpecStores) {
 	ctx := t.Context()
 	owner, ss := newSpec(t, s)
-	stranger := newSpecOwner(t, s)
+	stranger := seedOwner(t, s.Identity)
 	for _, other := range []struct {
 		name  string
 		owner ports.Owner
 	}{
-		{"another user of the org", newSpecColleague(t, s, owner.OrgID)},
+		{"another user of the org", seedColleague(t, s.Identity, owner.OrgID)},
 		{"a user of another org", stranger},
 		{"the user under another org", ports.Owner{OrgID: stranger.OrgID, UserID: owner.UserID}},
 		{"another user under the org", ports.Owner{OrgID: owner.OrgID, UserID: stranger.UserID}},
@@ -369,8 +347,8 @@ func testSpecSessionOwnerIsolation(t *testing.T, s SpecStores) {
 
 func testListSpecSessionsPages(t *testing.T, s SpecStores) {
 	ctx := t.Context()
-	owner := newSpecOwner(t, s)
-	mustCreateSpecSession(t, s, newSpecSession(newSpecColleague(t, s, owner.OrgID)))
+	owner := seedOwner(t, s.Identity)
+	mustCreateSpecSession(t, s, newSpecSession(seedColleague(t, s.Identity, owner.OrgID)))
 	created := map[string]ports.SpecSession{}
 	// Minutes after base in no order; four tie across the first two pages.
 	for _, minutes := range []int{2, 0, 3, 2, 2, 1, 2} {
@@ -433,7 +411,7 @@ func testListSpecSessionsPages(t *testing.T, s SpecStores) {
 
 func testListSpecSessionsLimits(t *testing.T, s SpecStores) {
 	ctx := t.Context()
-	owner := newSpecOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	const total = 201
 	err := s.Tx.WithinTx(ctx, func(ctx context.Context) error {
 		for i := range total {
@@ -474,7 +452,7 @@ func testListSpecSessionsLimits(t *testing.T, s SpecStores) {
 	}
 	checkEqual(t, "sizes of the default pages", sizes, []int{50, 50, 50, 50, 1})
 
-	empty, next, err := s.Specs.ListSpecSessions(ctx, newSpecOwner(t, s), ports.Page{})
+	empty, next, err := s.Specs.ListSpecSessions(ctx, seedOwner(t, s.Identity), ports.Page{})
 	if err != nil || len(empty) != 0 || next != "" {
 		t.Errorf("ListSpecSessions of an owner without sessions = %d, %q, %v; want none", len(empty), next, err)
 	}
@@ -501,7 +479,7 @@ func testListSpecSessionsMalformedCursor(t *testing.T, s SpecStores) {
 
 func testAddSpecInput(t *testing.T, s SpecStores) {
 	ctx := t.Context()
-	owner := newSpecOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	ss := newSpecSession(owner)
 	first := newSpecInput(ss.ID, ports.InputDocument, "# Scope\n")
 	mustCreateSpecSession(t, s, ss, first)
@@ -581,7 +559,7 @@ func testStartGeneration(t *testing.T, s SpecStores) {
 }
 
 func testRaceStartGeneration(t *testing.T, s SpecStores) {
-	owner := newSpecOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	// Several rounds, each on a fresh session, so a store that checks and
 	// then updates in two steps is caught even where interleavings are rare.
 	for round := range 10 {
@@ -947,7 +925,7 @@ func testSpecTxJoins(t *testing.T, s SpecStores) {
 	// single-writer database: bound the wait.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	owner := newSpecOwner(t, s)
+	owner := seedOwner(t, s.Identity)
 	ss := newSpecSession(owner)
 	first := newSpecInput(ss.ID, ports.InputDocument, "# Brief")
 	added := newSpecInput(ss.ID, ports.InputNote, "and PayPal")

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/devpilot/devpilot/ports"
 )
 
 // base is the time the suites' records are created around. Times keep
@@ -74,4 +76,35 @@ func race(n int, fn func(i int) error) []error {
 	close(start)
 	wg.Wait()
 	return errs
+}
+
+// seedOwner stores a fresh org and one of its users, the owner of the
+// records a suite stores.
+func seedOwner(t *testing.T, ids IdentityStores) ports.Owner {
+	t.Helper()
+	return seedColleague(t, ids, mustCreateOrg(t, ids, newOrg()).ID)
+}
+
+// seedColleague stores another user of the org.
+func seedColleague(t *testing.T, ids IdentityStores, orgID string) ports.Owner {
+	t.Helper()
+	u := mustCreateUser(t, ids, newUser(orgID))
+	return ports.Owner{OrgID: orgID, UserID: u.ID}
+}
+
+// suiteCase is one named subtest of a contract suite over stores S.
+type suiteCase[S any] struct {
+	name string
+	fn   func(t *testing.T, s S)
+}
+
+// runSuite runs every case as a parallel subtest, each on stores from
+// newStores.
+func runSuite[S any](t *testing.T, newStores func(*testing.T) S, cases []suiteCase[S]) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, newStores(t))
+		})
+	}
 }

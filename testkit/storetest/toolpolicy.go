@@ -22,22 +22,14 @@ type ToolPolicyStores struct {
 // Where the port leaves a case open, the suite expects times to read back in
 // UTC, at least to the millisecond.
 func TestToolPolicies(t *testing.T, newStores func(t *testing.T) ToolPolicyStores) {
-	for _, tc := range []struct {
-		name string
-		fn   func(t *testing.T, s ToolPolicyStores)
-	}{
+	runSuite(t, newStores, []suiteCase[ToolPolicyStores]{
 		{"ListEmpty", testToolPoliciesEmpty},
 		{"SetAndList", testToolPoliciesSetAndList},
 		{"Upsert", testToolPoliciesUpsert},
 		{"OrgIsolation", testToolPoliciesOrgIsolation},
 		{"MissingOrg", testToolPoliciesMissingOrg},
 		{"RaceSet", testToolPoliciesRace},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, newStores(t))
-		})
-	}
+	})
 }
 
 func newPolicyOrg(t *testing.T, s ToolPolicyStores) (ports.Org, ports.User) {
