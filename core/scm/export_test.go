@@ -3,7 +3,5 @@ package scm
 // OnWebhookJoined makes s call fn with the size of the open batch of
 // webhook deliveries each time one joins it; fn must not block.
 func OnWebhookJoined(s *Service, fn func(n int)) {
-	s.ingest.mu.Lock()
-	defer s.ingest.mu.Unlock()
-	s.ingest.joined = fn
+	s.ingest.OnJoined(fn)
 }

@@ -25,6 +25,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/devpilot/devpilot/core/internal/groupcommit"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -125,7 +126,7 @@ type Service struct {
 	d      Deps
 	log    *slog.Logger
 	public *url.URL // nil when Config.PublicURL is not an absolute http(s) URL
-	ingest *ingest
+	ingest *groupcommit.Committer[ports.WebhookDelivery, bool]
 }
 
 // New returns a Service over the given ports.

@@ -89,7 +89,7 @@ func (s *Service) ReceiveWebhook(ctx context.Context, in WebhookInput) (duplicat
 		return false, &ports.Error{Kind: ports.KindMalformed, Message: "the webhook body is not JSON"}
 	}
 	d := ports.WebhookDelivery{ID: in.DeliveryID, Event: in.Event, Payload: in.Body, Status: ports.DeliveryPending, ReceivedAt: s.d.Clock.Now()}
-	stored, err := s.ingest.record(ctx, d)
+	stored, err := s.ingest.Do(ctx, d)
 	if err != nil {
 		return false, err
 	}
