@@ -265,10 +265,7 @@ func (s *Assistant) AppendEvents(ctx context.Context, events ...ports.StreamEven
 			ref = "chat session"
 		}
 	}
-	return s.db.WithinTx(ctx, func(ctx context.Context) error {
-		err := s.db.write(ctx).insertRows(ctx, "stream_events", eventColumns, rows)
-		return storeErr(err, "stream event", ref)
-	})
+	return storeErr(s.db.insertAtomically(ctx, "stream_events", eventColumns, rows), "stream event", ref)
 }
 
 // ListEvents implements ports.StreamEventStore; a limit below 1 or above

@@ -117,6 +117,19 @@ func (c conn) insertRows(ctx context.Context, table, columns string, rows [][]an
 	return c.insertRowsWith(ctx, table, columns, "", rows)
 }
 
+// insertAtomically inserts rows all or none, as insertRows does: in the
+// transaction ctx carries; else, when they fit in one statement, with that
+// statement alone (one round trip instead of three: a single statement is
+// atomic); else in a transaction of its own.
+func (db *DB) insertAtomically(ctx context.Context, table, columns string, rows [][]any) error {
+	if _, inTx := TxFromContext(ctx); inTx || len(rows) == 0 || len(rows)*len(rows[0]) <= maxInsertArgs {
+		return db.write(ctx).insertRows(ctx, table, columns, rows)
+	}
+	return db.WithinTx(ctx, func(ctx context.Context) error {
+		return db.write(ctx).insertRows(ctx, table, columns, rows)
+	})
+}
+
 // insertRowsWith is insertRows with clause, such as "ON CONFLICT (id) DO
 // NOTHING", ending each statement.
 func (c conn) insertRowsWith(ctx context.Context, table, columns, clause string, rows [][]any) error {

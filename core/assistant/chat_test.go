@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -703,5 +704,63 @@ func TestPromptCarriesPreferencesContextAndOrderedAnswers(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("history:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestChatStoresTheEventsOfConcurrentTurnsTogether(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, assistant.Config{EventWriters: 1})
+	for range 3 {
+		e.script(say("hi"))
+	}
+	hold, held := make(chan struct{}), make(chan struct{})
+	e.m.mu.Lock()
+	e.m.holdEvents, e.m.heldEvents = hold, held
+	e.m.mu.Unlock()
+
+	var wg sync.WaitGroup
+	sessions := make([]string, 3)
+	turn := func(i int) {
+		wg.Go(func() {
+			sid, evs := e.chat(as(alice), assistant.ChatInput{Message: "hello"})
+			if want := []string{"content", "done"}; !slices.Equal(names(evs), want) {
+				t.Errorf("turn %d: events %v, want %v", i, names(evs), want)
+			}
+			sessions[i] = sid
+		})
+	}
+	turn(0)
+	<-held // turn 0's first event is being written: the others wait for the writer
+	joined := make(chan int, 16)
+	assistant.OnEventsJoined(e.svc, func(n int) { joined <- n })
+	turn(1)
+	turn(2)
+	for n := 0; n < 2; {
+		select {
+		case n = <-joined:
+		case <-time.After(10 * time.Second):
+			close(hold)
+			t.Fatal("the flushes of turns 1 and 2 never formed one batch")
+		}
+	}
+	close(hold)
+	wg.Wait()
+
+	together := false
+	for _, call := range e.m.appends {
+		bySession := map[string]bool{}
+		for _, ev := range call {
+			bySession[ev.SessionID] = true
+		}
+		together = together || len(bySession) >= 2
+	}
+	if !together {
+		t.Errorf("no write held the events of two turns: %d writes", len(e.m.appends))
+	}
+	for i, sid := range sessions {
+		stored := e.storedEvents(sid)
+		if len(stored) != 2 || stored[0].Seq != 1 || stored[1].Seq != 2 {
+			t.Errorf("turn %d: stored %+v", i, stored)
+		}
 	}
 }

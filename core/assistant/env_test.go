@@ -42,6 +42,9 @@ type mem struct {
 	titles   map[string]string
 	// failEvents, when set, fails every AppendEvents.
 	failEvents error
+	// holdEvents, when set, holds the next AppendEvents until it is closed;
+	// heldEvents is closed as that call starts waiting.
+	holdEvents, heldEvents chan struct{}
 }
 
 // snapshot copies what a transaction may change.
@@ -172,6 +175,14 @@ func newEnv(t *testing.T, cfg assistant.Config, with ...func(*assistant.Deps)) *
 		func(ctx context.Context, evs ...ports.StreamEvent) error {
 			if ctx.Err() != nil {
 				t.Errorf("AppendEvents with a cancelled context")
+			}
+			m.mu.Lock()
+			hold, held := m.holdEvents, m.heldEvents
+			m.holdEvents = nil
+			m.mu.Unlock()
+			if hold != nil {
+				close(held)
+				<-hold
 			}
 			m.mu.Lock()
 			defer m.mu.Unlock()

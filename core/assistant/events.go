@@ -134,7 +134,7 @@ func errorFor(err error) ErrorData {
 type emitter struct {
 	mu        sync.Mutex
 	ctx       context.Context // never cancelled: what was said is kept
-	store     ports.StreamEventStore
+	store     func(context.Context, []Event) error
 	clock     ports.Clock
 	log       func() *slog.Logger
 	sessionID string
@@ -220,7 +220,7 @@ func (e *emitter) flushLocked() {
 	evs := e.pending
 	e.pending = nil
 	e.flushedAt = time.Now()
-	if err := e.store.AppendEvents(e.ctx, evs...); err != nil {
+	if err := e.store(e.ctx, evs); err != nil {
 		e.failLocked(err) // unstored events are never sent
 		return
 	}
@@ -284,7 +284,7 @@ func (e *emitter) finish(errData *ErrorData, done DoneData, between func()) {
 		final = append(final, e.event(EventError, errData))
 	}
 	final = append(final, e.event(EventDone, done))
-	err := e.store.AppendEvents(e.ctx, append(queued, final...)...)
+	err := e.store(e.ctx, append(queued, final...))
 	if err != nil {
 		e.failLocked(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/devpilot/devpilot/core/internal/groupcommit"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -51,6 +52,10 @@ type Config struct {
 	// (50 ms). A ContentBatch of 1 stores and sends each delta on its own.
 	ContentBatch int
 	ContentFlush time.Duration
+	// EventWriters bounds the writes of stream events under way at once
+	// (2): the events of turns that flush meanwhile are stored together in
+	// the next write. 1 suits a database with a single writer.
+	EventWriters int
 }
 
 // The limits of the API.
@@ -92,6 +97,9 @@ func (c Config) withDefaults() Config {
 	if c.ContentFlush <= 0 {
 		c.ContentFlush = 50 * time.Millisecond
 	}
+	if c.EventWriters <= 0 {
+		c.EventWriters = 2
+	}
 	return c
 }
 
@@ -117,9 +125,10 @@ type Deps struct {
 // Service is the assistant's use cases. Every method acts for the principal
 // in ctx and fails with unauthenticated without one.
 type Service struct {
-	cfg Config
-	d   Deps
-	log *slog.Logger
+	cfg    Config
+	d      Deps
+	log    *slog.Logger
+	events *groupcommit.Committer[[]Event, struct{}]
 }
 
 // New returns a Service over the given ports.
@@ -130,7 +139,42 @@ func New(cfg Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "assistant")}
+	s := &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "assistant")}
+	s.events = groupcommit.New(groupcommit.Config{MaxItems: eventBatchTurns, Writers: s.cfg.EventWriters},
+		nil, s.storeEvents)
+	return s
+}
+
+// eventBatchTurns bounds the turns whose events are stored in one statement.
+const eventBatchTurns = 64
+
+// appendEvents stores the events of a turn, with those of the turns
+// storing theirs at the same time: while Config.EventWriters writes are
+// under way, the turns' batches gather into the next one.
+func (s *Service) appendEvents(ctx context.Context, evs []Event) error {
+	_, err := s.events.Do(ctx, evs)
+	return err
+}
+
+// storeEvents stores the events of several turns in one call.
+func (s *Service) storeEvents(ctx context.Context, batches [][]Event) ([]struct{}, error) {
+	var all []Event
+	if len(batches) == 1 {
+		all = batches[0]
+	} else {
+		n := 0
+		for _, b := range batches {
+			n += len(b)
+		}
+		all = make([]Event, 0, n)
+		for _, b := range batches {
+			all = append(all, b...)
+		}
+	}
+	if err := s.d.Events.AppendEvents(ctx, all...); err != nil {
+		return nil, err
+	}
+	return make([]struct{}, len(batches)), nil
 }
 
 // Registry returns the registry the service calls tools from.

@@ -42,14 +42,22 @@ type AssistantParams struct {
 	Clock         ports.Clock
 	IDs           ports.IDs
 	Registry      *assistant.Registry
+	DB            *sqlstore.DB `optional:"true"`
 }
 
-// NewAssistant returns the assistant service.
+// NewAssistant returns the assistant service. On SQLite, which has one
+// writer connection, stream events are stored by one write at a time (as
+// webhook deliveries are: see NewSCM).
 func NewAssistant(p AssistantParams) *assistant.Service {
+	writers := 0 // the default
+	if p.DB != nil && p.DB.Dialect == sqlstore.DialectSQLite {
+		writers = 1
+	}
 	return assistant.New(assistant.Config{
 		MaxToolRounds:   p.Config.Assistant.MaxToolRounds,
 		MaxTokens:       p.Config.Assistant.MaxTokens,
 		ConfirmationTTL: p.Config.Assistant.ConfirmationTTL,
+		EventWriters:    writers,
 	}, assistant.Deps{
 		Sessions: p.Sessions, Messages: p.Messages, Confirmations: p.Confirmations, Events: p.Events,
 		Turns: p.Turns, Preferences: p.Preferences, Policies: p.Policies, Tx: p.Tx, LLM: p.LLM, Clock: p.Clock, IDs: p.IDs,
