@@ -199,7 +199,9 @@ type StreamEventStore interface {
 type TurnStore interface {
 	// StartTurn records a running turn; conflict when the session has a
 	// running turn that started at or after staleBefore (older ones are taken
-	// to have died with their process and are ended).
+	// to have died with their process and are ended). A zero staleBefore
+	// takes no turn for stale, and spares the store looking for one: a new
+	// session has none.
 	StartTurn(ctx context.Context, t Turn, staleBefore time.Time) error
 	// EndTurn marks the turn ended at the time given.
 	EndTurn(ctx context.Context, id string, at time.Time) error

@@ -312,13 +312,15 @@ type turnRow struct {
 func (s *Assistant) StartTurn(ctx context.Context, t ports.Turn, staleBefore time.Time) error {
 	return s.db.WithinTx(ctx, func(ctx context.Context) error {
 		c := s.db.write(ctx)
-		_, err := c.exec(ctx,
-			"UPDATE turns SET ended_at = ? WHERE session_id = ? AND ended_at IS NULL AND started_at < ?",
-			timestamp(t.StartedAt), t.SessionID, timestamp(staleBefore))
-		if err != nil {
-			return storeErr(err, "turn "+t.ID, "")
+		if !staleBefore.IsZero() {
+			_, err := c.exec(ctx,
+				"UPDATE turns SET ended_at = ? WHERE session_id = ? AND ended_at IS NULL AND started_at < ?",
+				timestamp(t.StartedAt), t.SessionID, timestamp(staleBefore))
+			if err != nil {
+				return storeErr(err, "turn "+t.ID, "")
+			}
 		}
-		_, err = c.exec(ctx,
+		_, err := c.exec(ctx,
 			"INSERT INTO turns (id, session_id, started_at) VALUES (?, ?, ?)",
 			t.ID, t.SessionID, timestamp(t.StartedAt))
 		if constraintKind(err) == ports.KindConflict {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/devpilot/devpilot/ports"
@@ -96,6 +98,13 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
 	r := &Run{s: s, p: p, page: page}
 	fresh := in.SessionID == ""
 	var user ports.ChatMessage
+	// A new session has nothing to read back but the caller's preferences:
+	// they are read while the session is written.
+	var prefsRead sync.WaitGroup
+	var prefsErr error
+	if fresh {
+		prefsRead.Go(func() { r.prefs, _, prefsErr = s.d.Preferences.GetPreferences(ctx, p.Owner()) })
+	}
 	// Only the writes hold the transaction (on SQLite, the one writer); what
 	// the turn reads comes after, the session being claimed by its turn.
 	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
@@ -107,7 +116,7 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
 		} else if r.session, err = s.d.Sessions.GetSession(ctx, p.Owner(), in.SessionID); err != nil {
 			return err
 		}
-		if err := s.startTurn(ctx, r); err != nil {
+		if err := s.startTurn(ctx, r, fresh); err != nil {
 			return err
 		}
 		user = ports.ChatMessage{ID: s.d.IDs.NewID(), SessionID: r.session.ID, TurnID: r.turn.ID,
@@ -120,12 +129,13 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
 		}
 		return s.d.Sessions.TouchSession(ctx, r.session.ID, now)
 	})
+	prefsRead.Wait()
 	if err != nil {
 		return nil, err
 	}
-	if fresh { // nothing to read back but the preferences
+	if fresh {
 		r.history = []ports.ChatMessage{user}
-		r.prefs, _, err = s.d.Preferences.GetPreferences(ctx, p.Owner())
+		err = prefsErr
 	} else {
 		err = s.load(ctx, r)
 	}
@@ -162,7 +172,7 @@ func (s *Service) Continue(ctx context.Context, sessionID string) (*Run, error) 
 		if r.session, err = s.session(ctx, p.Owner(), sessionID); err != nil {
 			return err
 		}
-		if err := s.startTurn(ctx, r); err != nil {
+		if err := s.startTurn(ctx, r, false); err != nil {
 			return err
 		}
 		if err := s.load(ctx, r); err != nil {
@@ -182,11 +192,16 @@ func (s *Service) Continue(ctx context.Context, sessionID string) (*Run, error) 
 	return r, nil
 }
 
-// startTurn records r's turn as running in its session.
-func (s *Service) startTurn(ctx context.Context, r *Run) error {
+// startTurn records r's turn as running in its session; a fresh session
+// has no turn to take over from.
+func (s *Service) startTurn(ctx context.Context, r *Run, fresh bool) error {
 	now := s.d.Clock.Now()
 	r.turn = ports.Turn{ID: s.d.IDs.NewID(), SessionID: r.session.ID, StartedAt: now}
-	err := s.d.Turns.StartTurn(ctx, r.turn, now.Add(-s.cfg.TurnStaleAfter))
+	staleBefore := now.Add(-s.cfg.TurnStaleAfter)
+	if fresh {
+		staleBefore = time.Time{}
+	}
+	err := s.d.Turns.StartTurn(ctx, r.turn, staleBefore)
 	if errors.Is(err, ports.ErrConflict) {
 		return turnRunning(r.session.ID, err)
 	}

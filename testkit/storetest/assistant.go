@@ -1192,6 +1192,7 @@ func testTurns(t *testing.T, s AssistantStores) {
 	second := newTurn(cs.ID, base.Add(time.Minute))
 	checkErr(t, "StartTurn while a turn runs", s.Turns.StartTurn(ctx, second, longAgo), ports.ErrConflict)
 	checkErr(t, "StartTurn while a turn started at staleBefore runs", s.Turns.StartTurn(ctx, second, first.StartedAt), ports.ErrConflict)
+	checkErr(t, "StartTurn with a zero staleBefore while a turn runs", s.Turns.StartTurn(ctx, second, time.Time{}), ports.ErrConflict)
 	checkTurn(t, "RunningTurn after a conflict", running(cs.ID), first)
 
 	elsewhere := newTurn(other.ID, base)
