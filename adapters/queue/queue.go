@@ -5,6 +5,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -31,6 +32,11 @@ const (
 	DefaultPollInterval = 200 * time.Millisecond
 	// DefaultMaxWorkers is how many jobs the default queue runs at once.
 	DefaultMaxWorkers = 10
+	// DefaultFetchCooldown is the least time between two fetches of jobs
+	// while jobs keep coming. River's own default, 100 ms, caps a queue at
+	// MaxWorkers jobs per 100 ms however short the jobs are: 100 a second
+	// with 10 workers, far below what webhooks bring.
+	DefaultFetchCooldown = 10 * time.Millisecond
 	// hardStopGrace bounds the wait for cancelled jobs to return once a
 	// graceful Stop has run out of time.
 	hardStopGrace = 10 * time.Second
@@ -45,8 +51,11 @@ type Config struct {
 	// process is River's leader; they need Workers.
 	PeriodicJobs []*river.PeriodicJob
 	// Queues are the queues worked and their concurrency; when Workers is set
-	// and Queues is empty, it is river.QueueDefault with DefaultMaxWorkers.
+	// and Queues is empty, it is river.QueueDefault with MaxWorkers.
 	Queues map[string]river.QueueConfig
+	// MaxWorkers is how many jobs the default queue runs at once when
+	// Queues is empty: DefaultMaxWorkers when zero.
+	MaxWorkers int
 	// PollInterval is how often workers look for new jobs: at most
 	// DefaultPollInterval, which it defaults to.
 	PollInterval time.Duration
@@ -85,7 +94,7 @@ func New(db *sqlstore.DB, cfg Config) (*Queue, error) {
 		logger = slog.Default()
 	}
 	rc := &river.Config{
-		FetchCooldown:     min(river.FetchCooldownDefault, poll),
+		FetchCooldown:     min(DefaultFetchCooldown, poll),
 		FetchPollInterval: poll,
 		Logger:            logger,
 		PollOnly:          true,
@@ -95,7 +104,7 @@ func New(db *sqlstore.DB, cfg Config) (*Queue, error) {
 		rc.PeriodicJobs = cfg.PeriodicJobs
 		rc.Queues = cfg.Queues
 		if len(rc.Queues) == 0 {
-			rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: DefaultMaxWorkers}}
+			rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cmp.Or(cfg.MaxWorkers, DefaultMaxWorkers)}}
 		}
 	} else if len(cfg.PeriodicJobs) > 0 || len(cfg.Queues) > 0 {
 		return nil, ports.Errorf(ports.KindInternal, "queue: periodic jobs and queues need Workers")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -595,6 +596,61 @@ func TestMigrateConcurrently(t *testing.T) {
 		}
 		if pending, err := queue.PendingMigrations(t.Context(), db); err != nil || pending != 0 {
 			t.Fatalf("PendingMigrations = %d, %v; want 0", pending, err)
+		}
+	})
+}
+
+// MaxWorkers bounds the jobs of the default queue that run at once.
+func TestMaxWorkersBoundsConcurrentJobs(t *testing.T) {
+	t.Parallel()
+	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
+		t.Parallel()
+		const maxWorkers, jobs = 2, 5
+		var mu sync.Mutex
+		running, most := 0, 0
+		started, release := make(chan struct{}, jobs), make(chan struct{})
+		workers := river.NewWorkers()
+		river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, job *river.Job[echoArgs]) error {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			started <- struct{}{}
+			<-release
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return nil
+		}))
+		q := newQueue(t, migrated(t, db), queue.Config{Workers: workers, MaxWorkers: maxWorkers})
+		events, cancel := q.Client().Subscribe(river.EventKindJobCompleted)
+		defer cancel()
+		startQueue(t, t.Context(), q)
+		for n := range jobs {
+			if err := q.Enqueue(t.Context(), echoArgs{N: n}, ports.EnqueueOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range maxWorkers {
+			select {
+			case <-started:
+			case <-time.After(waitFor):
+				t.Fatal("jobs did not start")
+			}
+		}
+		// Several fetch cycles pass with both slots taken and jobs waiting.
+		time.Sleep(20 * queue.DefaultFetchCooldown)
+		close(release)
+		for done := 0; done < jobs; {
+			select {
+			case <-events:
+				done++
+			case <-time.After(waitFor):
+				t.Fatalf("%d of %d jobs completed", done, jobs)
+			}
+		}
+		if most != maxWorkers {
+			t.Fatalf("%d jobs ran at once, want %d", most, maxWorkers)
 		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/devpilot/devpilot/adapters/queue"
 	"github.com/devpilot/devpilot/adapters/secretbox"
 )
 
@@ -43,7 +44,9 @@ type Config struct {
 	LLMModel      string
 	LLM           LLMConfig
 	Assistant     AssistantConfig
-	Voice         VoiceConfig
+	// WorkerJobs is how many background jobs a worker runs at once.
+	WorkerJobs int
+	Voice      VoiceConfig
 	// AWSEndpoint is AWS_ENDPOINT_URL, read here too so that it can be set
 	// through Load's getenv; the SDK also honours AWS_ENDPOINT_URL_<SERVICE>.
 	AWSEndpoint    string
@@ -144,6 +147,7 @@ const (
 	EnvRealtimeTTL    = "DEVPILOT_REALTIME_TOKEN_TTL"
 	EnvTranscribe     = "DEVPILOT_TRANSCRIBE_MODEL"
 	EnvSandbox        = "DEVPILOT_SANDBOX"
+	EnvWorkerJobs     = "DEVPILOT_WORKER_CONCURRENCY"
 )
 
 // ProviderVariables returns the settings of real providers: any of them
@@ -197,6 +201,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 		MaxTokens:       int(r.number(EnvMaxTokens, 4096, 1, 1<<20)),
 		ConfirmationTTL: r.duration(EnvConfirmTTL, 15*time.Minute),
 	}
+	c.WorkerJobs = int(r.number(EnvWorkerJobs, queue.DefaultMaxWorkers, 1, 1000))
 	c.Voice = VoiceConfig{
 		RealtimeModel:   r.str(EnvRealtimeModel, "gpt-realtime"),
 		RealtimeVoice:   r.str(EnvRealtimeVoice, "alloy"),

@@ -64,9 +64,9 @@ func TestLoadNamesEveryBadVariable(t *testing.T) {
 		{"realtime token too short", app.ModeRun, map[string]string{app.EnvRealtimeTTL: "5s"}, []string{app.EnvRealtimeTTL + " must be from 10s to 2h"}},
 		{"several at once", app.ModeRun, map[string]string{
 			app.EnvLogFormat: "xml", app.EnvLogLevel: "loud", app.EnvRequestTimeout: "soon", app.EnvBodyLimit: "-1",
-			app.EnvOpenAIBaseURL: "localhost:11434", app.EnvMaxToolRounds: "0", app.EnvConfirmTTL: "-1m",
+			app.EnvOpenAIBaseURL: "localhost:11434", app.EnvMaxToolRounds: "0", app.EnvConfirmTTL: "-1m", app.EnvWorkerJobs: "0",
 		}, []string{app.EnvLogFormat, app.EnvLogLevel, app.EnvRequestTimeout, app.EnvBodyLimit,
-			app.EnvOpenAIBaseURL, app.EnvMaxToolRounds, app.EnvConfirmTTL}},
+			app.EnvOpenAIBaseURL, app.EnvMaxToolRounds, app.EnvConfirmTTL, app.EnvWorkerJobs}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,7 +94,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		app.EnvLLMModel: "m", app.EnvPublicURL: "https://dp.example", app.EnvLogFormat: "text",
 		app.EnvLogLevel: "debug", app.EnvRequestTimeout: "5s", app.EnvShutdownGrace: "1s", app.EnvBodyLimit: "2048",
 		app.EnvOpenAIKey: "sk-x", app.EnvOpenAIBaseURL: "http://127.0.0.1:11434/v1/", app.EnvLLMTimeout: "9s",
-		app.EnvMaxToolRounds: "3", app.EnvMaxTokens: "100", app.EnvConfirmTTL: "5m",
+		app.EnvMaxToolRounds: "3", app.EnvMaxTokens: "100", app.EnvConfirmTTL: "5m", app.EnvWorkerJobs: "40",
 	}))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -103,7 +103,8 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		cfg.PublicURL != "https://dp.example" || cfg.LogFormat != "text" || cfg.LogLevel != slog.LevelDebug ||
 		cfg.RequestTimeout != 5*time.Second || cfg.ShutdownGrace != time.Second || cfg.BodyLimit != 2048 ||
 		cfg.LLM != (app.LLMConfig{APIKey: "sk-x", BaseURL: "http://127.0.0.1:11434/v1", Timeout: 9 * time.Second}) ||
-		cfg.Assistant != (app.AssistantConfig{MaxToolRounds: 3, MaxTokens: 100, ConfirmationTTL: 5 * time.Minute}) {
+		cfg.Assistant != (app.AssistantConfig{MaxToolRounds: 3, MaxTokens: 100, ConfirmationTTL: 5 * time.Minute}) ||
+		cfg.WorkerJobs != 40 {
 		t.Fatalf("config = %+v", cfg)
 	}
 }

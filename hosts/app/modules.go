@@ -197,6 +197,7 @@ var WorkerModule = fx.Module("worker",
 type WorkerParams struct {
 	fx.In
 	Lifecycle fx.Lifecycle
+	Config    Config
 	DB        *sqlstore.DB
 	Logger    *slog.Logger
 	Identity  *identity.Service
@@ -216,7 +217,7 @@ func StartWorkers(p WorkerParams) error {
 	if err != nil {
 		return err
 	}
-	q, err := queue.New(p.DB, queue.Config{Workers: workers, PeriodicJobs: worker.PeriodicJobs(), Logger: p.Logger})
+	q, err := queue.New(p.DB, queue.Config{Workers: workers, PeriodicJobs: worker.PeriodicJobs(), MaxWorkers: p.Config.WorkerJobs, Logger: p.Logger})
 	if err != nil {
 		return err
 	}
