@@ -460,10 +460,8 @@ func (s *SCM) AppendActivity(ctx context.Context, entries ...ports.SCMActivity) 
 	for i, e := range entries {
 		rows[i] = []any{e.ID, e.RepoID, e.Kind, e.Action, e.Actor, e.Ref, e.Summary, e.URL, timestamp(e.At), e.Source, e.DeliveryID}
 	}
-	return s.db.WithinTx(ctx, func(ctx context.Context) error {
-		err := s.db.write(ctx).insertRowsWith(ctx, "scm_activity", activityColumns, "ON CONFLICT (id) DO NOTHING", rows)
-		return storeErr(err, "scm activity", "")
-	})
+	err := s.db.insertAtomicallyWith(ctx, "scm_activity", activityColumns, "ON CONFLICT (id) DO NOTHING", rows)
+	return storeErr(err, "scm activity", "")
 }
 
 // ListActivity implements ports.SCMStore. page.Limit defaults to 50 and is

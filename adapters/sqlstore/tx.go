@@ -122,11 +122,17 @@ func (c conn) insertRows(ctx context.Context, table, columns string, rows [][]an
 // statement alone (one round trip instead of three: a single statement is
 // atomic); else in a transaction of its own.
 func (db *DB) insertAtomically(ctx context.Context, table, columns string, rows [][]any) error {
+	return db.insertAtomicallyWith(ctx, table, columns, "", rows)
+}
+
+// insertAtomicallyWith is insertAtomically with clause ending each
+// statement, as insertRowsWith.
+func (db *DB) insertAtomicallyWith(ctx context.Context, table, columns, clause string, rows [][]any) error {
 	if _, inTx := TxFromContext(ctx); inTx || len(rows) == 0 || len(rows)*len(rows[0]) <= maxInsertArgs {
-		return db.write(ctx).insertRows(ctx, table, columns, rows)
+		return db.write(ctx).insertRowsWith(ctx, table, columns, clause, rows)
 	}
 	return db.WithinTx(ctx, func(ctx context.Context) error {
-		return db.write(ctx).insertRows(ctx, table, columns, rows)
+		return db.write(ctx).insertRowsWith(ctx, table, columns, clause, rows)
 	})
 }
 
