@@ -284,7 +284,7 @@ func TestListActivity(t *testing.T) {
 			actor = "ghost"
 		}
 		want := ports.SCMActivity{
-			ID: fmt.Sprintf("api:%d", s.ID), Kind: s.Type, Actor: actor, Ref: s.Ref, Summary: tt.summary,
+			ID: fmt.Sprintf("api:%d", s.ID), Kind: s.Type, Actor: actor, Ref: strings.TrimPrefix(s.Ref, "refs/heads/"), Summary: tt.summary,
 			URL: f.fake.URL() + tt.url(s), At: s.At, Source: "api",
 		}
 		if a != want {

@@ -341,6 +341,8 @@ func (c *Client) activityOf(fullName string, a *gh.RepositoryActivity) ports.SCM
 	}
 	repoURL := c.webURL + "/" + fullName
 	what := refName(a.Ref)
+	// The short name, as entries recorded from webhooks have it.
+	name := strings.TrimPrefix(strings.TrimPrefix(a.Ref, "refs/heads/"), "refs/tags/")
 	var summary, link string
 	switch a.ActivityType {
 	case "push":
@@ -351,7 +353,7 @@ func (c *Client) activityOf(fullName string, a *gh.RepositoryActivity) ports.SCM
 		link = repoURL + "/compare/" + short(a.Before) + "..." + short(a.After)
 	case "branch_creation":
 		summary = actor + " created " + what
-		link = repoURL + "/tree/" + strings.TrimPrefix(strings.TrimPrefix(a.Ref, "refs/heads/"), "refs/tags/")
+		link = repoURL + "/tree/" + name
 	case "branch_deletion":
 		summary = actor + " deleted " + what
 		link = repoURL + "/branches"
@@ -373,7 +375,7 @@ func (c *Client) activityOf(fullName string, a *gh.RepositoryActivity) ports.SCM
 		ID:      "api:" + strconv.FormatInt(a.ID, 10),
 		Kind:    a.ActivityType,
 		Actor:   actor,
-		Ref:     a.Ref,
+		Ref:     name,
 		Summary: summary,
 		URL:     link,
 		At:      at,
