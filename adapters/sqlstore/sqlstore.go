@@ -17,7 +17,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite"
 )
 
 // Dialect names the SQL database behind a DB.
@@ -127,7 +127,7 @@ func openSQLite(path string) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("sqlstore: create sqlite directory: %w", err)
 	}
-	writer, err := sqlx.Open("sqlite", path+"?"+sqlitePragmas+sqliteWriterParams)
+	writer, err := openSQLitePool(path + "?" + sqlitePragmas + sqliteWriterParams)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open sqlite writer: %w", err)
 	}
@@ -135,7 +135,7 @@ func openSQLite(path string) (*DB, error) {
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
-	reader, err := sqlx.Open("sqlite", path+"?"+sqlitePragmas+sqliteReaderParams)
+	reader, err := openSQLitePool(path + "?" + sqlitePragmas + sqliteReaderParams)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("sqlstore: open sqlite reader: %w", err), writer.Close())
 	}
@@ -143,6 +143,16 @@ func openSQLite(path string) (*DB, error) {
 	reader.SetMaxOpenConns(readers)
 	reader.SetMaxIdleConns(readers)
 	return &DB{Dialect: DialectSQLite, Writer: writer, Reader: reader}, nil
+}
+
+// openSQLitePool returns a pool of SQLite connections to dsn, each keeping
+// the statements it compiles (see cachingConnector).
+func openSQLitePool(dsn string) (*sqlx.DB, error) {
+	inner, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sqlx.NewDb(sql.OpenDB(cachingConnector{inner: inner}), "sqlite"), nil
 }
 
 // Ping checks that the writer and the reader pools reach the database; it
