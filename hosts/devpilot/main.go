@@ -168,6 +168,9 @@ func (c cli) serve(ctx context.Context, mode app.Mode, opts ...app.LoadOption) e
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := fxApp.Start(startCtx); err != nil {
+		if ctx.Err() != nil {
+			return nil // asked to stop while starting: fx stopped what had started
+		}
 		return err
 	}
 	if sandbox != nil {
