@@ -134,6 +134,11 @@ type Preference struct {
 type ChatSessionStore interface {
 	// CreateSession stores a new session; conflict when the id exists.
 	CreateSession(ctx context.Context, s ChatSession) error
+	// StartSession stores a new session with its first turn, running, and
+	// its first message, all or nothing: what a chat without a session
+	// starts with, in as few round trips as the database allows. Conflict
+	// when one of the ids exists.
+	StartSession(ctx context.Context, s ChatSession, first Turn, msg ChatMessage) error
 	// GetSession returns the owner's session with its counts; not_found when
 	// absent or another owner's.
 	GetSession(ctx context.Context, owner Owner, id string) (ChatSession, error)

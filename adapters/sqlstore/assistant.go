@@ -75,6 +75,40 @@ func (s *Assistant) CreateSession(ctx context.Context, cs ports.ChatSession) err
 	return storeErr(err, "chat session "+cs.ID, "user "+cs.UserID)
 }
 
+// StartSession implements ports.ChatSessionStore. On PostgreSQL it is one
+// statement (sibling INSERTs in a WITH; the foreign keys are checked at its
+// end); on SQLite, three in a transaction.
+func (s *Assistant) StartSession(ctx context.Context, cs ports.ChatSession, first ports.Turn, msg ports.ChatMessage) error {
+	calls, err := encodeToolCalls(msg.ToolCalls)
+	if err != nil {
+		return ports.Wrap(ports.KindInternal, err, "encode tool calls")
+	}
+	updated := cs.UpdatedAt
+	if updated.IsZero() {
+		updated = cs.CreatedAt
+	}
+	what := "chat session " + cs.ID
+	if s.db.Dialect == DialectPostgres {
+		_, err := s.db.write(ctx).exec(ctx, `WITH
+			s AS (INSERT INTO chat_sessions (id, org_id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)),
+			t AS (INSERT INTO turns (id, session_id, started_at) VALUES (?, ?, ?))
+			INSERT INTO chat_messages (`+messageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			cs.ID, cs.OrgID, cs.UserID, cs.Title, timestamp(cs.CreatedAt), timestamp(updated),
+			first.ID, first.SessionID, timestamp(first.StartedAt),
+			msg.ID, msg.SessionID, msg.TurnID, string(msg.Role), msg.Content, calls, msg.ToolCallID, msg.Name, timestamp(msg.CreatedAt))
+		return storeErr(err, what, "user "+cs.UserID)
+	}
+	return s.db.WithinTx(ctx, func(ctx context.Context) error {
+		if err := s.CreateSession(ctx, cs); err != nil {
+			return err
+		}
+		if err := s.StartTurn(ctx, first, time.Time{}); err != nil {
+			return err
+		}
+		return s.AppendMessages(ctx, msg)
+	})
+}
+
 // GetSession implements ports.ChatSessionStore.
 func (s *Assistant) GetSession(ctx context.Context, owner ports.Owner, id string) (ports.ChatSession, error) {
 	var r sessionRow

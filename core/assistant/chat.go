@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unicode/utf8"
 
 	"github.com/devpilot/devpilot/ports"
@@ -94,54 +93,59 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := s.d.Clock.Now()
 	r := &Run{s: s, p: p, page: page}
-	fresh := in.SessionID == ""
-	var user ports.ChatMessage
-	// A new session has nothing to read back but the caller's preferences:
-	// they are read while the session is written.
-	var prefsRead sync.WaitGroup
-	var prefsErr error
-	if fresh {
-		prefsRead.Go(func() { r.prefs, _, prefsErr = s.d.Preferences.GetPreferences(ctx, p.Owner()) })
+	if in.SessionID == "" {
+		return s.chatInNewSession(ctx, r, msg)
 	}
+	now := s.d.Clock.Now()
 	// Only the writes hold the transaction (on SQLite, the one writer); what
 	// the turn reads comes after, the session being claimed by its turn.
 	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
-		if fresh {
-			r.session = ports.ChatSession{ID: s.d.IDs.NewID(), OrgID: p.OrgID, UserID: p.UserID, CreatedAt: now, UpdatedAt: now}
-			if err := s.d.Sessions.CreateSession(ctx, r.session); err != nil {
-				return err
-			}
-		} else if r.session, err = s.d.Sessions.GetSession(ctx, p.Owner(), in.SessionID); err != nil {
+		if r.session, err = s.d.Sessions.GetSession(ctx, p.Owner(), in.SessionID); err != nil {
 			return err
 		}
-		if err := s.startTurn(ctx, r, fresh); err != nil {
+		if err := s.startTurn(ctx, r); err != nil {
 			return err
 		}
-		user = ports.ChatMessage{ID: s.d.IDs.NewID(), SessionID: r.session.ID, TurnID: r.turn.ID,
+		user := ports.ChatMessage{ID: s.d.IDs.NewID(), SessionID: r.session.ID, TurnID: r.turn.ID,
 			Message: ports.Message{Role: ports.MessageUser, Content: msg}, CreatedAt: now}
 		if err := s.d.Messages.AppendMessages(ctx, user); err != nil {
 			return err
 		}
-		if fresh {
-			return nil
-		}
 		return s.d.Sessions.TouchSession(ctx, r.session.ID, now)
 	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.load(ctx, r); err != nil {
+		s.abandon(r)
+		return nil, err
+	}
+	return r, nil
+}
+
+// chatInNewSession starts r's turn in a new session: the session, its turn
+// and the caller's message are stored together, while the caller's
+// preferences, all there is to read back, are read.
+func (s *Service) chatInNewSession(ctx context.Context, r *Run, msg string) (*Run, error) {
+	now := s.d.Clock.Now()
+	p := r.p
+	r.session = ports.ChatSession{ID: s.d.IDs.NewID(), OrgID: p.OrgID, UserID: p.UserID, CreatedAt: now, UpdatedAt: now}
+	r.turn = ports.Turn{ID: s.d.IDs.NewID(), SessionID: r.session.ID, StartedAt: now}
+	user := ports.ChatMessage{ID: s.d.IDs.NewID(), SessionID: r.session.ID, TurnID: r.turn.ID,
+		Message: ports.Message{Role: ports.MessageUser, Content: msg}, CreatedAt: now}
+	var prefsRead sync.WaitGroup
+	var prefsErr error
+	prefsRead.Go(func() { r.prefs, _, prefsErr = s.d.Preferences.GetPreferences(ctx, p.Owner()) })
+	err := s.d.Sessions.StartSession(ctx, r.session, r.turn, user)
 	prefsRead.Wait()
 	if err != nil {
 		return nil, err
 	}
-	if fresh {
-		r.history = []ports.ChatMessage{user}
-		err = prefsErr
-	} else {
-		err = s.load(ctx, r)
-	}
-	if err != nil {
+	r.history = []ports.ChatMessage{user}
+	if prefsErr != nil {
 		s.abandon(r)
-		return nil, err
+		return nil, prefsErr
 	}
 	return r, nil
 }
@@ -172,7 +176,7 @@ func (s *Service) Continue(ctx context.Context, sessionID string) (*Run, error) 
 		if r.session, err = s.session(ctx, p.Owner(), sessionID); err != nil {
 			return err
 		}
-		if err := s.startTurn(ctx, r, false); err != nil {
+		if err := s.startTurn(ctx, r); err != nil {
 			return err
 		}
 		if err := s.load(ctx, r); err != nil {
@@ -192,16 +196,11 @@ func (s *Service) Continue(ctx context.Context, sessionID string) (*Run, error) 
 	return r, nil
 }
 
-// startTurn records r's turn as running in its session; a fresh session
-// has no turn to take over from.
-func (s *Service) startTurn(ctx context.Context, r *Run, fresh bool) error {
+// startTurn records r's turn as running in its session.
+func (s *Service) startTurn(ctx context.Context, r *Run) error {
 	now := s.d.Clock.Now()
 	r.turn = ports.Turn{ID: s.d.IDs.NewID(), SessionID: r.session.ID, StartedAt: now}
-	staleBefore := now.Add(-s.cfg.TurnStaleAfter)
-	if fresh {
-		staleBefore = time.Time{}
-	}
-	err := s.d.Turns.StartTurn(ctx, r.turn, staleBefore)
+	err := s.d.Turns.StartTurn(ctx, r.turn, now.Add(-s.cfg.TurnStaleAfter))
 	if errors.Is(err, ports.ErrConflict) {
 		return turnRunning(r.session.ID, err)
 	}

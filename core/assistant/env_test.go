@@ -118,6 +118,18 @@ func newEnv(t *testing.T, cfg assistant.Config, with ...func(*assistant.Deps)) *
 			m.sessions[s.ID] = s
 			return nil
 		})
+	sessions.EXPECT().StartSession(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, s ports.ChatSession, tr ports.Turn, msg ports.ChatMessage) error {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if _, ok := m.sessions[s.ID]; ok {
+				return ports.Errorf(ports.KindConflict, "chat session %s exists", s.ID)
+			}
+			m.sessions[s.ID] = s
+			m.turns = append(m.turns, tr)
+			m.msgs = append(m.msgs, msg)
+			return nil
+		})
 	sessions.EXPECT().GetSession(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(_ context.Context, o ports.Owner, id string) (ports.ChatSession, error) {
 			m.mu.Lock()

@@ -235,6 +235,44 @@ func (c *MockChatSessionStoreSetSessionTitleCall) DoAndReturn(f func(context.Con
 	return c
 }
 
+// StartSession mocks base method.
+func (m *MockChatSessionStore) StartSession(ctx context.Context, s ports.ChatSession, first ports.Turn, msg ports.ChatMessage) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "StartSession", ctx, s, first, msg)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// StartSession indicates an expected call of StartSession.
+func (mr *MockChatSessionStoreMockRecorder) StartSession(ctx, s, first, msg any) *MockChatSessionStoreStartSessionCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "StartSession", reflect.TypeOf((*MockChatSessionStore)(nil).StartSession), ctx, s, first, msg)
+	return &MockChatSessionStoreStartSessionCall{Call: call}
+}
+
+// MockChatSessionStoreStartSessionCall wrap *gomock.Call
+type MockChatSessionStoreStartSessionCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockChatSessionStoreStartSessionCall) Return(arg0 error) *MockChatSessionStoreStartSessionCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockChatSessionStoreStartSessionCall) Do(f func(context.Context, ports.ChatSession, ports.Turn, ports.ChatMessage) error) *MockChatSessionStoreStartSessionCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockChatSessionStoreStartSessionCall) DoAndReturn(f func(context.Context, ports.ChatSession, ports.Turn, ports.ChatMessage) error) *MockChatSessionStoreStartSessionCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // TouchSession mocks base method.
 func (m *MockChatSessionStore) TouchSession(ctx context.Context, id string, at time.Time) error {
 	m.ctrl.T.Helper()

@@ -69,6 +69,7 @@ func TestAssistant(t *testing.T, newStores func(t *testing.T) AssistantStores) {
 		{"Events", testEvents},
 		{"EventsErrors", testEventsErrors},
 		{"EventsBigBatch", testEventsBigBatch},
+		{"StartSession", testStartSession},
 		{"Turns", testTurns},
 		{"StaleTurn", testStaleTurn},
 		{"RaceStartTurn", testRaceStartTurn},
@@ -1449,4 +1450,66 @@ func testAssistantTxJoins(t *testing.T, s AssistantStores) {
 	_, err = s.Turns.RunningTurn(t.Context(), cs.ID)
 	checkErr(t, "RunningTurn after rollback", err, ports.ErrNotFound)
 	checkPreferences(t, "GetPreferences after rollback", s, owner, nil, nil)
+}
+
+// StartSession stores a session, its running turn and its first message, or
+// none of them.
+func testStartSession(t *testing.T, s AssistantStores) {
+	ctx := t.Context()
+	owner := seedOwner(t, s.Identity)
+	start := func(cs ports.ChatSession) (ports.Turn, ports.ChatMessage) {
+		turn := newTurn(cs.ID, base)
+		msg := newMessage(cs, ports.MessageUser, "deploy the api")
+		msg.TurnID = turn.ID
+		return turn, msg
+	}
+	cs := newSession(owner)
+	turn, msg := start(cs)
+	if err := s.Sessions.StartSession(ctx, cs, turn, msg); err != nil {
+		t.Fatalf("StartSession: %v", err)
+	}
+	got := mustGetSession(t, s, owner, cs.ID)
+	if at := base.Truncate(time.Microsecond); got.ID != cs.ID || got.Title != cs.Title || !got.CreatedAt.Equal(at) || !got.UpdatedAt.Equal(at) || got.MessageCount != 1 {
+		t.Errorf("session %+v", got)
+	}
+	running, err := s.Turns.RunningTurn(ctx, cs.ID)
+	if err != nil {
+		t.Fatalf("RunningTurn: %v", err)
+	}
+	checkTurn(t, "RunningTurn", running, turn)
+	msgs, err := s.Messages.ListMessages(ctx, cs.ID)
+	if err != nil || len(msgs) != 1 || msgs[0].ID != msg.ID || msgs[0].TurnID != turn.ID ||
+		msgs[0].Role != ports.MessageUser || msgs[0].Content != "deploy the api" || msgs[0].ToolCalls != nil {
+		t.Fatalf("messages %+v, %v", msgs, err)
+	}
+	checkErr(t, "StartTurn in the started session", s.Turns.StartTurn(ctx, newTurn(cs.ID, base.Add(time.Minute)), time.Time{}), ports.ErrConflict)
+
+	// A conflict on any of the three ids stores none of them.
+	for _, tc := range []struct {
+		name   string
+		change func(*ports.ChatSession, *ports.Turn, *ports.ChatMessage)
+	}{
+		{"session id", func(c *ports.ChatSession, tu *ports.Turn, m *ports.ChatMessage) {
+			c.ID, tu.SessionID, m.SessionID = cs.ID, cs.ID, cs.ID
+		}},
+		{"turn id", func(_ *ports.ChatSession, tu *ports.Turn, _ *ports.ChatMessage) { tu.ID = turn.ID }},
+		{"message id", func(_ *ports.ChatSession, _ *ports.Turn, m *ports.ChatMessage) { m.ID = msg.ID }},
+	} {
+		again := newSession(owner)
+		tu, m := start(again)
+		tc.change(&again, &tu, &m)
+		checkErr(t, "StartSession reusing the "+tc.name, s.Sessions.StartSession(ctx, again, tu, m), ports.ErrConflict)
+		if again.ID != cs.ID {
+			_, err := s.Sessions.GetSession(ctx, owner, again.ID)
+			checkErr(t, "the session of a failed StartSession ("+tc.name+")", err, ports.ErrNotFound)
+		}
+	}
+	if msgs, _ := s.Messages.ListMessages(ctx, cs.ID); len(msgs) != 1 {
+		t.Errorf("%d messages after the conflicts, want 1", len(msgs))
+	}
+
+	stranger := ports.Owner{OrgID: owner.OrgID, UserID: newID()}
+	lost := newSession(stranger)
+	tu, m := start(lost)
+	checkErr(t, "StartSession for an unknown user", s.Sessions.StartSession(ctx, lost, tu, m), ports.ErrNotFound)
 }
