@@ -111,9 +111,10 @@ type TokenStore interface {
 	// CreateToken stores a new token; conflict when the hash exists already;
 	// not_found when the user does not exist.
 	CreateToken(ctx context.Context, token APIToken) error
-	// GetTokenByHash returns the token with the SHA-256 hash, revoked or not;
-	// not_found when absent.
-	GetTokenByHash(ctx context.Context, hash []byte) (APIToken, error)
+	// GetTokenByHash returns the token with the SHA-256 hash, revoked or not,
+	// and its user, in one look-up (it runs on every request); not_found
+	// when absent.
+	GetTokenByHash(ctx context.Context, hash []byte) (APIToken, User, error)
 	// GetToken returns the token with the id; not_found when absent.
 	GetToken(ctx context.Context, id string) (APIToken, error)
 	// ListTokens returns tokens newest first, filtered by org and user; an

@@ -132,10 +132,23 @@ func (s *Identity) CreateToken(ctx context.Context, t ports.APIToken) error {
 }
 
 // GetTokenByHash implements ports.TokenStore.
-func (s *Identity) GetTokenByHash(ctx context.Context, hash []byte) (ports.APIToken, error) {
-	var r tokenRow
-	err := s.db.read(ctx).get(ctx, &r, "SELECT "+tokenColumns+" FROM api_tokens WHERE hash = ?", hash)
-	return r.token(), storeErr(err, "token", "")
+func (s *Identity) GetTokenByHash(ctx context.Context, hash []byte) (ports.APIToken, ports.User, error) {
+	var r struct {
+		tokenRow
+		UserOrgID     string    `db:"user_org_id"`
+		UserEmail     string    `db:"user_email"`
+		UserRole      string    `db:"user_role"`
+		UserCreatedAt timestamp `db:"user_created_at"`
+	}
+	err := s.db.read(ctx).get(ctx, &r, `SELECT t.id, t.user_id, t.org_id, t.name, t.prefix, t.hash, t.created_at,
+			t.expires_at, t.last_used_at, t.revoked_at,
+			u.org_id AS user_org_id, u.email AS user_email, u.role AS user_role, u.created_at AS user_created_at
+		FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`, hash)
+	if err != nil {
+		return ports.APIToken{}, ports.User{}, storeErr(err, "token", "")
+	}
+	user := userRow{ID: r.UserID, OrgID: r.UserOrgID, Email: r.UserEmail, Role: r.UserRole, CreatedAt: r.UserCreatedAt}
+	return r.token(), user.user(), nil
 }
 
 // GetToken implements ports.TokenStore.

@@ -148,10 +148,11 @@ func TestAuthenticate(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			if strings.HasPrefix(tt.token, "dp_") && len(tt.token) == len(token) {
-				e.tokens.EXPECT().GetTokenByHash(gomock.Any(), hash[:]).Return(tt.rec, tt.lookupErr)
-			}
-			if tt.lookupErr == nil && tt.rec.RevokedAt == nil && tt.rec.ExpiresAt == nil && tt.wantErr == nil {
-				e.users.EXPECT().GetUser(gomock.Any(), "u1").Return(user, nil)
+				var u ports.User
+				if tt.lookupErr == nil {
+					u = user
+				}
+				e.tokens.EXPECT().GetTokenByHash(gomock.Any(), hash[:]).Return(tt.rec, u, tt.lookupErr)
 			}
 			if tt.touch {
 				now := e.clock.Now()

@@ -439,12 +439,13 @@ func (c *MockTokenStoreGetTokenCall) DoAndReturn(f func(context.Context, string)
 }
 
 // GetTokenByHash mocks base method.
-func (m *MockTokenStore) GetTokenByHash(ctx context.Context, hash []byte) (ports.APIToken, error) {
+func (m *MockTokenStore) GetTokenByHash(ctx context.Context, hash []byte) (ports.APIToken, ports.User, error) {
 	m.ctrl.T.Helper()
 	ret := m.ctrl.Call(m, "GetTokenByHash", ctx, hash)
 	ret0, _ := ret[0].(ports.APIToken)
-	ret1, _ := ret[1].(error)
-	return ret0, ret1
+	ret1, _ := ret[1].(ports.User)
+	ret2, _ := ret[2].(error)
+	return ret0, ret1, ret2
 }
 
 // GetTokenByHash indicates an expected call of GetTokenByHash.
@@ -460,19 +461,19 @@ type MockTokenStoreGetTokenByHashCall struct {
 }
 
 // Return rewrite *gomock.Call.Return
-func (c *MockTokenStoreGetTokenByHashCall) Return(arg0 ports.APIToken, arg1 error) *MockTokenStoreGetTokenByHashCall {
-	c.Call = c.Call.Return(arg0, arg1)
+func (c *MockTokenStoreGetTokenByHashCall) Return(arg0 ports.APIToken, arg1 ports.User, arg2 error) *MockTokenStoreGetTokenByHashCall {
+	c.Call = c.Call.Return(arg0, arg1, arg2)
 	return c
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockTokenStoreGetTokenByHashCall) Do(f func(context.Context, []byte) (ports.APIToken, error)) *MockTokenStoreGetTokenByHashCall {
+func (c *MockTokenStoreGetTokenByHashCall) Do(f func(context.Context, []byte) (ports.APIToken, ports.User, error)) *MockTokenStoreGetTokenByHashCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockTokenStoreGetTokenByHashCall) DoAndReturn(f func(context.Context, []byte) (ports.APIToken, error)) *MockTokenStoreGetTokenByHashCall {
+func (c *MockTokenStoreGetTokenByHashCall) DoAndReturn(f func(context.Context, []byte) (ports.APIToken, ports.User, error)) *MockTokenStoreGetTokenByHashCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

@@ -240,11 +240,12 @@ func testTokenRoundTrip(t *testing.T, s IdentityStores) {
 	} {
 		mustCreateToken(t, s, tok)
 		checkToken(t, "GetToken", mustGetToken(t, s, tok.ID), tok)
-		got, err := s.Tokens.GetTokenByHash(ctx, tok.Hash)
+		got, owner, err := s.Tokens.GetTokenByHash(ctx, tok.Hash)
 		if err != nil {
 			t.Fatalf("GetTokenByHash: %v", err)
 		}
 		checkToken(t, "GetTokenByHash", got, tok)
+		checkUser(t, "GetTokenByHash's user", owner, user)
 	}
 }
 
@@ -252,7 +253,7 @@ func testTokenNotFound(t *testing.T, s IdentityStores) {
 	ctx := t.Context()
 	_, err := s.Tokens.GetToken(ctx, newID())
 	checkErr(t, "GetToken", err, ports.ErrNotFound)
-	_, err = s.Tokens.GetTokenByHash(ctx, []byte("sha256-"+newID()))
+	_, _, err = s.Tokens.GetTokenByHash(ctx, []byte("sha256-"+newID()))
 	checkErr(t, "GetTokenByHash", err, ports.ErrNotFound)
 }
 
@@ -350,7 +351,7 @@ func testRevokeToken(t *testing.T, s IdentityStores) {
 	want := f.token
 	want.RevokedAt = &at
 	checkToken(t, "GetToken after RevokeToken", mustGetToken(t, s, f.token.ID), want)
-	got, err := s.Tokens.GetTokenByHash(ctx, f.token.Hash)
+	got, _, err := s.Tokens.GetTokenByHash(ctx, f.token.Hash)
 	if err != nil {
 		t.Fatalf("GetTokenByHash of a revoked token: %v", err)
 	}
