@@ -195,6 +195,10 @@ type SCMStore interface {
 	// SaveRepositories upserts the repositories a connection sees (keyed by
 	// connection and provider id, keeping devpilot's ids) and returns them.
 	SaveRepositories(ctx context.Context, connectionID string, repos []Repository, at time.Time) ([]Repository, error)
+	// PruneRepositories deletes the connection's repositories last saved
+	// before the time given (those a complete listing saved at that time no
+	// longer showed) and returns how many it deleted.
+	PruneRepositories(ctx context.Context, connectionID string, savedBefore time.Time) (int, error)
 	// ListRepositories returns the owner's repositories by full name, and the
 	// next page's cursor; invalid for a bad cursor.
 	ListRepositories(ctx context.Context, owner Owner, page Page) ([]Repository, string, error)

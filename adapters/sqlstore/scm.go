@@ -241,6 +241,13 @@ func (s *SCM) SaveRepositories(ctx context.Context, connectionID string, repos [
 	return saved, nil
 }
 
+// PruneRepositories implements ports.SCMStore.
+func (s *SCM) PruneRepositories(ctx context.Context, connectionID string, savedBefore time.Time) (int, error) {
+	n, err := s.db.write(ctx).exec(ctx, "DELETE FROM repositories WHERE connection_id = ? AND updated_at < ?",
+		connectionID, timestamp(savedBefore))
+	return int(n), storeErr(err, "repositories", "")
+}
+
 // ListRepositories implements ports.SCMStore. Full names compare bytewise,
 // and ties are ordered by id; page.Limit defaults to 50 and is capped at 200.
 func (s *SCM) ListRepositories(ctx context.Context, owner ports.Owner, page ports.Page) ([]ports.Repository, string, error) {

@@ -277,6 +277,19 @@ func newEnv(t testing.TB, cfg scm.Config) *env {
 			}
 			return out, nil
 		})
+	store.EXPECT().PruneRepositories(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, connID string, before time.Time) (int, error) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			n := 0
+			for id, r := range m.repos {
+				if r.ConnectionID == connID && r.UpdatedAt.Before(before) {
+					delete(m.repos, id)
+					n++
+				}
+			}
+			return n, nil
+		})
 	store.EXPECT().ListRepositories(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(_ context.Context, o ports.Owner, page ports.Page) ([]ports.Repository, string, error) {
 			m.mu.Lock()

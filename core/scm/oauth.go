@@ -198,15 +198,21 @@ func (s *Service) recordRepositories(ctx context.Context, conn ports.SCMConnecti
 			break
 		}
 	}
-	if cursor != "" {
+	complete := cursor == ""
+	if !complete {
 		s.log.WarnContext(ctx, "the connection sees more repositories than are recorded", "connection_id", conn.ID, "recorded", len(repos))
 	}
-	if len(repos) == 0 {
-		return 0, nil
+	var saved []ports.Repository
+	if len(repos) > 0 {
+		var err error
+		if saved, err = s.d.Store.SaveRepositories(ctx, conn.ID, repos, now); err != nil {
+			return 0, err
+		}
 	}
-	saved, err := s.d.Store.SaveRepositories(ctx, conn.ID, repos, now)
-	if err != nil {
-		return 0, err
+	if complete { // what the connection no longer sees goes
+		if _, err := s.d.Store.PruneRepositories(ctx, conn.ID, now); err != nil {
+			return 0, err
+		}
 	}
 	return len(saved), nil
 }

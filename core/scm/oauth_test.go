@@ -258,6 +258,17 @@ func TestCallbackReconnectKeepsTheConnection(t *testing.T) {
 	if res.Repositories != 2 || len(after) != 2 || after[1].ID != repos[0].ID {
 		t.Errorf("repositories before %+v, after %+v", repos, after)
 	}
+
+	// Later the token sees only the api repository: the web one goes.
+	e.clock.Advance(time.Hour)
+	e.expectConnect("code-3", "gho_newer", "alice-gh", []ports.SCMRepo{apiRepo})
+	if res, err = e.svc.Callback(context.Background(), scm.CallbackInput{Code: "code-3", State: e.authorize(alice, "")}); err != nil {
+		t.Fatal(err)
+	}
+	last, _, _ := e.svc.ListRepos(as(alice), ports.Page{})
+	if res.Repositories != 1 || len(last) != 1 || last[0].ID != after[0].ID || last[0].FullName != apiRepo.FullName {
+		t.Errorf("repositories after the web one went: %+v", last)
+	}
 }
 
 func TestCallbackFollowsAtMostTenPages(t *testing.T) {

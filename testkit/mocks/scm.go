@@ -775,6 +775,45 @@ func (c *MockSCMStoreMarkConnectionBrokenCall) DoAndReturn(f func(context.Contex
 	return c
 }
 
+// PruneRepositories mocks base method.
+func (m *MockSCMStore) PruneRepositories(ctx context.Context, connectionID string, savedBefore time.Time) (int, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "PruneRepositories", ctx, connectionID, savedBefore)
+	ret0, _ := ret[0].(int)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// PruneRepositories indicates an expected call of PruneRepositories.
+func (mr *MockSCMStoreMockRecorder) PruneRepositories(ctx, connectionID, savedBefore any) *MockSCMStorePruneRepositoriesCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "PruneRepositories", reflect.TypeOf((*MockSCMStore)(nil).PruneRepositories), ctx, connectionID, savedBefore)
+	return &MockSCMStorePruneRepositoriesCall{Call: call}
+}
+
+// MockSCMStorePruneRepositoriesCall wrap *gomock.Call
+type MockSCMStorePruneRepositoriesCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSCMStorePruneRepositoriesCall) Return(arg0 int, arg1 error) *MockSCMStorePruneRepositoriesCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSCMStorePruneRepositoriesCall) Do(f func(context.Context, string, time.Time) (int, error)) *MockSCMStorePruneRepositoriesCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSCMStorePruneRepositoriesCall) DoAndReturn(f func(context.Context, string, time.Time) (int, error)) *MockSCMStorePruneRepositoriesCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // RecordDeliveries mocks base method.
 func (m *MockSCMStore) RecordDeliveries(ctx context.Context, ds []ports.WebhookDelivery) ([]bool, error) {
 	m.ctrl.T.Helper()

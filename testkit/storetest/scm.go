@@ -60,6 +60,7 @@ func TestSCM(t *testing.T, newStores func(t *testing.T) SCMStores) {
 		{"RepositoriesRoundTrip", testRepositoriesRoundTrip},
 		{"SaveRepositoriesUpserts", testSaveRepositoriesUpserts},
 		{"SaveRepositoriesAtomic", testSaveRepositoriesAtomic},
+		{"PruneRepositories", testPruneRepositories},
 		{"RepositoriesOwnerIsolation", testRepositoriesOwnerIsolation},
 		{"ListRepositoriesPages", testListRepositoriesPages},
 		{"ListRepositoriesLimits", testListRepositoriesLimits},
@@ -1516,4 +1517,28 @@ func testSCMTxJoins(t *testing.T, s SCMStores) {
 	_, err = s.SCM.GetDelivery(t.Context(), d.ID)
 	checkNotFound(t, "GetDelivery after rollback", err, "webhook delivery", d.ID)
 	checkActivity(t, "ListActivity after rollback", mustListActivity(t, s, repo.ProviderID), nil)
+}
+
+// PruneRepositories deletes what a later save did not touch, of that
+// connection only.
+func testPruneRepositories(t *testing.T, s SCMStores) {
+	ctx := t.Context()
+	owner, c := newConnected(t, s)
+	other, oc := newConnected(t, s)
+	gone, stays := newRepo(newProviderID(), "acme/gone"), newRepo(newProviderID(), "acme/stays")
+	first := mustSaveRepositories(t, s, c.ID, base, gone, stays)
+	elsewhere := mustSaveRepositories(t, s, oc.ID, base, newRepo(newProviderID(), "other/old"))
+	later := base.Add(time.Hour)
+	again := mustSaveRepositories(t, s, c.ID, later, first[1])
+	n, err := s.SCM.PruneRepositories(ctx, c.ID, later)
+	if err != nil || n != 1 {
+		t.Fatalf("PruneRepositories = %d, %v; want 1", n, err)
+	}
+	_, err = s.SCM.GetRepository(ctx, owner, first[0].ID)
+	checkNotFound(t, "GetRepository of a pruned repository", err, "repository", first[0].ID)
+	checkRepositories(t, "ListRepositories after pruning", mustListRepositories(t, s, owner), again)
+	checkRepositories(t, "another connection's repositories", mustListRepositories(t, s, other), elsewhere)
+	if n, err := s.SCM.PruneRepositories(ctx, c.ID, later); err != nil || n != 0 {
+		t.Fatalf("PruneRepositories again = %d, %v; want 0", n, err)
+	}
 }
