@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -158,20 +159,7 @@ func (s *Service) appendEvents(ctx context.Context, evs []Event) error {
 
 // storeEvents stores the events of several turns in one call.
 func (s *Service) storeEvents(ctx context.Context, batches [][]Event) ([]struct{}, error) {
-	var all []Event
-	if len(batches) == 1 {
-		all = batches[0]
-	} else {
-		n := 0
-		for _, b := range batches {
-			n += len(b)
-		}
-		all = make([]Event, 0, n)
-		for _, b := range batches {
-			all = append(all, b...)
-		}
-	}
-	if err := s.d.Events.AppendEvents(ctx, all...); err != nil {
+	if err := s.d.Events.AppendEvents(ctx, slices.Concat(batches...)...); err != nil {
 		return nil, err
 	}
 	return make([]struct{}, len(batches)), nil
