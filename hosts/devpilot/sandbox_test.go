@@ -112,7 +112,14 @@ func TestServeSandboxFlag(t *testing.T) {
 			if err := json.Unmarshal(body, &ready); status != 200 || err != nil || ready["providers"] != want {
 				t.Fatalf("/readyz = %d %s, want providers %q", status, body, want)
 			}
-			if got := strings.Contains(stdout.String(), "SANDBOX MODE") && strings.Contains(logs.String(), "SANDBOX MODE: demo token: dp_"); got != sandbox {
+			// The banner follows start-up, which may end after /readyz answers.
+			shown := func() bool {
+				return strings.Contains(stdout.String(), "SANDBOX MODE") && strings.Contains(logs.String(), "SANDBOX MODE: demo token: dp_")
+			}
+			if sandbox {
+				waitFor(shown, 10*time.Second)
+			}
+			if got := shown(); got != sandbox {
 				t.Errorf("sandbox banner shown: %v, want %v\nstdout: %s\nlogs: %s", got, sandbox, stdout, logs)
 			}
 		})
