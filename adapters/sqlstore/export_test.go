@@ -1,7 +1,31 @@
 package sqlstore
 
+import (
+	"context"
+
+	"github.com/jmoiron/sqlx"
+)
+
 // StoreErr exposes storeErr to the external tests.
 var StoreErr = storeErr
 
 // Timestamp exposes timestamp to the external tests.
 type Timestamp = timestamp
+
+// CachedStatements returns the statement texts one of the pool's
+// connections keeps prepared.
+func CachedStatements(ctx context.Context, pool *sqlx.DB) (map[string]bool, error) {
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	out := map[string]bool{}
+	err = conn.Raw(func(dc any) error {
+		for q := range dc.(*cachingConn).stmts {
+			out[q] = true
+		}
+		return nil
+	})
+	return out, err
+}

@@ -107,7 +107,7 @@ func openPostgres(rawURL string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: bad postgres URL: %w", err)
 	}
-	pool := sqlx.NewDb(sql.OpenDB(connector), "postgres")
+	pool := sqlx.NewDb(sql.OpenDB(cachingConnector{inner: connector}), "postgres")
 	pool.SetMaxOpenConns(postgresPoolSize)
 	pool.SetMaxIdleConns(postgresPoolSize)
 	pool.SetConnMaxIdleTime(5 * time.Minute)

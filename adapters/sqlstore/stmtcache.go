@@ -3,15 +3,17 @@ package sqlstore
 import (
 	"context"
 	"database/sql/driver"
+	"reflect"
 )
 
-// SQLite compiles every statement it runs from its text, which database/sql
-// asks of the driver anew for each ExecContext and QueryContext: under load
-// that parsing is a good share of the CPU devpilot spends in SQLite. The
-// connector below keeps each connection's compiled statements, by query
-// text, and runs a query that has been seen on that connection from its
-// compiled form. database/sql uses a driver connection from one goroutine at
-// a time, so the cache needs no lock.
+// database/sql hands the driver each statement's text on every ExecContext
+// and QueryContext, and both databases then parse (and PostgreSQL plans) it
+// anew: under load that is a good share of the CPU spent in the database.
+// The connector below keeps each connection's prepared statements, by query
+// text (on PostgreSQL, named server-side statements), and runs a query that
+// has been seen on that connection from its prepared form. database/sql
+// uses a driver connection from one goroutine at a time, so the cache needs
+// no lock.
 
 // Bounds of a connection's statement cache: statements with longer texts
 // (the multi-row inserts, whose text varies with their row count) are not
@@ -35,8 +37,9 @@ func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 
 func (c cachingConnector) Driver() driver.Driver { return c.inner.Driver() }
 
-// The interfaces modernc's connection implements that database/sql uses.
-type sqliteConn interface {
+// The interfaces of modernc's and lib/pq's connections that database/sql
+// uses; a connection without them is not wrapped.
+type cacheableConn interface {
 	driver.Conn
 	driver.ConnBeginTx
 	driver.ConnPrepareContext
@@ -49,7 +52,7 @@ type sqliteConn interface {
 
 // cachingConn is a connection with its compiled statements.
 type cachingConn struct {
-	sqliteConn
+	cacheableConn
 	stmts map[string]*cachedStmt
 }
 
@@ -67,31 +70,44 @@ type cachedStmt struct {
 // newCachingConn wraps conn when it has what the cache needs; any other
 // connection is returned as it is.
 func newCachingConn(conn driver.Conn) driver.Conn {
-	c, ok := conn.(sqliteConn)
+	c, ok := conn.(cacheableConn)
 	if !ok {
 		return conn
 	}
-	return &cachingConn{sqliteConn: c, stmts: make(map[string]*cachedStmt)}
+	return &cachingConn{cacheableConn: c, stmts: make(map[string]*cachedStmt)}
 }
 
-// cached returns query's compiled statement, compiling it on first use; nil
-// when query is not to be cached or its statement is in use.
-func (c *cachingConn) cached(ctx context.Context, query string) *cachedStmt {
-	if len(query) > maxCachedStmtLen {
-		return nil
+// CheckNamedValue implements driver.NamedValueChecker as the connection
+// does (lib/pq's converts arrays, for one), or lets database/sql convert.
+func (c *cachingConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if nvc, ok := c.cacheableConn.(driver.NamedValueChecker); ok {
+		return nvc.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
+}
+
+// cached returns query's prepared statement, preparing it on first use;
+// nil when query is not to be cached (it has no arguments: scripts of
+// several statements, which only run unprepared, are among those; its text
+// is too long; the cache is full) or its statement is in use. A failed
+// prepare is the query's error: on PostgreSQL it has aborted the
+// transaction, so the query cannot be run again unprepared.
+func (c *cachingConn) cached(ctx context.Context, query string, args []driver.NamedValue) (*cachedStmt, error) {
+	if len(args) == 0 || len(query) > maxCachedStmtLen {
+		return nil, nil
 	}
 	if st, ok := c.stmts[query]; ok {
 		if st.busy {
-			return nil
+			return nil, nil
 		}
-		return st
+		return st, nil
 	}
 	if len(c.stmts) >= maxCachedStmts {
-		return nil
+		return nil, nil
 	}
 	s, err := c.PrepareContext(ctx, query)
 	if err != nil {
-		return nil // run uncached, which reports the error
+		return nil, err
 	}
 	stmt, ok := s.(interface {
 		driver.Stmt
@@ -100,39 +116,40 @@ func (c *cachingConn) cached(ctx context.Context, query string) *cachedStmt {
 	})
 	if !ok {
 		_ = s.Close()
-		return nil
+		return nil, nil
 	}
 	st := &cachedStmt{stmt: stmt}
 	c.stmts[query] = st
-	return st
+	return st, nil
 }
 
 // ExecContext implements driver.ExecerContext.
 func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	st := c.cached(ctx, query)
-	if st == nil {
-		return c.sqliteConn.ExecContext(ctx, query, args)
+	st, err := c.cached(ctx, query, args)
+	switch {
+	case err != nil:
+		return nil, err
+	case st == nil:
+		return c.cacheableConn.ExecContext(ctx, query, args)
 	}
 	return st.stmt.ExecContext(ctx, args)
 }
 
 // QueryContext implements driver.QueryerContext.
 func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	st := c.cached(ctx, query)
-	if st == nil {
-		return c.sqliteConn.QueryContext(ctx, query, args)
+	st, err := c.cached(ctx, query, args)
+	switch {
+	case err != nil:
+		return nil, err
+	case st == nil:
+		return c.cacheableConn.QueryContext(ctx, query, args)
 	}
 	rows, err := st.stmt.QueryContext(ctx, args)
 	if err != nil {
 		return nil, err
 	}
-	r, ok := rows.(sqliteRows)
-	if !ok { // never modernc's: run it uncached rather than reuse a statement rows may read
-		_ = rows.Close()
-		return c.sqliteConn.QueryContext(ctx, query, args)
-	}
 	st.busy = true
-	return &cachedRows{sqliteRows: r, st: st}, nil
+	return &cachedRows{Rows: rows, st: st}, nil
 }
 
 // Close implements driver.Conn: the compiled statements, then the
@@ -142,28 +159,54 @@ func (c *cachingConn) Close() error {
 		_ = st.stmt.Close()
 		delete(c.stmts, q)
 	}
-	return c.sqliteConn.Close()
-}
-
-// The interfaces modernc's rows implement.
-type sqliteRows interface {
-	driver.Rows
-	driver.RowsColumnTypeDatabaseTypeName
-	driver.RowsColumnTypeLength
-	driver.RowsColumnTypeNullable
-	driver.RowsColumnTypePrecisionScale
-	driver.RowsColumnTypeScanType
+	return c.cacheableConn.Close()
 }
 
 // cachedRows are rows read from a cached statement, which is free again
-// once they are closed.
+// once they are closed. They answer the column-type questions as the
+// driver's rows do, or with "unknown".
 type cachedRows struct {
-	sqliteRows
+	driver.Rows
 	st *cachedStmt
 }
 
 func (r *cachedRows) Close() error {
-	err := r.sqliteRows.Close()
+	err := r.Rows.Close()
 	r.st.busy = false
 	return err
+}
+
+func (r *cachedRows) ColumnTypeScanType(i int) reflect.Type {
+	if t, ok := r.Rows.(driver.RowsColumnTypeScanType); ok {
+		return t.ColumnTypeScanType(i)
+	}
+	return reflect.TypeFor[any]()
+}
+
+func (r *cachedRows) ColumnTypeDatabaseTypeName(i int) string {
+	if t, ok := r.Rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
+		return t.ColumnTypeDatabaseTypeName(i)
+	}
+	return ""
+}
+
+func (r *cachedRows) ColumnTypeLength(i int) (int64, bool) {
+	if t, ok := r.Rows.(driver.RowsColumnTypeLength); ok {
+		return t.ColumnTypeLength(i)
+	}
+	return 0, false
+}
+
+func (r *cachedRows) ColumnTypeNullable(i int) (bool, bool) {
+	if t, ok := r.Rows.(driver.RowsColumnTypeNullable); ok {
+		return t.ColumnTypeNullable(i)
+	}
+	return false, false
+}
+
+func (r *cachedRows) ColumnTypePrecisionScale(i int) (int64, int64, bool) {
+	if t, ok := r.Rows.(driver.RowsColumnTypePrecisionScale); ok {
+		return t.ColumnTypePrecisionScale(i)
+	}
+	return 0, 0, false
 }

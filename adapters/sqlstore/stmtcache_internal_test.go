@@ -75,13 +75,13 @@ func TestStatementCacheRunsAStatementInUseUncached(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const query = "SELECT x FROM t ORDER BY x"
+	const query = "SELECT x FROM t WHERE x >= ? ORDER BY x"
 	tx, err := db.BeginTxx(ctx, nil) // one connection for both reads
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	outer, err := tx.QueryContext(ctx, query)
+	outer, err := tx.QueryContext(ctx, query, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestStatementCacheRunsAStatementInUseUncached(t *testing.T) {
 			t.Fatal(err)
 		}
 		var inner []int
-		if err := tx.SelectContext(ctx, &inner, query); err != nil { // the same text, while outer reads
+		if err := tx.SelectContext(ctx, &inner, query, 0); err != nil { // the same text, while outer reads
 			t.Fatal(err)
 		}
 		pairs = append(pairs, strings.Repeat("*", x)+"|"+strings.Repeat("+", len(inner)))
@@ -107,7 +107,7 @@ func TestStatementCacheRunsAStatementInUseUncached(t *testing.T) {
 		t.Fatalf("nested reads %q", got)
 	}
 	var n int
-	if err := tx.GetContext(ctx, &n, "SELECT COUNT(*) FROM ("+query+")"); err != nil || n != 3 {
+	if err := tx.GetContext(ctx, &n, "SELECT COUNT(*) FROM ("+query+")", 0); err != nil || n != 3 {
 		t.Fatalf("after: %d, %v", n, err)
 	}
 }
@@ -116,12 +116,12 @@ func TestStatementCacheFollowsSchemaChanges(t *testing.T) {
 	t.Parallel()
 	db := cachePool(t)
 	ctx := t.Context()
-	const query = "SELECT * FROM t"
-	if _, err := db.ExecContext(ctx, "INSERT INTO t (x) VALUES (1)"); err != nil {
+	const query = "SELECT * FROM t WHERE x > ?"
+	if _, err := db.ExecContext(ctx, "INSERT INTO t (x) VALUES (?)", 1); err != nil {
 		t.Fatal(err)
 	}
 	var one []map[string]any
-	rows, err := db.QueryxContext(ctx, query)
+	rows, err := db.QueryxContext(ctx, query, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestStatementCacheFollowsSchemaChanges(t *testing.T) {
 		X int    `db:"x"`
 		Y string `db:"y"`
 	}
-	if err := db.SelectContext(ctx, &got, query); err != nil {
+	if err := db.SelectContext(ctx, &got, query, 0); err != nil {
 		t.Fatal(err)
 	}
 	if len(one) != 1 || len(got) != 1 || got[0].Y != "new" {
@@ -152,24 +152,24 @@ func TestStatementCacheBounds(t *testing.T) {
 	t.Parallel()
 	db := cachePool(t)
 	ctx := t.Context()
-	long := "SELECT COUNT(*) FROM t WHERE x IN (" + strings.Repeat("0, ", maxCachedStmtLen/3) + "0)"
+	long := "SELECT COUNT(*) FROM t WHERE x IN (" + strings.Repeat("0, ", maxCachedStmtLen/3) + "?)"
 	var n int
-	if err := db.GetContext(ctx, &n, long); err != nil {
+	if err := db.GetContext(ctx, &n, long, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ExecContext(ctx, "INSERT INTO nowhere VALUES (1)"); err == nil || !strings.Contains(err.Error(), "no such table") {
+	if _, err := db.ExecContext(ctx, "INSERT INTO nowhere VALUES (?)", 1); err == nil || !strings.Contains(err.Error(), "no such table") {
 		t.Fatalf("a bad statement: %v", err)
 	}
 	for i := range maxCachedStmts + 10 {
-		if err := db.GetContext(ctx, &n, "SELECT COUNT(*) FROM t WHERE x > "+strings.Repeat(" ", i)+"0"); err != nil {
+		if err := db.GetContext(ctx, &n, "SELECT COUNT(*) FROM t WHERE x > "+strings.Repeat(" ", i)+"?", 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cached := cachedTexts(t, db)
-	if cached[long] || cached["INSERT INTO nowhere VALUES (1)"] || len(cached) > maxCachedStmts {
-		t.Fatalf("%d statements cached, the long one %v, the bad one %v", len(cached), cached[long], cached["INSERT INTO nowhere VALUES (1)"])
+	if cached[long] || cached["INSERT INTO nowhere VALUES (?)"] || len(cached) != maxCachedStmts {
+		t.Fatalf("%d statements cached (want %d), the long one %v, the bad one %v", len(cached), maxCachedStmts, cached[long], cached["INSERT INTO nowhere VALUES (?)"])
 	}
-	if err := db.GetContext(context.Background(), &n, "SELECT COUNT(*) FROM t"); err != nil {
+	if err := db.GetContext(context.Background(), &n, "SELECT COUNT(*) FROM t WHERE x < ?", 9); err != nil {
 		t.Fatalf("past the bound: %v", err)
 	}
 }
