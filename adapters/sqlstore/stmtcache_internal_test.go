@@ -26,21 +26,11 @@ func cachePool(t *testing.T) *sqlx.DB {
 // cachedTexts returns the statement texts the pool's connection keeps.
 func cachedTexts(t *testing.T, db *sqlx.DB) map[string]bool {
 	t.Helper()
-	conn, err := db.Conn(t.Context())
+	cached, err := CachedStatements(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	out := map[string]bool{}
-	if err := conn.Raw(func(dc any) error {
-		for q := range dc.(*cachingConn).stmts {
-			out[q] = true
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return cached
 }
 
 func TestStatementCacheReusesCompiledStatements(t *testing.T) {
