@@ -77,7 +77,8 @@ func (s *Assistant) CreateSession(ctx context.Context, cs ports.ChatSession) err
 
 // StartSession implements ports.ChatSessionStore. On PostgreSQL it is one
 // statement (sibling INSERTs in a WITH; the foreign keys are checked at its
-// end); on SQLite, three in a transaction.
+// end), written through DB.Relaxed outside a transaction; on SQLite, three
+// in a transaction.
 func (s *Assistant) StartSession(ctx context.Context, cs ports.ChatSession, first ports.Turn, msg ports.ChatMessage) error {
 	calls, err := encodeToolCalls(msg.ToolCalls)
 	if err != nil {
@@ -89,7 +90,10 @@ func (s *Assistant) StartSession(ctx context.Context, cs ports.ChatSession, firs
 	}
 	what := "chat session " + cs.ID
 	if s.db.Dialect == DialectPostgres {
-		_, err := s.db.write(ctx).exec(ctx, `WITH
+		// A new chat's only write is on the path to its first token, and
+		// losing it in a crash of the server loses no more than the turn
+		// it starts (nothing has run yet).
+		_, err := s.db.writeRelaxed(ctx).exec(ctx, `WITH
 			s AS (INSERT INTO chat_sessions (id, org_id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)),
 			t AS (INSERT INTO turns (id, session_id, started_at) VALUES (?, ?, ?))
 			INSERT INTO chat_messages (`+messageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -286,7 +290,11 @@ type eventRow struct {
 const eventColumns = "session_id, seq, turn_id, name, data, created_at"
 
 // AppendEvents implements ports.StreamEventStore: all of events or none are
-// stored. It is not_found when a session does not exist.
+// stored. It is not_found when a session does not exist. Outside a
+// transaction the events are written through DB.Relaxed: a client sees each
+// one only once it is stored, so the write is on the path of every streamed
+// token. A crash of devpilot loses none of them; a crash of the database
+// server may lose its last moments of them, and the turns under way fail.
 func (s *Assistant) AppendEvents(ctx context.Context, events ...ports.StreamEvent) error {
 	if len(events) == 0 {
 		return nil
@@ -299,7 +307,7 @@ func (s *Assistant) AppendEvents(ctx context.Context, events ...ports.StreamEven
 			ref = "chat session"
 		}
 	}
-	return storeErr(s.db.insertAtomically(ctx, "stream_events", eventColumns, rows), "stream event", ref)
+	return storeErr(insertAtomicallyOn(ctx, s.db.relaxed(), "stream_events", eventColumns, "", rows), "stream event", ref)
 }
 
 // ListEvents implements ports.StreamEventStore; a limit below 1 or above

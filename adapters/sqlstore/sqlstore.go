@@ -45,10 +45,19 @@ const (
 // reader pool for reads outside a transaction. On PostgreSQL both are the
 // same pool; on SQLite the writer holds the one write connection SQLite
 // allows and the readers are read-only connections.
+//
+// Relaxed is for writes that may lose their last moments in a crash of the
+// database server or its machine, never in a crash of devpilot: a commit
+// there returns before the database has flushed it to disk. On PostgreSQL it
+// is a small pool of its own whose sessions run with synchronous_commit=off
+// (a crash of the server may lose the commits of its last ~0.6 s, whole
+// transactions only); on SQLite it is the writer, whose synchronous=NORMAL
+// gives every write that guarantee already.
 type DB struct {
 	Dialect Dialect
 	Writer  *sqlx.DB
 	Reader  *sqlx.DB
+	Relaxed *sqlx.DB
 }
 
 // Open connects to the database the URL names, "postgres://…",
@@ -103,16 +112,36 @@ func openPostgres(rawURL string) (*DB, error) {
 		q.Set("binary_parameters", "yes")
 		u.RawQuery = q.Encode()
 	}
-	connector, err := pq.NewConnector(u.String())
+	pool, err := openPostgresPool(u.String(), postgresPoolSize)
+	if err != nil {
+		return nil, err
+	}
+	// lib/pq sends the URL's other parameters as run-time settings of each
+	// session.
+	q.Set("synchronous_commit", "off")
+	u.RawQuery = q.Encode()
+	relaxed, err := openPostgresPool(u.String(), postgresRelaxedPoolSize)
+	if err != nil {
+		return nil, errors.Join(err, pool.Close())
+	}
+	return &DB{Dialect: DialectPostgres, Writer: pool, Reader: pool, Relaxed: relaxed}, nil
+}
+
+// postgresRelaxedPoolSize bounds the connections of DB.Relaxed, whose writes
+// are batched by their callers.
+const postgresRelaxedPoolSize = 4
+
+func openPostgresPool(dsn string, size int) (*sqlx.DB, error) {
+	connector, err := pq.NewConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: bad postgres URL: %w", err)
 	}
 	pool := sqlx.NewDb(sql.OpenDB(cachingConnector{inner: connector}), "postgres")
-	pool.SetMaxOpenConns(postgresPoolSize)
-	pool.SetMaxIdleConns(postgresPoolSize)
+	pool.SetMaxOpenConns(size)
+	pool.SetMaxIdleConns(size)
 	pool.SetConnMaxIdleTime(5 * time.Minute)
 	pool.SetConnMaxLifetime(time.Hour)
-	return &DB{Dialect: DialectPostgres, Writer: pool, Reader: pool}, nil
+	return pool, nil
 }
 
 func openSQLite(path string) (*DB, error) {
@@ -142,7 +171,7 @@ func openSQLite(path string) (*DB, error) {
 	readers := max(4, runtime.GOMAXPROCS(0))
 	reader.SetMaxOpenConns(readers)
 	reader.SetMaxIdleConns(readers)
-	return &DB{Dialect: DialectSQLite, Writer: writer, Reader: reader}, nil
+	return &DB{Dialect: DialectSQLite, Writer: writer, Reader: reader, Relaxed: writer}, nil
 }
 
 // openSQLitePool returns a pool of SQLite connections to dsn, each keeping
@@ -166,14 +195,22 @@ func (db *DB) Ping(ctx context.Context) error {
 			return fmt.Errorf("sqlstore: ping %s reader: %w", db.Dialect, err)
 		}
 	}
+	if db.Relaxed != nil && db.Relaxed != db.Writer {
+		if err := db.Relaxed.PingContext(ctx); err != nil {
+			return fmt.Errorf("sqlstore: ping %s relaxed pool: %w", db.Dialect, err)
+		}
+	}
 	return nil
 }
 
 // Close closes the pools, returning the errors of closing them.
 func (db *DB) Close() error {
-	var errReader error
+	var errReader, errRelaxed error
 	if db.Reader != db.Writer {
 		errReader = db.Reader.Close()
 	}
-	return errors.Join(errReader, db.Writer.Close())
+	if db.Relaxed != nil && db.Relaxed != db.Writer {
+		errRelaxed = db.Relaxed.Close()
+	}
+	return errors.Join(errReader, errRelaxed, db.Writer.Close())
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/ports"
@@ -96,6 +98,41 @@ func TestSQLiteConnections(t *testing.T) {
 	if _, err := db.Reader.ExecContext(t.Context(), "CREATE TABLE t (x INTEGER)"); err == nil {
 		t.Errorf("the reader pool wrote")
 	}
+}
+
+// The relaxed pool commits without waiting for the disk on PostgreSQL, and
+// is the writer (synchronous=NORMAL) on SQLite; the other pools wait.
+func TestRelaxedPool(t *testing.T) {
+	t.Parallel()
+	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
+		t.Parallel()
+		if db.Dialect == sqlstore.DialectSQLite {
+			if db.Relaxed != db.Writer {
+				t.Errorf("on SQLite the relaxed pool is not the writer")
+			}
+			return
+		}
+		for _, tc := range []struct {
+			name string
+			pool *sqlx.DB
+			want string
+		}{{"writer", db.Writer, "on"}, {"relaxed", db.Relaxed, "off"}} {
+			var got string
+			if err := tc.pool.GetContext(t.Context(), &got, "SHOW synchronous_commit"); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if got != tc.want {
+				t.Errorf("%s pool: synchronous_commit = %q, want %q", tc.name, got, tc.want)
+			}
+		}
+		// Both reach the same schema.
+		if _, err := db.Writer.ExecContext(t.Context(), "CREATE TABLE relaxed_probe (x INTEGER)"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Relaxed.ExecContext(t.Context(), "INSERT INTO relaxed_probe VALUES (1)"); err != nil {
+			t.Fatalf("the relaxed pool does not see the writer's schema: %v", err)
+		}
+	})
 }
 
 func TestSQLiteReadsDoNotWaitForTheWriter(t *testing.T) {

@@ -31,11 +31,16 @@ func TxFromContext(ctx context.Context) (*sqlx.Tx, bool) {
 //
 // On SQLite the writer is one connection: inside fn, write only with the
 // context fn receives, or the write waits for the transaction to end.
-func (db *DB) WithinTx(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+func (db *DB) WithinTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	return withinTx(ctx, db.Writer, fn)
+}
+
+// withinTx is WithinTx on the given pool.
+func withinTx(ctx context.Context, pool *sqlx.DB, fn func(ctx context.Context) error) (err error) {
 	if _, ok := TxFromContext(ctx); ok {
 		return fn(ctx)
 	}
-	tx, err := db.Writer.BeginTxx(ctx, nil)
+	tx, err := pool.BeginTxx(ctx, nil)
 	if err != nil {
 		return ports.Wrap(ports.KindInternal, err, "begin transaction")
 	}
@@ -76,6 +81,23 @@ func (db *DB) write(ctx context.Context) conn {
 		return conn{tx}
 	}
 	return conn{db.Writer}
+}
+
+// relaxed returns the pool for writes that may be lost in a crash of the
+// database (DB.Relaxed), or the writer when there is none.
+func (db *DB) relaxed() *sqlx.DB {
+	if db.Relaxed != nil {
+		return db.Relaxed
+	}
+	return db.Writer
+}
+
+// writeRelaxed returns the transaction in ctx, or else the relaxed pool.
+func (db *DB) writeRelaxed(ctx context.Context) conn {
+	if tx, ok := TxFromContext(ctx); ok {
+		return conn{tx}
+	}
+	return conn{db.relaxed()}
 }
 
 func (c conn) get(ctx context.Context, dest any, query string, args ...any) error {
@@ -122,17 +144,29 @@ func (c conn) insertRows(ctx context.Context, table, columns string, rows [][]an
 // statement alone (one round trip instead of three: a single statement is
 // atomic); else in a transaction of its own.
 func (db *DB) insertAtomically(ctx context.Context, table, columns string, rows [][]any) error {
-	return db.insertAtomicallyWith(ctx, table, columns, "", rows)
+	return insertAtomicallyOn(ctx, db.Writer, table, columns, "", rows)
 }
 
 // insertAtomicallyWith is insertAtomically with clause ending each
 // statement, as insertRowsWith.
 func (db *DB) insertAtomicallyWith(ctx context.Context, table, columns, clause string, rows [][]any) error {
-	if _, inTx := TxFromContext(ctx); inTx || len(rows) == 0 || len(rows)*len(rows[0]) <= maxInsertArgs {
-		return db.write(ctx).insertRowsWith(ctx, table, columns, clause, rows)
+	return insertAtomicallyOn(ctx, db.Writer, table, columns, clause, rows)
+}
+
+// insertAtomicallyOn is insertAtomicallyWith on the given pool when ctx
+// carries no transaction.
+func insertAtomicallyOn(ctx context.Context, pool *sqlx.DB, table, columns, clause string, rows [][]any) error {
+	on := func(ctx context.Context) conn {
+		if tx, ok := TxFromContext(ctx); ok {
+			return conn{tx}
+		}
+		return conn{pool}
 	}
-	return db.WithinTx(ctx, func(ctx context.Context) error {
-		return db.write(ctx).insertRowsWith(ctx, table, columns, clause, rows)
+	if _, inTx := TxFromContext(ctx); inTx || len(rows) == 0 || len(rows)*len(rows[0]) <= maxInsertArgs {
+		return on(ctx).insertRowsWith(ctx, table, columns, clause, rows)
+	}
+	return withinTx(ctx, pool, func(ctx context.Context) error {
+		return on(ctx).insertRowsWith(ctx, table, columns, clause, rows)
 	})
 }
 
