@@ -44,11 +44,17 @@ type Deps struct {
 	Random io.Reader
 	// TouchEvery throttles last_used_at writes per token; zero means one minute.
 	TouchEvery time.Duration
+	// CacheFor is how long Authenticate may trust a token it verified without
+	// reading it again; zero means it reads it on every call. A token revoked
+	// by another process (the CLI, another replica) may be accepted for up to
+	// that long after; one revoked through this Service is forgotten at once.
+	CacheFor time.Duration
 }
 
 // Service issues, authenticates and revokes API tokens.
 type Service struct {
-	d Deps
+	d     Deps
+	cache principalCache
 }
 
 // New returns a Service over the given ports.
@@ -185,6 +191,19 @@ func (s *Service) Authenticate(ctx context.Context, token string) (ports.Princip
 		return ports.Principal{}, errBadToken
 	}
 	hash := sha256.Sum256([]byte(token))
+	now := s.d.Clock.Now()
+	if s.d.CacheFor > 0 {
+		if e, ok := s.cache.get(hash, now); ok {
+			if now.Sub(e.touched) >= s.d.TouchEvery {
+				if err := s.touch(ctx, e.p.TokenID, now); err != nil {
+					return ports.Principal{}, err
+				}
+				e.touched = now
+				s.cache.put(hash, e, now)
+			}
+			return e.p, nil
+		}
+	}
 	rec, user, err := s.d.Tokens.GetTokenByHash(ctx, hash[:])
 	if errors.Is(err, ports.ErrNotFound) {
 		return ports.Principal{}, errBadToken
@@ -192,16 +211,39 @@ func (s *Service) Authenticate(ctx context.Context, token string) (ports.Princip
 	if err != nil {
 		return ports.Principal{}, err
 	}
-	now := s.d.Clock.Now()
 	if rec.RevokedAt != nil || (rec.ExpiresAt != nil && !now.Before(*rec.ExpiresAt)) {
 		return ports.Principal{}, errBadToken
 	}
-	if rec.LastUsedAt == nil || now.Sub(*rec.LastUsedAt) >= s.d.TouchEvery {
-		if err := s.d.Tokens.TouchToken(ctx, rec.ID, now, now.Add(-s.d.TouchEvery)); err != nil && !errors.Is(err, ports.ErrNotFound) {
+	e := cachedPrincipal{
+		p:     ports.Principal{UserID: user.ID, OrgID: user.OrgID, Role: user.Role, TokenID: rec.ID},
+		until: now.Add(s.d.CacheFor),
+	}
+	if rec.LastUsedAt != nil {
+		e.touched = *rec.LastUsedAt
+	}
+	if now.Sub(e.touched) >= s.d.TouchEvery {
+		if err := s.touch(ctx, rec.ID, now); err != nil {
 			return ports.Principal{}, err
 		}
+		e.touched = now
 	}
-	return ports.Principal{UserID: user.ID, OrgID: user.OrgID, Role: user.Role, TokenID: rec.ID}, nil
+	if s.d.CacheFor > 0 {
+		if rec.ExpiresAt != nil && rec.ExpiresAt.Before(e.until) {
+			e.until = *rec.ExpiresAt
+		}
+		s.cache.put(hash, e, now)
+	}
+	return e.p, nil
+}
+
+// touch records that the token was used at now, unless a use within
+// TouchEvery is recorded already (by another request or replica).
+func (s *Service) touch(ctx context.Context, tokenID string, now time.Time) error {
+	err := s.d.Tokens.TouchToken(ctx, tokenID, now, now.Add(-s.d.TouchEvery))
+	if err != nil && !errors.Is(err, ports.ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 var errBadToken = &ports.Error{Kind: ports.KindUnauthenticated, Message: "missing, invalid, expired or revoked token"}
@@ -306,7 +348,11 @@ func (s *Service) RevokeToken(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return s.d.Tokens.RevokeToken(ctx, rec.OrgID, rec.ID, s.d.Clock.Now())
+	if err := s.d.Tokens.RevokeToken(ctx, rec.OrgID, rec.ID, s.d.Clock.Now()); err != nil {
+		return err
+	}
+	s.cache.forget(rec.ID)
+	return nil
 }
 
 // PruneTokensArgs is the background job that deletes tokens that expired or

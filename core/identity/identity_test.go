@@ -25,7 +25,10 @@ type env struct {
 	clock  *fixture.Clock
 }
 
-func newEnv(t *testing.T) env {
+func newEnv(t *testing.T) env { return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv with the service's Deps amended by amend.
+func newEnvWith(t *testing.T, amend func(*identity.Deps)) env {
 	t.Helper()
 	ctrl := gomock.NewController(t)
 	e := env{
@@ -37,11 +40,15 @@ func newEnv(t *testing.T) env {
 	tx := mocks.NewMockTransactor(ctrl)
 	tx.EXPECT().WithinTx(gomock.Any(), gomock.Any()).DoAndReturn(
 		func(ctx context.Context, fn func(context.Context) error) error { return fn(ctx) }).AnyTimes()
-	e.svc = identity.New(identity.Deps{
+	d := identity.Deps{
 		Orgs: e.orgs, Users: e.users, Tokens: e.tokens, Tx: tx,
 		Clock: e.clock, IDs: &fixture.IDs{},
 		Random: bytes.NewReader(bytes.Repeat([]byte{0xAB}, 64)),
-	})
+	}
+	if amend != nil {
+		amend(&d)
+	}
+	e.svc = identity.New(d)
 	return e
 }
 
@@ -173,6 +180,106 @@ func TestAuthenticate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// With CacheFor, a verified token is not read again for that long (nor past
+// its expiry); failures are never kept; a revocation through the service is
+// seen at once; last_used_at is still recorded every TouchEvery.
+func TestAuthenticateCache(t *testing.T) {
+	t.Parallel()
+	const token = "dp_0000000000000000000000000000000000000000abc"
+	hash := sha256.Sum256([]byte(token))
+	user := ports.User{ID: "u1", OrgID: "o1", Role: ports.RoleMember}
+	want := ports.Principal{UserID: "u1", OrgID: "o1", Role: ports.RoleMember, TokenID: "t1"}
+	cached := func(t *testing.T, cacheFor time.Duration) env {
+		return newEnvWith(t, func(d *identity.Deps) { d.CacheFor = cacheFor })
+	}
+	auth := func(t *testing.T, e env, wantErr error) {
+		t.Helper()
+		p, err := e.svc.Authenticate(context.Background(), token)
+		switch {
+		case wantErr != nil && !errors.Is(err, wantErr):
+			t.Fatalf("Authenticate: %v, want %v", err, wantErr)
+		case wantErr == nil && err != nil:
+			t.Fatalf("Authenticate: %v", err)
+		case wantErr == nil && p != want:
+			t.Fatalf("principal = %+v", p)
+		}
+	}
+	lookup := func(e env, rec ports.APIToken, err error) *mocks.MockTokenStoreGetTokenByHashCall {
+		return e.tokens.EXPECT().GetTokenByHash(gomock.Any(), hash[:]).Return(rec, user, err)
+	}
+	touch := func(e env) *mocks.MockTokenStoreTouchTokenCall {
+		now := e.clock.Now()
+		return e.tokens.EXPECT().TouchToken(gomock.Any(), "t1", now, now.Add(-time.Minute)).Return(nil)
+	}
+
+	t.Run("hits until the deadline", func(t *testing.T) {
+		t.Parallel()
+		e := cached(t, 5*time.Second)
+		lookup(e, ports.APIToken{ID: "t1"}, nil).Times(1)
+		touch(e)
+		auth(t, e, nil)
+		e.clock.Advance(4 * time.Second)
+		auth(t, e, nil) // no read: gomock fails a second GetTokenByHash
+		e.clock.Advance(time.Second)
+		recent := e.clock.Now()
+		lookup(e, ports.APIToken{ID: "t1", LastUsedAt: &recent}, nil).Times(1)
+		auth(t, e, nil)
+	})
+	t.Run("never past the token's expiry", func(t *testing.T) {
+		t.Parallel()
+		e := cached(t, time.Minute)
+		expires := e.clock.Now().Add(2 * time.Second)
+		lookup(e, ports.APIToken{ID: "t1", ExpiresAt: &expires}, nil).Times(2)
+		touch(e)
+		auth(t, e, nil)
+		e.clock.Advance(2 * time.Second)
+		auth(t, e, ports.ErrUnauthenticated)
+	})
+	t.Run("revoked through the service: forgotten at once", func(t *testing.T) {
+		t.Parallel()
+		e := cached(t, time.Minute)
+		lookup(e, ports.APIToken{ID: "t1"}, nil)
+		touch(e)
+		auth(t, e, nil)
+		e.tokens.EXPECT().GetToken(gomock.Any(), "t1").Return(ports.APIToken{ID: "t1", OrgID: "o1"}, nil)
+		e.tokens.EXPECT().RevokeToken(gomock.Any(), "o1", "t1", e.clock.Now()).Return(nil)
+		if err := e.svc.RevokeToken(context.Background(), "t1"); err != nil {
+			t.Fatal(err)
+		}
+		revoked := e.clock.Now()
+		lookup(e, ports.APIToken{ID: "t1", RevokedAt: &revoked}, nil)
+		auth(t, e, ports.ErrUnauthenticated)
+	})
+	t.Run("failures are not kept", func(t *testing.T) {
+		t.Parallel()
+		e := cached(t, time.Minute)
+		lookup(e, ports.APIToken{}, ports.NotFound("token", "x")).Times(2)
+		auth(t, e, ports.ErrUnauthenticated)
+		auth(t, e, ports.ErrUnauthenticated)
+	})
+	t.Run("last use still recorded every minute", func(t *testing.T) {
+		t.Parallel()
+		e := cached(t, time.Hour)
+		lookup(e, ports.APIToken{ID: "t1"}, nil).Times(1)
+		touch(e)
+		auth(t, e, nil)
+		e.clock.Advance(59 * time.Second)
+		auth(t, e, nil)
+		e.clock.Advance(time.Second)
+		touch(e)
+		auth(t, e, nil)
+		auth(t, e, nil)
+	})
+	t.Run("off", func(t *testing.T) {
+		t.Parallel()
+		e := cached(t, 0)
+		recent := e.clock.Now()
+		lookup(e, ports.APIToken{ID: "t1", LastUsedAt: &recent}, nil).Times(2)
+		auth(t, e, nil)
+		auth(t, e, nil)
+	})
 }
 
 func TestMeNeedsPrincipal(t *testing.T) {

@@ -57,6 +57,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	ShutdownGrace  time.Duration
 	BodyLimit      int64
+	// AuthCacheTTL is how long a verified API token is trusted without
+	// reading it again (identity.Deps.CacheFor); 0 reads it on every request.
+	AuthCacheTTL time.Duration
 	// Sandbox is whether this process runs sandbox providers: in-process
 	// fakes of OpenAI, AWS and GitHub on loopback, with demo data (see
 	// StartSandbox). It is all or nothing: either every provider (the
@@ -129,6 +132,7 @@ const (
 	EnvLogLevel       = "DEVPILOT_LOG_LEVEL"
 	EnvRequestTimeout = "DEVPILOT_REQUEST_TIMEOUT"
 	EnvShutdownGrace  = "DEVPILOT_SHUTDOWN_GRACE"
+	EnvAuthCacheTTL   = "DEVPILOT_AUTH_CACHE_TTL"
 	EnvBodyLimit      = "DEVPILOT_BODY_LIMIT"
 	EnvOpenAIKey      = "OPENAI_API_KEY"
 	EnvOpenAIBaseURL  = "OPENAI_BASE_URL"
@@ -231,6 +235,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	c.LogLevel = r.level(EnvLogLevel)
 	c.RequestTimeout = r.duration(EnvRequestTimeout, 30*time.Second)
 	c.ShutdownGrace = r.duration(EnvShutdownGrace, 10*time.Second)
+	c.AuthCacheTTL = r.durationOrOff(EnvAuthCacheTTL, 5*time.Second, time.Minute)
 	c.BodyLimit = r.number(EnvBodyLimit, 1<<20, 1, 1<<40)
 
 	if key := getenv(EnvSecretKey); key != "" {
@@ -355,6 +360,20 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
 		r.fail(name, fmt.Sprintf("%q must be a positive duration such as 30s", v))
+		return def
+	}
+	return d
+}
+
+// durationOrOff is a duration from 0 (off) to hi.
+func (r *reader) durationOrOff(name string, def, hi time.Duration) time.Duration {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > hi {
+		r.fail(name, fmt.Sprintf("%q must be a duration from 0 (off) to %s", v, hi))
 		return def
 	}
 	return d

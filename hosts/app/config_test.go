@@ -42,8 +42,9 @@ func TestLoadDefaults(t *testing.T) {
 			if cfg.HTTPAddr != tt.addr || cfg.LogFormat != tt.log || cfg.SecretKeyFile != tt.keyFile {
 				t.Errorf("addr %q log %q keyfile %q; want %q %q %q", cfg.HTTPAddr, cfg.LogFormat, cfg.SecretKeyFile, tt.addr, tt.log, tt.keyFile)
 			}
-			if cfg.DatabaseURL != "sqlite:data/devpilot.db" || cfg.RequestTimeout != 30*time.Second || cfg.LogLevel != slog.LevelInfo {
-				t.Errorf("db %q timeout %v level %v", cfg.DatabaseURL, cfg.RequestTimeout, cfg.LogLevel)
+			if cfg.DatabaseURL != "sqlite:data/devpilot.db" || cfg.RequestTimeout != 30*time.Second || cfg.LogLevel != slog.LevelInfo ||
+				cfg.AuthCacheTTL != 5*time.Second {
+				t.Errorf("db %q timeout %v level %v auth cache %v", cfg.DatabaseURL, cfg.RequestTimeout, cfg.LogLevel, cfg.AuthCacheTTL)
 			}
 		})
 	}
@@ -62,6 +63,8 @@ func TestLoadNamesEveryBadVariable(t *testing.T) {
 		{"bad addr", app.ModeRun, map[string]string{app.EnvHTTPAddr: "8080"}, []string{app.EnvHTTPAddr + ` "8080" is not HOST:PORT`}},
 		{"bad port", app.ModeRun, map[string]string{app.EnvHTTPAddr: "localhost:99999"}, []string{app.EnvHTTPAddr}},
 		{"realtime token too short", app.ModeRun, map[string]string{app.EnvRealtimeTTL: "5s"}, []string{app.EnvRealtimeTTL + " must be from 10s to 2h"}},
+		{"auth cache too long", app.ModeRun, map[string]string{app.EnvAuthCacheTTL: "2m"}, []string{app.EnvAuthCacheTTL + ` "2m" must be a duration from 0 (off) to 1m0s`}},
+		{"auth cache negative", app.ModeRun, map[string]string{app.EnvAuthCacheTTL: "-1s"}, []string{app.EnvAuthCacheTTL}},
 		{"several at once", app.ModeRun, map[string]string{
 			app.EnvLogFormat: "xml", app.EnvLogLevel: "loud", app.EnvRequestTimeout: "soon", app.EnvBodyLimit: "-1",
 			app.EnvOpenAIBaseURL: "localhost:11434", app.EnvMaxToolRounds: "0", app.EnvConfirmTTL: "-1m", app.EnvWorkerJobs: "0",
@@ -95,6 +98,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		app.EnvLogLevel: "debug", app.EnvRequestTimeout: "5s", app.EnvShutdownGrace: "1s", app.EnvBodyLimit: "2048",
 		app.EnvOpenAIKey: "sk-x", app.EnvOpenAIBaseURL: "http://127.0.0.1:11434/v1/", app.EnvLLMTimeout: "9s",
 		app.EnvMaxToolRounds: "3", app.EnvMaxTokens: "100", app.EnvConfirmTTL: "5m", app.EnvWorkerJobs: "40",
+		app.EnvAuthCacheTTL: "0",
 	}))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -104,7 +108,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		cfg.RequestTimeout != 5*time.Second || cfg.ShutdownGrace != time.Second || cfg.BodyLimit != 2048 ||
 		cfg.LLM != (app.LLMConfig{APIKey: "sk-x", BaseURL: "http://127.0.0.1:11434/v1", Timeout: 9 * time.Second}) ||
 		cfg.Assistant != (app.AssistantConfig{MaxToolRounds: 3, MaxTokens: 100, ConfirmationTTL: 5 * time.Minute}) ||
-		cfg.WorkerJobs != 40 {
+		cfg.WorkerJobs != 40 || cfg.AuthCacheTTL != 0 {
 		t.Fatalf("config = %+v", cfg)
 	}
 }

@@ -165,12 +165,14 @@ type IdentityParams struct {
 	Tx     ports.Transactor
 	Clock  ports.Clock
 	IDs    ports.IDs
+	Config Config
 }
 
 // NewIdentity returns the identity service.
 func NewIdentity(p IdentityParams) *identity.Service {
 	return identity.New(identity.Deps{
 		Orgs: p.Orgs, Users: p.Users, Tokens: p.Tokens, Tx: p.Tx, Clock: p.Clock, IDs: p.IDs,
+		CacheFor: p.Config.AuthCacheTTL,
 	})
 }
 

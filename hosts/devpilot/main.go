@@ -330,7 +330,11 @@ func (c cli) token(ctx context.Context, args []string) error {
 		if err := svc.RevokeToken(ctx, fs.Arg(0)); err != nil {
 			return asUsage(err)
 		}
-		fmt.Fprintln(c.stdout, "revoked", fs.Arg(0))
+		if cfg.AuthCacheTTL > 0 {
+			fmt.Fprintf(c.stdout, "revoked %s (running servers stop accepting it within %s)\n", fs.Arg(0), cfg.AuthCacheTTL)
+		} else {
+			fmt.Fprintln(c.stdout, "revoked", fs.Arg(0))
+		}
 		return nil
 	}
 }
