@@ -117,7 +117,7 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.load(ctx, r); err != nil {
+	if err := s.loadAtOnce(ctx, r); err != nil {
 		s.abandon(r)
 		return nil, err
 	}
@@ -207,21 +207,57 @@ func (s *Service) startTurn(ctx context.Context, r *Run) error {
 	return err
 }
 
-// load reads what the turn starts from. It runs after StartTurn, so no other
-// turn appends events behind the sequence number it reads.
+// load reads what the turn starts from, one read after the other (in the
+// transaction ctx carries). It runs after StartTurn, so no other turn
+// appends events behind the sequence number it reads.
 func (s *Service) load(ctx context.Context, r *Run) error {
-	var err error
-	if r.lastSeq, err = s.d.Events.LastEventSeq(ctx, r.session.ID); err != nil {
-		return err
+	for _, read := range s.reads(r) {
+		if err := read(ctx); err != nil {
+			return err
+		}
 	}
-	if r.prefs, _, err = s.d.Preferences.GetPreferences(ctx, r.p.Owner()); err != nil {
-		return err
+	return nil
+}
+
+// loadAtOnce is load with the reads made at the same time, each on a
+// connection of its own: for a ctx without a transaction.
+func (s *Service) loadAtOnce(ctx context.Context, r *Run) error {
+	reads := s.reads(r)
+	errs := make([]error, len(reads))
+	var wg sync.WaitGroup
+	for i, read := range reads[1:] {
+		wg.Go(func() { errs[i+1] = read(ctx) })
 	}
-	if r.history, err = s.d.Messages.ListMessages(ctx, r.session.ID); err != nil {
-		return err
+	errs[0] = reads[0](ctx)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
-	r.confs, err = s.d.Confirmations.ListConfirmations(ctx, r.session.ID)
-	return err
+	return nil
+}
+
+// reads are the reads of load, each filling its part of r.
+func (s *Service) reads(r *Run) []func(context.Context) error {
+	return []func(context.Context) error{
+		func(ctx context.Context) (err error) {
+			r.lastSeq, err = s.d.Events.LastEventSeq(ctx, r.session.ID)
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			r.prefs, _, err = s.d.Preferences.GetPreferences(ctx, r.p.Owner())
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			r.history, err = s.d.Messages.ListMessages(ctx, r.session.ID)
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			r.confs, err = s.d.Confirmations.ListConfirmations(ctx, r.session.ID)
+			return err
+		},
+	}
 }
 
 // awaitingDecisions reports whether the latest turn that asked for

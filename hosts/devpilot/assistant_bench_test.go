@@ -72,7 +72,9 @@ const (
 //   - burst: rounds of ttfcStreams streams started at the same instant;
 //   - steady: ttfcStreams clients, started evenly over one stream's length,
 //     each opening its next stream as soon as the last one ended, so about
-//     ttfcStreams streams are always open but they do not all start together.
+//     ttfcStreams streams are always open but they do not all start together;
+//   - steady-continue: steady, each chat going on in an existing session
+//     (which costs devpilot more reads and writes than a new one).
 //
 // ms-p50-headers-* is the time to the response headers: for devpilot, the
 // work done before the stream starts (authentication, the chat's
@@ -118,11 +120,35 @@ func BenchmarkAssistantTTFC(b *testing.B) {
 					b.Fatalf("%d scripted answers left", n)
 				}
 			})
+			cycle := ttfcFirstToken + ttfcTokens*ttfcTokenDelay
 			b.Run("steady", func(b *testing.B) {
-				cycle := ttfcFirstToken + ttfcTokens*ttfcTokenDelay
 				var through, straight []streamResult
 				for b.Loop() {
 					through = append(through, steady(b, ttfcStreams, ttfcRounds, cycle, viaDevpilot)...)
+					straight = append(straight, steady(b, ttfcStreams, ttfcRounds, cycle, direct)...)
+				}
+				reportTTFC(b, through, straight)
+				if n := model.Pending(); n != 0 {
+					b.Fatalf("%d scripted answers left", n)
+				}
+			})
+			// steady-continue: as steady, but each chat goes on in a session
+			// of earlier chats (one at a time per session), as a
+			// conversation does.
+			b.Run("steady-continue", func(b *testing.B) {
+				sessions := make(chan string, ttfcStreams)
+				for _, r := range burst(b, ttfcStreams, time.Minute, viaDevpilot) {
+					sessions <- r.sessionID
+				}
+				inSession := func(ctx context.Context) (streamResult, error) {
+					id := <-sessions
+					defer func() { sessions <- id }()
+					model.Enqueue(answer)
+					return check(p.chatIn(ctx, client, id, "and then?"))
+				}
+				var through, straight []streamResult
+				for b.Loop() {
+					through = append(through, steady(b, ttfcStreams, ttfcRounds, cycle, inSession)...)
 					straight = append(straight, steady(b, ttfcStreams, ttfcRounds, cycle, direct)...)
 				}
 				reportTTFC(b, through, straight)
@@ -271,7 +297,7 @@ func idleStreamRSS(b *testing.B, model *fakeopenai.Server, p *devpilotProc) {
 		var wg sync.WaitGroup
 		for range rssStreams {
 			wg.Go(func() {
-				resp, err := p.postChat(ctx, client, "wait for it")
+				resp, err := p.postChat(ctx, client, "", "wait for it")
 				if err == nil && (resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")) {
 					err = fmt.Errorf("chat: %s", resp.Status)
 					resp.Body.Close()
@@ -507,10 +533,14 @@ func (p *devpilotProc) stop() {
 	})
 }
 
-// postChat starts a chat in a new session and returns the response with its
-// headers read.
-func (p *devpilotProc) postChat(ctx context.Context, client *http.Client, message string) (*http.Response, error) {
-	body, _ := json.Marshal(map[string]string{"message": message})
+// postChat sends a chat in the session (a new one when sessionID is "") and
+// returns the response with its headers read.
+func (p *devpilotProc) postChat(ctx context.Context, client *http.Client, sessionID, message string) (*http.Response, error) {
+	in := map[string]string{"message": message}
+	if sessionID != "" {
+		in["session_id"] = sessionID
+	}
+	body, _ := json.Marshal(in)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"/api/v1/agent/chat", bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -521,11 +551,16 @@ func (p *devpilotProc) postChat(ctx context.Context, client *http.Client, messag
 	return client.Do(req)
 }
 
-// chat runs one chat to its done event; first is measured from just before
-// the request is sent to the first content event.
+// chat runs one chat in a new session to its done event; first is measured
+// from just before the request is sent to the first content event.
 func (p *devpilotProc) chat(ctx context.Context, client *http.Client, message string) (streamResult, error) {
+	return p.chatIn(ctx, client, "", message)
+}
+
+// chatIn is chat in the session (a new one when sessionID is "").
+func (p *devpilotProc) chatIn(ctx context.Context, client *http.Client, sessionID, message string) (streamResult, error) {
 	start := time.Now()
-	resp, err := p.postChat(ctx, client, message)
+	resp, err := p.postChat(ctx, client, sessionID, message)
 	if err != nil {
 		return streamResult{}, err
 	}
@@ -573,9 +608,10 @@ func (p *devpilotProc) inFlight() float64 {
 
 // streamResult is what a client saw of one stream.
 type streamResult struct {
-	headers  time.Duration // to the response headers
-	first    time.Duration // to the first content with text
-	contents int           // content events (or chunks with text)
+	headers   time.Duration // to the response headers
+	first     time.Duration // to the first content with text
+	contents  int           // content events (or chunks with text)
+	sessionID string        // done's (devpilot only)
 }
 
 // readChatStream reads a devpilot chat stream to its done event, which must
@@ -614,10 +650,12 @@ func readChatStream(body io.Reader, start time.Time) (streamResult, error) {
 			case "done":
 				var d struct {
 					FinishReason string `json:"finish_reason"`
+					SessionID    string `json:"session_id"`
 				}
 				if err := json.Unmarshal(data, &d); err != nil || d.FinishReason != "stop" {
 					return res, fmt.Errorf("done: %s", data)
 				}
+				res.sessionID = d.SessionID
 				return res, nil
 			}
 		}
