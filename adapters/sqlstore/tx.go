@@ -68,19 +68,17 @@ type conn struct {
 }
 
 // read returns the transaction in ctx, or else the reader pool.
-func (db *DB) read(ctx context.Context) conn {
-	if tx, ok := TxFromContext(ctx); ok {
-		return conn{tx}
-	}
-	return conn{db.Reader}
-}
+func (db *DB) read(ctx context.Context) conn { return on(ctx, db.Reader) }
 
 // write returns the transaction in ctx, or else the writer pool.
-func (db *DB) write(ctx context.Context) conn {
+func (db *DB) write(ctx context.Context) conn { return on(ctx, db.Writer) }
+
+// on returns the transaction in ctx, or else pool.
+func on(ctx context.Context, pool *sqlx.DB) conn {
 	if tx, ok := TxFromContext(ctx); ok {
 		return conn{tx}
 	}
-	return conn{db.Writer}
+	return conn{pool}
 }
 
 // relaxed returns the pool for writes that may be lost in a crash of the
@@ -93,12 +91,7 @@ func (db *DB) relaxed() *sqlx.DB {
 }
 
 // writeRelaxed returns the transaction in ctx, or else the relaxed pool.
-func (db *DB) writeRelaxed(ctx context.Context) conn {
-	if tx, ok := TxFromContext(ctx); ok {
-		return conn{tx}
-	}
-	return conn{db.relaxed()}
-}
+func (db *DB) writeRelaxed(ctx context.Context) conn { return on(ctx, db.relaxed()) }
 
 func (c conn) get(ctx context.Context, dest any, query string, args ...any) error {
 	return sqlx.GetContext(ctx, c.q, dest, c.q.Rebind(query), args...)
@@ -156,17 +149,11 @@ func (db *DB) insertAtomicallyWith(ctx context.Context, table, columns, clause s
 // insertAtomicallyOn is insertAtomicallyWith on the given pool when ctx
 // carries no transaction.
 func insertAtomicallyOn(ctx context.Context, pool *sqlx.DB, table, columns, clause string, rows [][]any) error {
-	on := func(ctx context.Context) conn {
-		if tx, ok := TxFromContext(ctx); ok {
-			return conn{tx}
-		}
-		return conn{pool}
-	}
 	if _, inTx := TxFromContext(ctx); inTx || len(rows) == 0 || len(rows)*len(rows[0]) <= maxInsertArgs {
-		return on(ctx).insertRowsWith(ctx, table, columns, clause, rows)
+		return on(ctx, pool).insertRowsWith(ctx, table, columns, clause, rows)
 	}
 	return withinTx(ctx, pool, func(ctx context.Context) error {
-		return on(ctx).insertRowsWith(ctx, table, columns, clause, rows)
+		return on(ctx, pool).insertRowsWith(ctx, table, columns, clause, rows)
 	})
 }
 

@@ -120,18 +120,21 @@ func BenchmarkAssistantTTFC(b *testing.B) {
 					b.Fatalf("%d scripted answers left", n)
 				}
 			})
-			cycle := ttfcFirstToken + ttfcTokens*ttfcTokenDelay
-			b.Run("steady", func(b *testing.B) {
+			// measureSteady runs steady arrivals of chats made by chat, then
+			// of direct completions, and reports the difference.
+			measureSteady := func(b *testing.B, chat func(context.Context) (streamResult, error)) {
+				cycle := ttfcFirstToken + ttfcTokens*ttfcTokenDelay
 				var through, straight []streamResult
 				for b.Loop() {
-					through = append(through, steady(b, ttfcStreams, ttfcRounds, cycle, viaDevpilot)...)
+					through = append(through, steady(b, ttfcStreams, ttfcRounds, cycle, chat)...)
 					straight = append(straight, steady(b, ttfcStreams, ttfcRounds, cycle, direct)...)
 				}
 				reportTTFC(b, through, straight)
 				if n := model.Pending(); n != 0 {
 					b.Fatalf("%d scripted answers left", n)
 				}
-			})
+			}
+			b.Run("steady", func(b *testing.B) { measureSteady(b, viaDevpilot) })
 			// steady-continue: as steady, but each chat goes on in a session
 			// of earlier chats (one at a time per session), as a
 			// conversation does.
@@ -146,15 +149,7 @@ func BenchmarkAssistantTTFC(b *testing.B) {
 					model.Enqueue(answer)
 					return check(p.chatIn(ctx, client, id, "and then?"))
 				}
-				var through, straight []streamResult
-				for b.Loop() {
-					through = append(through, steady(b, ttfcStreams, ttfcRounds, cycle, inSession)...)
-					straight = append(straight, steady(b, ttfcStreams, ttfcRounds, cycle, direct)...)
-				}
-				reportTTFC(b, through, straight)
-				if n := model.Pending(); n != 0 {
-					b.Fatalf("%d scripted answers left", n)
-				}
+				measureSteady(b, inSession)
 			})
 			p.stop()
 		})
