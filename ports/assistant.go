@@ -139,6 +139,15 @@ type ChatSessionStore interface {
 	// starts with, in as few round trips as the database allows. Conflict
 	// when one of the ids exists.
 	StartSession(ctx context.Context, s ChatSession, first Turn, msg ChatMessage) error
+	// ContinueSession starts turn, running, in the owner's session
+	// turn.SessionID, ending a running turn that started before staleBefore
+	// (at turn.StartedAt), appends msg, and records activity at
+	// turn.StartedAt, all or nothing: what a chat in an existing session
+	// starts with, in as few round trips as the database allows. Errors:
+	// not_found when the session is absent or another owner's; conflict when
+	// a turn started at or after staleBefore still runs in it, or an id
+	// exists.
+	ContinueSession(ctx context.Context, owner Owner, turn Turn, msg ChatMessage, staleBefore time.Time) error
 	// GetSession returns the owner's session with its counts; not_found when
 	// absent or another owner's.
 	GetSession(ctx context.Context, owner Owner, id string) (ChatSession, error)

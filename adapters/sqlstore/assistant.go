@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lib/pq"
+	"github.com/lib/pq/pqerror"
+
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -111,6 +114,57 @@ func (s *Assistant) StartSession(ctx context.Context, cs ports.ChatSession, firs
 		}
 		return s.AppendMessages(ctx, msg)
 	})
+}
+
+// ContinueSession implements ports.ChatSessionStore. On PostgreSQL it is
+// one statement, written through DB.Relaxed outside a transaction, unless a
+// turn is running in the session: then, as on SQLite, it checks and takes
+// over a stale turn statement by statement in a transaction.
+func (s *Assistant) ContinueSession(ctx context.Context, owner ports.Owner, turn ports.Turn, msg ports.ChatMessage, staleBefore time.Time) error {
+	if s.db.Dialect == DialectPostgres {
+		calls, err := encodeToolCalls(msg.ToolCalls)
+		if err != nil {
+			return ports.Wrap(ports.KindInternal, err, "encode tool calls")
+		}
+		// The session's row lock orders continuations of one session; the
+		// inserts happen only for a session of the owner's.
+		var found int
+		err = s.db.writeRelaxed(ctx).get(ctx, &found, `WITH
+			s AS (UPDATE chat_sessions SET `+laterUpdatedAt+` WHERE id = ? AND org_id = ? AND user_id = ? RETURNING id),
+			t AS (INSERT INTO turns (id, session_id, started_at) SELECT ?, id, ? FROM s),
+			m AS (INSERT INTO chat_messages (`+messageColumns+`) SELECT ?, id, ?, ?, ?, ?, ?, ?, ? FROM s)
+			SELECT count(*) FROM s`,
+			timestamp(turn.StartedAt), timestamp(turn.StartedAt), turn.SessionID, owner.OrgID, owner.UserID,
+			turn.ID, timestamp(turn.StartedAt),
+			msg.ID, msg.TurnID, string(msg.Role), msg.Content, calls, msg.ToolCallID, msg.Name, timestamp(msg.CreatedAt))
+		switch {
+		case err == nil && found == 0:
+			return ports.NotFound("chat session", turn.SessionID)
+		case err == nil:
+			return nil
+		case !isRunningTurnConflict(err):
+			return storeErr(err, "turn "+turn.ID+" or chat message "+msg.ID, "chat session "+turn.SessionID)
+		}
+	}
+	return withinTx(ctx, s.db.relaxed(), func(ctx context.Context) error {
+		if _, err := s.GetSession(ctx, owner, turn.SessionID); err != nil {
+			return err
+		}
+		if err := s.StartTurn(ctx, turn, staleBefore); err != nil {
+			return err
+		}
+		if err := s.AppendMessages(ctx, msg); err != nil {
+			return err
+		}
+		return s.TouchSession(ctx, turn.SessionID, turn.StartedAt)
+	})
+}
+
+// isRunningTurnConflict reports whether err is PostgreSQL refusing a second
+// running turn in a session.
+func isRunningTurnConflict(err error) bool {
+	pqErr, ok := errors.AsType[*pq.Error](err)
+	return ok && pqErr.Code == pqerror.UniqueViolation && pqErr.Constraint == "turns_running_session_id_idx"
 }
 
 // GetSession implements ports.ChatSessionStore.

@@ -97,23 +97,18 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
 	if in.SessionID == "" {
 		return s.chatInNewSession(ctx, r, msg)
 	}
+	// Only the writes are made together (on SQLite they hold the one
+	// writer); what the turn reads comes after, the session being claimed by
+	// its turn.
 	now := s.d.Clock.Now()
-	// Only the writes hold the transaction (on SQLite, the one writer); what
-	// the turn reads comes after, the session being claimed by its turn.
-	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
-		if r.session, err = s.d.Sessions.GetSession(ctx, p.Owner(), in.SessionID); err != nil {
-			return err
-		}
-		if err := s.startTurn(ctx, r); err != nil {
-			return err
-		}
-		user := ports.ChatMessage{ID: s.d.IDs.NewID(), SessionID: r.session.ID, TurnID: r.turn.ID,
-			Message: ports.Message{Role: ports.MessageUser, Content: msg}, CreatedAt: now}
-		if err := s.d.Messages.AppendMessages(ctx, user); err != nil {
-			return err
-		}
-		return s.d.Sessions.TouchSession(ctx, r.session.ID, now)
-	})
+	r.session = ports.ChatSession{ID: in.SessionID}
+	r.turn = ports.Turn{ID: s.d.IDs.NewID(), SessionID: in.SessionID, StartedAt: now}
+	user := ports.ChatMessage{ID: s.d.IDs.NewID(), SessionID: in.SessionID, TurnID: r.turn.ID,
+		Message: ports.Message{Role: ports.MessageUser, Content: msg}, CreatedAt: now}
+	err = s.d.Sessions.ContinueSession(ctx, p.Owner(), r.turn, user, now.Add(-s.cfg.TurnStaleAfter))
+	if errors.Is(err, ports.ErrConflict) {
+		return nil, turnRunning(in.SessionID, err)
+	}
 	if err != nil {
 		return nil, err
 	}

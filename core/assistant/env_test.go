@@ -61,6 +61,21 @@ func (m *mem) restore(s *mem) {
 	m.sessions, m.msgs, m.confs, m.turns, m.prefs, m.prefsAt = s.sessions, s.msgs, s.confs, s.turns, s.prefs, s.prefsAt
 }
 
+// startTurnLocked records tr as running, taking over a turn started before
+// staleBefore; conflict while a later one runs. m.mu is held.
+func (m *mem) startTurnLocked(tr ports.Turn, staleBefore time.Time) error {
+	for i, old := range m.turns {
+		if old.SessionID == tr.SessionID && old.EndedAt == nil {
+			if !old.StartedAt.Before(staleBefore) {
+				return ports.Errorf(ports.KindConflict, "turn running")
+			}
+			m.turns[i].EndedAt = &staleBefore
+		}
+	}
+	m.turns = append(m.turns, tr)
+	return nil
+}
+
 type env struct {
 	t     *testing.T
 	svc   *assistant.Service
@@ -128,6 +143,20 @@ func newEnv(t *testing.T, cfg assistant.Config, with ...func(*assistant.Deps)) *
 			m.sessions[s.ID] = s
 			m.turns = append(m.turns, tr)
 			m.msgs = append(m.msgs, msg)
+			return nil
+		})
+	sessions.EXPECT().ContinueSession(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, o ports.Owner, tr ports.Turn, msg ports.ChatMessage, staleBefore time.Time) error {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if s, ok := m.sessions[tr.SessionID]; !ok || s.OrgID != o.OrgID || s.UserID != o.UserID {
+				return ports.NotFound("chat session", tr.SessionID)
+			}
+			if err := m.startTurnLocked(tr, staleBefore); err != nil {
+				return err
+			}
+			m.msgs = append(m.msgs, msg)
+			m.touched++
 			return nil
 		})
 	sessions.EXPECT().GetSession(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
@@ -241,16 +270,7 @@ func newEnv(t *testing.T, cfg assistant.Config, with ...func(*assistant.Deps)) *
 		func(_ context.Context, tr ports.Turn, staleBefore time.Time) error {
 			m.mu.Lock()
 			defer m.mu.Unlock()
-			for i, old := range m.turns {
-				if old.SessionID == tr.SessionID && old.EndedAt == nil {
-					if !old.StartedAt.Before(staleBefore) {
-						return ports.Errorf(ports.KindConflict, "turn running")
-					}
-					m.turns[i].EndedAt = &staleBefore
-				}
-			}
-			m.turns = append(m.turns, tr)
-			return nil
+			return m.startTurnLocked(tr, staleBefore)
 		})
 	turns.EXPECT().EndTurn(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(ctx context.Context, id string, at time.Time) error {

@@ -42,6 +42,44 @@ func (m *MockChatSessionStore) EXPECT() *MockChatSessionStoreMockRecorder {
 	return m.recorder
 }
 
+// ContinueSession mocks base method.
+func (m *MockChatSessionStore) ContinueSession(ctx context.Context, owner ports.Owner, turn ports.Turn, msg ports.ChatMessage, staleBefore time.Time) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "ContinueSession", ctx, owner, turn, msg, staleBefore)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// ContinueSession indicates an expected call of ContinueSession.
+func (mr *MockChatSessionStoreMockRecorder) ContinueSession(ctx, owner, turn, msg, staleBefore any) *MockChatSessionStoreContinueSessionCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ContinueSession", reflect.TypeOf((*MockChatSessionStore)(nil).ContinueSession), ctx, owner, turn, msg, staleBefore)
+	return &MockChatSessionStoreContinueSessionCall{Call: call}
+}
+
+// MockChatSessionStoreContinueSessionCall wrap *gomock.Call
+type MockChatSessionStoreContinueSessionCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockChatSessionStoreContinueSessionCall) Return(arg0 error) *MockChatSessionStoreContinueSessionCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockChatSessionStoreContinueSessionCall) Do(f func(context.Context, ports.Owner, ports.Turn, ports.ChatMessage, time.Time) error) *MockChatSessionStoreContinueSessionCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockChatSessionStoreContinueSessionCall) DoAndReturn(f func(context.Context, ports.Owner, ports.Turn, ports.ChatMessage, time.Time) error) *MockChatSessionStoreContinueSessionCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // CreateSession mocks base method.
 func (m *MockChatSessionStore) CreateSession(ctx context.Context, s ports.ChatSession) error {
 	m.ctrl.T.Helper()

@@ -70,6 +70,8 @@ func TestAssistant(t *testing.T, newStores func(t *testing.T) AssistantStores) {
 		{"EventsErrors", testEventsErrors},
 		{"EventsBigBatch", testEventsBigBatch},
 		{"StartSession", testStartSession},
+		{"ContinueSession", testContinueSession},
+		{"RaceContinueSession", testRaceContinueSession},
 		{"Turns", testTurns},
 		{"StaleTurn", testStaleTurn},
 		{"RaceStartTurn", testRaceStartTurn},
@@ -1271,6 +1273,146 @@ func testRaceStartTurn(t *testing.T, s AssistantStores) {
 		t.Fatalf("RunningTurn: %v", err)
 	}
 	checkTurn(t, "RunningTurn after the race", got, turns[winner])
+}
+
+// continueTurn is a turn of cs starting at at, with the user's message.
+func continueTurn(cs ports.ChatSession, at time.Time, content string) (ports.Turn, ports.ChatMessage) {
+	turn := newTurn(cs.ID, at)
+	msg := newMessage(cs, ports.MessageUser, content)
+	msg.TurnID, msg.CreatedAt = turn.ID, at
+	return turn, msg
+}
+
+// ContinueSession starts a turn in the owner's session with its message and
+// the session's activity, or nothing; it takes a stale turn over, and
+// refuses a running one, another owner's session and a reused id.
+func testContinueSession(t *testing.T, s AssistantStores) {
+	ctx := t.Context()
+	owner, cs := newChat(t, s)
+	checkMessages := func(what string, want ...ports.ChatMessage) {
+		t.Helper()
+		msgs, err := s.Messages.ListMessages(ctx, cs.ID)
+		if err != nil || len(msgs) != len(want) {
+			t.Fatalf("%s: %d messages (%v), want %d", what, len(msgs), err, len(want))
+		}
+		for i, m := range msgs {
+			if m.ID != want[i].ID || m.TurnID != want[i].TurnID || m.Role != ports.MessageUser || m.Content != want[i].Content {
+				t.Errorf("%s: message %d = %+v, want %+v", what, i, m, want[i])
+			}
+		}
+	}
+	checkRunning := func(what string, want *ports.Turn) {
+		t.Helper()
+		got, err := s.Turns.RunningTurn(ctx, cs.ID)
+		if want == nil {
+			checkErr(t, what, err, ports.ErrNotFound)
+			return
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		checkTurn(t, what, got, *want)
+	}
+	checkUpdated := func(what string, want time.Time) {
+		t.Helper()
+		if got := mustGetSession(t, s, owner, cs.ID); !ms(got.UpdatedAt).Equal(ms(want)) {
+			t.Errorf("%s: updated at %v, want %v", what, got.UpdatedAt, want)
+		}
+	}
+
+	at := base.Add(time.Minute)
+	later := at.Add(time.Minute)
+	// Another owner's or an unknown session, with or without a turn running.
+	refuseStrangers := func(what string) {
+		t.Helper()
+		for _, other := range []ports.Owner{{OrgID: owner.OrgID, UserID: newID()}, {OrgID: newID(), UserID: owner.UserID}} {
+			refused, m := continueTurn(cs, later, "not yours")
+			checkErr(t, "ContinueSession of another owner's session "+what, s.Sessions.ContinueSession(ctx, other, refused, m, later), ports.ErrNotFound)
+		}
+		refused, m := continueTurn(newSession(owner), later, "nowhere")
+		checkErr(t, "ContinueSession of an unknown session "+what, s.Sessions.ContinueSession(ctx, owner, refused, m, later), ports.ErrNotFound)
+	}
+	refuseStrangers("(no turn running)")
+	checkRunning("after refusing strangers", nil)
+	checkMessages("after refusing strangers")
+	checkUpdated("after refusing strangers", base)
+
+	first, m1 := continueTurn(cs, at, "deploy the api")
+	if err := s.Sessions.ContinueSession(ctx, owner, first, m1, at.Add(-time.Hour)); err != nil {
+		t.Fatalf("ContinueSession: %v", err)
+	}
+	checkRunning("the continued turn", &first)
+	checkMessages("after ContinueSession", m1)
+	checkUpdated("after ContinueSession", at)
+
+	refused, m := continueTurn(cs, later, "again")
+	checkErr(t, "ContinueSession while a turn runs", s.Sessions.ContinueSession(ctx, owner, refused, m, at.Add(-time.Hour)), ports.ErrConflict)
+	refuseStrangers("(a turn running)")
+	checkRunning("after the refusals", &first)
+	checkMessages("after the refusals", m1)
+	checkUpdated("after the refusals", at)
+
+	// first started before staleBefore: it is taken over (and ended).
+	takeover, m2 := continueTurn(cs, later, "take over")
+	if err := s.Sessions.ContinueSession(ctx, owner, takeover, m2, at.Add(time.Second)); err != nil {
+		t.Fatalf("ContinueSession over a stale turn: %v", err)
+	}
+	checkRunning("after taking over", &takeover)
+	checkMessages("after taking over", m1, m2)
+	checkUpdated("after taking over", later)
+	if err := s.Turns.EndTurn(ctx, takeover.ID, later.Add(time.Second)); err != nil {
+		t.Fatalf("EndTurn: %v", err)
+	}
+	checkRunning("after ending the new turn (the stale one must be ended)", nil)
+
+	// An id that exists already: nothing is stored.
+	last := later.Add(time.Minute)
+	dup, m := continueTurn(cs, last, "same turn id")
+	dup.ID, m.TurnID = takeover.ID, takeover.ID
+	checkErr(t, "ContinueSession reusing a turn id", s.Sessions.ContinueSession(ctx, owner, dup, m, last), ports.ErrConflict)
+	dup, m = continueTurn(cs, last, "same message id")
+	m.ID = m2.ID
+	checkErr(t, "ContinueSession reusing a message id", s.Sessions.ContinueSession(ctx, owner, dup, m, last), ports.ErrConflict)
+	checkRunning("after the reused ids", nil)
+	checkMessages("after the reused ids", m1, m2)
+	checkUpdated("after the reused ids", later)
+}
+
+// Of 20 concurrent ContinueSession calls in one session, one starts its
+// turn and the others are conflicts that store nothing.
+func testRaceContinueSession(t *testing.T, s AssistantStores) {
+	owner, cs := newChat(t, s)
+	turns := make([]ports.Turn, 20)
+	msgs := make([]ports.ChatMessage, len(turns))
+	for i := range turns {
+		turns[i], msgs[i] = continueTurn(cs, base.Add(time.Minute), fmt.Sprintf("message %d", i))
+	}
+	errs := race(len(turns), func(i int) error {
+		return s.Sessions.ContinueSession(t.Context(), owner, turns[i], msgs[i], base.Add(-time.Hour))
+	})
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner < 0:
+			winner = i
+		case err == nil:
+			t.Errorf("ContinueSession %d and %d both succeeded", winner, i)
+		case !errors.Is(err, ports.ErrConflict):
+			t.Errorf("ContinueSession %d: %v, want nil or conflict", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("no concurrent ContinueSession succeeded")
+	}
+	got, err := s.Turns.RunningTurn(t.Context(), cs.ID)
+	if err != nil {
+		t.Fatalf("RunningTurn: %v", err)
+	}
+	checkTurn(t, "RunningTurn after the race", got, turns[winner])
+	stored, err := s.Messages.ListMessages(t.Context(), cs.ID)
+	if err != nil || len(stored) != 1 || stored[0].ID != msgs[winner].ID {
+		t.Fatalf("messages after the race: %+v, %v; want only the winner's", stored, err)
+	}
 }
 
 func getPreferences(t *testing.T, s AssistantStores, owner ports.Owner) ([]ports.Preference, *time.Time) {
