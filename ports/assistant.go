@@ -217,7 +217,9 @@ type TurnStore interface {
 	// takes no turn for stale, and spares the store looking for one: a new
 	// session has none.
 	StartTurn(ctx context.Context, t Turn, staleBefore time.Time) error
-	// EndTurn marks the turn ended at the time given.
+	// EndTurn marks the turn ended at the time given, and records activity
+	// in its session then (as TouchSession does); ending an ended turn
+	// changes nothing. not_found when the turn does not exist.
 	EndTurn(ctx context.Context, id string, at time.Time) error
 	// RunningTurn returns the session's running turn; not_found when none.
 	RunningTurn(ctx context.Context, sessionID string) (Turn, error)

@@ -427,13 +427,36 @@ func (s *Assistant) StartTurn(ctx context.Context, t ports.Turn, staleBefore tim
 }
 
 // EndTurn implements ports.TurnStore; ending an ended turn keeps its end.
-// It is not_found when the turn does not exist.
+// It is not_found when the turn does not exist. On PostgreSQL it is one
+// statement; on SQLite, two in a transaction.
 func (s *Assistant) EndTurn(ctx context.Context, id string, at time.Time) error {
-	c := s.db.write(ctx)
-	n, err := c.exec(ctx, "UPDATE turns SET ended_at = ? WHERE id = ? AND ended_at IS NULL", timestamp(at), id)
+	var n int64 // sessions touched: 1 when the turn ended now
+	var err error
+	if s.db.Dialect == DialectPostgres {
+		n, err = s.db.write(ctx).exec(ctx, `WITH t AS (
+			UPDATE turns SET ended_at = ? WHERE id = ? AND ended_at IS NULL RETURNING session_id)
+			UPDATE chat_sessions SET `+laterUpdatedAt+` WHERE id IN (SELECT session_id FROM t)`,
+			timestamp(at), id, timestamp(at), timestamp(at))
+	} else {
+		err = s.db.WithinTx(ctx, func(ctx context.Context) error {
+			var sessionID string
+			err := s.db.write(ctx).get(ctx, &sessionID,
+				"UPDATE turns SET ended_at = ? WHERE id = ? AND ended_at IS NULL RETURNING session_id", timestamp(at), id)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			n, err = s.db.write(ctx).exec(ctx,
+				"UPDATE chat_sessions SET "+laterUpdatedAt+" WHERE id = ?", timestamp(at), timestamp(at), sessionID)
+			return err
+		})
+	}
 	if err != nil || n == 1 {
 		return storeErr(err, "turn "+id, "")
 	}
+	c := s.db.read(ctx)
 	found, err := c.exists(ctx, "SELECT 1 FROM turns WHERE id = ?", id)
 	switch {
 	case err != nil:

@@ -281,8 +281,9 @@ func newEnv(t *testing.T, cfg assistant.Config, with ...func(*assistant.Deps)) *
 			defer m.mu.Unlock()
 			m.ended[id]++
 			for i := range m.turns {
-				if m.turns[i].ID == id {
+				if m.turns[i].ID == id && m.turns[i].EndedAt == nil {
 					m.turns[i].EndedAt = &at
+					m.touched++
 				}
 			}
 			return nil

@@ -69,11 +69,7 @@ func (t *turnRun) wind(end ending) {
 	done := DoneData{SessionID: t.session.ID, MessageID: t.lastMessageID, FinishReason: end.reason,
 		Usage: UsageData{PromptTokens: t.usage.PromptTokens, CompletionTokens: t.usage.CompletionTokens}}
 	t.em.finish(end.err, done, func() { // runs under the emitter's lock
-		now := s.d.Clock.Now()
-		if err := s.d.Sessions.TouchSession(t.store, t.session.ID, now); err != nil {
-			t.log().Error("touching the chat session", "err", err)
-		}
-		if err := s.d.Turns.EndTurn(t.store, t.turn.ID, now); err != nil {
+		if err := s.d.Turns.EndTurn(t.store, t.turn.ID, s.d.Clock.Now()); err != nil {
 			t.em.failLocked(err)
 		}
 	})

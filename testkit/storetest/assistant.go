@@ -669,6 +669,7 @@ func testDeleteSessionCascades(t *testing.T, s AssistantStores) {
 
 	want := kept
 	want.MessageCount, want.PendingConfirmations = 2, 1
+	want.UpdatedAt = base.Add(time.Minute) // its first turn's end
 	checkSession(t, "GetSession of the other session", mustGetSession(t, s, owner, kept.ID), want)
 	if n := len(mustListEvents(t, s, kept.ID, 0, 100)); n != 2 {
 		t.Errorf("ListEvents of the other session = %d events, want 2", n)
@@ -1208,6 +1209,19 @@ func testTurns(t *testing.T, s AssistantStores) {
 	}
 	_, err = s.Turns.RunningTurn(ctx, cs.ID)
 	checkErr(t, "RunningTurn after EndTurn", err, ports.ErrNotFound)
+	updated := func(id string) time.Time { return ms(mustGetSession(t, s, owner, id).UpdatedAt) }
+	if got, want := updated(cs.ID), ms(base.Add(2*time.Minute)); !got.Equal(want) {
+		t.Errorf("session updated at %v after EndTurn, want the turn's end %v", got, want)
+	}
+	if err := s.Turns.EndTurn(ctx, first.ID, base.Add(time.Hour)); err != nil {
+		t.Errorf("EndTurn of an ended turn: %v", err)
+	}
+	if got, want := updated(cs.ID), ms(base.Add(2*time.Minute)); !got.Equal(want) {
+		t.Errorf("session updated at %v after ending an ended turn, want %v still", got, want)
+	}
+	if got, want := updated(other.ID), ms(base); !got.Equal(want) {
+		t.Errorf("the other session updated at %v after EndTurn, want %v", got, want)
+	}
 	second.StartedAt = base.Add(3 * time.Minute)
 	if err := s.Turns.StartTurn(ctx, second, longAgo); err != nil {
 		t.Fatalf("StartTurn after EndTurn: %v", err)
@@ -1375,7 +1389,7 @@ func testContinueSession(t *testing.T, s AssistantStores) {
 	checkErr(t, "ContinueSession reusing a message id", s.Sessions.ContinueSession(ctx, owner, dup, m, last), ports.ErrConflict)
 	checkRunning("after the reused ids", nil)
 	checkMessages("after the reused ids", m1, m2)
-	checkUpdated("after the reused ids", later)
+	checkUpdated("after the reused ids", later.Add(time.Second)) // takeover's end
 }
 
 // Of 20 concurrent ContinueSession calls in one session, one starts its
