@@ -1025,19 +1025,9 @@ func testRaceRecordOutcome(t *testing.T, s AssistantStores) {
 	}
 	at := base.Add(2 * time.Minute)
 	errs := race(20, func(i int) error { return s.Confirmations.RecordOutcome(t.Context(), c.ID, outcome(i), at) })
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && winner < 0:
-			winner = i
-		case err == nil:
-			t.Errorf("RecordOutcome %d and %d both succeeded", winner, i)
-		case !errors.Is(err, ports.ErrConflict):
-			t.Errorf("RecordOutcome %d: %v, want nil or conflict", i, err)
-		}
-	}
+	winner := oneWinner(t, "RecordOutcome", errs, ports.ErrConflict)
 	if winner < 0 {
-		t.Fatalf("no concurrent RecordOutcome succeeded")
+		t.FailNow()
 	}
 	o := outcome(winner)
 	approved.Outcome, approved.ExecutedAt = &o, &at
@@ -1268,19 +1258,9 @@ func testRaceStartTurn(t *testing.T, s AssistantStores) {
 	errs := race(len(turns), func(i int) error {
 		return s.Turns.StartTurn(t.Context(), turns[i], base.Add(-time.Hour))
 	})
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && winner < 0:
-			winner = i
-		case err == nil:
-			t.Errorf("StartTurn %d and %d both succeeded", winner, i)
-		case !errors.Is(err, ports.ErrConflict):
-			t.Errorf("StartTurn %d: %v, want nil or conflict", i, err)
-		}
-	}
+	winner := oneWinner(t, "StartTurn", errs, ports.ErrConflict)
 	if winner < 0 {
-		t.Fatalf("no concurrent StartTurn succeeded")
+		t.FailNow()
 	}
 	got, err := s.Turns.RunningTurn(t.Context(), cs.ID)
 	if err != nil {
@@ -1404,19 +1384,9 @@ func testRaceContinueSession(t *testing.T, s AssistantStores) {
 	errs := race(len(turns), func(i int) error {
 		return s.Sessions.ContinueSession(t.Context(), owner, turns[i], msgs[i], base.Add(-time.Hour))
 	})
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && winner < 0:
-			winner = i
-		case err == nil:
-			t.Errorf("ContinueSession %d and %d both succeeded", winner, i)
-		case !errors.Is(err, ports.ErrConflict):
-			t.Errorf("ContinueSession %d: %v, want nil or conflict", i, err)
-		}
-	}
+	winner := oneWinner(t, "ContinueSession", errs, ports.ErrConflict)
 	if winner < 0 {
-		t.Fatalf("no concurrent ContinueSession succeeded")
+		t.FailNow()
 	}
 	got, err := s.Turns.RunningTurn(t.Context(), cs.ID)
 	if err != nil {

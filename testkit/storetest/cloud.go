@@ -879,19 +879,9 @@ func testRaceCreateCloudAccount(t *testing.T, s CloudStores) {
 	errs := race(len(accounts), func(i int) error {
 		return s.Accounts.CreateCloudAccount(t.Context(), accounts[i])
 	})
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && winner < 0:
-			winner = i
-		case err == nil:
-			t.Errorf("CreateCloudAccount %d and %d both succeeded", winner, i)
-		case !errors.Is(err, ports.ErrConflict):
-			t.Errorf("CreateCloudAccount %d: %v, want nil or conflict", i, err)
-		}
-	}
+	winner := oneWinner(t, "CreateCloudAccount", errs, ports.ErrConflict)
 	if winner < 0 {
-		t.Fatalf("no concurrent CreateCloudAccount succeeded")
+		t.FailNow()
 	}
 	checkCloudAccounts(t, "ListCloudAccounts after the race", mustListCloudAccounts(t, s, org.ID), accounts[winner:winner+1])
 }

@@ -265,28 +265,6 @@ func testBrandOrgIsolation(t *testing.T, s ContentStores) {
 	checkBrand(t, "GetBrand by the org after the other org's put", mustGetBrand(t, s, o.org.ID, project), mine)
 }
 
-// checkOneWinner fails the test unless exactly one of errs is nil and the
-// others are precondition_failed; it returns the winner's index (-1 when
-// none won).
-func checkOneWinner(t *testing.T, what string, errs []error) int {
-	t.Helper()
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && winner < 0:
-			winner = i
-		case err == nil:
-			t.Errorf("%s %d and %d both succeeded", what, winner, i)
-		case !errors.Is(err, ports.ErrPreconditionFailed):
-			t.Errorf("%s %d: %v, want nil or precondition_failed", what, i, err)
-		}
-	}
-	if winner < 0 {
-		t.Errorf("no concurrent %s succeeded", what)
-	}
-	return winner
-}
-
 // testRacePutBrand puts one version from many callers at once, first and
 // later versions: exactly one succeeds.
 func testRacePutBrand(t *testing.T, s ContentStores) {
@@ -300,7 +278,7 @@ func testRacePutBrand(t *testing.T, s ContentStores) {
 			brands[i].Name = fmt.Sprintf("Brand %d of version %d", i, version)
 		}
 		errs := race(n, func(i int) error { return s.Content.PutBrand(t.Context(), brands[i]) })
-		winner := checkOneWinner(t, fmt.Sprintf("PutBrand(version %d)", version), errs)
+		winner := oneWinner(t, fmt.Sprintf("PutBrand(version %d)", version), errs, ports.ErrPreconditionFailed)
 		if winner < 0 {
 			t.FailNow()
 		}
@@ -973,7 +951,7 @@ func testRaceUpdateContentItem(t *testing.T, s ContentStores) {
 			updates[i].Status, updates[i].Version, updates[i].UpdatedAt = ports.ContentInReview, 2, base.Add(time.Duration(i)*time.Second)
 		}
 		errs := race(n, func(i int) error { return s.Content.UpdateContentItem(t.Context(), updates[i]) })
-		winner := checkOneWinner(t, fmt.Sprintf("UpdateContentItem (%d callers)", n), errs)
+		winner := oneWinner(t, fmt.Sprintf("UpdateContentItem (%d callers)", n), errs, ports.ErrPreconditionFailed)
 		for i, err := range errs {
 			if err != nil && errors.Is(err, ports.ErrPreconditionFailed) {
 				checkPreconditionFailed(t, fmt.Sprintf("UpdateContentItem %d of %d", i, n), err, itemStale(it.ID, 2, 2))

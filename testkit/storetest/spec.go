@@ -716,19 +716,9 @@ func testRaceCompleteGeneration(t *testing.T, s SpecStores) {
 	errs := race(len(artifacts), func(i int) error {
 		return s.Specs.CompleteGeneration(t.Context(), artifacts[i], base.Add(time.Minute))
 	})
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && winner < 0:
-			winner = i
-		case err == nil:
-			t.Errorf("CompleteGeneration %d and %d both succeeded", winner, i)
-		case !errors.Is(err, ports.ErrConflict):
-			t.Errorf("CompleteGeneration %d: %v, want nil or conflict", i, err)
-		}
-	}
+	winner := oneWinner(t, "CompleteGeneration", errs, ports.ErrConflict)
 	if winner < 0 {
-		t.Fatalf("no concurrent CompleteGeneration succeeded")
+		t.FailNow()
 	}
 	want := artifacts[winner]
 	want.Version = 1

@@ -8,6 +8,7 @@ package storetest
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -60,6 +61,28 @@ func checkUTC(t *testing.T, what string, times ...*time.Time) {
 			t.Errorf("%s: time %v is in %v, want UTC", what, v, v.Location())
 		}
 	}
+}
+
+// oneWinner fails the test unless exactly one of errs (from race) is nil and
+// the others are loser's kind; it returns the winner's index, -1 when none
+// won.
+func oneWinner(t *testing.T, what string, errs []error, loser error) int {
+	t.Helper()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner < 0:
+			winner = i
+		case err == nil:
+			t.Errorf("%s %d and %d both succeeded", what, winner, i)
+		case !errors.Is(err, loser):
+			t.Errorf("%s %d: %v, want nil or %s", what, i, err, ports.KindOf(loser))
+		}
+	}
+	if winner < 0 {
+		t.Errorf("no concurrent %s succeeded", what)
+	}
+	return winner
 }
 
 // race runs fn n times at once, released together, and returns the errors.
