@@ -1,6 +1,7 @@
 package assistant
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,22 +98,30 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
 	if in.SessionID == "" {
 		return s.chatInNewSession(ctx, r, msg)
 	}
-	// Only the writes are made together (on SQLite they hold the one
-	// writer); what the turn reads comes after, the session being claimed by
-	// its turn.
+	// The writes are made together (on SQLite they hold the one writer)
+	// while the caller's preferences are read; what the turn reads of the
+	// session comes after, the session being claimed by its turn.
 	now := s.d.Clock.Now()
 	r.session = ports.ChatSession{ID: in.SessionID}
 	r.turn = ports.Turn{ID: s.d.IDs.NewID(), SessionID: in.SessionID, StartedAt: now}
 	user := ports.ChatMessage{ID: s.d.IDs.NewID(), SessionID: in.SessionID, TurnID: r.turn.ID,
 		Message: ports.Message{Role: ports.MessageUser, Content: msg}, CreatedAt: now}
+	var prefsRead sync.WaitGroup
+	var prefsErr error
+	prefsRead.Go(func() { prefsErr = s.readPreferences(ctx, r) })
 	err = s.d.Sessions.ContinueSession(ctx, p.Owner(), r.turn, user, now.Add(-s.cfg.TurnStaleAfter))
+	prefsRead.Wait()
 	if errors.Is(err, ports.ErrConflict) {
 		return nil, turnRunning(in.SessionID, err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := s.loadAtOnce(ctx, r); err != nil {
+	if err := prefsErr; err != nil {
+		s.abandon(r)
+		return nil, err
+	}
+	if err := s.readSessionAtOnce(ctx, r); err != nil {
 		s.abandon(r)
 		return nil, err
 	}
@@ -131,7 +140,7 @@ func (s *Service) chatInNewSession(ctx context.Context, r *Run, msg string) (*Ru
 		Message: ports.Message{Role: ports.MessageUser, Content: msg}, CreatedAt: now}
 	var prefsRead sync.WaitGroup
 	var prefsErr error
-	prefsRead.Go(func() { r.prefs, _, prefsErr = s.d.Preferences.GetPreferences(ctx, p.Owner()) })
+	prefsRead.Go(func() { prefsErr = s.readPreferences(ctx, r) })
 	err := s.d.Sessions.StartSession(ctx, r.session, r.turn, user)
 	prefsRead.Wait()
 	if err != nil {
@@ -206,7 +215,10 @@ func (s *Service) startTurn(ctx context.Context, r *Run) error {
 // transaction ctx carries). It runs after StartTurn, so no other turn
 // appends events behind the sequence number it reads.
 func (s *Service) load(ctx context.Context, r *Run) error {
-	for _, read := range s.reads(r) {
+	if err := s.readPreferences(ctx, r); err != nil {
+		return err
+	}
+	for _, read := range s.sessionReads(r) {
 		if err := read(ctx); err != nil {
 			return err
 		}
@@ -214,10 +226,10 @@ func (s *Service) load(ctx context.Context, r *Run) error {
 	return nil
 }
 
-// loadAtOnce is load with the reads made at the same time, each on a
-// connection of its own: for a ctx without a transaction.
-func (s *Service) loadAtOnce(ctx context.Context, r *Run) error {
-	reads := s.reads(r)
+// readSessionAtOnce is load's reads of the session, made at the same time,
+// each on a connection of its own: for a ctx without a transaction.
+func (s *Service) readSessionAtOnce(ctx context.Context, r *Run) error {
+	reads := s.sessionReads(r)
 	errs := make([]error, len(reads))
 	var wg sync.WaitGroup
 	for i, read := range reads[1:] {
@@ -225,23 +237,21 @@ func (s *Service) loadAtOnce(ctx context.Context, r *Run) error {
 	}
 	errs[0] = reads[0](ctx)
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return cmp.Or(errs...)
 }
 
-// reads are the reads of load, each filling its part of r.
-func (s *Service) reads(r *Run) []func(context.Context) error {
+// readPreferences reads the caller's preferences into r.
+func (s *Service) readPreferences(ctx context.Context, r *Run) (err error) {
+	r.prefs, _, err = s.d.Preferences.GetPreferences(ctx, r.p.Owner())
+	return err
+}
+
+// sessionReads are the reads of load in r's session, each filling its part
+// of r.
+func (s *Service) sessionReads(r *Run) []func(context.Context) error {
 	return []func(context.Context) error{
 		func(ctx context.Context) (err error) {
 			r.lastSeq, err = s.d.Events.LastEventSeq(ctx, r.session.ID)
-			return err
-		},
-		func(ctx context.Context) (err error) {
-			r.prefs, _, err = s.d.Preferences.GetPreferences(ctx, r.p.Owner())
 			return err
 		},
 		func(ctx context.Context) (err error) {
