@@ -264,9 +264,12 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		Idempotency: p.Idempotency})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
-			ln, err := net.Listen("tcp", p.Config.HTTPAddr)
-			if err != nil {
-				return fmt.Errorf("%s: %w", EnvHTTPAddr, err)
+			ln := p.Config.sandbox.takeListener()
+			if ln == nil {
+				var err error
+				if ln, err = net.Listen("tcp", p.Config.HTTPAddr); err != nil {
+					return fmt.Errorf("%s: %w", EnvHTTPAddr, err)
+				}
 			}
 			go func() {
 				if err := srv.Serve(ln); err != nil {

@@ -101,7 +101,11 @@ type Sandbox struct {
 	tokenFile string
 	closeOnce sync.Once
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// listener is the HTTP API's socket, opened when its port was chosen
+	// (port 0) and held until the server takes it, so no one else takes the
+	// port in between.
+	listener  net.Listener
 	token     string
 	accountID string
 	repos     int
@@ -125,11 +129,13 @@ func StartSandbox(cfg Config, logger *slog.Logger) (Config, *Sandbox, error) {
 	if !cfg.Sandbox {
 		return cfg, nil, nil
 	}
-	if err := sandboxPublicURL(&cfg); err != nil {
+	ln, err := sandboxPublicURL(&cfg)
+	if err != nil {
 		return cfg, nil, err
 	}
 	now := time.Now().UTC()
 	sb := &Sandbox{
+		listener:  ln,
 		logger:    logger,
 		openai:    fakeopenai.NewHandler(),
 		aws:       fakeaws.NewHandler(),
@@ -171,23 +177,22 @@ func StartSandbox(cfg Config, logger *slog.Logger) (Config, *Sandbox, error) {
 }
 
 // sandboxPublicURL sets cfg.PublicURL, when unset, to the listen address.
-func sandboxPublicURL(cfg *Config) error {
+// For port 0 it listens on a free port and returns that listener, for the
+// HTTP server to serve on.
+func sandboxPublicURL(cfg *Config) (net.Listener, error) {
 	if cfg.PublicURL != "" {
-		return nil
+		return nil, nil
 	}
 	host, port, err := net.SplitHostPort(cfg.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("%s: %w", EnvHTTPAddr, err)
+		return nil, fmt.Errorf("%s: %w", EnvHTTPAddr, err)
 	}
+	var ln net.Listener
 	if port == "0" {
-		ln, err := net.Listen("tcp", cfg.HTTPAddr)
-		if err != nil {
-			return fmt.Errorf("%s: %w", EnvHTTPAddr, err)
+		if ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvHTTPAddr, err)
 		}
 		port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-		if err := ln.Close(); err != nil {
-			return err
-		}
 		cfg.HTTPAddr = net.JoinHostPort(host, port)
 	}
 	switch host {
@@ -195,7 +200,20 @@ func sandboxPublicURL(cfg *Config) error {
 		host = "127.0.0.1"
 	}
 	cfg.PublicURL = "http://" + net.JoinHostPort(host, port)
-	return nil
+	return ln, nil
+}
+
+// takeListener returns the HTTP API's socket opened by StartSandbox, once;
+// nil when there is none (and on a nil Sandbox).
+func (sb *Sandbox) takeListener() net.Listener {
+	if sb == nil {
+		return nil
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	ln := sb.listener
+	sb.listener = nil
+	return ln
 }
 
 // serve serves h on a new 127.0.0.1 port and returns its base URL.
@@ -221,6 +239,9 @@ func (sb *Sandbox) Close() {
 		return
 	}
 	sb.closeOnce.Do(func() {
+		if ln := sb.takeListener(); ln != nil {
+			_ = ln.Close()
+		}
 		for _, srv := range sb.servers {
 			_ = srv.Close()
 		}
