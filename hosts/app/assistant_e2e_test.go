@@ -55,6 +55,9 @@ type stack struct {
 	scales atomic.Int32
 	id     *identity.Service
 	reg    *assistant.Registry
+	// h2c, when set, sends call's requests over HTTP/2 without TLS, and
+	// call insists that they are answered so; else http.DefaultClient.
+	h2c *http.Client
 }
 
 func startStack(t *testing.T, dialect string) *stack {
@@ -159,11 +162,18 @@ func (st *stack) call(token, method, path string, body any, header ...string) (i
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if st.h2c != nil {
+		client = st.h2c
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		st.t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if st.h2c != nil && resp.ProtoMajor != 2 {
+		st.t.Fatalf("%s %s answered over %s, want HTTP/2", method, path, resp.Proto)
+	}
 	raw, _ := io.ReadAll(resp.Body)
 	st.conform(st.t, resp, raw)
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
@@ -379,6 +389,42 @@ func TestAssistantEndToEnd(t *testing.T) {
 			}
 			if code, _, _ := st.call(alice, "GET", "/api/v1/agent/sessions/"+session2, nil); code != 404 {
 				t.Fatalf("deleted session: %d", code)
+			}
+		})
+	}
+}
+
+// A chat and its confirmation work over HTTP/2 without TLS, as a proxy
+// multiplexing its upstream connections sends them.
+func TestAssistantOverCleartextHTTP2(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			st := startStack(t, string(d))
+			tr := &http.Transport{Protocols: new(http.Protocols)}
+			tr.Protocols.SetUnencryptedHTTP2(true)
+			t.Cleanup(tr.CloseIdleConnections)
+			st.h2c = &http.Client{Transport: tr}
+			alice := st.token("alice@example.com")
+
+			st.model.Enqueue(
+				fakeopenai.ToolCalls(fakeopenai.Call{ID: "call_1", Name: "list_widgets", Arguments: `{}`}),
+				fakeopenai.Text("Scaling.").WithToolCalls(fakeopenai.Call{ID: "call_2", Name: "resize_widget", Arguments: `{"service":"checkout","desired_count":3}`}),
+				fakeopenai.Text("Done: checkout runs 3 tasks."),
+			)
+			code, body, evs := st.call(alice, "POST", "/api/v1/agent/chat", map[string]any{"message": "scale checkout to 3"})
+			if got := names(evs); code != 200 || !strings.Contains(got, "tool_call,tool_result") || !strings.HasSuffix(got, "confirmation_required,done") {
+				t.Fatalf("chat: %d %s", code, body)
+			}
+			conf := find(evs, "confirmation_required").Data
+			code, body, evs = st.call(alice, "POST", "/api/v1/agent/confirm", map[string]any{
+				"session_id": conf["session_id"], "confirmation_id": conf["confirmation_id"], "approved": true,
+			}, "Accept", "text/event-stream")
+			if got := names(evs); code != 200 || !strings.Contains(got, "tool_result") || !strings.HasSuffix(got, "content,done") {
+				t.Fatalf("streaming confirm: %d %s", code, body)
+			}
+			if n := st.scales.Load(); n != 1 {
+				t.Fatalf("the write ran %d times, want once", n)
 			}
 		})
 	}

@@ -253,25 +253,35 @@ func BenchmarkAssistantIdleStreamRSS(b *testing.B) {
 	bin := buildDevpilot(b)
 	// OpenAI serves HTTPS with HTTP/2, where streams share connections; a
 	// plain HTTP/1.1 server (Ollama, vLLM on loopback) costs a connection,
-	// two goroutines and their buffers per stream. Both are measured.
-	b.Run("http1", func(b *testing.B) {
-		model := fakeopenai.New(b)
-		idleStreamRSS(b, model, startDevpilot(b, bin, model.URL(), sqlstore.DialectSQLite))
-	})
-	b.Run("https-h2", func(b *testing.B) {
+	// two goroutines and their buffers per stream. Both are measured with
+	// HTTP/1.1 clients, one connection per stream (a browser, or a proxy
+	// speaking HTTP/1.1 upstream); h2c-client has them speak HTTP/2
+	// without TLS, as a proxy multiplexing its upstream connections does.
+	httpsModel := func(b *testing.B) (*fakeopenai.Server, *devpilotProc) {
 		model := fakeopenai.NewTLS(b)
 		certFile := filepath.Join(b.TempDir(), "fake-ca.pem")
 		if err := os.WriteFile(certFile, model.CACertPEM(), 0o600); err != nil {
 			b.Fatal(err)
 		}
-		idleStreamRSS(b, model, startDevpilot(b, bin, model.URL(), sqlstore.DialectSQLite, "SSL_CERT_FILE="+certFile))
+		return model, startDevpilot(b, bin, model.URL(), sqlstore.DialectSQLite, "SSL_CERT_FILE="+certFile)
+	}
+	b.Run("http1", func(b *testing.B) {
+		model := fakeopenai.New(b)
+		idleStreamRSS(b, model, startDevpilot(b, bin, model.URL(), sqlstore.DialectSQLite), benchClient(rssStreams))
+	})
+	b.Run("https-h2", func(b *testing.B) {
+		model, p := httpsModel(b)
+		idleStreamRSS(b, model, p, benchClient(rssStreams))
+	})
+	b.Run("h2c-client", func(b *testing.B) {
+		model, p := httpsModel(b)
+		idleStreamRSS(b, model, p, h2cClient())
 	})
 }
 
-// idleStreamRSS opens rssStreams idle chats on p, whose model is model, and
-// reports how much p's RSS grew per stream.
-func idleStreamRSS(b *testing.B, model *fakeopenai.Server, p *devpilotProc) {
-	client := benchClient(rssStreams)
+// idleStreamRSS opens rssStreams idle chats on p, whose model is model,
+// with client, and reports how much p's RSS grew per stream.
+func idleStreamRSS(b *testing.B, model *fakeopenai.Server, p *devpilotProc, client *http.Client) {
 
 	// A few complete chats first, so the baseline is a process that has
 	// served chats, not one that has just started.
@@ -759,6 +769,19 @@ func steady(b *testing.B, n, each int, cycle time.Duration, do func(context.Cont
 		b.Fatalf("%d clients: %v", n, firstLine(err.Error()))
 	}
 	return out
+}
+
+// h2cClient is an HTTP/2 client without TLS (prior knowledge), which opens
+// a connection per 250 concurrent streams (the server's limit), and never
+// uses a proxy.
+func h2cClient() *http.Client {
+	tr := &http.Transport{
+		DialContext:        (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		DisableCompression: true,
+		Protocols:          new(http.Protocols),
+	}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	return &http.Client{Transport: tr}
 }
 
 // benchClient is an HTTP/1.1 client that keeps enough connections to every

@@ -152,6 +152,14 @@ func New(cfg Config, d Deps) *Server {
 		// are bounded by the request context instead.
 		ErrorLog: slog.NewLogLogger(d.Logger.Handler(), slog.LevelWarn),
 	}
+	// HTTP/1.1, and HTTP/2 without TLS for clients that know the server
+	// speaks it (prior knowledge; there is no Upgrade: h2c). A proxy that
+	// talks HTTP/2 to its upstreams then carries many SSE streams on one
+	// connection, and each open stream costs the server less: no connection,
+	// no per-connection buffers, no background reader of its own.
+	s.srv.Protocols = new(http.Protocols)
+	s.srv.Protocols.SetHTTP1(true)
+	s.srv.Protocols.SetUnencryptedHTTP2(true)
 	return s
 }
 

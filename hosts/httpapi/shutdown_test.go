@@ -137,3 +137,59 @@ func TestShutdownClosesWhatOutlivesTheGrace(t *testing.T) {
 		t.Errorf("Serve = %v", err)
 	}
 }
+
+// The server speaks HTTP/1.1, and HTTP/2 without TLS to a client that knows
+// it does: a stream's events arrive as they are flushed, and a client going
+// away ends the handler's context.
+func TestServesHTTP1AndCleartextHTTP2(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	flushed, gone := make(chan struct{}), make(chan struct{})
+	e.srv.HandleForTest(http.MethodGet, "/test/stream", func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "event: open\ndata: {}\n\n")
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			return err
+		}
+		close(flushed)
+		<-r.Context().Done()
+		close(gone)
+		return nil
+	}, httpapi.Public, httpapi.Streaming)
+	base, _ := serve(t, e)
+
+	resp, err := http.Get(base + "/livez")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.ProtoMajor != 1 || resp.StatusCode != http.StatusOK {
+		t.Errorf("HTTP/1.1 client: %s %d", resp.Proto, resp.StatusCode)
+	}
+
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	defer tr.CloseIdleConnections()
+	h2c := &http.Client{Transport: tr}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/test/stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err = h2c.Do(req)
+	if err != nil {
+		t.Fatalf("cleartext HTTP/2 client: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusOK {
+		t.Fatalf("cleartext HTTP/2 client: %s %d", resp.Proto, resp.StatusCode)
+	}
+	<-flushed
+	first := make([]byte, len("event: open\ndata: {}\n\n"))
+	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "event: open\ndata: {}\n\n" {
+		t.Fatalf("first event over HTTP/2: %q, %v", first, err)
+	}
+	cancel()
+	<-gone // the handler saw the stream reset
+}
