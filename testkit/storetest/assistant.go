@@ -1234,15 +1234,11 @@ func testStaleTurn(t *testing.T, s AssistantStores) {
 	if err := s.Turns.StartTurn(ctx, next, base.Add(5*time.Minute)); err != nil {
 		t.Fatalf("StartTurn over a stale turn: %v", err)
 	}
-	got, err := s.Turns.RunningTurn(ctx, cs.ID)
-	if err != nil {
-		t.Fatalf("RunningTurn: %v", err)
-	}
-	checkTurn(t, "RunningTurn after taking over", got, next)
+	checkRunningTurn(t, s, "RunningTurn after taking over", cs.ID, next)
 	if err := s.Turns.EndTurn(ctx, next.ID, base.Add(11*time.Minute)); err != nil {
 		t.Fatalf("EndTurn: %v", err)
 	}
-	_, err = s.Turns.RunningTurn(ctx, cs.ID)
+	_, err := s.Turns.RunningTurn(ctx, cs.ID)
 	checkErr(t, "RunningTurn after ending the new turn (the stale one must be ended)", err, ports.ErrNotFound)
 	if err := s.Turns.EndTurn(ctx, dead.ID, base.Add(12*time.Minute)); err != nil {
 		t.Errorf("EndTurn of the stale turn when its process comes back: %v", err)
@@ -1262,11 +1258,18 @@ func testRaceStartTurn(t *testing.T, s AssistantStores) {
 	if winner < 0 {
 		t.FailNow()
 	}
-	got, err := s.Turns.RunningTurn(t.Context(), cs.ID)
+	checkRunningTurn(t, s, "RunningTurn after the race", cs.ID, turns[winner])
+}
+
+// checkRunningTurn fails the test unless want is the session's running
+// turn.
+func checkRunningTurn(t *testing.T, s AssistantStores, what, sessionID string, want ports.Turn) {
+	t.Helper()
+	got, err := s.Turns.RunningTurn(t.Context(), sessionID)
 	if err != nil {
-		t.Fatalf("RunningTurn: %v", err)
+		t.Fatalf("%s: RunningTurn: %v", what, err)
 	}
-	checkTurn(t, "RunningTurn after the race", got, turns[winner])
+	checkTurn(t, what, got, want)
 }
 
 // continueTurn is a turn of cs starting at at, with the user's message.
@@ -1297,15 +1300,12 @@ func testContinueSession(t *testing.T, s AssistantStores) {
 	}
 	checkRunning := func(what string, want *ports.Turn) {
 		t.Helper()
-		got, err := s.Turns.RunningTurn(ctx, cs.ID)
 		if want == nil {
+			_, err := s.Turns.RunningTurn(ctx, cs.ID)
 			checkErr(t, what, err, ports.ErrNotFound)
 			return
 		}
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		checkTurn(t, what, got, *want)
+		checkRunningTurn(t, s, what, cs.ID, *want)
 	}
 	checkUpdated := func(what string, want time.Time) {
 		t.Helper()
@@ -1388,11 +1388,7 @@ func testRaceContinueSession(t *testing.T, s AssistantStores) {
 	if winner < 0 {
 		t.FailNow()
 	}
-	got, err := s.Turns.RunningTurn(t.Context(), cs.ID)
-	if err != nil {
-		t.Fatalf("RunningTurn: %v", err)
-	}
-	checkTurn(t, "RunningTurn after the race", got, turns[winner])
+	checkRunningTurn(t, s, "RunningTurn after the race", cs.ID, turns[winner])
 	stored, err := s.Messages.ListMessages(t.Context(), cs.ID)
 	if err != nil || len(stored) != 1 || stored[0].ID != msgs[winner].ID {
 		t.Fatalf("messages after the race: %+v, %v; want only the winner's", stored, err)
