@@ -130,4 +130,13 @@ type TokenStore interface {
 	// DeleteExpiredTokens deletes tokens that expired, or were revoked, before
 	// the time given and returns how many it deleted.
 	DeleteExpiredTokens(ctx context.Context, before time.Time) (int, error)
+	// WatchRevocations reports the tokens that any process revokes until ctx
+	// ends: lost once the watch is in place (what was revoked before it may
+	// have been missed), revoked with the id of each token revoked from then
+	// on, and lost again whenever some may have been missed (the watch lost
+	// its connection). The two are called from one goroutine, not
+	// necessarily the caller's. It returns errors.ErrUnsupported at once when
+	// the store cannot watch, else the reason it stopped (ctx's error when
+	// ctx ended).
+	WatchRevocations(ctx context.Context, revoked func(tokenID string), lost func()) error
 }

@@ -1,9 +1,13 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"strings"
 	"time"
+
+	"github.com/lib/pq"
 
 	"github.com/devpilot/devpilot/ports"
 )
@@ -185,9 +189,17 @@ func (s *Identity) ListTokens(ctx context.Context, orgID, userID string) ([]port
 // RevokeToken implements ports.TokenStore.
 func (s *Identity) RevokeToken(ctx context.Context, orgID, id string, at time.Time) error {
 	c := s.db.write(ctx)
-	n, err := c.exec(ctx,
-		"UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND org_id = ? AND revoked_at IS NULL",
-		timestamp(at), id, orgID)
+	revoke := "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND org_id = ? AND revoked_at IS NULL"
+	var n int64
+	var err error
+	if s.db.Dialect == DialectPostgres {
+		// The notification goes out when the revocation commits.
+		err = c.get(ctx, &n, `WITH r AS (`+revoke+` RETURNING id),
+			n AS (SELECT pg_notify('`+revokedChannel+`', id) FROM r)
+			SELECT count(*) FROM n`, timestamp(at), id, orgID)
+	} else {
+		n, err = c.exec(ctx, revoke, timestamp(at), id, orgID)
+	}
 	if err != nil || n == 1 {
 		return storeErr(err, "token "+id, "")
 	}
@@ -199,6 +211,52 @@ func (s *Identity) RevokeToken(ctx context.Context, orgID, id string, at time.Ti
 		return ports.NotFound("token", id)
 	}
 	return ports.Errorf(ports.KindConflict, "token %s is revoked already", id)
+}
+
+// revokedChannel is the PostgreSQL notification channel RevokeToken
+// announces a revoked token's id on.
+const revokedChannel = "devpilot_token_revoked"
+
+// WatchRevocations implements ports.TokenStore on PostgreSQL, with LISTEN on
+// a connection of its own (reconnected after a loss, which is reported as
+// lost); on SQLite it returns errors.ErrUnsupported.
+func (s *Identity) WatchRevocations(ctx context.Context, revoked func(tokenID string), lost func()) error {
+	if s.db.Dialect != DialectPostgres {
+		return errors.ErrUnsupported
+	}
+	events := make(chan struct{}, 1)
+	l := pq.NewListener(s.db.dsn, 100*time.Millisecond, 10*time.Second, func(ev pq.ListenerEventType, _ error) {
+		if ev == pq.ListenerEventDisconnected {
+			select {
+			case events <- struct{}{}:
+			default:
+			}
+		}
+	})
+	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
+	defer stop()
+	defer l.Close()
+	if err := l.Listen(revokedChannel); err != nil {
+		return cmp.Or(ctx.Err(), storeErr(err, "token revocations", ""))
+	}
+	lost() // in place now; what came before is unknown
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-events:
+			lost()
+		case n, ok := <-l.Notify:
+			switch {
+			case !ok:
+				return cmp.Or(ctx.Err(), error(ports.Errorf(ports.KindUnavailable, "token revocations: the listener closed")))
+			case n == nil: // reconnected: what was said meanwhile is gone
+				lost()
+			default:
+				revoked(n.Extra)
+			}
+		}
+	}
 }
 
 // TouchToken implements ports.TokenStore.

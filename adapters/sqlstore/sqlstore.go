@@ -58,6 +58,7 @@ type DB struct {
 	Writer  *sqlx.DB
 	Reader  *sqlx.DB
 	Relaxed *sqlx.DB
+	dsn     string // PostgreSQL's, for connections outside the pools (LISTEN)
 }
 
 // Open connects to the database the URL names, "postgres://…",
@@ -112,7 +113,8 @@ func openPostgres(rawURL string) (*DB, error) {
 		q.Set("binary_parameters", "yes")
 		u.RawQuery = q.Encode()
 	}
-	pool, err := openPostgresPool(u.String(), postgresPoolSize)
+	dsn := u.String()
+	pool, err := openPostgresPool(dsn, postgresPoolSize)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +126,7 @@ func openPostgres(rawURL string) (*DB, error) {
 	if err != nil {
 		return nil, errors.Join(err, pool.Close())
 	}
-	return &DB{Dialect: DialectPostgres, Writer: pool, Reader: pool, Relaxed: relaxed}, nil
+	return &DB{Dialect: DialectPostgres, Writer: pool, Reader: pool, Relaxed: relaxed, dsn: dsn}, nil
 }
 
 // postgresRelaxedPoolSize bounds the connections of DB.Relaxed. Stream

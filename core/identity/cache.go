@@ -69,3 +69,10 @@ func (c *principalCache) forget(tokenID string) {
 		}
 	}
 }
+
+// clear drops every entry.
+func (c *principalCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.entries)
+}

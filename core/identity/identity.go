@@ -46,8 +46,9 @@ type Deps struct {
 	TouchEvery time.Duration
 	// CacheFor is how long Authenticate may trust a token it verified without
 	// reading it again; zero means it reads it on every call. A token revoked
-	// by another process (the CLI, another replica) may be accepted for up to
-	// that long after; one revoked through this Service is forgotten at once.
+	// through this Service is forgotten at once, and one revoked by another
+	// process (the CLI, another replica) as soon as WatchRevocations hears of
+	// it; where the store cannot watch, it may be accepted for up to CacheFor.
 	CacheFor time.Duration
 }
 
@@ -353,6 +354,23 @@ func (s *Service) RevokeToken(ctx context.Context, id string) error {
 	}
 	s.cache.forget(rec.ID)
 	return nil
+}
+
+// WatchRevocations keeps the tokens that any process revokes out of the
+// cache of verified tokens, as the store reports them, until ctx ends; when
+// the store may have missed some, the whole cache is dropped. It returns nil
+// at once when nothing is cached or the store cannot watch (revocations then
+// take up to Deps.CacheFor), else the store's reason for stopping (ctx's
+// error when ctx ended).
+func (s *Service) WatchRevocations(ctx context.Context) error {
+	if s.d.CacheFor <= 0 {
+		return nil
+	}
+	err := s.d.Tokens.WatchRevocations(ctx, s.cache.forget, s.cache.clear)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil
+	}
+	return err
 }
 
 // PruneTokensArgs is the background job that deletes tokens that expired or

@@ -282,6 +282,84 @@ func TestAuthenticateCache(t *testing.T) {
 	})
 }
 
+// WatchRevocations drops a token from the cache when the store reports it
+// revoked, and the whole cache when the store may have missed some; a store
+// that cannot watch leaves the TTL to bound the cache.
+func TestWatchRevocations(t *testing.T) {
+	t.Parallel()
+	tokens := map[string]string{ // id → token
+		"t1": "dp_0000000000000000000000000000000000000000ab1",
+		"t2": "dp_0000000000000000000000000000000000000000ab2",
+	}
+	e := newEnvWith(t, func(d *identity.Deps) { d.CacheFor = time.Hour })
+	recent := e.clock.Now()
+	lookups := map[string]int{}
+	for id, tok := range tokens {
+		hash := sha256.Sum256([]byte(tok))
+		e.tokens.EXPECT().GetTokenByHash(gomock.Any(), hash[:]).AnyTimes().DoAndReturn(
+			func(context.Context, []byte) (ports.APIToken, ports.User, error) {
+				lookups[id]++
+				return ports.APIToken{ID: id, LastUsedAt: &recent}, ports.User{ID: "u1", OrgID: "o1"}, nil
+			})
+	}
+	authAll := func() {
+		t.Helper()
+		for _, id := range []string{"t1", "t2"} {
+			if _, err := e.svc.Authenticate(context.Background(), tokens[id]); err != nil {
+				t.Fatalf("Authenticate %s: %v", id, err)
+			}
+		}
+	}
+	var revoked func(string)
+	var lost func()
+	watching := make(chan struct{})
+	e.tokens.EXPECT().WatchRevocations(gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(
+		func(ctx context.Context, r func(string), l func()) error {
+			revoked, lost = r, l
+			close(watching)
+			<-ctx.Done()
+			return ctx.Err()
+		})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.svc.WatchRevocations(ctx) }()
+	<-watching
+
+	authAll()
+	authAll()
+	if lookups["t1"] != 1 || lookups["t2"] != 1 {
+		t.Fatalf("lookups %v, want one each (then cached)", lookups)
+	}
+	revoked("t1")
+	authAll()
+	if lookups["t1"] != 2 || lookups["t2"] != 1 {
+		t.Fatalf("lookups %v after t1 was revoked elsewhere, want t1 read again only", lookups)
+	}
+	lost()
+	authAll()
+	if lookups["t1"] != 3 || lookups["t2"] != 2 {
+		t.Fatalf("lookups %v after the watch lost revocations, want both read again", lookups)
+	}
+	cancel()
+	if err := <-stopped; !errors.Is(err, context.Canceled) {
+		t.Fatalf("WatchRevocations = %v, want the context's error", err)
+	}
+
+	t.Run("unsupported", func(t *testing.T) {
+		e := newEnvWith(t, func(d *identity.Deps) { d.CacheFor = time.Hour })
+		e.tokens.EXPECT().WatchRevocations(gomock.Any(), gomock.Any(), gomock.Any()).Return(errors.ErrUnsupported)
+		if err := e.svc.WatchRevocations(context.Background()); err != nil {
+			t.Fatalf("WatchRevocations on a store that cannot watch = %v, want nil", err)
+		}
+	})
+	t.Run("no cache", func(t *testing.T) {
+		e := newEnv(t) // gomock fails a call to the store's WatchRevocations
+		if err := e.svc.WatchRevocations(context.Background()); err != nil {
+			t.Fatalf("WatchRevocations without a cache = %v, want nil", err)
+		}
+	})
+}
+
 func TestMeNeedsPrincipal(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

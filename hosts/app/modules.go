@@ -231,8 +231,38 @@ func StartWorkers(p WorkerParams) error {
 // address fails start-up, serves in a goroutine and shuts down gracefully.
 var HTTPModule = fx.Module("http",
 	fx.Provide(NewHTTPServer),
+	// The watch starts before the server listens and stops after it drained.
+	fx.Invoke(WatchRevocations),
 	fx.Invoke(func(*httpapi.Server) {}),
 )
+
+// WatchRevocations runs the identity service's watch of token revocations
+// (so that a token revoked elsewhere stops working here at once) from start
+// to stop. A watch that fails is logged; the cache's TTL still bounds how
+// long a revoked token may work.
+func WatchRevocations(lc fx.Lifecycle, id *identity.Service, logger *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			go func() {
+				defer close(done)
+				if err := id.WatchRevocations(ctx); err != nil && ctx.Err() == nil {
+					logger.Error("watching token revocations stopped", "err", err)
+				}
+			}()
+			return nil
+		},
+		OnStop: func(stop context.Context) error {
+			cancel()
+			select {
+			case <-done:
+			case <-stop.Done():
+			}
+			return nil
+		},
+	})
+}
 
 // HTTPParams are what the HTTP server is built from.
 type HTTPParams struct {

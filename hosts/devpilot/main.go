@@ -330,10 +330,13 @@ func (c cli) token(ctx context.Context, args []string) error {
 		if err := svc.RevokeToken(ctx, fs.Arg(0)); err != nil {
 			return asUsage(err)
 		}
-		if cfg.AuthCacheTTL > 0 {
-			fmt.Fprintf(c.stdout, "revoked %s (running servers stop accepting it within %s)\n", fs.Arg(0), cfg.AuthCacheTTL)
-		} else {
+		switch {
+		case cfg.AuthCacheTTL == 0:
 			fmt.Fprintln(c.stdout, "revoked", fs.Arg(0))
+		case strings.HasPrefix(cfg.DatabaseURL, "postgres"): // servers watch revocations
+			fmt.Fprintf(c.stdout, "revoked %s (running servers stop accepting it at once, within %s at the latest)\n", fs.Arg(0), cfg.AuthCacheTTL)
+		default:
+			fmt.Fprintf(c.stdout, "revoked %s (running servers stop accepting it within %s)\n", fs.Arg(0), cfg.AuthCacheTTL)
 		}
 		return nil
 	}

@@ -592,3 +592,41 @@ func (c *MockTokenStoreTouchTokenCall) DoAndReturn(f func(context.Context, strin
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }
+
+// WatchRevocations mocks base method.
+func (m *MockTokenStore) WatchRevocations(ctx context.Context, revoked func(string), lost func()) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "WatchRevocations", ctx, revoked, lost)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// WatchRevocations indicates an expected call of WatchRevocations.
+func (mr *MockTokenStoreMockRecorder) WatchRevocations(ctx, revoked, lost any) *MockTokenStoreWatchRevocationsCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "WatchRevocations", reflect.TypeOf((*MockTokenStore)(nil).WatchRevocations), ctx, revoked, lost)
+	return &MockTokenStoreWatchRevocationsCall{Call: call}
+}
+
+// MockTokenStoreWatchRevocationsCall wrap *gomock.Call
+type MockTokenStoreWatchRevocationsCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockTokenStoreWatchRevocationsCall) Return(arg0 error) *MockTokenStoreWatchRevocationsCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockTokenStoreWatchRevocationsCall) Do(f func(context.Context, func(string), func()) error) *MockTokenStoreWatchRevocationsCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockTokenStoreWatchRevocationsCall) DoAndReturn(f func(context.Context, func(string), func()) error) *MockTokenStoreWatchRevocationsCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}

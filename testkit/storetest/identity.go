@@ -38,6 +38,7 @@ func TestIdentity(t *testing.T, newStores func(t *testing.T) IdentityStores) {
 		{"TokenMissingUser", testTokenMissingUser},
 		{"ListTokens", testListTokens},
 		{"RevokeToken", testRevokeToken},
+		{"WatchRevocations", testWatchRevocations},
 		{"TouchToken", testTouchToken},
 		{"DeleteExpiredTokens", testDeleteExpiredTokens},
 		{"TimestampsUTC", testTimestampsUTC},
@@ -356,6 +357,71 @@ func testRevokeToken(t *testing.T, s IdentityStores) {
 		t.Fatalf("GetTokenByHash of a revoked token: %v", err)
 	}
 	checkToken(t, "GetTokenByHash after RevokeToken", got, want)
+}
+
+// WatchRevocations reports committed revocations (made by any connection)
+// once in place, and stops when its context ends; a store that cannot watch
+// says so at once.
+func testWatchRevocations(t *testing.T, s IdentityStores) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ready := make(chan struct{}, 1)
+	revoked := make(chan string, 10)
+	stopped := make(chan error, 1)
+	go func() {
+		stopped <- s.Tokens.WatchRevocations(ctx,
+			func(id string) { revoked <- id },
+			func() {
+				select {
+				case ready <- struct{}{}:
+				default:
+				}
+			})
+	}()
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("WatchRevocations stopped at once: %v", err)
+		}
+		return // this store cannot watch
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("WatchRevocations not in place after 10s")
+	}
+
+	// A revocation rolled back is not reported; one committed is.
+	rolledBack, committed := newFixture(t, s), newFixture(t, s)
+	errRollback := errors.New("roll back")
+	err := s.Tx.WithinTx(t.Context(), func(ctx context.Context) error {
+		if err := s.Tokens.RevokeToken(ctx, rolledBack.org.ID, rolledBack.token.ID, base); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	checkErr(t, "the rolled-back revocation", err, errRollback)
+	if err := s.Tokens.RevokeToken(t.Context(), committed.org.ID, committed.token.ID, base); err != nil {
+		t.Fatalf("RevokeToken: %v", err)
+	}
+	// Other tests revoke tokens in the same database at the same time.
+	for found := false; !found; {
+		select {
+		case id := <-revoked:
+			if id == rolledBack.token.ID {
+				t.Fatalf("the rolled-back revocation of %s was reported", id)
+			}
+			found = id == committed.token.ID
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the revocation of %s was not reported within 10s", committed.token.ID)
+		}
+	}
+
+	cancel()
+	select {
+	case err := <-stopped:
+		checkErr(t, "WatchRevocations after its context ended", err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("WatchRevocations still running 10s after its context ended")
+	}
 }
 
 func testTouchToken(t *testing.T, s IdentityStores) {
