@@ -130,6 +130,17 @@ type Preference struct {
 	CreatedAt   time.Time
 }
 
+// SessionState is what a turn of a session starts from.
+type SessionState struct {
+	// Messages are the session's messages in the order they were appended.
+	Messages []ChatMessage
+	// LastEventSeq is the highest Seq of the session's stream events, 0 when
+	// it has none.
+	LastEventSeq int64
+	// Confirmations are the session's confirmations, oldest first.
+	Confirmations []Confirmation
+}
+
 // ChatSessionStore keeps chat sessions.
 type ChatSessionStore interface {
 	// CreateSession stores a new session; conflict when the id exists.
@@ -143,11 +154,12 @@ type ChatSessionStore interface {
 	// turn.SessionID, ending a running turn that started before staleBefore
 	// (at turn.StartedAt), appends msg, and records activity at
 	// turn.StartedAt, all or nothing: what a chat in an existing session
-	// starts with, in as few round trips as the database allows. Errors:
-	// not_found when the session is absent or another owner's; conflict when
-	// a turn started at or after staleBefore still runs in it, or an id
-	// exists.
-	ContinueSession(ctx context.Context, owner Owner, turn Turn, msg ChatMessage, staleBefore time.Time) error
+	// starts with, in as few round trips as the database allows. It returns
+	// what the turn starts from: the session as it stands once turn has
+	// started, msg its last message. Errors: not_found when the session is
+	// absent or another owner's; conflict when a turn started at or after
+	// staleBefore still runs in it, or an id exists.
+	ContinueSession(ctx context.Context, owner Owner, turn Turn, msg ChatMessage, staleBefore time.Time) (SessionState, error)
 	// GetSession returns the owner's session with its counts; not_found when
 	// absent or another owner's.
 	GetSession(ctx context.Context, owner Owner, id string) (ChatSession, error)

@@ -37,9 +37,13 @@ func NewAssistant(db *DB) *Assistant {
 	return &Assistant{db: db}
 }
 
-// laterUpdatedAt is the SET expression that moves updated_at to its argument
-// (passed twice) unless it is later already.
-const laterUpdatedAt = "updated_at = CASE WHEN updated_at < ? THEN ? ELSE updated_at END"
+// sessionChanged is the SET expression of every change to a session: it
+// moves updated_at to its argument (passed twice) unless it is later
+// already, and counts the change in version. Every change that closes a
+// stretch of a session's history goes through it (a turn starting or
+// ending, activity recorded outside a turn), which is what lets
+// ContinueSession read a session while it starts a turn in it.
+const sessionChanged = "updated_at = CASE WHEN updated_at < ? THEN ? ELSE updated_at END, version = version + 1"
 
 type sessionRow struct {
 	ID                   string    `db:"id"`
@@ -116,37 +120,20 @@ func (s *Assistant) StartSession(ctx context.Context, cs ports.ChatSession, firs
 	})
 }
 
-// ContinueSession implements ports.ChatSessionStore. On PostgreSQL it is
-// one statement, written through DB.Relaxed outside a transaction, unless a
-// turn is running in the session: then, as on SQLite, it checks and takes
-// over a stale turn statement by statement in a transaction.
-func (s *Assistant) ContinueSession(ctx context.Context, owner ports.Owner, turn ports.Turn, msg ports.ChatMessage, staleBefore time.Time) error {
-	if s.db.Dialect == DialectPostgres {
-		calls, err := encodeToolCalls(msg.ToolCalls)
-		if err != nil {
-			return ports.Wrap(ports.KindInternal, err, "encode tool calls")
-		}
-		// The session's row lock orders continuations of one session; the
-		// inserts happen only for a session of the owner's.
-		var found int
-		err = s.db.writeRelaxed(ctx).get(ctx, &found, `WITH
-			s AS (UPDATE chat_sessions SET `+laterUpdatedAt+` WHERE id = ? AND org_id = ? AND user_id = ? RETURNING id),
-			t AS (INSERT INTO turns (id, session_id, started_at) SELECT ?, id, ? FROM s),
-			m AS (INSERT INTO chat_messages (`+messageColumns+`) SELECT ?, id, ?, ?, ?, ?, ?, ?, ? FROM s)
-			SELECT count(*) FROM s`,
-			timestamp(turn.StartedAt), timestamp(turn.StartedAt), turn.SessionID, owner.OrgID, owner.UserID,
-			turn.ID, timestamp(turn.StartedAt),
-			msg.ID, msg.TurnID, string(msg.Role), msg.Content, calls, msg.ToolCallID, msg.Name, timestamp(msg.CreatedAt))
-		switch {
-		case err == nil && found == 0:
-			return ports.NotFound("chat session", turn.SessionID)
-		case err == nil:
-			return nil
-		case !isRunningTurnConflict(err):
-			return storeErr(err, "turn "+turn.ID+" or chat message "+msg.ID, "chat session "+turn.SessionID)
+// ContinueSession implements ports.ChatSessionStore. On PostgreSQL, outside
+// a transaction, it is one statement written through DB.Relaxed that also
+// reads what the turn starts from (see continueAtOnce), unless a turn is
+// running in the session: then, as on SQLite, it checks and takes over a
+// stale turn statement by statement in a transaction, and reads the session
+// in it.
+func (s *Assistant) ContinueSession(ctx context.Context, owner ports.Owner, turn ports.Turn, msg ports.ChatMessage, staleBefore time.Time) (ports.SessionState, error) {
+	if _, inTx := TxFromContext(ctx); s.db.Dialect == DialectPostgres && !inTx {
+		if st, done, err := s.continueAtOnce(ctx, owner, turn, msg); done {
+			return st, err
 		}
 	}
-	return withinTx(ctx, s.db.relaxed(), func(ctx context.Context) error {
+	var st ports.SessionState
+	err := withinTx(ctx, s.db.relaxed(), func(ctx context.Context) error {
 		if _, err := s.GetSession(ctx, owner, turn.SessionID); err != nil {
 			return err
 		}
@@ -156,8 +143,109 @@ func (s *Assistant) ContinueSession(ctx context.Context, owner ports.Owner, turn
 		if err := s.AppendMessages(ctx, msg); err != nil {
 			return err
 		}
-		return s.TouchSession(ctx, turn.SessionID, turn.StartedAt)
+		if err := s.TouchSession(ctx, turn.SessionID, turn.StartedAt); err != nil {
+			return err
+		}
+		var err error
+		st, err = s.readSession(ctx, turn.SessionID)
+		return err
 	})
+	return st, err
+}
+
+// continueAtOnce is ContinueSession on PostgreSQL outside a transaction: one
+// statement starts the turn and reads what it starts from. done is false
+// when a turn is running in the session: nothing was stored, and
+// ContinueSession goes on statement by statement.
+//
+// The statement reads the session in its snapshot, taken when it began, and
+// changes it (version = version + 1) as it stands when the row is written,
+// which is later when the statement had to wait for a turn ending in the
+// meantime. So what it read is the session the turn starts from when the
+// version it read is one below the version it wrote: no change came in
+// between. A turn only starts when no other runs, and a turn stores its
+// messages, events and confirmations before it ends, so nothing but such a
+// change can come in between. Otherwise the session is read again, now
+// that the turn holds it.
+func (s *Assistant) continueAtOnce(ctx context.Context, owner ports.Owner, turn ports.Turn, msg ports.ChatMessage) (st ports.SessionState, done bool, err error) {
+	calls, err := encodeToolCalls(msg.ToolCalls)
+	if err != nil {
+		return st, true, ports.Wrap(ports.KindInternal, err, "encode tool calls")
+	}
+	// The turn goes in first, for a session of the owner's: the unique index
+	// of running turns lets one in. The session is changed after it (each
+	// statement changes turns, then sessions, as EndTurn does, so they cannot
+	// deadlock). One row per message read, or one with no message.
+	var rows []struct {
+		Found         bool  `db:"found"`
+		Version       int64 `db:"version"`
+		ReadVersion   int64 `db:"read_version"`
+		LastSeq       int64 `db:"last_seq"`
+		Confirmations int   `db:"confirmations"`
+		nullableMessageRow
+	}
+	err = s.db.writeRelaxed(ctx).list(ctx, &rows, `WITH
+		t AS (INSERT INTO turns (id, session_id, started_at)
+			SELECT ?, id, ? FROM chat_sessions WHERE id = ? AND org_id = ? AND user_id = ? RETURNING session_id),
+		s AS (UPDATE chat_sessions SET `+sessionChanged+` WHERE id IN (SELECT session_id FROM t) RETURNING version),
+		m AS (INSERT INTO chat_messages (`+messageColumns+`) SELECT ?, session_id, ?, ?, ?, ?, ?, ?, ? FROM t),
+		c AS (SELECT (SELECT version FROM s) AS version,
+			(SELECT version FROM chat_sessions WHERE id = ?) AS read_version,
+			(SELECT COALESCE(MAX(seq), 0) FROM stream_events WHERE session_id = ?) AS last_seq,
+			(SELECT count(*) FROM confirmations WHERE session_id = ?) AS confirmations)
+		SELECT c.version IS NOT NULL AS found, COALESCE(c.version, 0) AS version, COALESCE(c.read_version, 0) AS read_version,
+			c.last_seq, c.confirmations, `+nullableMessageColumns+`
+		FROM c LEFT JOIN chat_messages msg ON msg.session_id = ? AND c.version IS NOT NULL
+		ORDER BY msg.position`,
+		turn.ID, timestamp(turn.StartedAt), turn.SessionID, owner.OrgID, owner.UserID,
+		timestamp(turn.StartedAt), timestamp(turn.StartedAt),
+		msg.ID, msg.TurnID, string(msg.Role), msg.Content, calls, msg.ToolCallID, msg.Name, timestamp(msg.CreatedAt),
+		turn.SessionID, turn.SessionID, turn.SessionID, turn.SessionID)
+	switch {
+	case err == nil && (len(rows) == 0 || !rows[0].Found):
+		return st, true, ports.NotFound("chat session", turn.SessionID)
+	case err == nil:
+	case isRunningTurnConflict(err):
+		return st, false, nil
+	default:
+		return st, true, storeErr(err, "turn "+turn.ID+" or chat message "+msg.ID, "chat session "+turn.SessionID)
+	}
+	head := rows[0]
+	if head.ReadVersion != head.Version-1 {
+		st, err = s.readSession(ctx, turn.SessionID)
+		return st, true, err
+	}
+	for _, r := range rows {
+		if r.ID == nil {
+			continue // no message
+		}
+		m, err := r.message()
+		if err != nil {
+			return st, true, err
+		}
+		st.Messages = append(st.Messages, m)
+	}
+	st.Messages = append(st.Messages, msg)
+	st.LastEventSeq = head.LastSeq
+	if head.Confirmations > 0 {
+		// Only turns make confirmations, and this one has not started: the
+		// list is the same now as when the statement began.
+		st.Confirmations, err = s.ListConfirmations(ctx, turn.SessionID)
+	}
+	return st, true, err
+}
+
+// readSession reads what a turn of the session starts from (in ctx's
+// transaction, if any).
+func (s *Assistant) readSession(ctx context.Context, sessionID string) (st ports.SessionState, err error) {
+	if st.Messages, err = s.ListMessages(ctx, sessionID); err != nil {
+		return st, err
+	}
+	if st.LastEventSeq, err = s.LastEventSeq(ctx, sessionID); err != nil {
+		return st, err
+	}
+	st.Confirmations, err = s.ListConfirmations(ctx, sessionID)
+	return st, err
 }
 
 // isRunningTurnConflict reports whether err is PostgreSQL refusing a second
@@ -198,7 +286,7 @@ func (s *Assistant) ListSessions(ctx context.Context, owner ports.Owner, page po
 // the time given as TouchSession does.
 func (s *Assistant) SetSessionTitle(ctx context.Context, owner ports.Owner, id, title string, at time.Time) error {
 	n, err := s.db.write(ctx).exec(ctx,
-		"UPDATE chat_sessions SET title = ?, "+laterUpdatedAt+" WHERE id = ? AND org_id = ? AND user_id = ?",
+		"UPDATE chat_sessions SET title = ?, "+sessionChanged+" WHERE id = ? AND org_id = ? AND user_id = ?",
 		title, timestamp(at), timestamp(at), id, owner.OrgID, owner.UserID)
 	if err == nil && n == 0 {
 		return ports.NotFound("chat session", id)
@@ -210,7 +298,7 @@ func (s *Assistant) SetSessionTitle(ctx context.Context, owner ports.Owner, id, 
 // activity leaves it unchanged. It is not_found when the session is absent.
 func (s *Assistant) TouchSession(ctx context.Context, id string, at time.Time) error {
 	n, err := s.db.write(ctx).exec(ctx,
-		"UPDATE chat_sessions SET "+laterUpdatedAt+" WHERE id = ?", timestamp(at), timestamp(at), id)
+		"UPDATE chat_sessions SET "+sessionChanged+" WHERE id = ?", timestamp(at), timestamp(at), id)
 	if err == nil && n == 0 {
 		return ports.NotFound("chat session", id)
 	}
@@ -276,6 +364,26 @@ type messageRow struct {
 
 const messageColumns = "id, session_id, turn_id, role, content, tool_calls, tool_call_id, name, created_at"
 
+// nullableMessageRow is a messageRow of an outer join: ID is nil when the
+// row has no message, and then the other columns are empty.
+type nullableMessageRow struct {
+	ID *string `db:"id"`
+	messageRow
+}
+
+// nullableMessageColumns are the columns of a nullableMessageRow from a
+// chat_messages joined as msg.
+const nullableMessageColumns = `msg.id, COALESCE(msg.session_id, '') AS session_id, COALESCE(msg.turn_id, '') AS turn_id,
+	COALESCE(msg.role, '') AS role, COALESCE(msg.content, '') AS content, msg.tool_calls,
+	COALESCE(msg.tool_call_id, '') AS tool_call_id, COALESCE(msg.name, '') AS name,
+	COALESCE(msg.created_at, 'epoch') AS created_at`
+
+func (r nullableMessageRow) message() (ports.ChatMessage, error) {
+	m, err := r.messageRow.message()
+	m.ID = *r.ID
+	return m, err
+}
+
 // AppendMessages implements ports.ChatMessageStore: all of msgs or none are
 // stored. An empty ToolCalls reads back as nil. A message id that exists is
 // a conflict.
@@ -313,20 +421,26 @@ func (s *Assistant) ListMessages(ctx context.Context, sessionID string) ([]ports
 	}
 	msgs := make([]ports.ChatMessage, len(rows))
 	for i, r := range rows {
-		calls, err := decodeToolCalls(r.ToolCalls)
-		if err != nil {
-			return nil, ports.Wrap(ports.KindInternal, err, "database error")
-		}
-		msgs[i] = ports.ChatMessage{
-			ID: r.ID, SessionID: r.SessionID, TurnID: r.TurnID,
-			Message: ports.Message{
-				Role: ports.MessageRole(r.Role), Content: r.Content, ToolCalls: calls,
-				ToolCallID: r.ToolCallID, Name: r.Name,
-			},
-			CreatedAt: time.Time(r.CreatedAt),
+		if msgs[i], err = r.message(); err != nil {
+			return nil, err
 		}
 	}
 	return msgs, nil
+}
+
+func (r messageRow) message() (ports.ChatMessage, error) {
+	calls, err := decodeToolCalls(r.ToolCalls)
+	if err != nil {
+		return ports.ChatMessage{}, ports.Wrap(ports.KindInternal, err, "database error")
+	}
+	return ports.ChatMessage{
+		ID: r.ID, SessionID: r.SessionID, TurnID: r.TurnID,
+		Message: ports.Message{
+			Role: ports.MessageRole(r.Role), Content: r.Content, ToolCalls: calls,
+			ToolCallID: r.ToolCallID, Name: r.Name,
+		},
+		CreatedAt: time.Time(r.CreatedAt),
+	}, nil
 }
 
 // Stream event list limits: a limit outside 1..maxEventPage is maxEventPage.
@@ -409,9 +523,12 @@ func (s *Assistant) StartTurn(ctx context.Context, t ports.Turn, staleBefore tim
 	return s.db.WithinTx(ctx, func(ctx context.Context) error {
 		c := s.db.write(ctx)
 		if !staleBefore.IsZero() {
-			_, err := c.exec(ctx,
+			ended, err := c.exec(ctx,
 				"UPDATE turns SET ended_at = ? WHERE session_id = ? AND ended_at IS NULL AND started_at < ?",
 				timestamp(t.StartedAt), t.SessionID, timestamp(staleBefore))
+			if err == nil && ended > 0 { // a turn ended: a change of the session (see sessionChanged)
+				_, err = c.exec(ctx, "UPDATE chat_sessions SET version = version + 1 WHERE id = ?", t.SessionID)
+			}
 			if err != nil {
 				return storeErr(err, "turn "+t.ID, "")
 			}
@@ -435,7 +552,7 @@ func (s *Assistant) EndTurn(ctx context.Context, id string, at time.Time) error 
 	if s.db.Dialect == DialectPostgres {
 		n, err = s.db.write(ctx).exec(ctx, `WITH t AS (
 			UPDATE turns SET ended_at = ? WHERE id = ? AND ended_at IS NULL RETURNING session_id)
-			UPDATE chat_sessions SET `+laterUpdatedAt+` WHERE id IN (SELECT session_id FROM t)`,
+			UPDATE chat_sessions SET `+sessionChanged+` WHERE id IN (SELECT session_id FROM t)`,
 			timestamp(at), id, timestamp(at), timestamp(at))
 	} else {
 		err = s.db.WithinTx(ctx, func(ctx context.Context) error {
@@ -449,7 +566,7 @@ func (s *Assistant) EndTurn(ctx context.Context, id string, at time.Time) error 
 				return err
 			}
 			n, err = s.db.write(ctx).exec(ctx,
-				"UPDATE chat_sessions SET "+laterUpdatedAt+" WHERE id = ?", timestamp(at), timestamp(at), sessionID)
+				"UPDATE chat_sessions SET "+sessionChanged+" WHERE id = ?", timestamp(at), timestamp(at), sessionID)
 			return err
 		})
 	}

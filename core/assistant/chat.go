@@ -1,7 +1,6 @@
 package assistant
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,8 +98,8 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
 		return s.chatInNewSession(ctx, r, msg)
 	}
 	// The writes are made together (on SQLite they hold the one writer)
-	// while the caller's preferences are read; what the turn reads of the
-	// session comes after, the session being claimed by its turn.
+	// while the caller's preferences are read; the store returns what the
+	// turn starts from.
 	now := s.d.Clock.Now()
 	r.session = ports.ChatSession{ID: in.SessionID}
 	r.turn = ports.Turn{ID: s.d.IDs.NewID(), SessionID: in.SessionID, StartedAt: now}
@@ -109,7 +108,7 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
 	var prefsRead sync.WaitGroup
 	var prefsErr error
 	prefsRead.Go(func() { prefsErr = s.readPreferences(ctx, r) })
-	err = s.d.Sessions.ContinueSession(ctx, p.Owner(), r.turn, user, now.Add(-s.cfg.TurnStaleAfter))
+	st, err := s.d.Sessions.ContinueSession(ctx, p.Owner(), r.turn, user, now.Add(-s.cfg.TurnStaleAfter))
 	prefsRead.Wait()
 	if errors.Is(err, ports.ErrConflict) {
 		return nil, turnRunning(in.SessionID, err)
@@ -121,10 +120,7 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
 		s.abandon(r)
 		return nil, err
 	}
-	if err := s.readSessionAtOnce(ctx, r); err != nil {
-		s.abandon(r)
-		return nil, err
-	}
+	r.history, r.lastSeq, r.confs = st.Messages, st.LastEventSeq, st.Confirmations
 	return r, nil
 }
 
@@ -214,55 +210,24 @@ func (s *Service) startTurn(ctx context.Context, r *Run) error {
 // load reads what the turn starts from, one read after the other (in the
 // transaction ctx carries). It runs after StartTurn, so no other turn
 // appends events behind the sequence number it reads.
-func (s *Service) load(ctx context.Context, r *Run) error {
+func (s *Service) load(ctx context.Context, r *Run) (err error) {
 	if err := s.readPreferences(ctx, r); err != nil {
 		return err
 	}
-	for _, read := range s.sessionReads(r) {
-		if err := read(ctx); err != nil {
-			return err
-		}
+	if r.lastSeq, err = s.d.Events.LastEventSeq(ctx, r.session.ID); err != nil {
+		return err
 	}
-	return nil
-}
-
-// readSessionAtOnce is load's reads of the session, made at the same time,
-// each on a connection of its own: for a ctx without a transaction.
-func (s *Service) readSessionAtOnce(ctx context.Context, r *Run) error {
-	reads := s.sessionReads(r)
-	errs := make([]error, len(reads))
-	var wg sync.WaitGroup
-	for i, read := range reads[1:] {
-		wg.Go(func() { errs[i+1] = read(ctx) })
+	if r.history, err = s.d.Messages.ListMessages(ctx, r.session.ID); err != nil {
+		return err
 	}
-	errs[0] = reads[0](ctx)
-	wg.Wait()
-	return cmp.Or(errs...)
+	r.confs, err = s.d.Confirmations.ListConfirmations(ctx, r.session.ID)
+	return err
 }
 
 // readPreferences reads the caller's preferences into r.
 func (s *Service) readPreferences(ctx context.Context, r *Run) (err error) {
 	r.prefs, _, err = s.d.Preferences.GetPreferences(ctx, r.p.Owner())
 	return err
-}
-
-// sessionReads are the reads of load in r's session, each filling its part
-// of r.
-func (s *Service) sessionReads(r *Run) []func(context.Context) error {
-	return []func(context.Context) error{
-		func(ctx context.Context) (err error) {
-			r.lastSeq, err = s.d.Events.LastEventSeq(ctx, r.session.ID)
-			return err
-		},
-		func(ctx context.Context) (err error) {
-			r.history, err = s.d.Messages.ListMessages(ctx, r.session.ID)
-			return err
-		},
-		func(ctx context.Context) (err error) {
-			r.confs, err = s.d.Confirmations.ListConfirmations(ctx, r.session.ID)
-			return err
-		},
-	}
 }
 
 // awaitingDecisions reports whether the latest turn that asked for

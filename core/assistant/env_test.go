@@ -63,6 +63,38 @@ func (m *mem) restore(s *mem) {
 
 // startTurnLocked records tr as running, taking over a turn started before
 // staleBefore; conflict while a later one runs. m.mu is held.
+// messagesLocked, lastSeqLocked and confirmationsLocked read a session's
+// messages, last event seq and confirmations; m.mu is held.
+func (m *mem) messagesLocked(sessionID string) []ports.ChatMessage {
+	var out []ports.ChatMessage
+	for _, msg := range m.msgs {
+		if msg.SessionID == sessionID {
+			out = append(out, msg)
+		}
+	}
+	return out
+}
+
+func (m *mem) lastSeqLocked(sessionID string) int64 {
+	var last int64
+	for _, ev := range m.events {
+		if ev.SessionID == sessionID {
+			last = max(last, ev.Seq)
+		}
+	}
+	return last
+}
+
+func (m *mem) confirmationsLocked(sessionID string) []ports.Confirmation {
+	var out []ports.Confirmation
+	for _, c := range m.confs {
+		if c.SessionID == sessionID {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func (m *mem) startTurnLocked(tr ports.Turn, staleBefore time.Time) error {
 	for i, old := range m.turns {
 		if old.SessionID == tr.SessionID && old.EndedAt == nil {
@@ -146,18 +178,19 @@ func newEnv(t *testing.T, cfg assistant.Config, with ...func(*assistant.Deps)) *
 			return nil
 		})
 	sessions.EXPECT().ContinueSession(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, o ports.Owner, tr ports.Turn, msg ports.ChatMessage, staleBefore time.Time) error {
+		func(_ context.Context, o ports.Owner, tr ports.Turn, msg ports.ChatMessage, staleBefore time.Time) (ports.SessionState, error) {
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			if s, ok := m.sessions[tr.SessionID]; !ok || s.OrgID != o.OrgID || s.UserID != o.UserID {
-				return ports.NotFound("chat session", tr.SessionID)
+				return ports.SessionState{}, ports.NotFound("chat session", tr.SessionID)
 			}
 			if err := m.startTurnLocked(tr, staleBefore); err != nil {
-				return err
+				return ports.SessionState{}, err
 			}
 			m.msgs = append(m.msgs, msg)
 			m.touched++
-			return nil
+			return ports.SessionState{Messages: m.messagesLocked(tr.SessionID), LastEventSeq: m.lastSeqLocked(tr.SessionID),
+				Confirmations: m.confirmationsLocked(tr.SessionID)}, nil
 		})
 	sessions.EXPECT().GetSession(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(_ context.Context, o ports.Owner, id string) (ports.ChatSession, error) {
@@ -203,13 +236,7 @@ func newEnv(t *testing.T, cfg assistant.Config, with ...func(*assistant.Deps)) *
 		func(_ context.Context, sessionID string) ([]ports.ChatMessage, error) {
 			m.mu.Lock()
 			defer m.mu.Unlock()
-			var out []ports.ChatMessage
-			for _, msg := range m.msgs {
-				if msg.SessionID == sessionID {
-					out = append(out, msg)
-				}
-			}
-			return out, nil
+			return m.messagesLocked(sessionID), nil
 		})
 
 	events.EXPECT().AppendEvents(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
@@ -245,13 +272,7 @@ func newEnv(t *testing.T, cfg assistant.Config, with ...func(*assistant.Deps)) *
 		func(_ context.Context, sessionID string) (int64, error) {
 			m.mu.Lock()
 			defer m.mu.Unlock()
-			var last int64
-			for _, ev := range m.events {
-				if ev.SessionID == sessionID {
-					last = max(last, ev.Seq)
-				}
-			}
-			return last, nil
+			return m.lastSeqLocked(sessionID), nil
 		})
 	events.EXPECT().ListEvents(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(_ context.Context, sessionID string, after int64, limit int) ([]ports.StreamEvent, error) {
@@ -329,13 +350,7 @@ func newEnv(t *testing.T, cfg assistant.Config, with ...func(*assistant.Deps)) *
 		func(_ context.Context, sessionID string) ([]ports.Confirmation, error) {
 			m.mu.Lock()
 			defer m.mu.Unlock()
-			var out []ports.Confirmation
-			for _, c := range m.confs {
-				if c.SessionID == sessionID {
-					out = append(out, c)
-				}
-			}
-			return out, nil
+			return m.confirmationsLocked(sessionID), nil
 		})
 	confs.EXPECT().GetConfirmation(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(_ context.Context, o ports.Owner, id string) (ports.Confirmation, error) {

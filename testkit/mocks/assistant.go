@@ -43,11 +43,12 @@ func (m *MockChatSessionStore) EXPECT() *MockChatSessionStoreMockRecorder {
 }
 
 // ContinueSession mocks base method.
-func (m *MockChatSessionStore) ContinueSession(ctx context.Context, owner ports.Owner, turn ports.Turn, msg ports.ChatMessage, staleBefore time.Time) error {
+func (m *MockChatSessionStore) ContinueSession(ctx context.Context, owner ports.Owner, turn ports.Turn, msg ports.ChatMessage, staleBefore time.Time) (ports.SessionState, error) {
 	m.ctrl.T.Helper()
 	ret := m.ctrl.Call(m, "ContinueSession", ctx, owner, turn, msg, staleBefore)
-	ret0, _ := ret[0].(error)
-	return ret0
+	ret0, _ := ret[0].(ports.SessionState)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
 }
 
 // ContinueSession indicates an expected call of ContinueSession.
@@ -63,19 +64,19 @@ type MockChatSessionStoreContinueSessionCall struct {
 }
 
 // Return rewrite *gomock.Call.Return
-func (c *MockChatSessionStoreContinueSessionCall) Return(arg0 error) *MockChatSessionStoreContinueSessionCall {
-	c.Call = c.Call.Return(arg0)
+func (c *MockChatSessionStoreContinueSessionCall) Return(arg0 ports.SessionState, arg1 error) *MockChatSessionStoreContinueSessionCall {
+	c.Call = c.Call.Return(arg0, arg1)
 	return c
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockChatSessionStoreContinueSessionCall) Do(f func(context.Context, ports.Owner, ports.Turn, ports.ChatMessage, time.Time) error) *MockChatSessionStoreContinueSessionCall {
+func (c *MockChatSessionStoreContinueSessionCall) Do(f func(context.Context, ports.Owner, ports.Turn, ports.ChatMessage, time.Time) (ports.SessionState, error)) *MockChatSessionStoreContinueSessionCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockChatSessionStoreContinueSessionCall) DoAndReturn(f func(context.Context, ports.Owner, ports.Turn, ports.ChatMessage, time.Time) error) *MockChatSessionStoreContinueSessionCall {
+func (c *MockChatSessionStoreContinueSessionCall) DoAndReturn(f func(context.Context, ports.Owner, ports.Turn, ports.ChatMessage, time.Time) (ports.SessionState, error)) *MockChatSessionStoreContinueSessionCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,6 +73,7 @@ func TestAssistant(t *testing.T, newStores func(t *testing.T) AssistantStores) {
 		{"StartSession", testStartSession},
 		{"ContinueSession", testContinueSession},
 		{"RaceContinueSession", testRaceContinueSession},
+		{"ContinueSessionAsATurnEnds", testContinueSessionAsATurnEnds},
 		{"Turns", testTurns},
 		{"StaleTurn", testStaleTurn},
 		{"RaceStartTurn", testRaceStartTurn},
@@ -194,6 +196,13 @@ func newEvent(sessionID string, seq int64) ports.StreamEvent {
 		SessionID: sessionID, Seq: seq, TurnID: "turn-1", Name: "content",
 		Data:      json.RawMessage(fmt.Sprintf(`{"session_id": %q, "delta": "part %d"}`, sessionID, seq)),
 		CreatedAt: base.Add(time.Duration(seq) * time.Millisecond),
+	}
+}
+
+func mustAppendEvents(t *testing.T, s AssistantStores, events ...ports.StreamEvent) {
+	t.Helper()
+	if err := s.Events.AppendEvents(t.Context(), events...); err != nil {
+		t.Fatalf("AppendEvents: %v", err)
 	}
 }
 
@@ -1280,12 +1289,57 @@ func continueTurn(cs ports.ChatSession, at time.Time, content string) (ports.Tur
 	return turn, msg
 }
 
+// checkState fails t unless st holds the messages, last event seq and
+// confirmations want does (by id).
+func checkState(t *testing.T, what string, st, want ports.SessionState) {
+	t.Helper()
+	ids := func(st ports.SessionState) (msgs, confs []string) {
+		for _, m := range st.Messages {
+			msgs = append(msgs, m.ID)
+		}
+		for _, c := range st.Confirmations {
+			confs = append(confs, c.ID)
+		}
+		return msgs, confs
+	}
+	gotMsgs, gotConfs := ids(st)
+	wantMsgs, wantConfs := ids(want)
+	if !slices.Equal(gotMsgs, wantMsgs) || st.LastEventSeq != want.LastEventSeq || !slices.Equal(gotConfs, wantConfs) {
+		t.Errorf("%s: messages %v, last event %d, confirmations %v; want %v, %d, %v",
+			what, gotMsgs, st.LastEventSeq, gotConfs, wantMsgs, want.LastEventSeq, wantConfs)
+	}
+}
+
+// readState reads a session back as ContinueSession returns it.
+func readState(t *testing.T, s AssistantStores, sessionID string) ports.SessionState {
+	t.Helper()
+	ctx := t.Context()
+	msgs, err := s.Messages.ListMessages(ctx, sessionID)
+	if err != nil {
+		t.Fatalf("ListMessages: %v", err)
+	}
+	last, err := s.Events.LastEventSeq(ctx, sessionID)
+	if err != nil {
+		t.Fatalf("LastEventSeq: %v", err)
+	}
+	confs, err := s.Confirmations.ListConfirmations(ctx, sessionID)
+	if err != nil {
+		t.Fatalf("ListConfirmations: %v", err)
+	}
+	return ports.SessionState{Messages: msgs, LastEventSeq: last, Confirmations: confs}
+}
+
 // ContinueSession starts a turn in the owner's session with its message and
-// the session's activity, or nothing; it takes a stale turn over, and
-// refuses a running one, another owner's session and a reused id.
+// the session's activity, or nothing, and returns the session then; it
+// takes a stale turn over, and refuses a running one, another owner's
+// session and a reused id.
 func testContinueSession(t *testing.T, s AssistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
+	continueSession := func(o ports.Owner, tr ports.Turn, m ports.ChatMessage, staleBefore time.Time) error {
+		_, err := s.Sessions.ContinueSession(ctx, o, tr, m, staleBefore)
+		return err
+	}
 	checkMessages := func(what string, want ...ports.ChatMessage) {
 		t.Helper()
 		msgs, err := s.Messages.ListMessages(ctx, cs.ID)
@@ -1321,26 +1375,36 @@ func testContinueSession(t *testing.T, s AssistantStores) {
 		t.Helper()
 		for _, other := range []ports.Owner{{OrgID: owner.OrgID, UserID: newID()}, {OrgID: newID(), UserID: owner.UserID}} {
 			refused, m := continueTurn(cs, later, "not yours")
-			checkErr(t, "ContinueSession of another owner's session "+what, s.Sessions.ContinueSession(ctx, other, refused, m, later), ports.ErrNotFound)
+			checkErr(t, "ContinueSession of another owner's session "+what, continueSession(other, refused, m, later), ports.ErrNotFound)
 		}
 		refused, m := continueTurn(newSession(owner), later, "nowhere")
-		checkErr(t, "ContinueSession of an unknown session "+what, s.Sessions.ContinueSession(ctx, owner, refused, m, later), ports.ErrNotFound)
+		checkErr(t, "ContinueSession of an unknown session "+what, continueSession(owner, refused, m, later), ports.ErrNotFound)
 	}
 	refuseStrangers("(no turn running)")
 	checkRunning("after refusing strangers", nil)
 	checkMessages("after refusing strangers")
 	checkUpdated("after refusing strangers", base)
 
+	// What an earlier turn left: events and a confirmation.
+	mustAppendEvents(t, s, newEvent(cs.ID, 1), newEvent(cs.ID, 2), newEvent(cs.ID, 3))
+	conf := mustCreateConfirmation(t, s, newConfirmation(cs))
+
 	first, m1 := continueTurn(cs, at, "deploy the api")
-	if err := s.Sessions.ContinueSession(ctx, owner, first, m1, at.Add(-time.Hour)); err != nil {
+	st, err := s.Sessions.ContinueSession(ctx, owner, first, m1, at.Add(-time.Hour))
+	if err != nil {
 		t.Fatalf("ContinueSession: %v", err)
+	}
+	checkState(t, "what ContinueSession returns", st, ports.SessionState{
+		Messages: []ports.ChatMessage{m1}, LastEventSeq: 3, Confirmations: []ports.Confirmation{conf}})
+	if m := st.Messages[len(st.Messages)-1]; m.Content != m1.Content || m.Role != m1.Role || m.TurnID != first.ID {
+		t.Errorf("ContinueSession returned message %+v, want %+v", m, m1)
 	}
 	checkRunning("the continued turn", &first)
 	checkMessages("after ContinueSession", m1)
 	checkUpdated("after ContinueSession", at)
 
 	refused, m := continueTurn(cs, later, "again")
-	checkErr(t, "ContinueSession while a turn runs", s.Sessions.ContinueSession(ctx, owner, refused, m, at.Add(-time.Hour)), ports.ErrConflict)
+	checkErr(t, "ContinueSession while a turn runs", continueSession(owner, refused, m, at.Add(-time.Hour)), ports.ErrConflict)
 	refuseStrangers("(a turn running)")
 	checkRunning("after the refusals", &first)
 	checkMessages("after the refusals", m1)
@@ -1348,9 +1412,13 @@ func testContinueSession(t *testing.T, s AssistantStores) {
 
 	// first started before staleBefore: it is taken over (and ended).
 	takeover, m2 := continueTurn(cs, later, "take over")
-	if err := s.Sessions.ContinueSession(ctx, owner, takeover, m2, at.Add(time.Second)); err != nil {
+	mustAppendEvents(t, s, newEvent(cs.ID, 4)) // the stale turn's
+	st, err = s.Sessions.ContinueSession(ctx, owner, takeover, m2, at.Add(time.Second))
+	if err != nil {
 		t.Fatalf("ContinueSession over a stale turn: %v", err)
 	}
+	checkState(t, "what ContinueSession over a stale turn returns", st, ports.SessionState{
+		Messages: []ports.ChatMessage{m1, m2}, LastEventSeq: 4, Confirmations: []ports.Confirmation{conf}})
 	checkRunning("after taking over", &takeover)
 	checkMessages("after taking over", m1, m2)
 	checkUpdated("after taking over", later)
@@ -1363,10 +1431,10 @@ func testContinueSession(t *testing.T, s AssistantStores) {
 	last := later.Add(time.Minute)
 	dup, m := continueTurn(cs, last, "same turn id")
 	dup.ID, m.TurnID = takeover.ID, takeover.ID
-	checkErr(t, "ContinueSession reusing a turn id", s.Sessions.ContinueSession(ctx, owner, dup, m, last), ports.ErrConflict)
+	checkErr(t, "ContinueSession reusing a turn id", continueSession(owner, dup, m, last), ports.ErrConflict)
 	dup, m = continueTurn(cs, last, "same message id")
 	m.ID = m2.ID
-	checkErr(t, "ContinueSession reusing a message id", s.Sessions.ContinueSession(ctx, owner, dup, m, last), ports.ErrConflict)
+	checkErr(t, "ContinueSession reusing a message id", continueSession(owner, dup, m, last), ports.ErrConflict)
 	checkRunning("after the reused ids", nil)
 	checkMessages("after the reused ids", m1, m2)
 	checkUpdated("after the reused ids", later.Add(time.Second)) // takeover's end
@@ -1382,7 +1450,8 @@ func testRaceContinueSession(t *testing.T, s AssistantStores) {
 		turns[i], msgs[i] = continueTurn(cs, base.Add(time.Minute), fmt.Sprintf("message %d", i))
 	}
 	errs := race(len(turns), func(i int) error {
-		return s.Sessions.ContinueSession(t.Context(), owner, turns[i], msgs[i], base.Add(-time.Hour))
+		_, err := s.Sessions.ContinueSession(t.Context(), owner, turns[i], msgs[i], base.Add(-time.Hour))
+		return err
 	})
 	winner := oneWinner(t, "ContinueSession", errs, ports.ErrConflict)
 	if winner < 0 {
@@ -1392,6 +1461,77 @@ func testRaceContinueSession(t *testing.T, s AssistantStores) {
 	stored, err := s.Messages.ListMessages(t.Context(), cs.ID)
 	if err != nil || len(stored) != 1 || stored[0].ID != msgs[winner].ID {
 		t.Fatalf("messages after the race: %+v, %v; want only the winner's", stored, err)
+	}
+}
+
+// What ContinueSession returns is the session as it stands once its turn
+// started, even when the turn before it stores its last events, message
+// and confirmation and ends (in one transaction, so a read from before it
+// misses them) while the call is under way: round after round, one turn
+// winds up while the next chat tries to start until it can, and what it
+// started from is compared with the session read back while its turn runs
+// (when nothing else writes to it).
+func testContinueSessionAsATurnEnds(t *testing.T, s AssistantStores) {
+	ctx := t.Context()
+	owner, cs := newChat(t, s)
+	at := base.Add(time.Minute)
+	never := base.Add(-time.Hour) // no turn is stale
+	running, m := continueTurn(cs, at, "round 0")
+	if _, err := s.Sessions.ContinueSession(ctx, owner, running, m, never); err != nil {
+		t.Fatalf("ContinueSession: %v", err)
+	}
+	var seq int64
+	for round := 1; round <= 30; round++ {
+		var next ports.Turn
+		var st ports.SessionState
+		var wg sync.WaitGroup
+		wg.Go(func() { // the running turn winds up, all at once
+			evs := []ports.StreamEvent{newEvent(cs.ID, seq+1), newEvent(cs.ID, seq+2)}
+			seq += 2
+			answer := newMessage(cs, ports.MessageAssistant, fmt.Sprintf("answer %d", round))
+			answer.TurnID = running.ID
+			c := newConfirmation(cs)
+			c.TurnID = running.ID
+			err := s.Tx.WithinTx(ctx, func(ctx context.Context) error {
+				if err := s.Events.AppendEvents(ctx, evs...); err != nil {
+					return err
+				}
+				if err := s.Messages.AppendMessages(ctx, answer); err != nil {
+					return err
+				}
+				if round > 15 { // the first rounds have none
+					if err := s.Confirmations.CreateConfirmation(ctx, c); err != nil {
+						return err
+					}
+				}
+				return s.Turns.EndTurn(ctx, running.ID, at)
+			})
+			if err != nil {
+				t.Errorf("winding the turn up: %v", err)
+			}
+		})
+		wg.Go(func() { // the next chat tries until the session is free
+			for start := time.Now(); time.Since(start) < 20*time.Second; {
+				tr, msg := continueTurn(cs, at, fmt.Sprintf("round %d", round))
+				var err error
+				st, err = s.Sessions.ContinueSession(ctx, owner, tr, msg, never)
+				if errors.Is(err, ports.ErrConflict) {
+					continue
+				}
+				if err != nil {
+					t.Errorf("ContinueSession: %v", err)
+				}
+				next = tr
+				return
+			}
+			t.Errorf("round %d: the session is not free after 20s", round)
+		})
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		checkState(t, fmt.Sprintf("round %d: what ContinueSession returned", round), st, readState(t, s, cs.ID))
+		running = next
 	}
 }
 
