@@ -74,7 +74,8 @@ const (
 //     each opening its next stream as soon as the last one ended, so about
 //     ttfcStreams streams are always open but they do not all start together;
 //   - steady-continue: steady, each chat going on in an existing session
-//     (which costs devpilot more reads and writes than a new one).
+//     (which costs devpilot more reads and writes than a new one); its
+//     direct path sends what devpilot sent for a session's second chat.
 //
 // ms-p50-headers-* is the time to the response headers: for devpilot, the
 // work done before the stream starts (authentication, the chat's
@@ -121,8 +122,9 @@ func BenchmarkAssistantTTFC(b *testing.B) {
 				}
 			})
 			// measureSteady runs steady arrivals of chats made by chat, then
-			// of direct completions, and reports the difference.
-			measureSteady := func(b *testing.B, chat func(context.Context) (streamResult, error)) {
+			// of direct completions made by direct, and reports the
+			// difference.
+			measureSteady := func(b *testing.B, chat, direct func(context.Context) (streamResult, error)) {
 				cycle := ttfcFirstToken + ttfcTokens*ttfcTokenDelay
 				var through, straight []streamResult
 				for b.Loop() {
@@ -134,7 +136,7 @@ func BenchmarkAssistantTTFC(b *testing.B) {
 					b.Fatalf("%d scripted answers left", n)
 				}
 			}
-			b.Run("steady", func(b *testing.B) { measureSteady(b, viaDevpilot) })
+			b.Run("steady", func(b *testing.B) { measureSteady(b, viaDevpilot, direct) })
 			// steady-continue: as steady, but each chat goes on in a session
 			// of earlier chats (one at a time per session), as a
 			// conversation does.
@@ -149,7 +151,17 @@ func BenchmarkAssistantTTFC(b *testing.B) {
 					model.Enqueue(answer)
 					return check(p.chatIn(ctx, client, id, "and then?"))
 				}
-				measureSteady(b, inSession)
+				// The direct path sends what devpilot sent for a session's
+				// second chat (the chats measured are about its third to
+				// seventh).
+				burst(b, ttfcStreams, time.Minute, inSession)
+				sent := model.Requests()
+				body := sent[len(sent)-1].Body
+				direct := func(ctx context.Context) (streamResult, error) {
+					model.Enqueue(answer)
+					return check(completion(ctx, client, model.URL(), body))
+				}
+				measureSteady(b, inSession, direct)
 			})
 			p.stop()
 		})
