@@ -495,6 +495,52 @@ func TestChatBatchesContent(t *testing.T) {
 	})
 }
 
+// The first delta of a turn (after a quiet spell) is stored and sent at
+// once, on its own: it does not wait for the batches of other turns being
+// written, which the only event writer is busy with here.
+func TestChatStoresAFirstDeltaAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, assistant.Config{EventWriters: 1, ContentBatch: 2, ContentFlush: 1e12})
+	hold, held := make(chan struct{}), make(chan struct{})
+	e.script(func(_ context.Context, _ ports.ChatRequest, onDelta func(string) error) (ports.ChatResult, error) {
+		_ = onDelta("a1") // stored at once
+		e.holdNextEvents(hold, held)
+		_ = onDelta("a2")
+		_ = onDelta("a3") // a batch of two: its write is held
+		return ports.ChatResult{Content: "a1a2a3", FinishReason: ports.FinishStop}, nil
+	}, say("b1", "b2"))
+	var wg sync.WaitGroup
+	wg.Go(func() { e.chat(as(alice), assistant.ChatInput{Message: "first"}) })
+	<-held
+
+	run, err := e.svc.Chat(as(alice), assistant.ChatInput{Message: "second"})
+	if err != nil {
+		close(hold)
+		t.Fatal(err)
+	}
+	first := make(chan assistant.Event, 1)
+	wg.Go(func() {
+		rec := &recorder{e: e}
+		_ = run.Stream(as(alice), func(ev assistant.Event) error {
+			select {
+			case first <- ev:
+			default:
+			}
+			return rec.emit(ev)
+		})
+	})
+	select {
+	case ev := <-first:
+		if ev.Name != assistant.EventContent {
+			t.Errorf("first event %s, want content", ev.Name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the second turn's first delta waited for the first turn's batch")
+	}
+	close(hold)
+	wg.Wait()
+}
+
 func TestChatStoreFailureStillEndsWithDone(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, assistant.Config{})
@@ -707,16 +753,28 @@ func TestPromptCarriesPreferencesContextAndOrderedAnswers(t *testing.T) {
 	}
 }
 
+// holdNextEvents makes e hold the next AppendEvents until hold is closed;
+// held is closed as it starts waiting.
+func (e *env) holdNextEvents(hold, held chan struct{}) {
+	e.m.mu.Lock()
+	defer e.m.mu.Unlock()
+	e.m.holdEvents, e.m.heldEvents = hold, held
+}
+
 func TestChatStoresTheEventsOfConcurrentTurnsTogether(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, assistant.Config{EventWriters: 1})
-	for range 3 {
-		e.script(say("hi"))
-	}
+	// A first delta is stored on its own (see TestChatStoresAFirstDeltaAtOnce);
+	// turn 0's done is the write held.
 	hold, held := make(chan struct{}), make(chan struct{})
-	e.m.mu.Lock()
-	e.m.holdEvents, e.m.heldEvents = hold, held
-	e.m.mu.Unlock()
+	e.script(func(_ context.Context, _ ports.ChatRequest, onDelta func(string) error) (ports.ChatResult, error) {
+		if err := onDelta("hi"); err != nil {
+			return ports.ChatResult{}, err
+		}
+		e.holdNextEvents(hold, held)
+		return ports.ChatResult{Content: "hi", FinishReason: ports.FinishStop}, nil
+	})
+	e.script(say("hi"), say("hi"))
 
 	var wg sync.WaitGroup
 	sessions := make([]string, 3)
@@ -730,7 +788,7 @@ func TestChatStoresTheEventsOfConcurrentTurnsTogether(t *testing.T) {
 		})
 	}
 	turn(0)
-	<-held // turn 0's first event is being written: the others wait for the writer
+	<-held // turn 0's done is being written: the others' wait for the writer
 	joined := make(chan int, 16)
 	assistant.OnEventsJoined(e.svc, func(n int) { joined <- n })
 	turn(1)

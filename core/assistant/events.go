@@ -124,17 +124,21 @@ func errorFor(err error) ErrorData {
 
 // emitter numbers a turn's events, stores them and only then sends them.
 // Content events are batched (up to batchMax, or for at most every) except
-// that a delta arriving after a quiet spell of every goes out at once, so the
-// first token is never held back; any other event flushes the batch first,
-// so order is kept. Sending stops when
-// the client is gone; storing goes on. A store failure aborts the turn.
+// that a delta arriving after a quiet spell of every goes out at once, stored
+// on its own (storeNow) rather than with other turns' batches, so the first
+// token is never held back; any other event flushes the batch first, so
+// order is kept. Sending stops when the client is gone; storing goes on. A
+// store failure aborts the turn.
 //
 // send/content/finish may be called while a timer flushes from another
 // goroutine: mu serialises everything, including calls of out.
 type emitter struct {
-	mu        sync.Mutex
-	ctx       context.Context // never cancelled: what was said is kept
-	store     func(context.Context, []Event) error
+	mu    sync.Mutex
+	ctx   context.Context // never cancelled: what was said is kept
+	store func(context.Context, []Event) error
+	// storeNow stores a delta after a quiet spell (the first token, most
+	// often) on its own, not waiting for the events of other turns.
+	storeNow  func(context.Context, []Event) error
 	clock     ports.Clock
 	log       func() *slog.Logger
 	sessionID string
@@ -172,7 +176,11 @@ func (e *emitter) content(d ContentData) {
 		return
 	}
 	e.pending = append(e.pending, e.event(EventContent, d))
-	if len(e.pending) >= e.batchMax || (e.timer == nil && time.Since(e.flushedAt) >= e.every) {
+	if e.timer == nil && time.Since(e.flushedAt) >= e.every {
+		e.flushWith(e.storeNow) // the leading edge: a reader waits for it
+		return
+	}
+	if len(e.pending) >= e.batchMax {
 		e.flushLocked()
 		return
 	}
@@ -212,7 +220,11 @@ func (e *emitter) stopTimerLocked() {
 	}
 }
 
-func (e *emitter) flushLocked() {
+func (e *emitter) flushLocked() { e.flushWith(e.store) }
+
+// flushWith stores the queued events with store, then sends them; e.mu is
+// held.
+func (e *emitter) flushWith(store func(context.Context, []Event) error) {
 	e.stopTimerLocked()
 	if len(e.pending) == 0 {
 		return
@@ -220,7 +232,7 @@ func (e *emitter) flushLocked() {
 	evs := e.pending
 	e.pending = nil
 	e.flushedAt = time.Now()
-	if err := e.store(e.ctx, evs); err != nil {
+	if err := store(e.ctx, evs); err != nil {
 		e.failLocked(err) // unstored events are never sent
 		return
 	}

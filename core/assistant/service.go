@@ -55,7 +55,9 @@ type Config struct {
 	ContentFlush time.Duration
 	// EventWriters bounds the writes of stream events under way at once
 	// (2): the events of turns that flush meanwhile are stored together in
-	// the next write. 1 suits a database with a single writer.
+	// the next write. 1 suits a database with a single writer. A delta after
+	// a quiet spell (a turn's first, most often) is not held up by them: it
+	// is written on its own at once.
 	EventWriters int
 }
 
@@ -155,6 +157,11 @@ const eventBatchTurns = 64
 func (s *Service) appendEvents(ctx context.Context, evs []Event) error {
 	_, err := s.events.Do(ctx, evs)
 	return err
+}
+
+// appendEventsNow stores the events of a turn on their own.
+func (s *Service) appendEventsNow(ctx context.Context, evs []Event) error {
+	return s.d.Events.AppendEvents(ctx, evs...)
 }
 
 // storeEvents stores the events of several turns in one call.

@@ -44,7 +44,7 @@ func (r *Run) Stream(ctx context.Context, emit func(Event) error) error {
 		log:   log,
 	}
 	t.em = &emitter{
-		ctx: t.store, store: s.appendEvents, clock: s.d.Clock, log: log,
+		ctx: t.store, store: s.appendEvents, storeNow: s.appendEventsNow, clock: s.d.Clock, log: log,
 		sessionID: r.session.ID, turnID: r.turn.ID, seq: r.lastSeq,
 		out: emit, abort: cancel, batchMax: s.cfg.ContentBatch, every: s.cfg.ContentFlush,
 	}
