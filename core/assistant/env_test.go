@@ -61,40 +61,37 @@ func (m *mem) restore(s *mem) {
 	m.sessions, m.msgs, m.confs, m.turns, m.prefs, m.prefsAt = s.sessions, s.msgs, s.confs, s.turns, s.prefs, s.prefsAt
 }
 
-// startTurnLocked records tr as running, taking over a turn started before
-// staleBefore; conflict while a later one runs. m.mu is held.
 // messagesLocked, lastSeqLocked and confirmationsLocked read a session's
 // messages, last event seq and confirmations; m.mu is held.
 func (m *mem) messagesLocked(sessionID string) []ports.ChatMessage {
-	var out []ports.ChatMessage
-	for _, msg := range m.msgs {
-		if msg.SessionID == sessionID {
-			out = append(out, msg)
-		}
-	}
-	return out
+	return inSession(m.msgs, sessionID, func(msg ports.ChatMessage) string { return msg.SessionID })
 }
 
 func (m *mem) lastSeqLocked(sessionID string) int64 {
 	var last int64
-	for _, ev := range m.events {
-		if ev.SessionID == sessionID {
-			last = max(last, ev.Seq)
-		}
+	for _, ev := range inSession(m.events, sessionID, func(ev ports.StreamEvent) string { return ev.SessionID }) {
+		last = max(last, ev.Seq)
 	}
 	return last
 }
 
 func (m *mem) confirmationsLocked(sessionID string) []ports.Confirmation {
-	var out []ports.Confirmation
-	for _, c := range m.confs {
-		if c.SessionID == sessionID {
-			out = append(out, c)
+	return inSession(m.confs, sessionID, func(c ports.Confirmation) string { return c.SessionID })
+}
+
+// inSession returns the items of xs whose session is sessionID, in order.
+func inSession[T any](xs []T, sessionID string, session func(T) string) []T {
+	var out []T
+	for _, x := range xs {
+		if session(x) == sessionID {
+			out = append(out, x)
 		}
 	}
 	return out
 }
 
+// startTurnLocked records tr as running, taking over a turn started before
+// staleBefore; conflict while a later one runs. m.mu is held.
 func (m *mem) startTurnLocked(tr ports.Turn, staleBefore time.Time) error {
 	for i, old := range m.turns {
 		if old.SessionID == tr.SessionID && old.EndedAt == nil {
