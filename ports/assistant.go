@@ -171,9 +171,11 @@ type ChatSessionStore interface {
 	SetSessionTitle(ctx context.Context, owner Owner, id, title string, at time.Time) error
 	// TouchSession records activity in the session at the time given.
 	TouchSession(ctx context.Context, id string, at time.Time) error
-	// DeleteSession deletes the owner's session and everything in it;
-	// not_found as GetSession.
-	DeleteSession(ctx context.Context, owner Owner, id string) error
+	// DeleteSession deletes the owner's session and everything in it,
+	// unless a turn that started at or after staleBefore runs in it
+	// (conflict), checked so that no turn starts meanwhile; not_found as
+	// GetSession.
+	DeleteSession(ctx context.Context, owner Owner, id string, staleBefore time.Time) error
 }
 
 // ChatMessageStore keeps the messages of sessions.

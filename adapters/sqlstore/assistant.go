@@ -306,14 +306,35 @@ func (s *Assistant) TouchSession(ctx context.Context, id string, at time.Time) e
 }
 
 // DeleteSession implements ports.ChatSessionStore; the session's messages,
-// confirmations, events and turns go with it.
-func (s *Assistant) DeleteSession(ctx context.Context, owner ports.Owner, id string) error {
-	n, err := s.db.write(ctx).exec(ctx,
-		"DELETE FROM chat_sessions WHERE id = ? AND org_id = ? AND user_id = ?", id, owner.OrgID, owner.UserID)
-	if err == nil && n == 0 {
-		return ports.NotFound("chat session", id)
+// confirmations, events and turns go with it. In one transaction it locks
+// the session's row (SQLite's one writer does that on its own), which a turn
+// starting must change, then looks for a running turn, then deletes.
+func (s *Assistant) DeleteSession(ctx context.Context, owner ports.Owner, id string, staleBefore time.Time) error {
+	lock := ""
+	if s.db.Dialect == DialectPostgres {
+		lock = " FOR UPDATE"
 	}
-	return storeErr(err, "chat session "+id, "")
+	return s.db.WithinTx(ctx, func(ctx context.Context) error {
+		c := s.db.write(ctx)
+		found, err := c.exists(ctx,
+			"SELECT 1 FROM chat_sessions WHERE id = ? AND org_id = ? AND user_id = ?"+lock, id, owner.OrgID, owner.UserID)
+		switch {
+		case err != nil:
+			return storeErr(err, "chat session "+id, "")
+		case !found:
+			return ports.NotFound("chat session", id)
+		}
+		running, err := c.exists(ctx,
+			"SELECT 1 FROM turns WHERE session_id = ? AND ended_at IS NULL AND started_at >= ?", id, timestamp(staleBefore))
+		switch {
+		case err != nil:
+			return storeErr(err, "chat session "+id, "")
+		case running:
+			return ports.Errorf(ports.KindConflict, "chat session %s has a turn running", id)
+		}
+		_, err = c.exec(ctx, "DELETE FROM chat_sessions WHERE id = ?", id)
+		return storeErr(err, "chat session "+id, "")
+	})
 }
 
 // toolCallJSON is how a tool call is kept in chat_messages.tool_calls; the

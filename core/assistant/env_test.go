@@ -213,10 +213,18 @@ func newEnv(t *testing.T, cfg assistant.Config, with ...func(*assistant.Deps)) *
 			m.titles[id] = title
 			return nil
 		})
-	sessions.EXPECT().DeleteSession(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, _ ports.Owner, id string) error {
+	sessions.EXPECT().DeleteSession(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, o ports.Owner, id string, staleBefore time.Time) error {
 			m.mu.Lock()
 			defer m.mu.Unlock()
+			if s, ok := m.sessions[id]; !ok || s.OrgID != o.OrgID || s.UserID != o.UserID {
+				return ports.NotFound("chat session", id)
+			}
+			for _, tr := range m.turns {
+				if tr.SessionID == id && tr.EndedAt == nil && !tr.StartedAt.Before(staleBefore) {
+					return ports.Errorf(ports.KindConflict, "chat session %s has a turn running", id)
+				}
+			}
 			delete(m.sessions, id)
 			return nil
 		})

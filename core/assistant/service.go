@@ -267,15 +267,14 @@ func (s *Service) DeleteSession(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.session(ctx, p.Owner(), id); err != nil {
-		return err
+	if !isUUID(id) {
+		return ports.NotFound("chat session", id)
 	}
-	if running, err := s.running(ctx, id); err != nil {
-		return err
-	} else if running != nil {
-		return turnRunning(id, nil)
+	err = s.d.Sessions.DeleteSession(ctx, p.Owner(), id, s.d.Clock.Now().Add(-s.cfg.TurnStaleAfter))
+	if errors.Is(err, ports.ErrConflict) {
+		return turnRunning(id, err)
 	}
-	return s.d.Sessions.DeleteSession(ctx, p.Owner(), id)
+	return err
 }
 
 // running returns the session's running turn, nil when none runs or the one

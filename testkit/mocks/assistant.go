@@ -120,17 +120,17 @@ func (c *MockChatSessionStoreCreateSessionCall) DoAndReturn(f func(context.Conte
 }
 
 // DeleteSession mocks base method.
-func (m *MockChatSessionStore) DeleteSession(ctx context.Context, owner ports.Owner, id string) error {
+func (m *MockChatSessionStore) DeleteSession(ctx context.Context, owner ports.Owner, id string, staleBefore time.Time) error {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "DeleteSession", ctx, owner, id)
+	ret := m.ctrl.Call(m, "DeleteSession", ctx, owner, id, staleBefore)
 	ret0, _ := ret[0].(error)
 	return ret0
 }
 
 // DeleteSession indicates an expected call of DeleteSession.
-func (mr *MockChatSessionStoreMockRecorder) DeleteSession(ctx, owner, id any) *MockChatSessionStoreDeleteSessionCall {
+func (mr *MockChatSessionStoreMockRecorder) DeleteSession(ctx, owner, id, staleBefore any) *MockChatSessionStoreDeleteSessionCall {
 	mr.mock.ctrl.T.Helper()
-	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "DeleteSession", reflect.TypeOf((*MockChatSessionStore)(nil).DeleteSession), ctx, owner, id)
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "DeleteSession", reflect.TypeOf((*MockChatSessionStore)(nil).DeleteSession), ctx, owner, id, staleBefore)
 	return &MockChatSessionStoreDeleteSessionCall{Call: call}
 }
 
@@ -146,13 +146,13 @@ func (c *MockChatSessionStoreDeleteSessionCall) Return(arg0 error) *MockChatSess
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockChatSessionStoreDeleteSessionCall) Do(f func(context.Context, ports.Owner, string) error) *MockChatSessionStoreDeleteSessionCall {
+func (c *MockChatSessionStoreDeleteSessionCall) Do(f func(context.Context, ports.Owner, string, time.Time) error) *MockChatSessionStoreDeleteSessionCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockChatSessionStoreDeleteSessionCall) DoAndReturn(f func(context.Context, ports.Owner, string) error) *MockChatSessionStoreDeleteSessionCall {
+func (c *MockChatSessionStoreDeleteSessionCall) DoAndReturn(f func(context.Context, ports.Owner, string, time.Time) error) *MockChatSessionStoreDeleteSessionCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

@@ -74,6 +74,7 @@ func TestAssistant(t *testing.T, newStores func(t *testing.T) AssistantStores) {
 		{"ContinueSession", testContinueSession},
 		{"RaceContinueSession", testRaceContinueSession},
 		{"ContinueSessionAsATurnEnds", testContinueSessionAsATurnEnds},
+		{"RaceDeleteSession", testRaceDeleteSession},
 		{"Turns", testTurns},
 		{"StaleTurn", testStaleTurn},
 		{"RaceStartTurn", testRaceStartTurn},
@@ -384,7 +385,7 @@ func testSessionOwnerIsolation(t *testing.T, s AssistantStores) {
 		checkNotFound(t, "GetSession by "+other.name, err, "chat session", cs.ID)
 		err = s.Sessions.SetSessionTitle(ctx, other.owner, cs.ID, "hijacked", base.Add(time.Hour))
 		checkNotFound(t, "SetSessionTitle by "+other.name, err, "chat session", cs.ID)
-		err = s.Sessions.DeleteSession(ctx, other.owner, cs.ID)
+		err = s.Sessions.DeleteSession(ctx, other.owner, cs.ID, base)
 		checkNotFound(t, "DeleteSession by "+other.name, err, "chat session", cs.ID)
 		list, _, err := s.Sessions.ListSessions(ctx, other.owner, ports.Page{Limit: 200})
 		if err != nil {
@@ -650,12 +651,18 @@ func testDeleteSessionCascades(t *testing.T, s AssistantStores) {
 		}
 	}
 
-	if err := s.Sessions.DeleteSession(ctx, owner, cs.ID); err != nil {
+	// Each session has a turn running since base+2m: refused while it is
+	// not stale, deleted with the rest once it is.
+	checkErr(t, "DeleteSession while a turn runs", s.Sessions.DeleteSession(ctx, owner, cs.ID, base.Add(2*time.Minute)), ports.ErrConflict)
+	if got := mustGetSession(t, s, owner, cs.ID); got.MessageCount != 2 {
+		t.Errorf("after a refused DeleteSession: %d messages, want 2", got.MessageCount)
+	}
+	if err := s.Sessions.DeleteSession(ctx, owner, cs.ID, base.Add(time.Hour)); err != nil {
 		t.Fatalf("DeleteSession: %v", err)
 	}
 	_, err := s.Sessions.GetSession(ctx, owner, cs.ID)
 	checkNotFound(t, "GetSession after DeleteSession", err, "chat session", cs.ID)
-	checkNotFound(t, "DeleteSession twice", s.Sessions.DeleteSession(ctx, owner, cs.ID), "chat session", cs.ID)
+	checkNotFound(t, "DeleteSession twice", s.Sessions.DeleteSession(ctx, owner, cs.ID, base.Add(time.Hour)), "chat session", cs.ID)
 	if msgs := mustListMessages(t, s, cs.ID); len(msgs) != 0 {
 		t.Errorf("ListMessages after DeleteSession = %d messages", len(msgs))
 	}
@@ -1535,6 +1542,35 @@ func testContinueSessionAsATurnEnds(t *testing.T, s AssistantStores) {
 	}
 }
 
+// A session deleted while a chat starts in it: either the delete wins and
+// the chat finds no session, or the chat's turn starts and the delete is
+// refused, round after round; never both, never a turn in a deleted
+// session.
+func testRaceDeleteSession(t *testing.T, s AssistantStores) {
+	ctx := t.Context()
+	at := base.Add(time.Minute)
+	for round := range 20 {
+		owner, cs := newChat(t, s)
+		turn, msg := continueTurn(cs, at, fmt.Sprintf("round %d", round))
+		var continued, deleted error
+		var wg sync.WaitGroup
+		wg.Go(func() { _, continued = s.Sessions.ContinueSession(ctx, owner, turn, msg, base) })
+		wg.Go(func() { deleted = s.Sessions.DeleteSession(ctx, owner, cs.ID, base) })
+		wg.Wait()
+		switch {
+		case continued == nil && errors.Is(deleted, ports.ErrConflict):
+			checkRunningTurn(t, s, fmt.Sprintf("round %d: the chat won", round), cs.ID, turn)
+		case deleted == nil && errors.Is(continued, ports.ErrNotFound):
+			_, err := s.Sessions.GetSession(ctx, owner, cs.ID)
+			checkErr(t, fmt.Sprintf("round %d: the delete won", round), err, ports.ErrNotFound)
+			_, err = s.Turns.RunningTurn(ctx, cs.ID)
+			checkErr(t, fmt.Sprintf("round %d: the delete won, running turn", round), err, ports.ErrNotFound)
+		default:
+			t.Fatalf("round %d: ContinueSession: %v; DeleteSession: %v", round, continued, deleted)
+		}
+	}
+}
+
 func getPreferences(t *testing.T, s AssistantStores, owner ports.Owner) ([]ports.Preference, *time.Time) {
 	t.Helper()
 	prefs, at, err := s.Preferences.GetPreferences(t.Context(), owner)
@@ -1642,7 +1678,7 @@ func testAssistantTxJoins(t *testing.T, s AssistantStores) {
 		}
 		_ = step("CreateSession", s.Sessions.CreateSession(ctx, cs)) &&
 			step("CreateSession", s.Sessions.CreateSession(ctx, gone)) &&
-			step("DeleteSession", s.Sessions.DeleteSession(ctx, owner, gone.ID)) &&
+			step("DeleteSession", s.Sessions.DeleteSession(ctx, owner, gone.ID, base)) &&
 			step("SetSessionTitle", s.Sessions.SetSessionTitle(ctx, owner, cs.ID, "Deploying", base.Add(time.Minute))) &&
 			step("TouchSession", s.Sessions.TouchSession(ctx, cs.ID, base.Add(2*time.Minute))) &&
 			step("AppendMessages", s.Messages.AppendMessages(ctx, msg)) &&
