@@ -210,6 +210,13 @@ func (s *Assistant) continueAtOnce(ctx context.Context, owner ports.Owner, turn 
 	default:
 		return st, true, storeErr(err, "turn "+turn.ID+" or chat message "+msg.ID, "chat session "+turn.SessionID)
 	}
+	// From here on the turn runs: a read that fails ends it again, so the
+	// session is not held by a turn that never starts.
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.EndTurn(context.WithoutCancel(ctx), turn.ID, turn.StartedAt))
+		}
+	}()
 	head := rows[0]
 	if head.ReadVersion != head.Version-1 {
 		st, err = s.readSession(ctx, turn.SessionID)
