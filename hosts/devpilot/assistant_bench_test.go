@@ -38,11 +38,15 @@ import (
 // fake, both read the same way by an HTTP client, ttfcStreams streams at a
 // time, ttfcRounds rounds (burst) or streams per client (steady).
 const (
-	ttfcStreams    = 100
-	ttfcRounds     = 5
-	ttfcFirstToken = 100 * time.Millisecond
-	ttfcTokenDelay = 20 * time.Millisecond // 50 tokens/s, as a hosted model
-	ttfcTokens     = 25
+	ttfcStreams = 100
+	ttfcRounds  = 5
+	// ttfcAlternations is how many times the steady patterns go from
+	// devpilot to direct and back, so that a slower spell of the machine
+	// falls on both paths rather than on one.
+	ttfcAlternations = 3
+	ttfcFirstToken   = 100 * time.Millisecond
+	ttfcTokenDelay   = 20 * time.Millisecond // 50 tokens/s, as a hosted model
+	ttfcTokens       = 25
 )
 
 // Relay rate: long answers streamed by the fake without any delay, one token
@@ -128,8 +132,10 @@ func BenchmarkAssistantTTFC(b *testing.B) {
 				cycle := ttfcFirstToken + ttfcTokens*ttfcTokenDelay
 				var through, straight []streamResult
 				for b.Loop() {
-					through = append(through, steady(b, ttfcStreams, ttfcRounds, cycle, chat)...)
-					straight = append(straight, steady(b, ttfcStreams, ttfcRounds, cycle, direct)...)
+					for range ttfcAlternations {
+						through = append(through, steady(b, ttfcStreams, ttfcRounds, cycle, chat)...)
+						straight = append(straight, steady(b, ttfcStreams, ttfcRounds, cycle, direct)...)
+					}
 				}
 				reportTTFC(b, through, straight)
 				if n := model.Pending(); n != 0 {
