@@ -316,13 +316,22 @@ func (s *Assistant) TouchSession(ctx context.Context, id string, at time.Time) e
 // confirmations, events and turns go with it. In one transaction it locks
 // the session's row (SQLite's one writer does that on its own), which a turn
 // starting must change, then looks for a running turn, then deletes.
+// On PostgreSQL it first locks the session's running turns: EndTurn changes
+// a turn, then its session, and the delete takes them in the same order, so
+// a stale turn still ending cannot deadlock with it.
 func (s *Assistant) DeleteSession(ctx context.Context, owner ports.Owner, id string, staleBefore time.Time) error {
-	lock := ""
-	if s.db.Dialect == DialectPostgres {
-		lock = " FOR UPDATE"
-	}
 	return s.db.WithinTx(ctx, func(ctx context.Context) error {
 		c := s.db.write(ctx)
+		lock := ""
+		if s.db.Dialect == DialectPostgres {
+			lock = " FOR UPDATE"
+			_, err := c.exec(ctx, `SELECT 1 FROM turns t JOIN chat_sessions s ON s.id = t.session_id
+				WHERE t.session_id = ? AND t.ended_at IS NULL AND s.org_id = ? AND s.user_id = ? FOR UPDATE OF t`,
+				id, owner.OrgID, owner.UserID)
+			if err != nil {
+				return storeErr(err, "chat session "+id, "")
+			}
+		}
 		found, err := c.exists(ctx,
 			"SELECT 1 FROM chat_sessions WHERE id = ? AND org_id = ? AND user_id = ?"+lock, id, owner.OrgID, owner.UserID)
 		switch {
