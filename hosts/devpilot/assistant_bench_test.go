@@ -125,16 +125,21 @@ func BenchmarkAssistantTTFC(b *testing.B) {
 					b.Fatalf("%d scripted answers left", n)
 				}
 			})
-			// measureSteady runs steady arrivals of chats made by chat, then
-			// of direct completions made by direct, and reports the
+			// measureSteady alternates steady arrivals of chats with steady
+			// arrivals of direct completions, ttfcAlternations times, taking
+			// a fresh pair from paths before each, and reports the
 			// difference.
-			measureSteady := func(b *testing.B, chat, direct func(context.Context) (streamResult, error)) {
+			type pathPair struct {
+				chat, direct func(context.Context) (streamResult, error)
+			}
+			measureSteady := func(b *testing.B, paths func() pathPair) {
 				cycle := ttfcFirstToken + ttfcTokens*ttfcTokenDelay
 				var through, straight []streamResult
 				for b.Loop() {
 					for range ttfcAlternations {
-						through = append(through, steady(b, ttfcStreams, ttfcRounds, cycle, chat)...)
-						straight = append(straight, steady(b, ttfcStreams, ttfcRounds, cycle, direct)...)
+						pp := paths()
+						through = append(through, steady(b, ttfcStreams, ttfcRounds, cycle, pp.chat)...)
+						straight = append(straight, steady(b, ttfcStreams, ttfcRounds, cycle, pp.direct)...)
 					}
 				}
 				reportTTFC(b, through, straight)
@@ -142,32 +147,37 @@ func BenchmarkAssistantTTFC(b *testing.B) {
 					b.Fatalf("%d scripted answers left", n)
 				}
 			}
-			b.Run("steady", func(b *testing.B) { measureSteady(b, viaDevpilot, direct) })
+			b.Run("steady", func(b *testing.B) {
+				measureSteady(b, func() pathPair { return pathPair{viaDevpilot, direct} })
+			})
 			// steady-continue: as steady, but each chat goes on in a session
 			// of earlier chats (one at a time per session), as a
-			// conversation does.
+			// conversation does. Each alternation starts from new sessions
+			// of two chats, so the chats measured are always a session's
+			// third to seventh, and the direct path sends what devpilot sent
+			// for the second: the longer history of a longer run would be
+			// the fake's cost of reading it, not devpilot's.
 			b.Run("steady-continue", func(b *testing.B) {
-				sessions := make(chan string, ttfcStreams)
-				for _, r := range burst(b, ttfcStreams, time.Minute, viaDevpilot) {
-					sessions <- r.sessionID
-				}
-				inSession := func(ctx context.Context) (streamResult, error) {
-					id := <-sessions
-					defer func() { sessions <- id }()
-					model.Enqueue(answer)
-					return check(p.chatIn(ctx, client, id, "and then?"))
-				}
-				// The direct path sends what devpilot sent for a session's
-				// second chat (the chats measured are about its third to
-				// seventh).
-				burst(b, ttfcStreams, time.Minute, inSession)
-				sent := model.Requests()
-				body := sent[len(sent)-1].Body
-				direct := func(ctx context.Context) (streamResult, error) {
-					model.Enqueue(answer)
-					return check(completion(ctx, client, model.URL(), body))
-				}
-				measureSteady(b, inSession, direct)
+				measureSteady(b, func() pathPair {
+					sessions := make(chan string, ttfcStreams)
+					for _, r := range burst(b, ttfcStreams, time.Minute, viaDevpilot) {
+						sessions <- r.sessionID
+					}
+					inSession := func(ctx context.Context) (streamResult, error) {
+						id := <-sessions
+						defer func() { sessions <- id }()
+						model.Enqueue(answer)
+						return check(p.chatIn(ctx, client, id, "and then?"))
+					}
+					burst(b, ttfcStreams, time.Minute, inSession)
+					sent := model.Requests()
+					body := sent[len(sent)-1].Body
+					direct := func(ctx context.Context) (streamResult, error) {
+						model.Enqueue(answer)
+						return check(completion(ctx, client, model.URL(), body))
+					}
+					return pathPair{inSession, direct}
+				})
 			})
 			p.stop()
 		})
