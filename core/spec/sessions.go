@@ -32,6 +32,11 @@ type View struct {
 	NextStage ports.Stage
 }
 
+// NextStage is the stage a generate call without a stage would produce for
+// a session whose latest stage is current: scope for a new session, "" once
+// prps is done. Lists show it as the detail view does.
+func NextStage(current ports.Stage) ports.Stage { return nextStage(current) }
+
 // checkInput validates in and returns it cleaned; field prefixes its field
 // names ("" or "inputs[2].").
 func checkInput(in NewInput, field string) (NewInput, []ports.FieldError) {

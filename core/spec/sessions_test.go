@@ -213,3 +213,16 @@ func TestGetAndListSessions(t *testing.T) {
 		}
 	}
 }
+
+func TestNextStage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ current, want ports.Stage }{
+		{"", ports.Stages[0]},
+		{ports.Stages[0], ports.Stages[1]},
+		{ports.Stages[len(ports.Stages)-1], ""},
+	} {
+		if got := spec.NextStage(tc.current); got != tc.want {
+			t.Errorf("NextStage(%q) = %q, want %q", tc.current, got, tc.want)
+		}
+	}
+}

@@ -166,7 +166,7 @@ func (s *Server) listSpecSessions(w http.ResponseWriter, r *http.Request) error 
 	}
 	items := make([]specSessionJSON, len(sessions))
 	for i, sess := range sessions {
-		items[i] = specSessionOut(spec.View{Session: sess})
+		items[i] = specSessionOut(spec.View{Session: sess, NextStage: spec.NextStage(sess.CurrentStage)})
 		items[i].Inputs, items[i].Artifacts = nil, nil
 	}
 	return writeJSON(w, http.StatusOK, list(items, next))
