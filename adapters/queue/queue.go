@@ -59,15 +59,36 @@ type Config struct {
 	// PollInterval is how often workers look for new jobs: at most
 	// DefaultPollInterval, which it defaults to.
 	PollInterval time.Duration
-	// Logger receives River's logs; nil means slog.Default().
+	// Logger receives River's logs, its informational ones at debug level
+	// (see QuietRiver), and the queue's own; nil means slog.Default().
 	Logger *slog.Logger
+	// RescueAfter bounds how long a job stays running once the process
+	// working it died: a working queue looks every RescueAfter/4 (at most
+	// every 30 s) for jobs running for longer than that and makes them
+	// available again (see Rescue). Every attempt is cancelled after
+	// JobTimeout(RescueAfter), so a job still running on a live process is
+	// not taken up twice. DefaultRescueAfter when zero.
+	RescueAfter time.Duration
+	// RescueOnStart makes Start take up every job left running before it
+	// starts working: for a process that is the only one working its
+	// database (`devpilot run`), whose jobs left running can only be those of
+	// its predecessor that died.
+	RescueOnStart bool
 }
 
 // Queue enqueues jobs and, when it has workers, works them.
 type Queue struct {
 	client *river.Client[*sql.Tx]
+	db     *sqlstore.DB
 	works  bool
 	logger *slog.Logger
+
+	rescueAfter   time.Duration
+	rescueOnStart bool
+	// stopRescue ends the rescue loop Start started, and rescueDone is closed
+	// when it has; both nil while it is not running.
+	stopRescue context.CancelFunc
+	rescueDone chan struct{}
 }
 
 var _ ports.JobQueue = (*Queue)(nil)
@@ -76,7 +97,7 @@ var _ ports.JobQueue = (*Queue)(nil)
 // call Start. It returns an internal Error for an unknown dialect or a
 // Config River rejects (such as a PollInterval above DefaultPollInterval,
 // PeriodicJobs or Queues without Workers, or a worker whose kind River finds
-// invalid).
+// invalid, or a negative RescueAfter).
 func New(db *sqlstore.DB, cfg Config) (*Queue, error) {
 	drv, err := driverFor(db)
 	if err != nil {
@@ -93,11 +114,23 @@ func New(db *sqlstore.DB, cfg Config) (*Queue, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	rescueAfter := cfg.RescueAfter
+	if rescueAfter == 0 {
+		rescueAfter = DefaultRescueAfter
+	}
+	if rescueAfter < 0 {
+		return nil, ports.Errorf(ports.KindInternal, "queue: rescue bound %s is negative", cfg.RescueAfter)
+	}
 	rc := &river.Config{
 		FetchCooldown:     min(DefaultFetchCooldown, poll),
 		FetchPollInterval: poll,
-		Logger:            logger,
+		Logger:            QuietRiver(logger),
 		PollOnly:          true,
+		JobTimeout:        JobTimeout(rescueAfter),
+		// The queue's own rescue (see Rescue) takes up abandoned jobs at
+		// RescueAfter; River's, which discards a job on its last attempt
+		// without a word to the use case, is only a backstop behind it.
+		RescueStuckJobsAfter: 2 * rescueAfter,
 	}
 	if cfg.Workers != nil {
 		rc.Workers = cfg.Workers
@@ -113,7 +146,8 @@ func New(db *sqlstore.DB, cfg Config) (*Queue, error) {
 	if err != nil {
 		return nil, ports.Wrap(ports.KindInternal, err, "queue: configuring River")
 	}
-	return &Queue{client: client, works: cfg.Workers != nil, logger: logger}, nil
+	return &Queue{client: client, db: db, works: cfg.Workers != nil, logger: logger,
+		rescueAfter: rescueAfter, rescueOnStart: cfg.RescueOnStart}, nil
 }
 
 func driverFor(db *sqlstore.DB) (riverdriver.Driver[*sql.Tx], error) {
@@ -228,10 +262,12 @@ func (q *Queue) insert(ctx context.Context, args []ports.JobArgs, opts ports.Enq
 }
 
 // Start starts working jobs in the background; it is a no-op for an
-// insert-only queue. Jobs run detached from ctx's cancellation (ctx only
-// bounds start-up), so a start-up context with a deadline does not stop them:
-// call Stop. It returns an unavailable Error when the database cannot be
-// reached.
+// insert-only queue. With Config.RescueOnStart it first makes every job
+// left running available again. Then, until Stop, it takes up jobs running
+// for longer than Config.RescueAfter (see Rescue). Jobs run detached from
+// ctx's cancellation (ctx only bounds start-up), so a start-up context with
+// a deadline does not stop them: call Stop. It returns an unavailable Error
+// when the database cannot be reached.
 func (q *Queue) Start(ctx context.Context) error {
 	if !q.works {
 		return nil
@@ -239,9 +275,21 @@ func (q *Queue) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return wrap(err, "starting job workers")
 	}
+	if q.rescueOnStart {
+		n, err := q.Rescue(ctx, 0)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			q.logger.WarnContext(ctx, "took up jobs left running by a process that stopped before finishing them", slog.Int("count", n))
+		}
+	}
 	if err := q.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return wrap(err, "starting job workers")
 	}
+	rescueCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	q.stopRescue, q.rescueDone = stop, make(chan struct{})
+	go q.rescueLoop(rescueCtx, q.rescueDone)
 	return nil
 }
 
@@ -252,6 +300,11 @@ func (q *Queue) Start(ctx context.Context) error {
 func (q *Queue) Stop(ctx context.Context) error {
 	if !q.works {
 		return nil
+	}
+	if q.stopRescue != nil {
+		q.stopRescue()
+		<-q.rescueDone
+		q.stopRescue, q.rescueDone = nil, nil
 	}
 	err := q.client.Stop(ctx)
 	if err == nil {
