@@ -1,0 +1,77 @@
+package ports
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Text is UTF-8 on both databases alike. A caller's text that holds invalid
+// UTF-8, NUL or another C0 control character (tab, line feed and carriage
+// return excepted), a byte-order mark, or a bidirectional override or
+// isolate is refused, naming its field (TextFault). Text devpilot did not
+// get from its caller (model output, provider and webhook data) is never
+// refused for that: CleanText drops those characters before it is stored.
+
+// TextFault returns why s is not acceptable text from a caller, as a reason
+// for a FieldError, or "" when it is acceptable.
+func TextFault(s string) string {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+				if c == 0 {
+					return "must not contain NUL (U+0000)"
+				}
+				return "must not contain control characters other than tab, line feed and carriage return"
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			return "must be valid UTF-8"
+		case r == '\uFEFF':
+			return "must not contain a byte-order mark (U+FEFF)"
+		case isBidiControl(r):
+			return "must not contain bidirectional override or isolate characters (U+202A-U+202E, U+2066-U+2069)"
+		}
+		i += size
+	}
+	return ""
+}
+
+// CleanText returns s as text fit to store: invalid UTF-8 becomes U+FFFD;
+// NUL, the other C0 control characters but tab, line feed and carriage
+// return, byte-order marks and bidirectional overrides and isolates are
+// dropped. It returns s itself when there is nothing to clean.
+func CleanText(s string) string {
+	if TextFault(s) == "" {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 || c == '\t' || c == '\n' || c == '\r' {
+				b.WriteByte(c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r != '\uFEFF' && !isBidiControl(r) {
+			b.WriteRune(r) // RuneError for an invalid byte
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// isBidiControl reports whether r overrides or isolates the direction of the
+// text around it (the embedding, override and isolate controls), which can
+// make text display other than it reads.
+func isBidiControl(r rune) bool {
+	return (r >= '\u202A' && r <= '\u202E') || (r >= '\u2066' && r <= '\u2069')
+}

@@ -1,0 +1,63 @@
+package ports_test
+
+import (
+	"testing"
+	"unicode/utf8"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+func TestTextFaultAndCleanText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		in    string
+		fault bool
+		clean string
+	}{
+		{"plain", "Ship the release, please.", false, "Ship the release, please."},
+		{"tab newline cr", "a\tb\nc\r\n", false, "a\tb\nc\r\n"},
+		{"non-ASCII", "Grüße, 日本, emoji 🚀, RTL שלום with LRM \u200e", false, "Grüße, 日本, emoji 🚀, RTL שלום with LRM \u200e"},
+		{"replacement character", "a\uFFFDb", false, "a\uFFFDb"},
+		{"empty", "", false, ""},
+		{"NUL", "a\x00b", true, "ab"},
+		{"bell and escape", "\x07ring\x1b[31m", true, "ring[31m"},
+		{"unit separator", "a\x1fb", true, "ab"},
+		{"BOM", "\uFEFFtitle", true, "title"},
+		{"bidi override", "admin\u202Egnp.exe", true, "admingnp.exe"},
+		{"bidi isolate", "x\u2066y\u2069", true, "xy"},
+		{"invalid UTF-8", "a\xffb", true, "a\uFFFDb"},
+		{"encoded surrogate", "a\xed\xa0\x80b", true, "a\uFFFD\uFFFD\uFFFDb"},
+		{"truncated rune", "ab\xe2\x82", true, "ab\uFFFD\uFFFD"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := ports.TextFault(tt.in); (got != "") != tt.fault {
+				t.Errorf("TextFault(%q) = %q, want fault %v", tt.in, got, tt.fault)
+			}
+			got := ports.CleanText(tt.in)
+			if got != tt.clean {
+				t.Errorf("CleanText(%q) = %q, want %q", tt.in, got, tt.clean)
+			}
+			if f := ports.TextFault(got); f != "" {
+				t.Errorf("CleanText(%q) = %q still has a fault: %s", tt.in, got, f)
+			}
+		})
+	}
+}
+
+func FuzzCleanText(f *testing.F) {
+	for _, s := range []string{"", "a\x00b", "\uFEFF\u202E", "\xff\xfe", "plain text"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := ports.CleanText(s)
+		if !utf8.ValidString(got) || ports.TextFault(got) != "" {
+			t.Fatalf("CleanText(%q) = %q, not clean", s, got)
+		}
+		if ports.TextFault(s) == "" && got != s {
+			t.Fatalf("CleanText changed acceptable text %q to %q", s, got)
+		}
+	})
+}
