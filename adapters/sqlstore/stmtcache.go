@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"reflect"
+
+	"github.com/devpilot/devpilot/ports"
 )
 
 // database/sql hands the driver each statement's text on every ExecContext
@@ -78,12 +80,25 @@ func newCachingConn(conn driver.Conn) driver.Conn {
 }
 
 // CheckNamedValue implements driver.NamedValueChecker as the connection
-// does (lib/pq's converts arrays, for one), or lets database/sql convert.
+// does (lib/pq's converts arrays, for one), or converts as database/sql
+// would; then it cleans a text argument (ports.CleanText). Text is stored
+// alike on both databases, and never fails a statement for its characters:
+// PostgreSQL refuses NUL and invalid UTF-8 in text, which SQLite keeps.
+// Callers' text was refused before it got here; what is left is model
+// output and provider and webhook data, whose control characters are
+// dropped.
 func (c *cachingConn) CheckNamedValue(nv *driver.NamedValue) error {
+	err := driver.ErrSkip
 	if nvc, ok := c.cacheableConn.(driver.NamedValueChecker); ok {
-		return nvc.CheckNamedValue(nv)
+		err = nvc.CheckNamedValue(nv)
 	}
-	return driver.ErrSkip
+	if err == driver.ErrSkip {
+		nv.Value, err = driver.DefaultParameterConverter.ConvertValue(nv.Value)
+	}
+	if s, ok := nv.Value.(string); ok && err == nil {
+		nv.Value = ports.CleanText(s)
+	}
+	return err
 }
 
 // cached returns query's prepared statement, preparing it on first use;
