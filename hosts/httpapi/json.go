@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/devpilot/devpilot/ports"
 )
@@ -18,8 +19,10 @@ import (
 // decodeJSON reads the request body, which must be one JSON value of
 // Content-Type application/json within the route's body limit, into dst.
 // Every error is a *ports.Error: unsupported_media_type (415),
-// payload_too_large (413), malformed (400: empty, not JSON, trailing data) or
-// invalid (422: unknown field, wrong type, null where an object is due).
+// payload_too_large (413), malformed (400: empty, not UTF-8, not JSON,
+// trailing data) or invalid (422: unknown field or one in another case, a
+// key twice in an object, wrong type, null where an object is due, a string
+// that is not acceptable text; see checkJSON).
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	if err := requireJSON(r.Header.Get("Content-Type")); err != nil {
 		return err
@@ -68,6 +71,9 @@ func unmarshalJSON(body []byte, dst any) error {
 	if start == len(body) {
 		return malformed("the request body is empty")
 	}
+	if !utf8.Valid(body) {
+		return malformed("the request body is not valid UTF-8 (first bad byte at offset %d)", invalidUTF8At(body))
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -79,7 +85,20 @@ func unmarshalJSON(body []byte, dst any) error {
 	if body[start] == 'n' && wantsObject(dst) {
 		return ports.Invalid("the request body must be a JSON object, not null")
 	}
-	return nil
+	return checkJSON(body, reflect.TypeOf(dst))
+}
+
+// invalidUTF8At returns the offset of b's first byte that is not part of a
+// valid UTF-8 sequence.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
 }
 
 // skipSpace returns the offset of the first non-whitespace byte at or after i.
