@@ -38,7 +38,9 @@ commands:
   worker    background job worker only
   migrate   apply database migrations and exit
   token     manage API tokens: token create | list | revoke
-  version   print the version
+  version   print the version (also: devpilot --version)
+
+devpilot COMMAND --help (or devpilot help COMMAND) describes a command and its flags.
 `
 
 // errUsage marks errors caused by the command line or the configuration:
@@ -62,7 +64,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	c := cli{getenv: getenv, stdout: stdout, stderr: stderr}
 	err := c.dispatch(ctx, args)
-	if err == nil {
+	if err == nil || errors.Is(err, errHelpShown) {
 		return 0
 	}
 	fmt.Fprintln(stderr, "devpilot: "+oneLine(err))
@@ -76,61 +78,139 @@ func (c cli) dispatch(ctx context.Context, args []string) error {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "run", "worker":
-		if err := noArgs(cmd, rest); err != nil {
+		if err := c.parse(newFlags(cmd), rest, 0); err != nil {
 			return err
 		}
 		return c.serve(ctx, app.Mode(cmd))
 	case "serve":
-		sandbox, err := serveFlags(rest)
-		if err != nil {
+		fs, sandbox := serveFlagSet()
+		if err := c.parse(fs, rest, 0); err != nil {
 			return err
 		}
 		var opts []app.LoadOption
-		if sandbox {
+		if *sandbox {
 			opts = append(opts, app.WithSandboxFlag())
 		}
 		return c.serve(ctx, app.ModeServe, opts...)
 	case "migrate":
-		if err := noArgs(cmd, rest); err != nil {
+		if err := c.parse(newFlags(cmd), rest, 0); err != nil {
 			return err
 		}
 		return c.migrate(ctx)
 	case "token":
 		return c.token(ctx, rest)
-	case "version":
+	case "version", "--version", "-version":
+		if err := c.parse(newFlags("version"), rest, 0); err != nil {
+			return err
+		}
 		fmt.Fprintln(c.stdout, "devpilot", buildVersion())
 		return nil
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
+		if len(rest) > 0 && rest[0] != "help" && !strings.HasPrefix(rest[0], "-") {
+			return c.dispatch(ctx, append(rest[:1:1], "--help"))
+		}
 		fmt.Fprint(c.stdout, usage)
 		return nil
 	}
 	return errUsage{fmt.Errorf("unknown command %q (try: devpilot help)", cmd)}
 }
 
-func noArgs(cmd string, args []string) error {
+// commandHelp is each command's synopsis and what it does, for --help.
+var commandHelp = map[string]string{
+	"run": `usage: devpilot run
+
+HTTP API and worker in one process, on the embedded defaults: a SQLite file
+under ./data, a secret key generated into ./data/secret.key, and the sandbox
+providers when no provider is configured. Configured by DEVPILOT_* variables
+(see the README). Takes no flags.
+`,
+	"serve": `usage: devpilot serve [--sandbox]
+
+HTTP API only. Needs DEVPILOT_SECRET_KEY and a migrated database.
+`,
+	"worker": `usage: devpilot worker
+
+Background job worker only. Needs DEVPILOT_SECRET_KEY. Takes no flags.
+`,
+	"migrate": `usage: devpilot migrate
+
+Applies pending database migrations to DEVPILOT_DATABASE_URL and exits.
+Takes no flags.
+`,
+	"version": `usage: devpilot version   (or devpilot --version)
+
+Prints the version: the release, or the commit the binary was built from.
+`,
+	"token create": `usage: devpilot token create --email E --org O [--role admin|member] [--name N] [--ttl 720h]
+
+Creates the org and user if needed and prints a new API token once.
+`,
+	"token list": `usage: devpilot token list [--org O] [--email E]
+
+Lists API tokens: id, prefix, owner, last use and status.
+`,
+	"token revoke": `usage: devpilot token revoke ID
+
+Revokes the API token with that id (see devpilot token list).
+`,
+	"token": `usage: devpilot token create | list | revoke [flags]
+
+Manages API tokens; devpilot token SUBCOMMAND --help describes each.
+`,
+}
+
+// errHelpShown is returned once a command printed its help: exit 0.
+var errHelpShown = errors.New("help shown")
+
+func newFlags(cmd string) *flag.FlagSet {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		return errUsage{fmt.Errorf("%s: %w", cmd, err)}
+	return fs
+}
+
+// parse parses a command's flags. -h or --help prints the command's help
+// and flags to stdout and returns errHelpShown; other flag errors and more
+// than maxArgs arguments are usage errors.
+func (c cli) parse(fs *flag.FlagSet, args []string, maxArgs int) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		c.help(fs)
+		return errHelpShown
 	}
-	if fs.NArg() > 0 {
-		return errUsage{fmt.Errorf("%s takes no arguments, got %q", cmd, fs.Arg(0))}
+	if err != nil {
+		return errUsage{fmt.Errorf("%s: %w", fs.Name(), err)}
+	}
+	if fs.NArg() > maxArgs {
+		return errUsage{fmt.Errorf("%s takes no arguments, got %q", fs.Name(), fs.Arg(maxArgs))}
 	}
 	return nil
 }
 
+// help prints fs's command help and its flags.
+func (c cli) help(fs *flag.FlagSet) {
+	fmt.Fprint(c.stdout, commandHelp[fs.Name()])
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return
+	}
+	fmt.Fprintln(c.stdout, "\nflags:")
+	fs.SetOutput(c.stdout)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// serveFlagSet returns serve's flags and where --sandbox lands.
+func serveFlagSet() (*flag.FlagSet, *bool) {
+	fs := newFlags("serve")
+	return fs, fs.Bool("sandbox", false, "run the sandbox providers (fake OpenAI, AWS and GitHub on loopback)")
+}
+
 // serveFlags parses serve's flags and reports whether --sandbox was given.
 func serveFlags(args []string) (bool, error) {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	sandbox := fs.Bool("sandbox", false, "run the sandbox providers (fake OpenAI, AWS and GitHub on loopback)")
-	if err := fs.Parse(args); err != nil {
-		return false, errUsage{fmt.Errorf("serve: %w", err)}
-	}
-	if fs.NArg() > 0 {
-		return false, errUsage{fmt.Errorf("serve takes no arguments, got %q", fs.Arg(0))}
-	}
-	return *sandbox, nil
+	fs, sandbox := serveFlagSet()
+	err := cli{stdout: io.Discard}.parse(fs, args, 0)
+	return *sandbox, err
 }
 
 func (c cli) loadConfig(mode app.Mode, opts ...app.LoadOption) (app.Config, error) {
@@ -263,23 +343,34 @@ func (c cli) token(ctx context.Context, args []string) error {
 		return errUsage{errors.New("token needs a subcommand: create, list or revoke")}
 	}
 	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("token "+sub, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	email := fs.String("email", "", "the user's email")
-	org := fs.String("org", "", "the organisation's name")
+	if sub == "-h" || sub == "-help" || sub == "--help" || sub == "help" {
+		return c.parse(newFlags("token"), []string{"--help"}, 0)
+	}
+	fs := newFlags("token " + sub)
+	var email, org *string
 	var role, name string
 	var ttl time.Duration
 	switch sub {
 	case "create":
+		email = fs.String("email", "", "the user's email (required)")
+		org = fs.String("org", "", "the organisation's name (required)")
 		fs.StringVar(&role, "role", "member", "admin or member (for a new user)")
 		fs.StringVar(&name, "name", "", "a label for the token")
 		fs.DurationVar(&ttl, "ttl", 0, "lifetime, such as 720h (default: no expiry)")
-	case "list", "revoke":
+	case "list":
+		email = fs.String("email", "", "only this user's tokens")
+		org = fs.String("org", "", "only this organisation's tokens")
+	case "revoke":
+		email, org = new(string), new(string)
 	default:
 		return errUsage{fmt.Errorf("unknown token subcommand %q: use create, list or revoke", sub)}
 	}
-	if err := fs.Parse(args); err != nil {
-		return errUsage{fmt.Errorf("token %s: %w", sub, err)}
+	maxArgs := 0
+	if sub == "revoke" {
+		maxArgs = 1
+	}
+	if err := c.parse(fs, args, maxArgs); err != nil {
+		return err
 	}
 	switch {
 	case sub == "create" && (*email == "" || *org == ""):
@@ -288,8 +379,6 @@ func (c cli) token(ctx context.Context, args []string) error {
 		return errUsage{fmt.Errorf("token create: --role %q must be admin or member", role)}
 	case sub == "revoke" && fs.NArg() != 1:
 		return errUsage{errors.New("token revoke needs exactly one token id")}
-	case sub != "revoke" && fs.NArg() > 0:
-		return errUsage{fmt.Errorf("token %s takes no arguments, got %q", sub, fs.Arg(0))}
 	}
 
 	cfg, err := c.loadConfig(app.ModeToken)
@@ -328,6 +417,9 @@ func (c cli) token(ctx context.Context, args []string) error {
 		return tw.Flush()
 	default:
 		if err := svc.RevokeToken(ctx, fs.Arg(0)); err != nil {
+			if ports.IsKind(err, ports.KindNotFound) {
+				return errUsage{fmt.Errorf("token revoke: no token has the id %q (devpilot token list shows the ids)", fs.Arg(0))}
+			}
 			return asUsage(err)
 		}
 		switch {
@@ -342,11 +434,21 @@ func (c cli) token(ctx context.Context, args []string) error {
 	}
 }
 
-// asUsage turns errors about the caller's input into usage errors (exit 2).
+// asUsage turns errors about the caller's input into usage errors (exit 2)
+// that say the Error's message only, without the store's cause (such as the
+// driver's "sql: no rows in result set").
 func asUsage(err error) error {
 	switch ports.KindOf(err) {
 	case ports.KindInvalid, ports.KindMalformed, ports.KindNotFound, ports.KindConflict:
-		return errUsage{err}
+		pe, _ := ports.AsError(err)
+		msg := pe.Message
+		if msg == "" {
+			msg = string(pe.Kind)
+		}
+		for _, f := range pe.Fields {
+			msg += "; " + f.Field + ": " + f.Reason
+		}
+		return errUsage{errors.New(msg)}
 	}
 	return err
 }
@@ -379,19 +481,47 @@ func selfName() string {
 	return os.Args[0]
 }
 
+// buildVersion is the version `devpilot version` prints: the -ldflags
+// version, else the build's.
 func buildVersion() string {
 	if version != "" {
 		return version
 	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "unknown"
+		return "unknown (no build information)"
+	}
+	return versionOf(info)
+}
+
+// versionOf describes a build: its module version, or, for a development
+// build ("(devel)"), "devel" with the commit, its time and whether the tree
+// had uncommitted changes, from the VCS stamp of `go build`.
+func versionOf(info *debug.BuildInfo) string {
+	vcs := map[string]string{}
+	for _, s := range info.Settings {
+		vcs[s.Key] = s.Value
+	}
+	rev := vcs["vcs.revision"]
+	if len(rev) > 12 {
+		rev = rev[:12]
 	}
 	v := info.Main.Version
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
+	if v != "" && v != "(devel)" {
+		if rev != "" && !strings.Contains(v, rev) {
+			v += " " + rev
 		}
+		return v
 	}
-	return v
+	if rev == "" {
+		return "devel (no VCS information: built outside a git checkout, or with -buildvcs=false)"
+	}
+	details := []string{"commit " + rev}
+	if t := vcs["vcs.time"]; t != "" {
+		details = append(details, t)
+	}
+	if vcs["vcs.modified"] == "true" {
+		details = append(details, "with uncommitted changes")
+	}
+	return "devel (" + strings.Join(details, ", ") + ")"
 }

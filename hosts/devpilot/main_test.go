@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -201,11 +202,103 @@ func TestBadInvocationsExitTwoWithOneLine(t *testing.T) {
 func TestVersionAndUsage(t *testing.T) {
 	t.Parallel()
 	h := harness{t: t}
-	if code, out, _ := h.cli("version"); code != 0 || !strings.HasPrefix(out, "devpilot ") {
-		t.Fatalf("version: %d %q", code, out)
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+		if code, out, errOut := h.cli(args...); code != 0 || !strings.HasPrefix(out, "devpilot ") || errOut != "" {
+			t.Errorf("%q: exit %d %q %q", args, code, out, errOut)
+		}
 	}
 	if code, _, errOut := h.cli(); code != 2 || !strings.Contains(errOut, "usage: devpilot") {
 		t.Fatalf("no command: %d %q", code, errOut)
+	}
+}
+
+func TestHelpOfEveryCommand(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args  []string
+		usage string
+		flags []string
+	}{
+		{[]string{"run", "--help"}, "usage: devpilot run", nil},
+		{[]string{"worker", "-h"}, "usage: devpilot worker", nil},
+		{[]string{"serve", "--help"}, "usage: devpilot serve", []string{"-sandbox"}},
+		{[]string{"serve", "-help"}, "usage: devpilot serve", []string{"-sandbox"}},
+		{[]string{"migrate", "--help"}, "usage: devpilot migrate", nil},
+		{[]string{"version", "--help"}, "usage: devpilot version", nil},
+		{[]string{"token", "--help"}, "usage: devpilot token", nil},
+		{[]string{"token", "create", "--help"}, "usage: devpilot token create", []string{"-email", "-org", "-role", "-name", "-ttl"}},
+		{[]string{"token", "create", "--email", "a@b.c", "-h"}, "usage: devpilot token create", []string{"-email"}},
+		{[]string{"token", "list", "--help"}, "usage: devpilot token list", []string{"-org", "-email"}},
+		{[]string{"token", "revoke", "--help"}, "usage: devpilot token revoke ID", nil},
+		{[]string{"help", "serve"}, "usage: devpilot serve", []string{"-sandbox"}},
+		{[]string{"--help"}, "usage: devpilot <command>", nil},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			// No database: help must not open one.
+			h := harness{t: t, env: map[string]string{"DEVPILOT_DATABASE_URL": "mysql://nowhere"}}
+			code, out, errOut := h.cli(tt.args...)
+			if code != 0 || errOut != "" || !strings.HasPrefix(out, tt.usage) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and %q", code, out, errOut, tt.usage)
+			}
+			for _, f := range tt.flags {
+				if !strings.Contains(out, "  "+f) {
+					t.Errorf("help does not list %s:\n%s", f, out)
+				}
+			}
+		})
+	}
+}
+
+func TestVersionOfDevelopmentBuild(t *testing.T) {
+	t.Parallel()
+	settings := func(kv ...string) []debug.BuildSetting {
+		var out []debug.BuildSetting
+		for i := 0; i < len(kv); i += 2 {
+			out = append(out, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return out
+	}
+	rev := "0123456789abcdef0123456789abcdef01234567"
+	tests := []struct {
+		name     string
+		version  string
+		settings []debug.BuildSetting
+		want     string
+	}{
+		{"devel with VCS", "(devel)", settings("vcs.revision", rev, "vcs.time", "2025-01-02T03:04:05Z", "vcs.modified", "false"),
+			"devel (commit 0123456789ab, 2025-01-02T03:04:05Z)"},
+		{"devel, modified", "(devel)", settings("vcs.revision", rev, "vcs.time", "2025-01-02T03:04:05Z", "vcs.modified", "true"),
+			"devel (commit 0123456789ab, 2025-01-02T03:04:05Z, with uncommitted changes)"},
+		{"devel without VCS", "(devel)", nil, "devel (no VCS information: built outside a git checkout, or with -buildvcs=false)"},
+		{"release", "v1.2.3", settings("vcs.revision", rev), "v1.2.3 0123456789ab"},
+		{"pseudo-version", "v0.0.0-20250102030405-0123456789ab+dirty", settings("vcs.revision", rev), "v0.0.0-20250102030405-0123456789ab+dirty"},
+	}
+	for _, tt := range tests {
+		info := &debug.BuildInfo{Main: debug.Module{Path: "github.com/devpilot/devpilot", Version: tt.version}, Settings: tt.settings}
+		if got := versionOf(info); got != tt.want {
+			t.Errorf("%s: versionOf = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestRevokeUnknownToken(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			h := harness{t: t, env: map[string]string{"DEVPILOT_DATABASE_URL": sqlstoretest.URL(t, d)}}
+			if code, _, errOut := h.cli("migrate"); code != 0 {
+				t.Fatalf("migrate: exit %d %s", code, errOut)
+			}
+			for _, id := range []string{"0193a0b0-0000-7000-8000-000000000000", "nonsense"} {
+				code, out, errOut := h.cli("token", "revoke", id)
+				if code != 2 || out != "" || !strings.Contains(errOut, "no token has the id") ||
+					strings.Contains(errOut, "sql") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+					t.Errorf("revoke %s: exit %d, stdout %q, stderr %q; want 2 and one clear line", id, code, out, errOut)
+				}
+			}
+		})
 	}
 }
 
