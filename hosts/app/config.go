@@ -155,8 +155,11 @@ const (
 )
 
 // ProviderVariables returns the settings of real providers: any of them
-// set turns the sandbox off in run mode. The AWS ones are those that give
-// the SDK credentials or send it elsewhere than AWS.
+// set turns the sandbox off in run mode, unless its value is the public
+// default (OPENAI_BASE_URL=https://api.openai.com/v1,
+// GITHUB_URL=https://github.com, GITHUB_API_URL=https://api.github.com).
+// The AWS ones are those that give the SDK credentials or send it elsewhere
+// than AWS.
 func ProviderVariables() []string {
 	return []string{
 		EnvOpenAIKey, EnvOpenAIBaseURL,
@@ -165,6 +168,31 @@ func ProviderVariables() []string {
 		"AWS_ENDPOINT_URL_LAMBDA", "AWS_ENDPOINT_URL_COST_EXPLORER", "AWS_ENDPOINT_URL_AMPLIFY",
 		EnvGitHubClientID, EnvGitHubSecret, EnvGitHubWebhook, EnvGitHubURL, EnvGitHubAPIURL,
 	}
+}
+
+// publicDefaults are the values of provider variables that name the public
+// service the adapters use anyway: such a value is no provider setting (it
+// keeps the sandbox on, and Load reads it as unset). GitHub Actions sets
+// GITHUB_API_URL=https://api.github.com on every runner, for one.
+var publicDefaults = map[string]string{
+	EnvOpenAIBaseURL: "https://api.openai.com/v1",
+	EnvGitHubURL:     "https://github.com",
+	EnvGitHubAPIURL:  "https://api.github.com",
+}
+
+// isPublicDefault reports whether v is name's public default, ignoring a
+// trailing slash and the case of the scheme and host.
+func isPublicDefault(name, v string) bool {
+	def, ok := publicDefaults[name]
+	if !ok {
+		return false
+	}
+	u, err := url.Parse(strings.TrimSpace(v))
+	if err != nil || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return false
+	}
+	got := strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + strings.TrimRight(u.Path, "/")
+	return got == def
 }
 
 // LoadOption changes what Load reads besides the environment.
@@ -299,7 +327,7 @@ func (r *reader) sandbox(mode Mode, flag bool) (bool, string) {
 	}
 	var set []string
 	for _, name := range ProviderVariables() {
-		if strings.TrimSpace(r.getenv(name)) != "" {
+		if v := strings.TrimSpace(r.getenv(name)); v != "" && !isPublicDefault(name, v) {
 			set = append(set, name)
 		}
 	}
@@ -392,9 +420,11 @@ func (r *reader) number(name string, def, lo, hi int64) int64 {
 	return n
 }
 
+// url reads an http(s) URL without its trailing slash; "" when unset or
+// equal to the variable's public default (see publicDefaults).
 func (r *reader) url(name string) string {
 	v := r.str(name, "")
-	if v == "" {
+	if v == "" || isPublicDefault(name, v) {
 		return ""
 	}
 	u, err := url.Parse(v)

@@ -112,3 +112,37 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		t.Fatalf("config = %+v", cfg)
 	}
 }
+
+func TestPublicDefaultsAreNoProviderSettings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		env     map[string]string
+		sandbox bool
+	}{
+		{"GitHub Actions' GITHUB_API_URL", map[string]string{app.EnvGitHubAPIURL: "https://api.github.com"}, true},
+		{"GITHUB_API_URL with a slash", map[string]string{app.EnvGitHubAPIURL: "https://API.github.com/"}, true},
+		{"GITHUB_URL", map[string]string{app.EnvGitHubURL: "https://github.com/"}, true},
+		{"OpenAI's base URL", map[string]string{app.EnvOpenAIBaseURL: "https://api.openai.com/v1/"}, true},
+		{"all three", map[string]string{app.EnvGitHubAPIURL: "https://api.github.com", app.EnvGitHubURL: "https://github.com",
+			app.EnvOpenAIBaseURL: "https://api.openai.com/v1"}, true},
+		{"GitHub Enterprise", map[string]string{app.EnvGitHubAPIURL: "https://ghe.example.com/api/v3"}, false},
+		{"a local model server", map[string]string{app.EnvOpenAIBaseURL: "http://127.0.0.1:11434/v1"}, false},
+		{"plain http is not the default", map[string]string{app.EnvGitHubAPIURL: "http://api.github.com"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := app.Load(app.ModeRun, env(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Sandbox != tt.sandbox {
+				t.Errorf("Sandbox = %v (%s), want %v", cfg.Sandbox, cfg.SandboxReason, tt.sandbox)
+			}
+			if tt.sandbox && (cfg.GitHub.APIURL != "" || cfg.GitHub.WebURL != "" || cfg.LLM.BaseURL != "") {
+				t.Errorf("a public default is read as a setting: %+v %+v", cfg.GitHub, cfg.LLM)
+			}
+		})
+	}
+}
