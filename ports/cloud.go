@@ -201,6 +201,16 @@ type App struct {
 	UpdatedAt     time.Time
 }
 
+// The stage Amplify gives an app's production branch.
+const BranchStageProduction = "PRODUCTION"
+
+// AppBranch is a branch of a hosted app. Stage is the provider's (such as
+// "PRODUCTION" or "DEVELOPMENT").
+type AppBranch struct {
+	Name  string
+	Stage string
+}
+
 // BuildStep is one step of a build, with its log text (bounded in size).
 type BuildStep struct {
 	Name   string
@@ -250,6 +260,8 @@ type CloudProvider interface {
 	FunctionLogs(ctx context.Context, c CloudCredentials, name string, q LogQuery) ([]LogEvent, error)
 	// ListApps returns the hosted apps.
 	ListApps(ctx context.Context, c CloudCredentials) ([]App, error)
+	// ListBranches returns an app's branches; not_found for a missing app.
+	ListBranches(ctx context.Context, c CloudCredentials, appID string) ([]AppBranch, error)
 	// DeployApp starts a release build of an app's branch.
 	DeployApp(ctx context.Context, c CloudCredentials, appID, branch string) (Build, error)
 	// BuildLogs returns a build with each step's log text.
@@ -270,9 +282,35 @@ type CloudAccountStore interface {
 	// RecordCloudTest records a connection test's status and error message
 	// ("" when it passed); not_found as GetCloudAccount.
 	RecordCloudTest(ctx context.Context, orgID, id string, status CloudAccountStatus, lastError string, at time.Time) error
-	// DeleteCloudAccount deletes the org's account, its cached costs and
-	// keeps its audit entries; not_found as GetCloudAccount.
+	// DeleteCloudAccount deletes the org's account, its cached costs and the
+	// builds recorded for it, and keeps its audit entries; not_found as
+	// GetCloudAccount.
 	DeleteCloudAccount(ctx context.Context, orgID, id string) error
+	// OrgExternalID returns the external id the org's assumed roles are
+	// given, storing candidate as it (created at) when the org has none yet;
+	// concurrent calls all return the one stored. Errors: conflict when
+	// candidate is another org's external id; not_found when the org does
+	// not exist.
+	OrgExternalID(ctx context.Context, orgID, candidate string, at time.Time) (string, error)
+	// RecordCloudBuild remembers a build devpilot started. Errors: conflict
+	// when the id exists; not_found when the account does not.
+	RecordCloudBuild(ctx context.Context, b CloudBuild) error
+	// GetCloudBuild returns a build the org started; not_found when absent,
+	// another org's, or its account was deleted.
+	GetCloudBuild(ctx context.Context, orgID, id string) (CloudBuild, error)
+}
+
+// CloudBuild is a build of a hosted app that devpilot started, remembered so
+// that devpilot's id of it alone finds it again: the provider needs the
+// account, the app, the branch and its own job id.
+type CloudBuild struct {
+	ID        string
+	OrgID     string
+	AccountID string
+	AppID     string
+	Branch    string
+	JobID     string
+	CreatedAt time.Time
 }
 
 // CostCacheStore keeps cost reports for a while.

@@ -70,6 +70,31 @@ func (p *Provider) ListApps(ctx context.Context, c ports.CloudCredentials) ([]po
 	return apps, nil
 }
 
+// ListBranches returns an Amplify app's branches with their stages.
+// Errors: not_found for a missing app, else as CloudProvider.
+func (p *Provider) ListBranches(ctx context.Context, c ports.CloudCredentials, appID string) ([]ports.AppBranch, error) {
+	if appID == "" {
+		return nil, ports.Invalid("aws: an app id is required")
+	}
+	ctx, cancel, s, err := p.start(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	out := []ports.AppBranch{}
+	pages := amplify.NewListBranchesPaginator(amplify.NewFromConfig(s.cfg), &amplify.ListBranchesInput{AppId: sdkaws.String(appID), MaxResults: amplifyListPage})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, p.fail(ctx, s, err, resources{"": "app " + appID})
+		}
+		for _, b := range page.Branches {
+			out = append(out, ports.AppBranch{Name: sdkaws.ToString(b.BranchName), Stage: string(b.Stage)})
+		}
+	}
+	return out, nil
+}
+
 // DeployApp starts a release job of an Amplify app's branch. Errors:
 // not_found for a missing app or branch, else as CloudProvider.
 func (p *Provider) DeployApp(ctx context.Context, c ports.CloudCredentials, appID, branch string) (ports.Build, error) {

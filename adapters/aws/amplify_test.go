@@ -57,6 +57,38 @@ func TestListApps(t *testing.T) {
 	}
 }
 
+func TestListBranches(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.fake.Account(userAccount).App(fakeaws.App{ID: "d1", Name: "site",
+		Branches: []fakeaws.Branch{{Name: "main"}, {Name: "dev", Stage: "DEVELOPMENT"}, {Name: "feature/x", Stage: "EXPERIMENTAL"}}})
+	e.fake.MaxPageSize(2)
+	tests := []struct {
+		name, app string
+		want      []ports.AppBranch
+		kind      ports.Kind
+	}{
+		{name: "every page, with stages", app: "d1", want: []ports.AppBranch{
+			{Name: "dev", Stage: "DEVELOPMENT"}, {Name: "feature/x", Stage: "EXPERIMENTAL"}, {Name: "main", Stage: ports.BranchStageProduction}}},
+		{name: "a missing app", app: "nope", kind: ports.KindNotFound},
+		{name: "no app id", app: "", kind: ports.KindInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := e.p.ListBranches(context.Background(), keyCreds(), tt.app)
+			if tt.kind != "" {
+				if !ports.IsKind(err, tt.kind) {
+					t.Fatalf("ListBranches(%q) = %v, %v; want %s", tt.app, got, err, tt.kind)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ListBranches = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
 func TestDeployApp(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -257,3 +257,64 @@ func (s *Cloud) ListAudit(ctx context.Context, orgID, accountID string, page por
 	}
 	return entries, next, nil
 }
+
+// OrgExternalID implements ports.CloudAccountStore: the first call for an
+// org stores candidate; every later one (and every concurrent one) returns
+// what was stored. It is a conflict when candidate is another org's external
+// id, not_found when the org does not exist, and invalid for an empty
+// candidate.
+func (s *Cloud) OrgExternalID(ctx context.Context, orgID, candidate string, at time.Time) (string, error) {
+	const query = "SELECT external_id FROM cloud_external_ids WHERE org_id = ?"
+	var id string
+	err := s.db.read(ctx).get(ctx, &id, query, orgID)
+	if err == nil {
+		return id, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return "", storeErr(err, "external id", "")
+	}
+	if candidate == "" {
+		return "", ports.Invalid("an external id is required", ports.FieldError{Field: "external_id", Reason: "required"})
+	}
+	w := s.db.write(ctx)
+	if _, err := w.exec(ctx, `INSERT INTO cloud_external_ids (org_id, external_id, created_at) VALUES (?, ?, ?)
+		ON CONFLICT (org_id) DO NOTHING`, orgID, candidate, timestamp(at)); err != nil {
+		return "", storeErr(err, "external id", "org "+orgID)
+	}
+	if err := w.get(ctx, &id, query, orgID); err != nil {
+		return "", storeErr(err, "external id of org "+orgID, "")
+	}
+	return id, nil
+}
+
+type cloudBuildRow struct {
+	ID        string    `db:"id"`
+	OrgID     string    `db:"org_id"`
+	AccountID string    `db:"account_id"`
+	AppID     string    `db:"app_id"`
+	Branch    string    `db:"branch"`
+	JobID     string    `db:"job_id"`
+	CreatedAt timestamp `db:"created_at"`
+}
+
+const cloudBuildColumns = "id, org_id, account_id, app_id, branch, job_id, created_at"
+
+// RecordCloudBuild implements ports.CloudAccountStore. It is a conflict when
+// the id exists and not_found when the account or the org does not.
+func (s *Cloud) RecordCloudBuild(ctx context.Context, b ports.CloudBuild) error {
+	_, err := s.db.write(ctx).exec(ctx, "INSERT INTO cloud_builds ("+cloudBuildColumns+") VALUES (?, ?, ?, ?, ?, ?, ?)",
+		b.ID, b.OrgID, b.AccountID, b.AppID, b.Branch, b.JobID, timestamp(b.CreatedAt))
+	return storeErr(err, "cloud build "+b.ID, "cloud account "+b.AccountID)
+}
+
+// GetCloudBuild implements ports.CloudAccountStore; CreatedAt reads back in
+// UTC.
+func (s *Cloud) GetCloudBuild(ctx context.Context, orgID, id string) (ports.CloudBuild, error) {
+	var r cloudBuildRow
+	err := s.db.read(ctx).get(ctx, &r, "SELECT "+cloudBuildColumns+" FROM cloud_builds WHERE id = ? AND org_id = ?", id, orgID)
+	if err != nil {
+		return ports.CloudBuild{}, storeErr(err, "cloud build "+id, "")
+	}
+	return ports.CloudBuild{ID: r.ID, OrgID: r.OrgID, AccountID: r.AccountID, AppID: r.AppID, Branch: r.Branch,
+		JobID: r.JobID, CreatedAt: time.Time(r.CreatedAt)}, nil
+}

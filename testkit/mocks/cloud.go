@@ -355,6 +355,45 @@ func (c_2 *MockCloudProviderListAppsCall) DoAndReturn(f func(context.Context, po
 	return c_2
 }
 
+// ListBranches mocks base method.
+func (m *MockCloudProvider) ListBranches(ctx context.Context, c ports.CloudCredentials, appID string) ([]ports.AppBranch, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "ListBranches", ctx, c, appID)
+	ret0, _ := ret[0].([]ports.AppBranch)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// ListBranches indicates an expected call of ListBranches.
+func (mr *MockCloudProviderMockRecorder) ListBranches(ctx, c, appID any) *MockCloudProviderListBranchesCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListBranches", reflect.TypeOf((*MockCloudProvider)(nil).ListBranches), ctx, c, appID)
+	return &MockCloudProviderListBranchesCall{Call: call}
+}
+
+// MockCloudProviderListBranchesCall wrap *gomock.Call
+type MockCloudProviderListBranchesCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c_2 *MockCloudProviderListBranchesCall) Return(arg0 []ports.AppBranch, arg1 error) *MockCloudProviderListBranchesCall {
+	c_2.Call = c_2.Call.Return(arg0, arg1)
+	return c_2
+}
+
+// Do rewrite *gomock.Call.Do
+func (c_2 *MockCloudProviderListBranchesCall) Do(f func(context.Context, ports.CloudCredentials, string) ([]ports.AppBranch, error)) *MockCloudProviderListBranchesCall {
+	c_2.Call = c_2.Call.Do(f)
+	return c_2
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c_2 *MockCloudProviderListBranchesCall) DoAndReturn(f func(context.Context, ports.CloudCredentials, string) ([]ports.AppBranch, error)) *MockCloudProviderListBranchesCall {
+	c_2.Call = c_2.Call.DoAndReturn(f)
+	return c_2
+}
+
 // ListClusters mocks base method.
 func (m *MockCloudProvider) ListClusters(ctx context.Context, c ports.CloudCredentials) ([]ports.Cluster, error) {
 	m.ctrl.T.Helper()
@@ -727,6 +766,45 @@ func (c *MockCloudAccountStoreGetCloudAccountCall) DoAndReturn(f func(context.Co
 	return c
 }
 
+// GetCloudBuild mocks base method.
+func (m *MockCloudAccountStore) GetCloudBuild(ctx context.Context, orgID, id string) (ports.CloudBuild, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "GetCloudBuild", ctx, orgID, id)
+	ret0, _ := ret[0].(ports.CloudBuild)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// GetCloudBuild indicates an expected call of GetCloudBuild.
+func (mr *MockCloudAccountStoreMockRecorder) GetCloudBuild(ctx, orgID, id any) *MockCloudAccountStoreGetCloudBuildCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "GetCloudBuild", reflect.TypeOf((*MockCloudAccountStore)(nil).GetCloudBuild), ctx, orgID, id)
+	return &MockCloudAccountStoreGetCloudBuildCall{Call: call}
+}
+
+// MockCloudAccountStoreGetCloudBuildCall wrap *gomock.Call
+type MockCloudAccountStoreGetCloudBuildCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockCloudAccountStoreGetCloudBuildCall) Return(arg0 ports.CloudBuild, arg1 error) *MockCloudAccountStoreGetCloudBuildCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockCloudAccountStoreGetCloudBuildCall) Do(f func(context.Context, string, string) (ports.CloudBuild, error)) *MockCloudAccountStoreGetCloudBuildCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockCloudAccountStoreGetCloudBuildCall) DoAndReturn(f func(context.Context, string, string) (ports.CloudBuild, error)) *MockCloudAccountStoreGetCloudBuildCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // ListCloudAccounts mocks base method.
 func (m *MockCloudAccountStore) ListCloudAccounts(ctx context.Context, orgID string, page ports.Page) ([]ports.CloudAccount, string, error) {
 	m.ctrl.T.Helper()
@@ -763,6 +841,83 @@ func (c *MockCloudAccountStoreListCloudAccountsCall) Do(f func(context.Context, 
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
 func (c *MockCloudAccountStoreListCloudAccountsCall) DoAndReturn(f func(context.Context, string, ports.Page) ([]ports.CloudAccount, string, error)) *MockCloudAccountStoreListCloudAccountsCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// OrgExternalID mocks base method.
+func (m *MockCloudAccountStore) OrgExternalID(ctx context.Context, orgID, candidate string, at time.Time) (string, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "OrgExternalID", ctx, orgID, candidate, at)
+	ret0, _ := ret[0].(string)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// OrgExternalID indicates an expected call of OrgExternalID.
+func (mr *MockCloudAccountStoreMockRecorder) OrgExternalID(ctx, orgID, candidate, at any) *MockCloudAccountStoreOrgExternalIDCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "OrgExternalID", reflect.TypeOf((*MockCloudAccountStore)(nil).OrgExternalID), ctx, orgID, candidate, at)
+	return &MockCloudAccountStoreOrgExternalIDCall{Call: call}
+}
+
+// MockCloudAccountStoreOrgExternalIDCall wrap *gomock.Call
+type MockCloudAccountStoreOrgExternalIDCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockCloudAccountStoreOrgExternalIDCall) Return(arg0 string, arg1 error) *MockCloudAccountStoreOrgExternalIDCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockCloudAccountStoreOrgExternalIDCall) Do(f func(context.Context, string, string, time.Time) (string, error)) *MockCloudAccountStoreOrgExternalIDCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockCloudAccountStoreOrgExternalIDCall) DoAndReturn(f func(context.Context, string, string, time.Time) (string, error)) *MockCloudAccountStoreOrgExternalIDCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// RecordCloudBuild mocks base method.
+func (m *MockCloudAccountStore) RecordCloudBuild(ctx context.Context, b ports.CloudBuild) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "RecordCloudBuild", ctx, b)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// RecordCloudBuild indicates an expected call of RecordCloudBuild.
+func (mr *MockCloudAccountStoreMockRecorder) RecordCloudBuild(ctx, b any) *MockCloudAccountStoreRecordCloudBuildCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "RecordCloudBuild", reflect.TypeOf((*MockCloudAccountStore)(nil).RecordCloudBuild), ctx, b)
+	return &MockCloudAccountStoreRecordCloudBuildCall{Call: call}
+}
+
+// MockCloudAccountStoreRecordCloudBuildCall wrap *gomock.Call
+type MockCloudAccountStoreRecordCloudBuildCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockCloudAccountStoreRecordCloudBuildCall) Return(arg0 error) *MockCloudAccountStoreRecordCloudBuildCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockCloudAccountStoreRecordCloudBuildCall) Do(f func(context.Context, ports.CloudBuild) error) *MockCloudAccountStoreRecordCloudBuildCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockCloudAccountStoreRecordCloudBuildCall) DoAndReturn(f func(context.Context, ports.CloudBuild) error) *MockCloudAccountStoreRecordCloudBuildCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

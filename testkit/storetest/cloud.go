@@ -38,7 +38,9 @@ type CloudStores struct {
 // PutCachedCost replaces the expiry too (an earlier one included); audit
 // entries of the same time are listed by id, highest first; RecordAudit is a
 // conflict for a taken id and not_found in a missing org; an unknown auth
-// mode, account status or audit outcome is invalid.
+// mode, account status or audit outcome is invalid. OrgExternalID is
+// invalid for an empty candidate when the org has none; a build reads back
+// with its time in UTC, and goes with its account.
 func TestCloud(t *testing.T, newStores func(t *testing.T) CloudStores) {
 	runSuite(t, newStores, []suiteCase[CloudStores]{
 		{"AccountRoundTrip", testCloudAccountRoundTrip},
@@ -62,6 +64,9 @@ func TestCloud(t *testing.T, newStores func(t *testing.T) CloudStores) {
 		{"RacePutCachedCost", testRacePutCachedCost},
 		{"RaceRecordAudit", testRaceRecordAudit},
 		{"CloudTxJoins", testCloudTxJoins},
+		{"OrgExternalID", testOrgExternalID},
+		{"RaceOrgExternalID", testRaceOrgExternalID},
+		{"CloudBuildRoundTrip", testCloudBuildRoundTrip},
 	})
 }
 
@@ -945,6 +950,8 @@ func testCloudTxJoins(t *testing.T, s CloudStores) {
 	a, gone := newCloudAccount(org.ID), newAccessKeyAccount(org.ID)
 	entry := newAuditEntry(org.ID, a.ID, base)
 	report := newCostReport(1)
+	build := newCloudBuild(org.ID, a.ID)
+	extID := "devpilot-" + newID()
 	err := s.Tx.WithinTx(ctx, func(ctx context.Context) error {
 		var failedErr error
 		step := func(what string, err error) bool {
@@ -960,7 +967,8 @@ func testCloudTxJoins(t *testing.T, s CloudStores) {
 			step("PutCachedCost", s.Costs.PutCachedCost(ctx, a.ID, "k", report, base.Add(time.Hour))) &&
 			step("PutCachedCost", s.Costs.PutCachedCost(ctx, gone.ID, "k", report, base.Add(time.Hour))) &&
 			step("DeleteCloudAccount", s.Accounts.DeleteCloudAccount(ctx, org.ID, gone.ID)) &&
-			step("RecordAudit", s.Audit.RecordAudit(ctx, entry))
+			step("RecordAudit", s.Audit.RecordAudit(ctx, entry)) &&
+			step("RecordCloudBuild", s.Accounts.RecordCloudBuild(ctx, build))
 		if failedErr != nil {
 			return failedErr
 		}
@@ -984,6 +992,14 @@ func testCloudTxJoins(t *testing.T, s CloudStores) {
 		if step("ListAudit", err) && len(entries) != 1 {
 			t.Errorf("ListAudit inside the transaction = %d entries, want 1", len(entries))
 		}
+		gotBuild, err := s.Accounts.GetCloudBuild(ctx, org.ID, build.ID)
+		if step("GetCloudBuild", err) && gotBuild.JobID != build.JobID {
+			t.Errorf("GetCloudBuild inside the transaction = %+v, want %+v", gotBuild, build)
+		}
+		id, err := s.Accounts.OrgExternalID(ctx, org.ID, extID, base)
+		if step("OrgExternalID", err) && id != extID {
+			t.Errorf("OrgExternalID inside the transaction = %q, want %q", id, extID)
+		}
 		if failedErr != nil {
 			return failedErr
 		}
@@ -997,4 +1013,98 @@ func testCloudTxJoins(t *testing.T, s CloudStores) {
 	checkCloudAccounts(t, "ListCloudAccounts after rollback", mustListCloudAccounts(t, s, org.ID), nil)
 	checkCached(t, "GetCachedCost after rollback", s, a.ID, "k", base, nil)
 	checkAudit(t, "ListAudit after rollback", mustListAudit(t, s, org.ID, ""), nil)
+	_, err = s.Accounts.GetCloudBuild(t.Context(), org.ID, build.ID)
+	checkNotFound(t, "GetCloudBuild after rollback", err, "cloud build", build.ID)
+	if id, err := s.Accounts.OrgExternalID(t.Context(), org.ID, "devpilot-after", base); err != nil || id != "devpilot-after" {
+		t.Errorf("OrgExternalID after rollback = %q, %v; want the new candidate", id, err)
+	}
+}
+
+// testOrgExternalID: the first candidate an org is given stays its external
+// id; no other org can take it.
+func testOrgExternalID(t *testing.T, s CloudStores) {
+	ctx := t.Context()
+	org, other := mustCreateOrg(t, s.Identity, newOrg()), mustCreateOrg(t, s.Identity, newOrg())
+	_, err := s.Accounts.OrgExternalID(ctx, org.ID, "", base)
+	checkInvalidField(t, "OrgExternalID without a candidate", err, "external_id")
+	first := "devpilot-" + newID()
+	for i, candidate := range []string{first, "devpilot-" + newID(), ""} {
+		got, err := s.Accounts.OrgExternalID(ctx, org.ID, candidate, base.Add(time.Duration(i)*time.Second))
+		if err != nil || got != first {
+			t.Errorf("OrgExternalID call %d = %q, %v; want %q", i, got, err, first)
+		}
+	}
+	_, err = s.Accounts.OrgExternalID(ctx, other.ID, first, base)
+	checkErr(t, "OrgExternalID of another org with the first org's id", err, ports.ErrConflict)
+	second := "devpilot-" + newID()
+	if got, err := s.Accounts.OrgExternalID(ctx, other.ID, second, base); err != nil || got != second {
+		t.Errorf("OrgExternalID of the other org = %q, %v; want %q", got, err, second)
+	}
+	_, err = s.Accounts.OrgExternalID(ctx, newID(), "devpilot-"+newID(), base)
+	checkErr(t, "OrgExternalID of a missing org", err, ports.ErrNotFound)
+}
+
+// testRaceOrgExternalID asks for an org's external id from many callers at
+// once, each with its own candidate: all get the same one, a candidate.
+func testRaceOrgExternalID(t *testing.T, s CloudStores) {
+	org := mustCreateOrg(t, s.Identity, newOrg())
+	candidates := make([]string, 20)
+	for i := range candidates {
+		candidates[i] = "devpilot-" + newID()
+	}
+	got := make([]string, len(candidates))
+	errs := race(len(candidates), func(i int) error {
+		var err error
+		got[i], err = s.Accounts.OrgExternalID(t.Context(), org.ID, candidates[i], base)
+		return err
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("OrgExternalID %d: %v", i, err)
+		}
+	}
+	if !slices.Contains(candidates, got[0]) {
+		t.Fatalf("OrgExternalID after the race = %q, none of the candidates", got[0])
+	}
+	for i := range got {
+		if got[i] != got[0] {
+			t.Errorf("OrgExternalID %d = %q, another caller got %q", i, got[i], got[0])
+		}
+	}
+}
+
+func newCloudBuild(orgID, accountID string) ports.CloudBuild {
+	return ports.CloudBuild{ID: newID(), OrgID: orgID, AccountID: accountID, AppID: "d2k4m6n8p0q2r4",
+		Branch: "feature/ünïcode", JobID: "42", CreatedAt: base.Add(1234 * time.Millisecond)}
+}
+
+func testCloudBuildRoundTrip(t *testing.T, s CloudStores) {
+	ctx := t.Context()
+	org, a := newCloud(t, s)
+	other, _ := newCloud(t, s)
+	b := newCloudBuild(org.ID, a.ID)
+	if err := s.Accounts.RecordCloudBuild(ctx, b); err != nil {
+		t.Fatalf("RecordCloudBuild: %v", err)
+	}
+	got, err := s.Accounts.GetCloudBuild(ctx, org.ID, b.ID)
+	if err != nil {
+		t.Fatalf("GetCloudBuild: %v", err)
+	}
+	checkUTC(t, "GetCloudBuild", &got.CreatedAt)
+	want := b
+	got.CreatedAt, want.CreatedAt = ms(got.CreatedAt), ms(b.CreatedAt)
+	checkEqual(t, "GetCloudBuild", got, want)
+	checkErr(t, "RecordCloudBuild of a taken id", s.Accounts.RecordCloudBuild(ctx, b), ports.ErrConflict)
+	missingAccount := newCloudBuild(org.ID, newID())
+	checkErr(t, "RecordCloudBuild of a missing account", s.Accounts.RecordCloudBuild(ctx, missingAccount), ports.ErrNotFound)
+	_, err = s.Accounts.GetCloudBuild(ctx, other.ID, b.ID)
+	checkNotFound(t, "GetCloudBuild of another org", err, "cloud build", b.ID)
+	missing := newID()
+	_, err = s.Accounts.GetCloudBuild(ctx, org.ID, missing)
+	checkNotFound(t, "GetCloudBuild of a missing build", err, "cloud build", missing)
+	if err := s.Accounts.DeleteCloudAccount(ctx, org.ID, a.ID); err != nil {
+		t.Fatalf("DeleteCloudAccount: %v", err)
+	}
+	_, err = s.Accounts.GetCloudBuild(ctx, org.ID, b.ID)
+	checkNotFound(t, "GetCloudBuild after its account was deleted", err, "cloud build", b.ID)
 }
