@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"regexp"
 	"strings"
@@ -11,8 +12,9 @@ import (
 )
 
 // AuthInput is how devpilot is to authenticate to a new account: a role to
-// assume (RoleARN and ExternalID) or an access key (AccessKeyID and
-// SecretAccessKey, which is sealed before it is stored).
+// assume (RoleARN; the external id is the organisation's, which devpilot
+// chose: ExternalID may be left out or must equal it) or an access key
+// (AccessKeyID and SecretAccessKey, which is sealed before it is stored).
 type AuthInput struct {
 	Mode            ports.CloudAuthMode
 	RoleARN         string
@@ -88,8 +90,8 @@ func (in NewAccount) check() (NewAccount, error) {
 		}
 		if n := len(a.ExternalID); n == 1 || n > 1224 {
 			bad("auth.external_id", "must be 2 to 1224 characters")
-		} else {
-			match("auth.external_id", a.ExternalID, externalIDPattern, "must be letters, digits or the characters +=,.@:/-_")
+		} else if n > 0 && !externalIDPattern.MatchString(a.ExternalID) {
+			bad("auth.external_id", "must be letters, digits or the characters +=,.@:/-_")
 		}
 		banned("auth.access_key_id", a.AccessKeyID)
 		banned("auth.secret_access_key", a.SecretAccessKey)
@@ -118,10 +120,13 @@ func public(a ports.CloudAccount) ports.CloudAccount {
 
 // CreateAccount adds an account to the caller's organisation, untested, and
 // returns it without its secret. An access key's secret is sealed with the
-// Cipher, bound to the new account's id. Errors: forbidden unless the caller
-// is an admin; invalid (fields provider, name: 1..100 characters, region,
-// auth.mode, auth.role_arn, auth.external_id, auth.access_key_id,
-// auth.secret_access_key, each required by its mode and refused by the other);
+// Cipher, bound to the new account's id. A role is assumed with the
+// organisation's external id (ExternalID): devpilot generates it, so that no
+// organisation can name another's (AWS's guard against the confused deputy).
+// Errors: forbidden unless the caller is an admin; invalid (fields provider,
+// name: 1..100 characters, region, auth.mode, auth.role_arn,
+// auth.access_key_id, auth.secret_access_key, each required by its mode and
+// refused by the other; auth.external_id when it is not the organisation's);
 // conflict when the organisation has an account of that name.
 func (s *Service) CreateAccount(ctx context.Context, in NewAccount) (ports.CloudAccount, error) {
 	p, err := admin(ctx)
@@ -130,6 +135,17 @@ func (s *Service) CreateAccount(ctx context.Context, in NewAccount) (ports.Cloud
 	}
 	if in, err = in.check(); err != nil {
 		return ports.CloudAccount{}, err
+	}
+	if in.Auth.Mode == ports.AuthAssumeRole {
+		ext, err := s.orgExternalID(ctx, p)
+		if err != nil {
+			return ports.CloudAccount{}, err
+		}
+		if in.Auth.ExternalID != "" && in.Auth.ExternalID != ext {
+			return ports.CloudAccount{}, fieldsError(ports.KindInvalid, []ports.FieldError{{Field: "auth.external_id",
+				Reason: "must be left out or be " + ext + ", the external id devpilot gives this organisation's roles (GET /cloud/external-id)"}})
+		}
+		in.Auth.ExternalID = ext
 	}
 	now := s.d.Clock.Now()
 	a := ports.CloudAccount{
@@ -272,4 +288,36 @@ func (s *Service) TestAccount(ctx context.Context, id string) (TestResult, error
 		return TestResult{}, err
 	}
 	return res, nil
+}
+
+// externalIDPrefix starts every external id devpilot generates.
+const externalIDPrefix = "devpilot-"
+
+// ExternalID returns the external id of the caller's organisation: the one
+// to put in the trust policy of a role devpilot is to assume (the condition
+// sts:ExternalId), and the one every assume_role account of the organisation
+// uses. devpilot generates it the first time it is asked for: 128 random
+// bits, stable from then on, never another organisation's. Errors: those of
+// the store.
+func (s *Service) ExternalID(ctx context.Context) (string, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return "", err
+	}
+	return s.orgExternalID(ctx, p)
+}
+
+// orgExternalID returns the organisation's external id, generating it when
+// it has none. Should the random candidate be taken (it never is), another
+// is tried.
+func (s *Service) orgExternalID(ctx context.Context, p ports.Principal) (string, error) {
+	var err error
+	for range 3 {
+		var id string
+		id, err = s.d.Accounts.OrgExternalID(ctx, p.OrgID, externalIDPrefix+rand.Text(), s.d.Clock.Now())
+		if !ports.IsKind(err, ports.KindConflict) {
+			return id, err
+		}
+	}
+	return "", err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ func TestCreateAccountValidation(t *testing.T) {
 		{"no role", func(a *cloud.NewAccount) { a.Auth.RoleARN = "" }, []string{"auth.role_arn"}},
 		{"user arn", func(a *cloud.NewAccount) { a.Auth.RoleARN = "arn:aws:iam::123456789012:user/bob" }, []string{"auth.role_arn"}},
 		{"short account", func(a *cloud.NewAccount) { a.Auth.RoleARN = "arn:aws:iam::12345:role/x" }, []string{"auth.role_arn"}},
-		{"no external id", func(a *cloud.NewAccount) { a.Auth.ExternalID = "" }, []string{"auth.external_id"}},
+		{"another external id", func(a *cloud.NewAccount) { a.Auth.ExternalID = "chosen-by-the-tenant" }, []string{"auth.external_id"}},
 		{"external id with spaces", func(a *cloud.NewAccount) { a.Auth.ExternalID = "a b c" }, []string{"auth.external_id"}},
 		{"role with a secret", func(a *cloud.NewAccount) { a.Auth.SecretAccessKey = secret }, []string{"auth.secret_access_key"}},
 		{"everything wrong", func(a *cloud.NewAccount) { *a = cloud.NewAccount{Provider: "azure"} },
@@ -80,6 +81,55 @@ func TestCreateAccountValidation(t *testing.T) {
 	a, err := e.svc.CreateAccount(as(admin), in)
 	if err != nil || a.Name != "Gov" || a.Provider != "aws" {
 		t.Errorf("CreateAccount = %+v, %v", a, err)
+	}
+}
+
+// TestExternalIDIsDevpilots: the external id of an assumed role is the one
+// devpilot generated for the organisation, never one a tenant chose, so that
+// no organisation can use another's role.
+func TestExternalIDIsDevpilots(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, cloud.Config{})
+	otherAdmin := ports.Principal{UserID: "user-oscar", OrgID: "org-3", Role: ports.RoleAdmin}
+	ext, err := e.svc.ExternalID(as(otherAdmin))
+	if err != nil || !strings.HasPrefix(ext, "devpilot-") || len(ext) < len("devpilot-")+26 {
+		t.Fatalf("ExternalID = %q, %v; want a generated one", ext, err)
+	}
+	if again, err := e.svc.ExternalID(as(otherAdmin)); err != nil || again != ext {
+		t.Errorf("ExternalID again = %q, %v; want %q", again, err, ext)
+	}
+	if mine, err := e.svc.ExternalID(as(alice)); err != nil || mine != externalID || mine == ext {
+		t.Errorf("ExternalID of org-1 = %q, %v; want its own %q", mine, err, externalID)
+	}
+	e.m.mu.Lock()
+	first, second := e.m.candidates[0], e.m.candidates[1]
+	e.m.mu.Unlock()
+	if first == second {
+		t.Errorf("the candidates are not random: %q twice", first)
+	}
+
+	tests := []struct {
+		name, given string
+		kind        ports.Kind
+	}{
+		{"left out: the org's", "", ""},
+		{"the org's, given", ext, ""},
+		{"another org's", externalID, ports.KindInvalid},
+		{"chosen by the tenant", "my-own-id", ports.KindInvalid},
+	}
+	for i, tt := range tests {
+		in := roleAccount(fmt.Sprintf("Account %d", i))
+		in.Auth.ExternalID = tt.given
+		a, err := e.svc.CreateAccount(as(otherAdmin), in)
+		if tt.kind != "" {
+			if ports.KindOf(err) != tt.kind || !slices.Equal(fieldsOf(err), []string{"auth.external_id"}) || !strings.Contains(err.Error(), ext) {
+				t.Errorf("%s: %v (fields %v), want %s naming auth.external_id and %s", tt.name, err, fieldsOf(err), tt.kind, ext)
+			}
+			continue
+		}
+		if err != nil || a.Auth.ExternalID != ext {
+			t.Errorf("%s: CreateAccount = %+v, %v; want external id %s", tt.name, a.Auth, err, ext)
+		}
 	}
 }
 

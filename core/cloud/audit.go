@@ -56,7 +56,10 @@ func (s *Service) audit(ctx context.Context, p ports.Principal, a ports.CloudAcc
 // ListAudit returns a page of the caller's organisation's audit log, newest
 // first, only one account's when accountID is not "" (a deleted account's
 // entries included), and the next page's cursor ("" at the end). A zero Limit
-// means 50. Errors: invalid for a limit outside 1..200 or a bad cursor.
+// means 50. Errors: invalid for a limit outside 1..200 or a bad cursor;
+// not_found for an account id that is neither an account of the
+// organisation nor one it has entries of (another organisation's account,
+// say).
 func (s *Service) ListAudit(ctx context.Context, accountID string, page ports.Page) ([]ports.AuditEntry, string, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
@@ -65,8 +68,31 @@ func (s *Service) ListAudit(ctx context.Context, accountID string, page ports.Pa
 	if page, err = checkPage(page); err != nil {
 		return nil, "", err
 	}
-	if accountID != "" && !isUUID(accountID) {
-		return []ports.AuditEntry{}, "", nil
+	if accountID != "" {
+		if err := s.auditedAccount(ctx, p, accountID); err != nil {
+			return nil, "", err
+		}
 	}
 	return s.d.Audit.ListAudit(ctx, p.OrgID, accountID, page)
+}
+
+// auditedAccount is nil when id is an account of the caller's organisation,
+// or a deleted one the organisation's audit log has entries of; not_found
+// otherwise.
+func (s *Service) auditedAccount(ctx context.Context, p ports.Principal, id string) error {
+	_, err := s.account(ctx, p, id)
+	if !ports.IsKind(err, ports.KindNotFound) {
+		return err
+	}
+	if !isUUID(id) {
+		return err
+	}
+	entries, _, lerr := s.d.Audit.ListAudit(ctx, p.OrgID, id, ports.Page{Limit: 1})
+	if lerr != nil {
+		return lerr
+	}
+	if len(entries) == 0 {
+		return err
+	}
+	return nil
 }

@@ -44,9 +44,10 @@ type CostView struct {
 
 // Costs returns an account's costs, from the cache when the same query was
 // answered within the last 6 hours (Config.CostTTL). Errors: malformed before
-// anything is asked (fields account_id: required; start_date, end_date:
-// required, YYYY-MM-DD, start not after end, start not before the lookback;
-// granularity; group_by); not_found for an absent or another organisation's
+// anything is asked (start_date, end_date: required, YYYY-MM-DD, start not
+// after end, start not before the lookback; granularity; group_by), then
+// when account_id is left out and the organisation has several accounts
+// (naming them) or none; not_found for an absent or another organisation's
 // account; the provider's errors.
 func (s *Service) Costs(ctx context.Context, in CostInput) (CostView, error) {
 	p, err := ports.RequirePrincipal(ctx)
@@ -57,7 +58,7 @@ func (s *Service) Costs(ctx context.Context, in CostInput) (CostView, error) {
 	if err != nil {
 		return CostView{}, err
 	}
-	a, err := s.account(ctx, p, in.AccountID)
+	a, err := s.pick(ctx, p, in.AccountID)
 	if err != nil {
 		return CostView{}, err
 	}
@@ -89,7 +90,7 @@ func (s *Service) Costs(ctx context.Context, in CostInput) (CostView, error) {
 
 // costQuery validates in and returns the provider's query, its end exclusive.
 func (s *Service) costQuery(in CostInput) (ports.CostQuery, error) {
-	fields := required("account_id", in.AccountID)
+	var fields []ports.FieldError
 	bad := func(field, reason string) { fields = append(fields, ports.FieldError{Field: field, Reason: reason}) }
 	date := func(field, v string) (time.Time, bool) {
 		if v == "" {

@@ -31,7 +31,6 @@ func TestCostsValidation(t *testing.T) {
 		edit   func(*cloud.CostInput)
 		fields []string
 	}{
-		{"no account", func(in *cloud.CostInput) { in.AccountID = "" }, []string{"account_id"}},
 		{"no start", func(in *cloud.CostInput) { in.StartDate = "" }, []string{"start_date"}},
 		{"no end", func(in *cloud.CostInput) { in.EndDate = "" }, []string{"end_date"}},
 		{"short month", func(in *cloud.CostInput) { in.StartDate = "2025-1-05" }, []string{"start_date"}},
@@ -44,7 +43,7 @@ func TestCostsValidation(t *testing.T) {
 		{"lower case", func(in *cloud.CostInput) { in.Granularity = "daily" }, []string{"granularity"}},
 		{"by region", func(in *cloud.CostInput) { in.GroupBy = "REGION" }, []string{"group_by"}},
 		{"all wrong", func(in *cloud.CostInput) { *in = cloud.CostInput{StartDate: "x", Granularity: "x", GroupBy: "x"} },
-			[]string{"account_id", "start_date", "end_date", "granularity", "group_by"}},
+			[]string{"start_date", "end_date", "granularity", "group_by"}},
 	}
 	for _, tt := range tests {
 		in := ok
@@ -64,6 +63,11 @@ func TestCostsValidation(t *testing.T) {
 	}
 	if _, err := e.svc.Costs(as(other), ok); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("another org's account: %v", err)
+	}
+	noAccount := ok
+	noAccount.AccountID = ""
+	if _, err := e.svc.Costs(as(other), noAccount); !errors.Is(err, ports.ErrMalformed) || !slices.Equal(fieldsOf(err), []string{"account_id"}) {
+		t.Errorf("no account in an org without accounts: %v", err)
 	}
 }
 

@@ -60,6 +60,13 @@ type mem struct {
 	opens    []sealCall
 	// auditErr, when set, fails every RecordAudit.
 	auditErr error
+	// extIDs are the orgs' external ids; org-1's is externalID from the
+	// start, as if it had been generated.
+	extIDs     map[string]string
+	candidates []string
+	builds     map[string]ports.CloudBuild
+	// buildErr, when set, fails every RecordCloudBuild.
+	buildErr error
 }
 
 type env struct {
@@ -74,7 +81,8 @@ func newEnv(t *testing.T, cfg cloud.Config) *env {
 	t.Helper()
 	ctrl := gomock.NewController(t)
 	e := &env{t: t, prov: mocks.NewMockCloudProvider(ctrl), clock: fixture.NewClock(),
-		m: &mem{accounts: map[string]ports.CloudAccount{}, cache: map[string]cacheEntry{}}}
+		m: &mem{accounts: map[string]ports.CloudAccount{}, cache: map[string]cacheEntry{},
+			extIDs: map[string]string{alice.OrgID: externalID}, builds: map[string]ports.CloudBuild{}}}
 	m := e.m
 	accounts := mocks.NewMockCloudAccountStore(ctrl)
 	costs := mocks.NewMockCostCacheStore(ctrl)
@@ -140,6 +148,44 @@ func newEnv(t *testing.T, cfg cloud.Config) *env {
 			}
 			delete(m.accounts, id)
 			return nil
+		})
+
+	accounts.EXPECT().OrgExternalID(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, orgID, candidate string, _ time.Time) (string, error) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.candidates = append(m.candidates, candidate)
+			if id, ok := m.extIDs[orgID]; ok {
+				return id, nil
+			}
+			for _, id := range m.extIDs {
+				if id == candidate {
+					return "", ports.Errorf(ports.KindConflict, "external id taken")
+				}
+			}
+			m.extIDs[orgID] = candidate
+			return candidate, nil
+		})
+	accounts.EXPECT().RecordCloudBuild(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, b ports.CloudBuild) error {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if m.buildErr != nil {
+				return m.buildErr
+			}
+			m.builds[b.ID] = b
+			return nil
+		})
+	accounts.EXPECT().GetCloudBuild(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, orgID, id string) (ports.CloudBuild, error) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if b, ok := m.builds[id]; ok && b.OrgID == orgID {
+				if _, ok := m.accounts[b.AccountID]; ok {
+					return b, nil
+				}
+			}
+			return ports.CloudBuild{}, ports.NotFound("cloud build", id)
 		})
 
 	costs.EXPECT().GetCachedCost(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(

@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,7 +13,9 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// ServiceRef names a container service of an account's cluster.
+// ServiceRef names a container service of an account's cluster. AccountID
+// and Cluster may be left out where only one account and cluster run the
+// service.
 type ServiceRef struct {
 	AccountID string
 	Cluster   string
@@ -36,7 +39,8 @@ type LogsInput struct {
 
 // InvokeInput asks to invoke a function with Payload, any JSON of at most
 // 256 KiB ({} when empty). DryRun only checks that it could be invoked; it is
-// a write all the same.
+// a write all the same. AccountID may be left out where only one account has
+// the function.
 type InvokeInput struct {
 	AccountID string
 	Name      string
@@ -44,11 +48,57 @@ type InvokeInput struct {
 	DryRun    bool
 }
 
-// AppDeployInput asks to deploy a hosted app's branch.
+// AppDeployInput asks to deploy a hosted app's branch. AccountID may be
+// left out where only one account has the app; Branch where the app has one
+// branch, or one production branch.
 type AppDeployInput struct {
 	AccountID string
 	AppID     string
 	Branch    string
+}
+
+// StartedBuild is a build DeployApp started. ID is devpilot's id of it, the
+// one BuildLogs takes alone; JobID is the provider's (an Amplify job id,
+// unique only within its branch).
+type StartedBuild struct {
+	ID        string
+	AccountID string
+	AppID     string
+	Branch    string
+	JobID     string
+	Status    string
+}
+
+// BuildQuery names a build of an app: BuildID is the id DeployApp returned,
+// or a provider job id (a build started elsewhere), which is looked for in
+// the app's branches (only Branch's when set) of the account named, or of
+// every account.
+type BuildQuery struct {
+	AccountID string
+	AppID     string
+	BuildID   string
+	Branch    string
+}
+
+// AccountApp is a hosted app with the id of the account it is in.
+type AccountApp struct {
+	AccountID string
+	ports.App
+}
+
+// AccountFailure says why an account could not be read.
+type AccountFailure struct {
+	AccountID   string
+	AccountName string
+	Error       string
+	Kind        ports.Kind
+}
+
+// AppList is the apps of one account or of every account of an
+// organisation, and the accounts whose apps could not be listed.
+type AppList struct {
+	Items  []AccountApp
+	Failed []AccountFailure
 }
 
 // logQuery validates q: since malformed, limit invalid.
@@ -76,10 +126,16 @@ func (q LogsInput) logQuery(fields []ports.FieldError) (ports.LogQuery, error) {
 }
 
 // ListClusters returns the container clusters of an account of the caller's
-// organisation. Errors: malformed (account_id required); not_found for the
-// account; the provider's errors.
+// organisation; accountID may be "" when the organisation has one account.
+// Errors: malformed (account_id required when the organisation has several
+// accounts, naming them, or none); not_found for the account; the provider's
+// errors.
 func (s *Service) ListClusters(ctx context.Context, accountID string) ([]ports.Cluster, error) {
-	_, a, err := s.target(ctx, accountID, required("account_id", accountID))
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.pick(ctx, p, accountID)
 	if err != nil {
 		return nil, err
 	}
@@ -87,10 +143,18 @@ func (s *Service) ListClusters(ctx context.Context, accountID string) ([]ports.C
 }
 
 // ListServices returns the services of an account's cluster, with their
-// deployments. Errors: malformed (account_id, cluster required); not_found
-// for the account or the cluster; the provider's errors.
+// deployments; accountID may be "" when the organisation has one account.
+// Errors: malformed (cluster required; account_id as ListClusters);
+// not_found for the account or the cluster; the provider's errors.
 func (s *Service) ListServices(ctx context.Context, accountID, cluster string) ([]ports.ContainerService, error) {
-	_, a, err := s.target(ctx, accountID, required("account_id", accountID, "cluster", cluster))
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := fieldsError(ports.KindMalformed, required("cluster", cluster)); err != nil {
+		return nil, err
+	}
+	a, err := s.pick(ctx, p, accountID)
 	if err != nil {
 		return nil, err
 	}
@@ -99,29 +163,39 @@ func (s *Service) ListServices(ctx context.Context, accountID, cluster string) (
 	})
 }
 
-// DeployService forces a new deployment of a service, audited. Errors:
-// malformed (account_id, cluster, service required); not_found for the
-// account or the service; forbidden when the account is read-only; the
-// provider's errors.
+// DeployService forces a new deployment of a service, audited. The account
+// and cluster may be left out where only one fits (see ServiceLogs). Errors:
+// malformed (service required; account_id or cluster when several fit,
+// naming them); not_found for the account or the service; forbidden when the
+// account is read-only; the provider's errors.
 func (s *Service) DeployService(ctx context.Context, in ServiceRef) (ports.Deployment, error) {
-	p, a, err := s.target(ctx, in.AccountID, required("account_id", in.AccountID, "cluster", in.Cluster, "service", in.Service))
+	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
 		return ports.Deployment{}, err
 	}
-	o := op{action: "ecs.deploy_service", resource: in.Cluster + "/" + in.Service,
-		args: map[string]any{"cluster": in.Cluster, "service": in.Service}}
+	if err := fieldsError(ports.KindMalformed, required("service", in.Service)); err != nil {
+		return ports.Deployment{}, err
+	}
+	a, cluster, err := s.locateService(ctx, p, in)
+	if err != nil {
+		return ports.Deployment{}, err
+	}
+	o := op{action: "ecs.deploy_service", resource: cluster + "/" + in.Service,
+		args: map[string]any{"cluster": cluster, "service": in.Service}}
 	return write(ctx, s, p, a, o, func(ctx context.Context, c ports.CloudCredentials) (ports.Deployment, error) {
-		return s.d.Provider.DeployService(ctx, c, in.Cluster, in.Service)
+		return s.d.Provider.DeployService(ctx, c, cluster, in.Service)
 	})
 }
 
 // ScaleService sets a service's desired task count, audited, and returns the
-// service. Errors: malformed (account_id, cluster, service, desired_count
-// required); invalid (desired_count 0..1000; confirm_scale_to_zero must be
-// true to scale to 0); not_found for the account or the service; forbidden
-// when the account is read-only; the provider's errors.
+// service. The account and cluster may be left out where only one fits (see
+// ServiceLogs). Errors: malformed (service, desired_count required;
+// account_id or cluster when several fit, naming them); invalid
+// (desired_count 0..1000; confirm_scale_to_zero must be true to scale to 0);
+// not_found for the account or the service; forbidden when the account is
+// read-only; the provider's errors.
 func (s *Service) ScaleService(ctx context.Context, in ScaleInput) (ports.ContainerService, error) {
-	fields := required("account_id", in.AccountID, "cluster", in.Cluster, "service", in.Service)
+	fields := required("service", in.Service)
 	if in.DesiredCount == nil {
 		fields = append(fields, ports.FieldError{Field: "desired_count", Reason: "required"})
 	}
@@ -132,50 +206,56 @@ func (s *Service) ScaleService(ctx context.Context, in ScaleInput) (ports.Contai
 	if err := fieldsError(ports.KindMalformed, fields); err != nil {
 		return ports.ContainerService{}, err
 	}
-	n := *in.DesiredCount
-	switch {
+	switch n := *in.DesiredCount; {
 	case n < 0 || n > MaxDesiredCount:
 		return ports.ContainerService{}, fieldsError(ports.KindInvalid, []ports.FieldError{{Field: "desired_count", Reason: fmt.Sprintf("must be 0 to %d", MaxDesiredCount)}})
 	case n == 0 && !in.ConfirmScaleToZero:
 		return ports.ContainerService{}, fieldsError(ports.KindInvalid, []ports.FieldError{{Field: "confirm_scale_to_zero", Reason: "must be true to scale a service to 0 tasks, which stops it"}})
 	}
-	a, err := s.account(ctx, p, in.AccountID)
+	n := *in.DesiredCount
+	a, cluster, err := s.locateService(ctx, p, in.ServiceRef)
 	if err != nil {
 		return ports.ContainerService{}, err
 	}
-	o := op{action: "ecs.scale_service", resource: in.Cluster + "/" + in.Service,
-		args: map[string]any{"cluster": in.Cluster, "service": in.Service, "desired_count": n, "confirm_scale_to_zero": in.ConfirmScaleToZero}}
+	o := op{action: "ecs.scale_service", resource: cluster + "/" + in.Service,
+		args: map[string]any{"cluster": cluster, "service": in.Service, "desired_count": n, "confirm_scale_to_zero": in.ConfirmScaleToZero}}
 	return write(ctx, s, p, a, o, func(ctx context.Context, c ports.CloudCredentials) (ports.ContainerService, error) {
-		return s.d.Provider.ScaleService(ctx, c, in.Cluster, in.Service, n)
+		return s.d.Provider.ScaleService(ctx, c, cluster, in.Service, n)
 	})
 }
 
-// ServiceLogs returns a service's newest log events. Errors: malformed
-// (account_id, cluster, service required; since RFC 3339); invalid (limit
-// 1..1000); not_found for the account or the service; the provider's errors.
+// ServiceLogs returns a service's newest log events. The account and the
+// cluster may be left out: they are found when exactly one cluster of one
+// account (of the one named, or of the organisation's) runs the service.
+// Errors: malformed (service required; since RFC 3339; account_id or
+// cluster when several fit, naming them); invalid (limit 1..1000);
+// not_found for the account or the service; the provider's errors.
 func (s *Service) ServiceLogs(ctx context.Context, in ServiceRef, q LogsInput) ([]ports.LogEvent, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	lq, err := q.logQuery(required("account_id", in.AccountID, "cluster", in.Cluster, "service", in.Service))
+	lq, err := q.logQuery(required("service", in.Service))
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.account(ctx, p, in.AccountID)
+	a, cluster, err := s.locateService(ctx, p, in)
 	if err != nil {
 		return nil, err
 	}
 	return call(ctx, s, a, func(ctx context.Context, c ports.CloudCredentials) ([]ports.LogEvent, error) {
-		return s.d.Provider.ServiceLogs(ctx, c, in.Cluster, in.Service, lq)
+		return s.d.Provider.ServiceLogs(ctx, c, cluster, in.Service, lq)
 	})
 }
 
-// ListFunctions returns the serverless functions of an account. Errors:
-// malformed (account_id required); not_found for the account; the
-// provider's errors.
+// ListFunctions returns the serverless functions of an account; accountID
+// may be "" when the organisation has one account. Errors: as ListClusters.
 func (s *Service) ListFunctions(ctx context.Context, accountID string) ([]ports.Function, error) {
-	_, a, err := s.target(ctx, accountID, required("account_id", accountID))
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.pick(ctx, p, accountID)
 	if err != nil {
 		return nil, err
 	}
@@ -184,8 +264,10 @@ func (s *Service) ListFunctions(ctx context.Context, accountID string) ([]ports.
 
 // InvokeFunction invokes a function synchronously (or, with DryRun, only
 // checks that it could be), audited with the payload's size and SHA-256, not
-// its content. A function that fails is an Invocation with FunctionError,
-// not an error. Errors: malformed (account_id, name required; payload JSON);
+// its content. The account may be left out where only one has the function
+// (see FunctionLogs). A function that fails is an Invocation with
+// FunctionError, not an error. Errors: malformed (name required; payload
+// JSON; account_id when several accounts fit, naming them);
 // payload_too_large (payload over 256 KiB); not_found for the account or the
 // function; forbidden when the account is read-only; the provider's errors.
 func (s *Service) InvokeFunction(ctx context.Context, in InvokeInput) (ports.Invocation, error) {
@@ -193,7 +275,7 @@ func (s *Service) InvokeFunction(ctx context.Context, in InvokeInput) (ports.Inv
 	if err != nil {
 		return ports.Invocation{}, err
 	}
-	fields := required("account_id", in.AccountID, "name", in.Name)
+	fields := required("name", in.Name)
 	payload := json.RawMessage(`{}`)
 	if len(bytes.TrimSpace(in.Payload)) > 0 {
 		var buf bytes.Buffer
@@ -210,7 +292,7 @@ func (s *Service) InvokeFunction(ctx context.Context, in InvokeInput) (ports.Inv
 			Message: fmt.Sprintf("the payload is %d bytes; a function takes at most %d", len(payload), MaxPayloadBytes),
 			Fields:  []ports.FieldError{{Field: "payload", Reason: fmt.Sprintf("must be at most %d bytes", MaxPayloadBytes)}}}
 	}
-	a, err := s.account(ctx, p, in.AccountID)
+	a, err := s.locateFunction(ctx, p, in.AccountID, in.Name)
 	if err != nil {
 		return ports.Invocation{}, err
 	}
@@ -222,19 +304,22 @@ func (s *Service) InvokeFunction(ctx context.Context, in InvokeInput) (ports.Inv
 	})
 }
 
-// FunctionLogs returns a function's newest log events. Errors: malformed
-// (account_id, name required; since RFC 3339); invalid (limit 1..1000);
-// not_found for the account or the function; the provider's errors.
+// FunctionLogs returns a function's newest log events. accountID may be "":
+// the account is then the organisation's only one, or the one account whose
+// functions include name. Errors: malformed (name required; since RFC 3339;
+// account_id when several accounts fit, naming them); invalid (limit
+// 1..1000); not_found for the account or the function; the provider's
+// errors.
 func (s *Service) FunctionLogs(ctx context.Context, accountID, name string, q LogsInput) ([]ports.LogEvent, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	lq, err := q.logQuery(required("account_id", accountID, "name", name))
+	lq, err := q.logQuery(required("name", name))
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.account(ctx, p, accountID)
+	a, err := s.locateFunction(ctx, p, accountID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -243,41 +328,185 @@ func (s *Service) FunctionLogs(ctx context.Context, accountID, name string, q Lo
 	})
 }
 
-// ListApps returns the hosted apps of an account. Errors: malformed
-// (account_id required); not_found for the account; the provider's errors.
-func (s *Service) ListApps(ctx context.Context, accountID string) ([]ports.App, error) {
-	_, a, err := s.target(ctx, accountID, required("account_id", accountID))
-	if err != nil {
-		return nil, err
-	}
-	return call(ctx, s, a, s.d.Provider.ListApps)
-}
-
-// DeployApp starts a release build of an app's branch, audited. Errors:
-// malformed (account_id, app_id, branch required); not_found for the account,
-// the app or the branch; forbidden when the account is read-only; the
+// ListApps returns the hosted apps of an account, or with accountID "" of
+// every account of the organisation, each with its account's id, accounts
+// in name order. When every account is asked, one that fails (AccessDenied,
+// throttling, a timeout) does not fail the others: it is listed in Failed
+// with its error; only when every account failed is the first failure
+// returned as the error. Errors: not_found for the account named; the
 // provider's errors.
-func (s *Service) DeployApp(ctx context.Context, in AppDeployInput) (ports.Build, error) {
-	p, a, err := s.target(ctx, in.AccountID, required("account_id", in.AccountID, "app_id", in.AppID, "branch", in.Branch))
+func (s *Service) ListApps(ctx context.Context, accountID string) (AppList, error) {
+	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
-		return ports.Build{}, err
+		return AppList{}, err
 	}
-	o := op{action: "amplify.deploy_app", resource: in.AppID + "/" + in.Branch,
-		args: map[string]any{"app_id": in.AppID, "branch": in.Branch}}
-	return write(ctx, s, p, a, o, func(ctx context.Context, c ports.CloudCredentials) (ports.Build, error) {
-		return s.d.Provider.DeployApp(ctx, c, in.AppID, in.Branch)
-	})
+	var accounts []ports.CloudAccount
+	if accountID != "" {
+		a, err := s.account(ctx, p, accountID)
+		if err != nil {
+			return AppList{}, err
+		}
+		accounts = []ports.CloudAccount{a}
+	} else if accounts, err = s.orgAccounts(ctx, p); err != nil {
+		return AppList{}, err
+	}
+	out := AppList{Items: []AccountApp{}, Failed: []AccountFailure{}}
+	var first error
+	for _, a := range accounts {
+		apps, err := call(ctx, s, a, s.d.Provider.ListApps)
+		if err != nil {
+			if accountID != "" || ctx.Err() != nil {
+				return AppList{}, err
+			}
+			first = cmp.Or(first, err)
+			out.Failed = append(out.Failed, AccountFailure{AccountID: a.ID, AccountName: a.Name, Error: message(err), Kind: cmp.Or(ports.KindOf(err), ports.KindInternal)})
+			continue
+		}
+		for _, app := range apps {
+			out.Items = append(out.Items, AccountApp{AccountID: a.ID, App: app})
+		}
+	}
+	if len(accounts) > 0 && len(out.Failed) == len(accounts) {
+		return AppList{}, first
+	}
+	return out, nil
 }
 
-// BuildLogs returns a build of an app's branch with each step's log.
-// Errors: malformed (account_id, app_id, branch, build_id required);
-// not_found for the account or the build; the provider's errors.
-func (s *Service) BuildLogs(ctx context.Context, accountID, appID, branch, buildID string) (ports.Build, error) {
-	_, a, err := s.target(ctx, accountID, required("account_id", accountID, "app_id", appID, "branch", branch, "build_id", buildID))
+// DeployApp starts a release build of an app's branch, audited, and
+// remembers it, so that its id alone finds it again (BuildLogs). The account
+// may be left out where only one has the app; the branch where the app has
+// one branch, or one production branch. Should the build not be remembered,
+// the provider's job id is returned as its id (BuildLogs finds that too) and
+// the failure is logged. Errors: malformed (app_id required; account_id or
+// branch when several fit, naming them); invalid for an app without
+// branches; not_found for the account, the app or the branch; forbidden when
+// the account is read-only; the provider's errors.
+func (s *Service) DeployApp(ctx context.Context, in AppDeployInput) (StartedBuild, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return StartedBuild{}, err
+	}
+	if err := fieldsError(ports.KindMalformed, required("app_id", in.AppID)); err != nil {
+		return StartedBuild{}, err
+	}
+	var a ports.CloudAccount
+	branch := in.Branch
+	if in.AccountID != "" && branch != "" {
+		if a, err = s.account(ctx, p, in.AccountID); err != nil {
+			return StartedBuild{}, err
+		}
+	} else {
+		homes, err := s.locateApp(ctx, p, in.AccountID, in.AppID)
+		if err != nil {
+			return StartedBuild{}, err
+		}
+		if len(homes) > 1 {
+			choices := make([]choice, len(homes))
+			for i, h := range homes {
+				choices[i] = choice{account: h.account}
+			}
+			return StartedBuild{}, ambiguous(fmt.Sprintf("app %s exists in %d cloud accounts; pass account_id", in.AppID, len(homes)), choices)
+		}
+		a = homes[0].account
+		if branch == "" {
+			if branch, err = releaseBranch(homes[0], in.AppID); err != nil {
+				return StartedBuild{}, err
+			}
+		}
+	}
+	o := op{action: "amplify.deploy_app", resource: in.AppID + "/" + branch,
+		args: map[string]any{"app_id": in.AppID, "branch": branch}}
+	b, err := write(ctx, s, p, a, o, func(ctx context.Context, c ports.CloudCredentials) (ports.Build, error) {
+		return s.d.Provider.DeployApp(ctx, c, in.AppID, branch)
+	})
+	if err != nil {
+		return StartedBuild{}, err
+	}
+	out := StartedBuild{ID: b.ID, AccountID: a.ID, AppID: in.AppID, Branch: branch, JobID: b.ID, Status: b.Status}
+	rec := ports.CloudBuild{ID: s.d.IDs.NewID(), OrgID: p.OrgID, AccountID: a.ID, AppID: in.AppID, Branch: branch,
+		JobID: b.ID, CreatedAt: s.d.Clock.Now()}
+	if err := s.d.Accounts.RecordCloudBuild(context.WithoutCancel(ctx), rec); err != nil {
+		s.log.Error("remembering a build", "err", err, "account", a.ID, "app", in.AppID, "branch", branch, "job", b.ID)
+		return out, nil
+	}
+	out.ID = rec.ID
+	return out, nil
+}
+
+// BuildLogs returns a build of an app with each step's log. A build id
+// DeployApp returned is enough; any other id is taken for a provider job id
+// and looked for in the app's branches. Errors: malformed (app_id, build_id
+// required; account_id or branch when the job id is found in several places,
+// naming them); not_found for the account, the app or the build; the
+// provider's errors.
+func (s *Service) BuildLogs(ctx context.Context, in BuildQuery) (ports.Build, error) {
+	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
 		return ports.Build{}, err
 	}
-	return call(ctx, s, a, func(ctx context.Context, c ports.CloudCredentials) (ports.Build, error) {
-		return s.d.Provider.BuildLogs(ctx, c, appID, branch, buildID)
+	if err := fieldsError(ports.KindMalformed, required("app_id", in.AppID, "build_id", in.BuildID)); err != nil {
+		return ports.Build{}, err
+	}
+	if isUUID(in.BuildID) {
+		// devpilot's ids are UUIDs, Amplify's job ids numbers.
+		return s.rememberedBuild(ctx, p, in)
+	}
+	homes, err := s.locateApp(ctx, p, in.AccountID, in.AppID)
+	if err != nil {
+		return ports.Build{}, err
+	}
+	var found []choice
+	var build ports.Build
+	var failed error
+	for _, h := range homes {
+		for _, br := range h.branches {
+			if in.Branch != "" && br.Name != in.Branch {
+				continue
+			}
+			b, err := call(ctx, s, h.account, func(ctx context.Context, c ports.CloudCredentials) (ports.Build, error) {
+				return s.d.Provider.BuildLogs(ctx, c, in.AppID, br.Name, in.BuildID)
+			})
+			if ports.IsKind(err, ports.KindNotFound) {
+				continue
+			}
+			if err != nil {
+				failed = cmp.Or(failed, searchFailed(err, h.account, "build "+in.BuildID, "use the build_id the deploy returned"))
+				break
+			}
+			found = append(found, choice{account: h.account, branch: br.Name})
+			build = b
+		}
+	}
+	switch {
+	case len(found) > 1:
+		return ports.Build{}, ambiguous(fmt.Sprintf("build %s of app %s exists in %d branches; pass branch (or account_id)", in.BuildID, in.AppID, len(found)), found)
+	case failed != nil:
+		return ports.Build{}, failed
+	case len(found) == 0:
+		return ports.Build{}, ports.NotFound("build", in.BuildID)
+	}
+	return build, nil
+}
+
+// rememberedBuild returns a build DeployApp started, by devpilot's id of it.
+func (s *Service) rememberedBuild(ctx context.Context, p ports.Principal, in BuildQuery) (ports.Build, error) {
+	rec, err := s.d.Accounts.GetCloudBuild(ctx, p.OrgID, in.BuildID)
+	if ports.IsKind(err, ports.KindNotFound) || (err == nil && rec.AppID != in.AppID) {
+		return ports.Build{}, ports.NotFound("build", in.BuildID)
+	}
+	if err != nil {
+		return ports.Build{}, err
+	}
+	a, err := s.account(ctx, p, rec.AccountID)
+	if err != nil {
+		return ports.Build{}, err
+	}
+	b, err := call(ctx, s, a, func(ctx context.Context, c ports.CloudCredentials) (ports.Build, error) {
+		return s.d.Provider.BuildLogs(ctx, c, rec.AppID, rec.Branch, rec.JobID)
 	})
+	if err != nil {
+		return ports.Build{}, err
+	}
+	b.ID = rec.ID
+	return b, nil
 }

@@ -39,6 +39,7 @@ func TestReadsPassTheAccountsCredentials(t *testing.T) {
 			e.prov.EXPECT().ListFunctions(gomock.Any(), c).Return(functions, nil)
 			e.prov.EXPECT().FunctionLogs(gomock.Any(), c, "resize", ports.LogQuery{Limit: 1000}).Return(events, nil)
 			e.prov.EXPECT().ListApps(gomock.Any(), c).Return(apps, nil)
+			e.prov.EXPECT().ListBranches(gomock.Any(), c, "d1abc").Return([]ports.AppBranch{{Name: "main", Stage: "PRODUCTION"}}, nil)
 			e.prov.EXPECT().BuildLogs(gomock.Any(), c, "d1abc", "main", "7").Return(build, nil)
 			e.prov.EXPECT().Costs(gomock.Any(), c, gomock.Any()).Return(ports.CostReport{Currency: "USD"}, nil)
 
@@ -59,10 +60,10 @@ func TestReadsPassTheAccountsCredentials(t *testing.T) {
 			if got, err := e.svc.FunctionLogs(ctx, id, "resize", cloud.LogsInput{Limit: 1000}); err != nil || !slices.Equal(got, events) {
 				t.Errorf("FunctionLogs = %+v, %v", got, err)
 			}
-			if got, err := e.svc.ListApps(ctx, id); err != nil || len(got) != 1 || got[0].ID != "d1abc" {
+			if got, err := e.svc.ListApps(ctx, id); err != nil || len(got.Items) != 1 || got.Items[0].ID != "d1abc" || got.Items[0].AccountID != id {
 				t.Errorf("ListApps = %+v, %v", got, err)
 			}
-			if got, err := e.svc.BuildLogs(ctx, id, "d1abc", "main", "7"); err != nil || got.Status != "SUCCEED" {
+			if got, err := e.svc.BuildLogs(ctx, cloud.BuildQuery{AccountID: id, AppID: "d1abc", BuildID: "7"}); err != nil || got.Status != "SUCCEED" {
 				t.Errorf("BuildLogs = %+v, %v", got, err)
 			}
 			if _, err := e.svc.Costs(ctx, cloud.CostInput{AccountID: id, StartDate: "2025-12-01", EndDate: "2025-12-31"}); err != nil {
@@ -71,7 +72,7 @@ func TestReadsPassTheAccountsCredentials(t *testing.T) {
 			if log := e.auditLog(); len(log) != 1 || log[0].Action != "account.create" {
 				t.Errorf("reads were audited: %+v", log)
 			}
-			if in.Auth.Mode == ports.AuthAccessKey && (len(e.m.opens) != 8 || e.m.opens[0].aad != id) {
+			if in.Auth.Mode == ports.AuthAccessKey && (len(e.m.opens) != 9 || e.m.opens[0].aad != id) {
 				t.Errorf("opens %+v", e.m.opens)
 			}
 		})
@@ -93,22 +94,22 @@ func TestReadsValidation(t *testing.T) {
 		kind   ports.Kind
 		fields []string
 	}{
-		{"clusters without account", func() error { return errOf(e.svc.ListClusters(ctx, "")) }, ports.KindMalformed, []string{"account_id"}},
 		{"services without cluster", func() error { return errOf(e.svc.ListServices(ctx, id, " ")) }, ports.KindMalformed, []string{"cluster"}},
 		{"service logs without anything", func() error {
 			return errOf(e.svc.ServiceLogs(ctx, cloud.ServiceRef{}, cloud.LogsInput{Since: "today"}))
-		}, ports.KindMalformed, []string{"account_id", "cluster", "service", "since"}},
+		}, ports.KindMalformed, []string{"service", "since"}},
 		{"service logs limit 0 is the default, -1 is not", func() error { return errOf(e.svc.ServiceLogs(ctx, ref, cloud.LogsInput{Limit: -1})) }, ports.KindInvalid, []string{"limit"}},
 		{"service logs limit 1001", func() error { return errOf(e.svc.ServiceLogs(ctx, ref, cloud.LogsInput{Limit: 1001})) }, ports.KindInvalid, []string{"limit"}},
-		{"functions without account", func() error { return errOf(e.svc.ListFunctions(ctx, "")) }, ports.KindMalformed, []string{"account_id"}},
 		{"function logs without name", func() error { return errOf(e.svc.FunctionLogs(ctx, id, "", cloud.LogsInput{})) }, ports.KindMalformed, []string{"name"}},
 		{"function logs since a date", func() error { return errOf(e.svc.FunctionLogs(ctx, id, "f", cloud.LogsInput{Since: "2026-01-01"})) }, ports.KindMalformed, []string{"since"}},
-		{"apps without account", func() error { return errOf(e.svc.ListApps(ctx, "")) }, ports.KindMalformed, []string{"account_id"}},
-		{"build logs without anything", func() error { return errOf(e.svc.BuildLogs(ctx, "", "", "", "")) }, ports.KindMalformed, []string{"account_id", "app_id", "branch", "build_id"}},
+		{"build logs without anything", func() error { return errOf(e.svc.BuildLogs(ctx, cloud.BuildQuery{})) }, ports.KindMalformed, []string{"app_id", "build_id"}},
+		{"build logs of a build id devpilot never gave", func() error {
+			return errOf(e.svc.BuildLogs(ctx, cloud.BuildQuery{AppID: "d1abc", BuildID: "00000000-0000-7000-8000-0000000000ff"}))
+		}, ports.KindNotFound, nil},
 		{"deploy without service", func() error { return errOf(e.svc.DeployService(ctx, cloud.ServiceRef{AccountID: id, Cluster: "prod"})) }, ports.KindMalformed, []string{"service"}},
 		{"scale without a count", func() error { return errOf(e.svc.ScaleService(ctx, cloud.ScaleInput{ServiceRef: ref})) }, ports.KindMalformed, []string{"desired_count"}},
 		{"invoke without name", func() error { return errOf(e.svc.InvokeFunction(ctx, cloud.InvokeInput{AccountID: id})) }, ports.KindMalformed, []string{"name"}},
-		{"deploy app without branch", func() error { return errOf(e.svc.DeployApp(ctx, cloud.AppDeployInput{AccountID: id, AppID: "d1abc"})) }, ports.KindMalformed, []string{"branch"}},
+		{"deploy app without app", func() error { return errOf(e.svc.DeployApp(ctx, cloud.AppDeployInput{AccountID: id, Branch: "main"})) }, ports.KindMalformed, []string{"app_id"}},
 		{"an account that is not an id", func() error { return errOf(e.svc.ListClusters(ctx, "production")) }, ports.KindNotFound, nil},
 		{"an absent account", func() error { return errOf(e.svc.ListApps(ctx, "00000000-0000-7000-8000-0000000000ff")) }, ports.KindNotFound, nil},
 		{"no principal", func() error { return errOf(e.svc.ListApps(context.Background(), id)) }, ports.KindUnauthenticated, nil},
@@ -444,8 +445,23 @@ func TestListAudit(t *testing.T) {
 	if list, _, _ := e.svc.ListAudit(as(alice), "", ports.Page{}); len(list) != 4 {
 		t.Errorf("ListAudit() = %+v", list)
 	}
-	if list, _, err := e.svc.ListAudit(as(alice), "not-an-id", ports.Page{}); err != nil || len(list) != 0 {
-		t.Errorf("ListAudit(not-an-id) = %+v, %v", list, err)
+	if list, _, err := e.svc.ListAudit(as(alice), "not-an-id", ports.Page{}); !errors.Is(err, ports.ErrNotFound) {
+		t.Errorf("ListAudit(not-an-id) = %+v, %v; want not_found", list, err)
+	}
+	// Another organisation's account is not found, like any of its resources.
+	theirs, err := e.svc.CreateAccount(as(other), keyAccount("Theirs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list, _, err := e.svc.ListAudit(as(alice), theirs.ID, ports.Page{}); !errors.Is(err, ports.ErrNotFound) {
+		t.Errorf("ListAudit(another org's account) = %+v, %v; want not_found", list, err)
+	}
+	// A deleted account's entries stay readable.
+	if err := e.svc.DeleteAccount(as(admin), staging); err != nil {
+		t.Fatal(err)
+	}
+	if list, _, err := e.svc.ListAudit(as(alice), staging, ports.Page{}); err != nil || len(list) != 3 || list[0].Action != "account.delete" {
+		t.Errorf("ListAudit(deleted account) = %+v, %v", list, err)
 	}
 	if _, _, err := e.svc.ListAudit(as(alice), "", ports.Page{Limit: -1}); !errors.Is(err, ports.ErrInvalid) {
 		t.Errorf("limit -1: %v", err)

@@ -15,37 +15,40 @@ import (
 
 // The JSON Schemas of the tools' arguments.
 const (
-	accountProp = `"account_id":{"type":"string","format":"uuid","description":"The id of the cloud account, from list_cloud_accounts."}`
-	clusterProp = `"cluster":{"type":"string","minLength":1,"maxLength":1024,"description":"The cluster's name or ARN."}`
-	serviceProp = `"service":{"type":"string","minLength":1,"maxLength":1024,"description":"The service's name or ARN."}`
-	nameProp    = `"name":{"type":"string","minLength":1,"maxLength":1024,"description":"The function's name or ARN."}`
-	appProp     = `"app_id":{"type":"string","minLength":1,"maxLength":255,"description":"The app's id, from list_apps."}`
-	branchProp  = `"branch":{"type":"string","minLength":1,"maxLength":255}`
-	logProps    = `"since":{"type":"string","format":"date-time","description":"Only events at or after this time (RFC 3339); the recent past when left out."},
+	accountProp     = `"account_id":{"type":"string","format":"uuid","description":"The id of the cloud account, from list_cloud_accounts. Optional when the organisation has one account; where the resource is named, also when only one account has it. When several fit, the error names them."}`
+	clusterProp     = `"cluster":{"type":"string","minLength":1,"maxLength":1024,"description":"The cluster's name or ARN."}`
+	findClusterProp = `"cluster":{"type":"string","minLength":1,"maxLength":1024,"description":"The cluster's name or ARN. Optional: found when only one cluster runs the service; when several do, the error names them."}`
+	serviceProp     = `"service":{"type":"string","minLength":1,"maxLength":1024,"description":"The service's name or ARN."}`
+	nameProp        = `"name":{"type":"string","minLength":1,"maxLength":1024,"description":"The function's name or ARN."}`
+	appProp         = `"app_id":{"type":"string","minLength":1,"maxLength":255,"description":"The app's id, from list_apps."}`
+	branchProp      = `"branch":{"type":"string","minLength":1,"maxLength":255,"description":"The branch to deploy. Optional when the app has one branch, or one production branch; otherwise the error names the branches."}`
+	logProps        = `"since":{"type":"string","format":"date-time","description":"Only events at or after this time (RFC 3339); the recent past when left out."},
 "limit":{"type":"integer","minimum":1,"maximum":200,"description":"How many of the newest events to return (default 50)."}`
 
 	listAccountsSchema = `{"type":"object","additionalProperties":false,"properties":{
 "limit":{"type":"integer","minimum":1,"maximum":200,"description":"How many accounts to return (default 50)."},
 "cursor":{"type":"string","description":"The next_cursor of the previous page."}}}`
-	accountOnlySchema = `{"type":"object","additionalProperties":false,"required":["account_id"],"properties":{` + accountProp + `}}`
-	costsSchema       = `{"type":"object","additionalProperties":false,"required":["account_id","start_date","end_date"],"properties":{` + accountProp + `,
+	accountOnlySchema = `{"type":"object","additionalProperties":false,"properties":{` + accountProp + `}}`
+	appsSchema        = `{"type":"object","additionalProperties":false,"properties":{"account_id":{"type":"string","format":"uuid","description":"The id of the cloud account, from list_cloud_accounts. Leave it out to list the apps of every account of the organisation."}}}`
+	costsSchema       = `{"type":"object","additionalProperties":false,"required":["start_date","end_date"],"properties":{` + accountProp + `,
 "start_date":{"type":"string","format":"date","description":"The first day, YYYY-MM-DD; at most 13 months ago."},
 "end_date":{"type":"string","format":"date","description":"The last day, included, YYYY-MM-DD."},
 "granularity":{"type":"string","enum":["DAILY","MONTHLY"],"description":"One period per day (default) or per month."},
 "group_by":{"type":"string","enum":["SERVICE"],"description":"Split each period's cost by AWS service."}}}`
-	clusterSchema     = `{"type":"object","additionalProperties":false,"required":["account_id","cluster"],"properties":{` + accountProp + `,` + clusterProp + `}}`
-	serviceSchema     = `{"type":"object","additionalProperties":false,"required":["account_id","cluster","service"],"properties":{` + accountProp + `,` + clusterProp + `,` + serviceProp + `}}`
-	serviceLogsSchema = `{"type":"object","additionalProperties":false,"required":["account_id","cluster","service"],"properties":{` + accountProp + `,` + clusterProp + `,` + serviceProp + `,` + logProps + `}}`
-	scaleSchema       = `{"type":"object","additionalProperties":false,"required":["account_id","cluster","service","desired_count"],"properties":{` + accountProp + `,` + clusterProp + `,` + serviceProp + `,
+	clusterSchema     = `{"type":"object","additionalProperties":false,"required":["cluster"],"properties":{` + accountProp + `,` + clusterProp + `}}`
+	serviceSchema     = `{"type":"object","additionalProperties":false,"required":["service"],"properties":{` + accountProp + `,` + findClusterProp + `,` + serviceProp + `}}`
+	serviceLogsSchema = `{"type":"object","additionalProperties":false,"required":["service"],"properties":{` + accountProp + `,` + findClusterProp + `,` + serviceProp + `,` + logProps + `}}`
+	scaleSchema       = `{"type":"object","additionalProperties":false,"required":["service","desired_count"],"properties":{` + accountProp + `,` + findClusterProp + `,` + serviceProp + `,
 "desired_count":{"type":"integer","minimum":0,"maximum":1000,"description":"How many tasks the service should run."},
 "confirm_scale_to_zero":{"type":"boolean","description":"Must be true to scale to 0 tasks, which stops the service."}}}`
-	functionLogsSchema = `{"type":"object","additionalProperties":false,"required":["account_id","name"],"properties":{` + accountProp + `,` + nameProp + `,` + logProps + `}}`
-	invokeSchema       = `{"type":"object","additionalProperties":false,"required":["account_id","name"],"properties":{` + accountProp + `,` + nameProp + `,
+	functionLogsSchema = `{"type":"object","additionalProperties":false,"required":["name"],"properties":{` + accountProp + `,` + nameProp + `,` + logProps + `}}`
+	invokeSchema       = `{"type":"object","additionalProperties":false,"required":["name"],"properties":{` + accountProp + `,` + nameProp + `,
 "payload":{"description":"The event to invoke the function with: any JSON, at most 256 KiB ({} when left out)."},
 "dry_run":{"type":"boolean","description":"Only check that the function could be invoked, without running it."}}}`
-	appSchema       = `{"type":"object","additionalProperties":false,"required":["account_id","app_id","branch"],"properties":{` + accountProp + `,` + appProp + `,` + branchProp + `}}`
-	buildLogsSchema = `{"type":"object","additionalProperties":false,"required":["account_id","app_id","branch","build_id"],"properties":{` + accountProp + `,` + appProp + `,` + branchProp + `,
-"build_id":{"type":"string","minLength":1,"maxLength":255,"description":"The build's (job's) id."}}}`
+	appSchema       = `{"type":"object","additionalProperties":false,"required":["app_id"],"properties":{` + accountProp + `,` + appProp + `,` + branchProp + `}}`
+	buildLogsSchema = `{"type":"object","additionalProperties":false,"required":["app_id","build_id"],"properties":{` + accountProp + `,` + appProp + `,
+"build_id":{"type":"string","minLength":1,"maxLength":255,"description":"The build_id deploy_app returned: enough on its own. An Amplify job id of a build started elsewhere works too."},
+"branch":{"type":"string","minLength":1,"maxLength":255,"description":"Only for an Amplify job id found on several branches: the branch to read it from."}}}`
 )
 
 // Bounds on what the tools give the model.
@@ -61,8 +64,8 @@ const (
 // get_service_logs, list_functions, get_function_logs, list_apps,
 // get_build_logs. Writes, run only once a human approves them:
 // deploy_service, scale_service, invoke_function, deploy_app. Every tool but
-// list_cloud_accounts takes account_id; they act for the principal in the
-// context they run with.
+// list_cloud_accounts takes an optional account_id (needed only where several
+// accounts fit); they act for the principal in the context they run with.
 func (s *Service) Tools() []assistant.Tool {
 	return []assistant.Tool{
 		{
@@ -116,14 +119,14 @@ func (s *Service) Tools() []assistant.Tool {
 		},
 		{
 			Name:        "list_apps",
-			Description: "List an AWS account's Amplify hosted apps with their domain, repository and branches.",
-			Schema:      json.RawMessage(accountOnlySchema),
+			Description: "List the Amplify hosted apps of an AWS account, or of every account of the organisation when account_id is left out, with their account_id, domain, repository and branches. Accounts that could not be read are listed under failed_accounts.",
+			Schema:      json.RawMessage(appsSchema),
 			Effect:      assistant.EffectRead,
 			Run:         run(s.runListApps),
 		},
 		{
 			Name:        "get_build_logs",
-			Description: "Get an Amplify build of an app's branch: its status and each step's status and log (the end of long logs).",
+			Description: "Get an Amplify build of an app by the build_id deploy_app returned (nothing else is needed): its status and each step's status and log (the end of long logs).",
 			Schema:      json.RawMessage(buildLogsSchema),
 			Effect:      assistant.EffectRead,
 			Run:         run(s.runBuildLogs),
@@ -154,7 +157,7 @@ func (s *Service) Tools() []assistant.Tool {
 		},
 		{
 			Name:        "deploy_app",
-			Description: "Start a release build and deployment of an Amplify app's branch from its latest commit. Refused on a read-only account.",
+			Description: "Start a release build and deployment of an Amplify app's branch (by default its only, or only production, branch) from its latest commit; returns the build_id get_build_logs takes. Refused on a read-only account.",
 			Schema:      json.RawMessage(appSchema),
 			Effect:      assistant.EffectWrite,
 			Summary:     summariseDeployApp,
@@ -256,11 +259,17 @@ func (s *Service) runFunctionLogs(ctx context.Context, a toolArgs) (any, error) 
 
 func (s *Service) runListApps(ctx context.Context, a toolArgs) (any, error) {
 	list, err := s.ListApps(ctx, a.AccountID)
-	return items(list, appView), err
+	out := items(list.Items, appView)
+	if len(list.Failed) > 0 {
+		out["failed_accounts"] = mapSlice(list.Failed, func(f AccountFailure) any {
+			return map[string]any{"account_id": f.AccountID, "name": f.AccountName, "error": f.Error}
+		})
+	}
+	return out, err
 }
 
 func (s *Service) runBuildLogs(ctx context.Context, a toolArgs) (any, error) {
-	b, err := s.BuildLogs(ctx, a.AccountID, a.AppID, a.Branch, a.BuildID)
+	b, err := s.BuildLogs(ctx, BuildQuery{AccountID: a.AccountID, AppID: a.AppID, BuildID: a.BuildID, Branch: a.Branch})
 	return buildView(b), err
 }
 
@@ -281,14 +290,14 @@ func (s *Service) runInvoke(ctx context.Context, a toolArgs) (any, error) {
 
 func (s *Service) runDeployApp(ctx context.Context, a toolArgs) (any, error) {
 	b, err := s.DeployApp(ctx, AppDeployInput{AccountID: a.AccountID, AppID: a.AppID, Branch: a.Branch})
-	return map[string]any{"build_id": b.ID, "app_id": b.AppID, "branch": b.Branch, "status": b.Status}, err
+	return map[string]any{"build_id": b.ID, "account_id": b.AccountID, "app_id": b.AppID, "branch": b.Branch, "job_id": b.JobID, "status": b.Status}, err
 }
 
 // The summaries use only the arguments: the account by its id.
 
 func summariseDeployService(raw json.RawMessage) string {
 	a, _ := decodeArgs(raw)
-	return fmt.Sprintf("Force a new deployment of service %s in cluster %s (account %s).", word(a.Service), word(a.Cluster), word(a.AccountID))
+	return fmt.Sprintf("Force a new deployment of service %s %s (%s).", word(a.Service), inCluster(a.Cluster), inAccount(a.AccountID))
 }
 
 func summariseScaleService(raw json.RawMessage) string {
@@ -305,13 +314,13 @@ func summariseScaleService(raw json.RawMessage) string {
 	if n == 0 {
 		stop = ", stopping it"
 	}
-	return fmt.Sprintf("Scale service %s in cluster %s to %d %s%s (account %s).", word(a.Service), word(a.Cluster), n, tasks, stop, word(a.AccountID))
+	return fmt.Sprintf("Scale service %s %s to %d %s%s (%s).", word(a.Service), inCluster(a.Cluster), n, tasks, stop, inAccount(a.AccountID))
 }
 
 func summariseInvoke(raw json.RawMessage) string {
 	a, _ := decodeArgs(raw)
 	if a.DryRun {
-		return fmt.Sprintf("Check that function %s can be invoked, without running it (dry run) (account %s).", word(a.Name), word(a.AccountID))
+		return fmt.Sprintf("Check that function %s can be invoked, without running it (dry run) (%s).", word(a.Name), inAccount(a.AccountID))
 	}
 	payload := "an empty payload"
 	if p := bytes.TrimSpace(a.Payload); len(p) > 0 {
@@ -321,12 +330,32 @@ func summariseInvoke(raw json.RawMessage) string {
 		}
 		payload = fmt.Sprintf("a %d-byte payload", len(p))
 	}
-	return fmt.Sprintf("Invoke function %s with %s (account %s).", word(a.Name), payload, word(a.AccountID))
+	return fmt.Sprintf("Invoke function %s with %s (%s).", word(a.Name), payload, inAccount(a.AccountID))
 }
 
 func summariseDeployApp(raw json.RawMessage) string {
 	a, _ := decodeArgs(raw)
-	return fmt.Sprintf("Deploy branch %s of app %s (account %s).", word(a.Branch), word(a.AppID), word(a.AccountID))
+	branch := "the only (or only production) branch"
+	if a.Branch != "" {
+		branch = "branch " + word(a.Branch)
+	}
+	return fmt.Sprintf("Deploy %s of app %s (%s).", branch, word(a.AppID), inAccount(a.AccountID))
+}
+
+// inCluster says where a service is, as its arguments do.
+func inCluster(cluster string) string {
+	if cluster == "" {
+		return "in the one cluster that runs it"
+	}
+	return "in cluster " + word(cluster)
+}
+
+// inAccount says which account an operation acts on, as its arguments do.
+func inAccount(id string) string {
+	if id == "" {
+		return "in the one cloud account that has it"
+	}
+	return "account " + word(id)
 }
 
 // word makes a model-chosen name safe to show in one line: no control
@@ -398,13 +427,13 @@ func functionView(f ports.Function) any {
 	}
 }
 
-func appView(a ports.App) any {
+func appView(a AccountApp) any {
 	branches := a.Branches
 	if branches == nil {
 		branches = []string{}
 	}
 	return map[string]any{
-		"id": a.ID, "name": a.Name, "platform": a.Platform, "default_domain": a.DefaultDomain,
+		"account_id": a.AccountID, "id": a.ID, "name": a.Name, "platform": a.Platform, "default_domain": a.DefaultDomain,
 		"repository": a.Repository, "branches": branches, "updated_at": timeOrNil(a.UpdatedAt),
 	}
 }

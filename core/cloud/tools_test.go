@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,8 +67,12 @@ func TestToolsRegister(t *testing.T) {
 		if err := json.Unmarshal(d.Parameters, &schema); err != nil {
 			t.Errorf("tool %s: %v", d.Name, err)
 		}
-		if _, ok := schema.Properties["account_id"]; d.Name != "list_cloud_accounts" && (!ok || schema.Required[0] != "account_id") {
-			t.Errorf("tool %s does not require account_id: %s", d.Name, d.Parameters)
+		// account_id is optional: needed only where several accounts fit.
+		if _, ok := schema.Properties["account_id"]; d.Name != "list_cloud_accounts" && (!ok || slices.Contains(schema.Required, "account_id")) {
+			t.Errorf("tool %s does not take an optional account_id: %s", d.Name, d.Parameters)
+		}
+		if slices.Contains(schema.Required, "branch") {
+			t.Errorf("tool %s requires a branch: %s", d.Name, d.Parameters)
 		}
 	}
 }
@@ -78,7 +83,7 @@ func TestToolArgumentsAreValidated(t *testing.T) {
 	id := e.add(roleAccount("Production"))
 	tests := []struct{ tool, args string }{
 		{"list_cloud_accounts", `{"limit":500}`},
-		{"list_clusters", `{}`},
+		{"list_clusters", `{"acount_id":"x"}`},
 		{"list_clusters", `{"account_id":"production"}`},
 		{"get_costs", fmt.Sprintf(`{"account_id":%q,"start_date":"2025-12-1","end_date":"2025-12-31"}`, id)},
 		{"get_costs", fmt.Sprintf(`{"account_id":%q,"start_date":"2025-12-01","end_date":"2025-12-31","granularity":"HOURLY"}`, id)},
@@ -118,6 +123,7 @@ func TestReadTools(t *testing.T) {
 	e.prov.EXPECT().ListFunctions(gomock.Any(), c).Return([]ports.Function{{Name: "resize", Runtime: "python3.13", MemoryMB: 512}}, nil)
 	e.prov.EXPECT().FunctionLogs(gomock.Any(), c, "resize", ports.LogQuery{Since: at, Limit: 10}).Return(nil, nil)
 	e.prov.EXPECT().ListApps(gomock.Any(), c).Return([]ports.App{{ID: "d1abc", Name: "site", DefaultDomain: "d1abc.amplifyapp.com"}}, nil)
+	e.prov.EXPECT().ListBranches(gomock.Any(), c, "d1abc").Return([]ports.AppBranch{{Name: "dev"}, {Name: "main"}}, nil)
 	e.prov.EXPECT().BuildLogs(gomock.Any(), c, "d1abc", "main", "7").Return(ports.Build{ID: "7", AppID: "d1abc", Branch: "main", Status: "FAILED",
 		Steps: []ports.BuildStep{{Name: "BUILD", Status: "FAILED", Log: strings.Repeat("x", 9000) + "npm ERR! missing script: build"}}}, nil)
 	e.prov.EXPECT().ListClusters(gomock.Any(), c).Return(nil, &ports.Error{Kind: ports.KindUpstream, Message: "ecs: AccessDeniedException"})
@@ -136,7 +142,7 @@ func TestReadTools(t *testing.T) {
 		{"get_service_logs", fmt.Sprintf(`{"account_id":%q,"cluster":"prod","service":"checkout"}`, id), []string{strings.Repeat("x", 2000) + "…"}, []string{strings.Repeat("x", 2001)}},
 		{"list_functions", fmt.Sprintf(`{"account_id":%q}`, id), []string{`"runtime":"python3.13"`, `"memory_mb":512`, `"last_modified":null`}, nil},
 		{"get_function_logs", fmt.Sprintf(`{"account_id":%q,"name":"resize","since":"2026-01-01T12:00:00Z","limit":10}`, id), []string{`{"items":[]}`}, nil},
-		{"list_apps", fmt.Sprintf(`{"account_id":%q}`, id), []string{`"default_domain":"d1abc.amplifyapp.com"`, `"branches":[]`}, nil},
+		{"list_apps", ``, []string{`"account_id":"` + id + `"`, `"default_domain":"d1abc.amplifyapp.com"`, `"branches":[]`}, []string{"failed_accounts"}},
 		{"get_build_logs", fmt.Sprintf(`{"account_id":%q,"app_id":"d1abc","branch":"main","build_id":"7"}`, id), []string{`"status":"FAILED"`, `npm ERR! missing script: build"`, `"log":"…x`}, nil},
 	}
 	for _, tt := range tests {
@@ -202,6 +208,10 @@ func TestWriteToolsAskFirst(t *testing.T) {
 			"Check that function resize can be invoked, without running it (dry run) (account %s)."},
 		{"deploy_app", `{"account_id":%q,"app_id":"d1abc","branch":"main"}`,
 			"Deploy branch main of app d1abc (account %s)."},
+		{"deploy_app", `{"app_id":"d1abc"}%.0s`,
+			"Deploy the only (or only production) branch of app d1abc (in the one cloud account that has it).%.0s"},
+		{"scale_service", `{"service":"checkout","desired_count":2}%.0s`,
+			"Scale service checkout in the one cluster that runs it to 2 tasks (in the one cloud account that has it).%.0s"},
 	}
 	for _, tt := range tests {
 		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tool, Arguments: fmt.Sprintf(tt.args, id)})
@@ -235,7 +245,7 @@ func TestWriteToolsRun(t *testing.T) {
 		{"scale_service", `{"account_id":%q,"cluster":"prod","service":"checkout","desired_count":3}`, `"desired":3`},
 		{"deploy_service", `{"account_id":%q,"cluster":"prod","service":"checkout"}`, `{"deployment_id":"ecs-svc/2","status":"PRIMARY"}`},
 		{"invoke_function", `{"account_id":%q,"name":"resize","payload":{"image":"cat.png"}}`, `"payload":{"ok":true}`},
-		{"deploy_app", `{"account_id":%q,"app_id":"d1abc","branch":"main"}`, `"build_id":"8"`},
+		{"deploy_app", `{"account_id":%q,"app_id":"d1abc","branch":"main"}`, `"job_id":"8"`},
 	}
 	for _, tt := range tests {
 		tool, _ := reg.Lookup(tt.tool)

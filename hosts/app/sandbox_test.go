@@ -289,7 +289,7 @@ func (h *sandboxHost) checkSeed() (token, accountID string, repoIDs []string) {
 	var clusters struct {
 		Items []struct{ Name string }
 	}
-	h.get(token, "/cloud/clusters"+q, &clusters)
+	h.get(token, "/infrastructure/containers/clusters"+q, &clusters)
 	var names []string
 	for _, c := range clusters.Items {
 		names = append(names, c.Name)
@@ -305,7 +305,7 @@ func (h *sandboxHost) checkSeed() (token, accountID string, repoIDs []string) {
 			RunningCount int `json:"running_count"`
 		}
 	}
-	h.get(token, "/cloud/clusters/production/services"+q, &services)
+	h.get(token, "/infrastructure/containers/clusters/production/services"+q, &services)
 	got := map[string]int{}
 	for _, s := range services.Items {
 		got[s.Name] = s.RunningCount
@@ -316,21 +316,21 @@ func (h *sandboxHost) checkSeed() (token, accountID string, repoIDs []string) {
 	var logs struct {
 		Items []struct{ Message, Stream string }
 	}
-	h.get(token, "/cloud/services/checkout/logs"+q+"&cluster=staging", &logs)
+	h.get(token, "/infrastructure/containers/services/checkout/logs"+q+"&cluster=staging", &logs)
 	if len(logs.Items) == 0 || !strings.HasPrefix(logs.Items[0].Stream, "ecs/checkout/") {
 		t.Errorf("staging checkout logs %+v", logs.Items)
 	}
 	var functions struct {
 		Items []struct{ Name string }
 	}
-	h.get(token, "/cloud/functions"+q, &functions)
+	h.get(token, "/infrastructure/serverless/functions"+q, &functions)
 	if len(functions.Items) != 2 {
 		t.Errorf("functions %+v", functions.Items)
 	}
 	var apps struct {
 		Items []struct{ ID, Name string }
 	}
-	h.get(token, "/cloud/apps"+q, &apps)
+	h.get(token, "/deployments/apps"+q, &apps)
 	if len(apps.Items) != 1 || apps.Items[0].ID != app.SandboxAmplifyAppID || apps.Items[0].Name != "storefront" {
 		t.Errorf("apps %+v", apps.Items)
 	}

@@ -27,15 +27,19 @@ type Cloud interface {
 	ListFunctions(ctx context.Context, accountID string) ([]ports.Function, error)
 	InvokeFunction(ctx context.Context, in cloud.InvokeInput) (ports.Invocation, error)
 	FunctionLogs(ctx context.Context, accountID, name string, q cloud.LogsInput) ([]ports.LogEvent, error)
-	ListApps(ctx context.Context, accountID string) ([]ports.App, error)
-	DeployApp(ctx context.Context, in cloud.AppDeployInput) (ports.Build, error)
-	BuildLogs(ctx context.Context, accountID, appID, branch, buildID string) (ports.Build, error)
+	ListApps(ctx context.Context, accountID string) (cloud.AppList, error)
+	DeployApp(ctx context.Context, in cloud.AppDeployInput) (cloud.StartedBuild, error)
+	BuildLogs(ctx context.Context, in cloud.BuildQuery) (ports.Build, error)
 	ListAudit(ctx context.Context, accountID string, page ports.Page) ([]ports.AuditEntry, string, error)
+	ExternalID(ctx context.Context) (string, error)
 }
 
-// cloudRoutes serves §4.3 at /cloud/… and under /api/v1.
+// cloudRoutes serves §4.3: accounts and costs at /cloud/…, containers and
+// functions at /infrastructure/…, hosted apps at /deployments/…, each under
+// /api/v1 too.
 func (s *Server) cloudRoutes() {
 	for _, p := range []string{"", "/api/v1"} {
+		s.handle(http.MethodGet, p+"/cloud/external-id", s.cloudExternalID)
 		s.handle(http.MethodPost, p+"/cloud/accounts", s.createCloudAccount)
 		s.handle(http.MethodGet, p+"/cloud/accounts", s.listCloudAccounts)
 		s.handle(http.MethodGet, p+"/cloud/accounts/:account_id", s.getCloudAccount)
@@ -43,17 +47,17 @@ func (s *Server) cloudRoutes() {
 		s.handle(http.MethodPost, p+"/cloud/accounts/:account_id/test", s.testCloudAccount)
 		s.handle(http.MethodGet, p+"/cloud/accounts/:account_id/audit", s.listAudit)
 		s.handle(http.MethodGet, p+"/cloud/costs", s.costs)
-		s.handle(http.MethodGet, p+"/cloud/clusters", s.listClusters)
-		s.handle(http.MethodGet, p+"/cloud/clusters/:cluster/services", s.listServices)
-		s.handle(http.MethodPost, p+"/cloud/services/:service/deploy", s.deployService)
-		s.handle(http.MethodPost, p+"/cloud/services/:service/scale", s.scaleService)
-		s.handle(http.MethodGet, p+"/cloud/services/:service/logs", s.serviceLogs)
-		s.handle(http.MethodGet, p+"/cloud/functions", s.listFunctions)
-		s.handle(http.MethodPost, p+"/cloud/functions/:function/invoke", s.invokeFunction)
-		s.handle(http.MethodGet, p+"/cloud/functions/:function/logs", s.functionLogs)
-		s.handle(http.MethodGet, p+"/cloud/apps", s.listApps)
-		s.handle(http.MethodPost, p+"/cloud/apps/:app_id/deploy", s.deployApp)
-		s.handle(http.MethodGet, p+"/cloud/apps/:app_id/builds/:build_id/logs", s.buildLogs)
+		s.handle(http.MethodGet, p+"/infrastructure/containers/clusters", s.listClusters)
+		s.handle(http.MethodGet, p+"/infrastructure/containers/clusters/:cluster/services", s.listServices)
+		s.handle(http.MethodPost, p+"/infrastructure/containers/services/:service/deploy", s.deployService)
+		s.handle(http.MethodPost, p+"/infrastructure/containers/services/:service/scale", s.scaleService)
+		s.handle(http.MethodGet, p+"/infrastructure/containers/services/:service/logs", s.serviceLogs)
+		s.handle(http.MethodGet, p+"/infrastructure/serverless/functions", s.listFunctions)
+		s.handle(http.MethodPost, p+"/infrastructure/serverless/functions/:name/invoke", s.invokeFunction)
+		s.handle(http.MethodGet, p+"/infrastructure/serverless/functions/:name/logs", s.functionLogs)
+		s.handle(http.MethodGet, p+"/deployments/apps", s.listApps)
+		s.handle(http.MethodPost, p+"/deployments/apps/:app_id/deploy", s.deployApp)
+		s.handle(http.MethodGet, p+"/deployments/apps/:app_id/builds/:build_id/logs", s.buildLogs)
 	}
 }
 
@@ -167,6 +171,14 @@ type auditJSON struct {
 	Outcome   string          `json:"outcome"`
 	Error     string          `json:"error,omitempty"`
 	At        time.Time       `json:"at"`
+}
+
+func (s *Server) cloudExternalID(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.d.Cloud.ExternalID(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]string{"external_id": id})
 }
 
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
@@ -336,7 +348,7 @@ func (s *Server) invokeFunction(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	inv, err := s.d.Cloud.InvokeFunction(r.Context(), cloud.InvokeInput{AccountID: req.AccountID, Name: pathParam(r, "function"), Payload: req.Payload, DryRun: req.DryRun})
+	inv, err := s.d.Cloud.InvokeFunction(r.Context(), cloud.InvokeInput{AccountID: req.AccountID, Name: pathParam(r, "name"), Payload: req.Payload, DryRun: req.DryRun})
 	if err != nil {
 		return err
 	}
@@ -353,7 +365,7 @@ func (s *Server) functionLogs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	events, err := s.d.Cloud.FunctionLogs(r.Context(), r.URL.Query().Get("account_id"), pathParam(r, "function"), q)
+	events, err := s.d.Cloud.FunctionLogs(r.Context(), r.URL.Query().Get("account_id"), pathParam(r, "name"), q)
 	if err != nil {
 		return err
 	}
@@ -365,14 +377,20 @@ func (s *Server) listApps(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, list(mapSlice(apps, func(a ports.App) map[string]any {
+	out := map[string]any{"items": mapSlice(apps.Items, func(a cloud.AccountApp) map[string]any {
 		branches := a.Branches
 		if branches == nil {
 			branches = []string{}
 		}
-		return map[string]any{"id": a.ID, "name": a.Name, "arn": a.ARN, "platform": a.Platform, "default_domain": a.DefaultDomain,
-			"repository": a.Repository, "branches": branches, "updated_at": a.UpdatedAt.UTC()}
-	}), ""))
+		return map[string]any{"account_id": a.AccountID, "id": a.ID, "name": a.Name, "arn": a.ARN, "platform": a.Platform,
+			"default_domain": a.DefaultDomain, "repository": a.Repository, "branches": branches, "updated_at": a.UpdatedAt.UTC()}
+	}), "next_cursor": ""}
+	if len(apps.Failed) > 0 {
+		out["failed_accounts"] = mapSlice(apps.Failed, func(f cloud.AccountFailure) map[string]any {
+			return map[string]any{"account_id": f.AccountID, "name": f.AccountName, "code": string(f.Kind), "error": f.Error}
+		})
+	}
+	return writeJSON(w, http.StatusOK, out)
 }
 
 type appDeployRequest struct {
@@ -389,12 +407,14 @@ func (s *Server) deployApp(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]string{"build_id": b.ID, "status": b.Status})
+	return writeJSON(w, http.StatusOK, map[string]string{"build_id": b.ID, "status": b.Status,
+		"account_id": b.AccountID, "app_id": b.AppID, "branch": b.Branch, "job_id": b.JobID})
 }
 
 func (s *Server) buildLogs(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	b, err := s.d.Cloud.BuildLogs(r.Context(), q.Get("account_id"), pathParam(r, "app_id"), q.Get("branch"), pathParam(r, "build_id"))
+	b, err := s.d.Cloud.BuildLogs(r.Context(), cloud.BuildQuery{AccountID: q.Get("account_id"), AppID: pathParam(r, "app_id"),
+		BuildID: pathParam(r, "build_id"), Branch: q.Get("branch")})
 	if err != nil {
 		return err
 	}
