@@ -392,7 +392,7 @@ func TestCloudEndToEnd(t *testing.T) {
 			}
 
 			// Clusters and services.
-			code, _, body = c.do(t, member, "GET", "/cloud/clusters?account_id="+rw.ID, nil)
+			code, _, body = c.do(t, member, "GET", "/infrastructure/containers/clusters?account_id="+rw.ID, nil)
 			clusters := decodeOK[struct {
 				Items []struct {
 					Name           string
@@ -407,7 +407,7 @@ func TestCloudEndToEnd(t *testing.T) {
 			}
 			listServices := func() map[string]cloudService {
 				t.Helper()
-				code, _, body := c.do(t, member, "GET", "/cloud/clusters/prod/services?account_id="+rw.ID, nil)
+				code, _, body := c.do(t, member, "GET", "/infrastructure/containers/clusters/prod/services?account_id="+rw.ID, nil)
 				out := map[string]cloudService{}
 				for _, s := range decodeOK[struct{ Items []cloudService }](t, "services", code, 200, body).Items {
 					out[s.Name] = s
@@ -421,7 +421,7 @@ func TestCloudEndToEnd(t *testing.T) {
 			}
 
 			// Deploy and scale (to zero only when confirmed).
-			code, _, body = c.do(t, member, "POST", "/cloud/services/web/deploy", map[string]any{"account_id": rw.ID, "cluster": "prod"})
+			code, _, body = c.do(t, member, "POST", "/infrastructure/containers/services/web/deploy", map[string]any{"account_id": rw.ID, "cluster": "prod"})
 			dep := decodeOK[struct {
 				DeploymentID string `json:"deployment_id"`
 				Status       string
@@ -432,11 +432,11 @@ func TestCloudEndToEnd(t *testing.T) {
 			if web := listServices()["web"]; len(web.Deployments) != 2 || web.Deployments[0].ID != dep.DeploymentID || web.Deployments[0].RolloutState != "IN_PROGRESS" {
 				t.Fatalf("web after the deploy: %+v", web)
 			}
-			code, _, body = c.do(t, member, "POST", "/cloud/services/web/scale", map[string]any{"account_id": rw.ID, "cluster": "prod", "desired_count": 5})
+			code, _, body = c.do(t, member, "POST", "/infrastructure/containers/services/web/scale", map[string]any{"account_id": rw.ID, "cluster": "prod", "desired_count": 5})
 			if svc := decodeOK[cloudService](t, "scale", code, 200, body); svc.Name != "web" || svc.DesiredCount != 5 {
 				t.Fatalf("scale: %s", body)
 			}
-			code, _, body = c.do(t, member, "POST", "/cloud/services/web/scale",
+			code, _, body = c.do(t, member, "POST", "/infrastructure/containers/services/web/scale",
 				map[string]any{"account_id": rw.ID, "cluster": "staging", "desired_count": 0, "confirm_scale_to_zero": true})
 			if svc := decodeOK[cloudService](t, "scale to zero", code, 200, body); svc.Cluster != "staging" || svc.DesiredCount != 0 {
 				t.Fatalf("scale to zero: %s", body)
@@ -448,7 +448,7 @@ func TestCloudEndToEnd(t *testing.T) {
 			}
 
 			// Service logs: the awslogs group and prefix of its task definition.
-			code, _, body = c.do(t, member, "GET", "/cloud/services/web/logs?cluster=prod&account_id="+rw.ID, nil)
+			code, _, body = c.do(t, member, "GET", "/infrastructure/containers/services/web/logs?cluster=prod&account_id="+rw.ID, nil)
 			logs := decodeOK[cloudLogs](t, "service logs", code, 200, body)
 			if len(logs.Items) != 2 || logs.Items[0].Message != seed.serviceLogs[0] || logs.Items[1].Message != seed.serviceLogs[1] ||
 				logs.Items[0].Stream != "ecs/web/4f1c9a" || logs.Items[0].Timestamp.IsZero() {
@@ -459,7 +459,7 @@ func TestCloudEndToEnd(t *testing.T) {
 			}
 
 			// Functions: list, invoke (answers, failures, dry runs), logs.
-			code, _, body = c.do(t, member, "GET", "/cloud/functions?account_id="+rw.ID, nil)
+			code, _, body = c.do(t, member, "GET", "/infrastructure/serverless/functions?account_id="+rw.ID, nil)
 			fns := decodeOK[struct {
 				Items []struct {
 					Name     string
@@ -479,7 +479,7 @@ func TestCloudEndToEnd(t *testing.T) {
 				FunctionError string          `json:"function_error"`
 				LogTail       string          `json:"log_tail"`
 			}
-			code, _, body = c.do(t, member, "POST", "/cloud/functions/"+cloudFunction+"/invoke", map[string]any{"account_id": rw.ID, "payload": map[string]string{"key": "cat.png"}})
+			code, _, body = c.do(t, member, "POST", "/infrastructure/serverless/functions/"+cloudFunction+"/invoke", map[string]any{"account_id": rw.ID, "payload": map[string]string{"key": "cat.png"}})
 			if inv := decodeOK[invocation](t, "invoke", code, 200, body); inv.StatusCode != 200 || string(inv.Payload) != `{"resized":true}` ||
 				inv.FunctionError != "" || !strings.Contains(inv.LogTail, "resized 1 image") {
 				t.Fatalf("invoke: %s", body)
@@ -487,66 +487,85 @@ func TestCloudEndToEnd(t *testing.T) {
 			if in := st.aws.CallsTo(fakeaws.ServiceLambda, "Invoke")[0].Input; in["Payload"] != `{"key":"cat.png"}` || in["InvocationType"] != "RequestResponse" {
 				t.Fatalf("Invoke input: %v", in)
 			}
-			code, _, body = c.do(t, member, "POST", "/cloud/functions/crash/invoke", map[string]any{"account_id": rw.ID})
+			code, _, body = c.do(t, member, "POST", "/infrastructure/serverless/functions/crash/invoke", map[string]any{"account_id": rw.ID})
 			if inv := decodeOK[invocation](t, "invoke crash", code, 200, body); inv.FunctionError != "Unhandled" || !bytes.Contains(inv.Payload, []byte("boom")) {
 				t.Fatalf("a failing function: %s", body)
 			}
-			code, _, body = c.do(t, member, "POST", "/cloud/functions/"+cloudFunction+"/invoke", map[string]any{"account_id": rw.ID, "dry_run": true})
+			code, _, body = c.do(t, member, "POST", "/infrastructure/serverless/functions/"+cloudFunction+"/invoke", map[string]any{"account_id": rw.ID, "dry_run": true})
 			if inv := decodeOK[invocation](t, "dry run", code, 200, body); inv.StatusCode != 204 || string(inv.Payload) != "null" {
 				t.Fatalf("dry run: %s", body)
 			}
 			since := url.QueryEscape(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
-			code, _, body = c.do(t, member, "GET", "/cloud/functions/"+cloudFunction+"/logs?limit=10&since="+since+"&account_id="+rw.ID, nil)
+			code, _, body = c.do(t, member, "GET", "/infrastructure/serverless/functions/"+cloudFunction+"/logs?limit=10&since="+since+"&account_id="+rw.ID, nil)
 			if fl := decodeOK[cloudLogs](t, "function logs", code, 200, body); len(fl.Items) != 1 || fl.Items[0].Message != seed.functionLog {
 				t.Fatalf("function logs: %s", body)
 			}
 
 			// Apps: list, deploy a branch, read builds' logs.
-			code, _, body = c.do(t, member, "GET", "/cloud/apps?account_id="+rw.ID, nil)
+			code, _, body = c.do(t, member, "GET", "/deployments/apps?account_id="+rw.ID, nil)
 			apps := decodeOK[struct {
 				Items []struct {
 					ID, Name, Platform, Repository string
+					AccountID                      string `json:"account_id"`
 					DefaultDomain                  string `json:"default_domain"`
 					Branches                       []string
 				}
 			}](t, "apps", code, 200, body)
-			if len(apps.Items) != 1 || apps.Items[0].ID != cloudApp || apps.Items[0].Name != "storefront" ||
+			if len(apps.Items) != 1 || apps.Items[0].ID != cloudApp || apps.Items[0].Name != "storefront" || apps.Items[0].AccountID != rw.ID ||
 				apps.Items[0].DefaultDomain != cloudApp+".amplifyapp.com" || len(apps.Items[0].Branches) != 1 || apps.Items[0].Branches[0] != "main" {
 				t.Fatalf("apps: %s", body)
 			}
-			code, _, body = c.do(t, member, "POST", "/cloud/apps/"+cloudApp+"/deploy", map[string]any{"account_id": rw.ID, "branch": "main"})
+			// Without account_id: the apps of every account, each with its
+			// account's id (both accounts reach the same AWS account here).
+			code, _, body = c.do(t, member, "GET", "/deployments/apps", nil)
+			every := decodeOK[struct {
+				Items []struct {
+					ID        string
+					AccountID string `json:"account_id"`
+				}
+			}](t, "apps of every account", code, 200, body)
+			if len(every.Items) != 2 || every.Items[0].AccountID != rw.ID || every.Items[1].AccountID != ro.ID || every.Items[1].ID != cloudApp {
+				t.Fatalf("apps of every account: %s", body)
+			}
+			code, _, body = c.do(t, member, "POST", "/deployments/apps/"+cloudApp+"/deploy", map[string]any{"account_id": rw.ID, "branch": "main"})
 			build := decodeOK[struct {
-				BuildID string `json:"build_id"`
-				Status  string
+				BuildID   string `json:"build_id"`
+				Status    string
+				JobID     string `json:"job_id"`
+				Branch    string
+				AccountID string `json:"account_id"`
 			}](t, "deploy app", code, 200, body)
-			if build.BuildID != "2" || build.Status != "PENDING" {
+			if build.BuildID == "" || build.JobID != "2" || build.Branch != "main" || build.AccountID != rw.ID || build.Status != "PENDING" {
 				t.Fatalf("app deploy: %s", body)
 			}
 			type buildLogs struct {
 				Status string
 				Steps  []struct{ Name, Status, Log string }
 			}
-			code, _, body = c.do(t, member, "GET", "/cloud/apps/"+cloudApp+"/builds/1/logs?branch=main&account_id="+rw.ID, nil)
+			// A build started elsewhere, by its Amplify job id: found in the
+			// app's branches (account_id narrows the search to one account).
+			code, _, body = c.do(t, member, "GET", "/deployments/apps/"+cloudApp+"/builds/1/logs?account_id="+rw.ID, nil)
 			if bl := decodeOK[buildLogs](t, "build logs", code, 200, body); bl.Status != "SUCCEED" || len(bl.Steps) != 2 || bl.Steps[0].Name != "BUILD" ||
 				bl.Steps[0].Status != "SUCCEED" || !strings.Contains(bl.Steps[0].Log, "build ok") || !strings.Contains(bl.Steps[1].Log, "deployed to") {
 				t.Fatalf("build logs: %s", body)
 			}
-			code, _, body = c.do(t, member, "GET", "/cloud/apps/"+cloudApp+"/builds/"+build.BuildID+"/logs?branch=main&account_id="+rw.ID, nil)
+			// The build deploy started: its id alone.
+			code, _, body = c.do(t, member, "GET", "/deployments/apps/"+cloudApp+"/builds/"+build.BuildID+"/logs", nil)
 			if bl := decodeOK[buildLogs](t, "new build's logs", code, 200, body); bl.Status != "PENDING" || bl.Steps == nil || len(bl.Steps) != 0 {
 				t.Fatalf("the new build: %s", body)
 			}
 
 			// A read-only account reads, and refuses every write before AWS
 			// hears of it.
-			if code, _, body := c.do(t, member, "GET", "/cloud/clusters?account_id="+ro.ID, nil); code != 200 {
+			if code, _, body := c.do(t, member, "GET", "/infrastructure/containers/clusters?account_id="+ro.ID, nil); code != 200 {
 				t.Fatalf("reading a read-only account: %d %s", code, body)
 			}
 			before := len(st.aws.Calls())
 			for path, body := range map[string]map[string]any{
-				"/cloud/services/web/deploy":                    {"account_id": ro.ID, "cluster": "prod"},
-				"/cloud/services/web/scale":                     {"account_id": ro.ID, "cluster": "prod", "desired_count": 9},
-				"/cloud/functions/" + cloudFunction + "/invoke": {"account_id": ro.ID, "payload": map[string]int{"n": 1}},
-				"/cloud/apps/" + cloudApp + "/deploy":           {"account_id": ro.ID, "branch": "main"},
+				"/infrastructure/containers/services/web/deploy":                    {"account_id": ro.ID, "cluster": "prod"},
+				"/infrastructure/containers/services/web/scale":                     {"account_id": ro.ID, "cluster": "prod", "desired_count": 9},
+				"/infrastructure/serverless/functions/" + cloudFunction + "/invoke": {"account_id": ro.ID, "payload": map[string]int{"n": 1}},
+				"/deployments/apps/" + cloudApp + "/deploy":                         {"account_id": ro.ID, "branch": "main"},
 			} {
 				code, _, raw := c.do(t, member, "POST", path, body)
 				if p := decodeOK[cloudProblem](t, "write on a read-only account", code, 403, raw); p.Code != "forbidden" {
@@ -687,7 +706,7 @@ func TestCloudEndToEnd(t *testing.T) {
 			if code, _, body := c.do(t, member, "GET", "/cloud/accounts/"+ro.ID, nil); code != 404 {
 				t.Fatalf("deleted account: %d %s", code, body)
 			}
-			if code, _, body := c.do(t, member, "GET", "/cloud/clusters?account_id="+ro.ID, nil); code != 404 {
+			if code, _, body := c.do(t, member, "GET", "/infrastructure/containers/clusters?account_id="+ro.ID, nil); code != 404 {
 				t.Fatalf("clusters of a deleted account: %d %s", code, body)
 			}
 			roAudit = c.audit(t, member, ro.ID)
@@ -782,45 +801,39 @@ func TestCloudBadInput(t *testing.T) {
 		{"unknown account", member, "GET", "/cloud/accounts/" + unknown, nil, 404, "not_found", "", false},
 		{"account id not a uuid", member, "GET", "/cloud/accounts/prod", nil, 404, "not_found", "", false},
 		{"test an unknown account", member, "POST", "/cloud/accounts/" + unknown + "/test", nil, 404, "not_found", "", false},
-		{"clusters of an unknown account", member, "GET", "/cloud/clusters?account_id=" + unknown, nil, 404, "not_found", "", false},
-		{"scale on an unknown account", member, "POST", "/cloud/services/web/scale", scale(unknown, nil), 404, "not_found", "", false},
+		{"clusters of an unknown account", member, "GET", "/infrastructure/containers/clusters?account_id=" + unknown, nil, 404, "not_found", "", false},
+		{"scale on an unknown account", member, "POST", "/infrastructure/containers/services/web/scale", scale(unknown, nil), 404, "not_found", "", false},
 		{"member deletes an account", member, "DELETE", "/cloud/accounts/" + rw, nil, 403, "forbidden", "", false},
 
 		// Another organisation's account is not there.
 		{"another org's account", otherMember, "GET", "/cloud/accounts/" + rw, nil, 404, "not_found", "", false},
 		{"our view of theirs", member, "GET", "/cloud/accounts/" + theirs, nil, 404, "not_found", "", false},
 		{"another org tests it", otherMember, "POST", "/cloud/accounts/" + rw + "/test", nil, 404, "not_found", "", false},
-		{"another org's clusters", otherMember, "GET", "/cloud/clusters?account_id=" + rw, nil, 404, "not_found", "", false},
+		{"another org's clusters", otherMember, "GET", "/infrastructure/containers/clusters?account_id=" + rw, nil, 404, "not_found", "", false},
 		{"another org's costs", otherMember, "GET", costs(day(0, -3), day(0, -2), ""), nil, 404, "not_found", "", false},
-		{"another org scales", otherMember, "POST", "/cloud/services/web/scale", scale(rw, nil), 404, "not_found", "", false},
-		{"another org invokes", otherMember, "POST", "/cloud/functions/" + cloudFunction + "/invoke", map[string]any{"account_id": rw}, 404, "not_found", "", false},
+		{"another org scales", otherMember, "POST", "/infrastructure/containers/services/web/scale", scale(rw, nil), 404, "not_found", "", false},
+		{"another org invokes", otherMember, "POST", "/infrastructure/serverless/functions/" + cloudFunction + "/invoke", map[string]any{"account_id": rw}, 404, "not_found", "", false},
 		{"another org's admin deletes", otherAdmin, "DELETE", "/cloud/accounts/" + rw, nil, 404, "not_found", "", false},
 
-		// Missing account_id or cluster: 400 naming the field.
-		{"clusters without account", member, "GET", "/cloud/clusters", nil, 400, "malformed", "account_id", false},
-		{"services without account", member, "GET", "/cloud/clusters/prod/services", nil, 400, "malformed", "account_id", false},
-		{"functions without account", member, "GET", "/cloud/functions", nil, 400, "malformed", "account_id", false},
-		{"function logs without account", member, "GET", "/cloud/functions/" + cloudFunction + "/logs", nil, 400, "malformed", "account_id", false},
-		{"apps without account", member, "GET", "/cloud/apps", nil, 400, "malformed", "account_id", false},
+		// The org has three accounts: without account_id, a list is 400
+		// naming them; a service in two clusters is 400 naming them.
+		{"clusters without account", member, "GET", "/infrastructure/containers/clusters", nil, 400, "malformed", "account_id", false},
+		{"services without account", member, "GET", "/infrastructure/containers/clusters/prod/services", nil, 400, "malformed", "account_id", false},
+		{"functions without account", member, "GET", "/infrastructure/serverless/functions", nil, 400, "malformed", "account_id", false},
 		{"costs without account", member, "GET", "/cloud/costs?start_date=" + day(0, -3) + "&end_date=" + day(0, -2), nil, 400, "malformed", "account_id", false},
-		{"service logs without cluster", member, "GET", "/cloud/services/web/logs?account_id=" + rw, nil, 400, "malformed", "cluster", false},
-		{"deploy without cluster", member, "POST", "/cloud/services/web/deploy", map[string]any{"account_id": rw}, 400, "malformed", "cluster", false},
-		{"deploy without account", member, "POST", "/cloud/services/web/deploy", map[string]any{"cluster": "prod"}, 400, "malformed", "account_id", false},
-		{"scale without cluster", member, "POST", "/cloud/services/web/scale", scale(rw, map[string]any{"cluster": nil}), 400, "malformed", "cluster", false},
-		{"scale without account", member, "POST", "/cloud/services/web/scale", scale("", nil), 400, "malformed", "account_id", false},
-		{"scale without count", member, "POST", "/cloud/services/web/scale", scale(rw, map[string]any{"desired_count": nil}), 400, "malformed", "desired_count", false},
-		{"invoke without account", member, "POST", "/cloud/functions/" + cloudFunction + "/invoke", map[string]any{"payload": 1}, 400, "malformed", "account_id", false},
-		{"app deploy without branch", member, "POST", "/cloud/apps/" + cloudApp + "/deploy", map[string]any{"account_id": rw}, 400, "malformed", "branch", false},
-		{"build logs without branch", member, "GET", "/cloud/apps/" + cloudApp + "/builds/1/logs?account_id=" + rw, nil, 400, "malformed", "branch", false},
+		{"service logs in two clusters", member, "GET", "/infrastructure/containers/services/web/logs?account_id=" + rw, nil, 400, "malformed", "cluster", true},
+		{"deploy in two clusters", member, "POST", "/infrastructure/containers/services/web/deploy", map[string]any{"account_id": rw}, 400, "malformed", "cluster", true},
+		{"scale in two clusters", member, "POST", "/infrastructure/containers/services/web/scale", scale(rw, map[string]any{"cluster": nil}), 400, "malformed", "cluster", true},
+		{"scale without count", member, "POST", "/infrastructure/containers/services/web/scale", scale(rw, map[string]any{"desired_count": nil}), 400, "malformed", "desired_count", false},
 
 		// Out of range.
-		{"scale above 1000", member, "POST", "/cloud/services/web/scale", scale(rw, map[string]any{"desired_count": 1001}), 422, "invalid", "desired_count", false},
-		{"scale below 0", member, "POST", "/cloud/services/web/scale", scale(rw, map[string]any{"desired_count": -1}), 422, "invalid", "desired_count", false},
-		{"scale to 0 unconfirmed", member, "POST", "/cloud/services/web/scale", scale(rw, map[string]any{"desired_count": 0}), 422, "invalid", "confirm_scale_to_zero", false},
-		{"scale to 0 confirmed false", member, "POST", "/cloud/services/web/scale", scale(rw, map[string]any{"desired_count": 0, "confirm_scale_to_zero": false}), 422, "invalid", "confirm_scale_to_zero", false},
-		{"log limit too high", member, "GET", "/cloud/services/web/logs?cluster=prod&limit=5000&account_id=" + rw, nil, 422, "invalid", "limit", false},
-		{"log since not a time", member, "GET", "/cloud/functions/" + cloudFunction + "/logs?since=yesterday&account_id=" + rw, nil, 400, "malformed", "since", false},
-		{"payload over 256 KiB", member, "POST", "/cloud/functions/" + cloudFunction + "/invoke", map[string]any{"account_id": rw, "payload": strings.Repeat("x", 300<<10)}, 413, "payload_too_large", "payload", false},
+		{"scale above 1000", member, "POST", "/infrastructure/containers/services/web/scale", scale(rw, map[string]any{"desired_count": 1001}), 422, "invalid", "desired_count", false},
+		{"scale below 0", member, "POST", "/infrastructure/containers/services/web/scale", scale(rw, map[string]any{"desired_count": -1}), 422, "invalid", "desired_count", false},
+		{"scale to 0 unconfirmed", member, "POST", "/infrastructure/containers/services/web/scale", scale(rw, map[string]any{"desired_count": 0}), 422, "invalid", "confirm_scale_to_zero", false},
+		{"scale to 0 confirmed false", member, "POST", "/infrastructure/containers/services/web/scale", scale(rw, map[string]any{"desired_count": 0, "confirm_scale_to_zero": false}), 422, "invalid", "confirm_scale_to_zero", false},
+		{"log limit too high", member, "GET", "/infrastructure/containers/services/web/logs?cluster=prod&limit=5000&account_id=" + rw, nil, 422, "invalid", "limit", false},
+		{"log since not a time", member, "GET", "/infrastructure/serverless/functions/" + cloudFunction + "/logs?since=yesterday&account_id=" + rw, nil, 400, "malformed", "since", false},
+		{"payload over 256 KiB", member, "POST", "/infrastructure/serverless/functions/" + cloudFunction + "/invoke", map[string]any{"account_id": rw, "payload": strings.Repeat("x", 300<<10)}, 413, "payload_too_large", "payload", false},
 
 		// Cost ranges are checked before Cost Explorer is asked.
 		{"costs start after end", member, "GET", costs(day(0, -2), day(0, -3), ""), nil, 400, "malformed", "start_date", false},
@@ -832,14 +845,15 @@ func TestCloudBadInput(t *testing.T) {
 		{"costs by region", member, "GET", costs(day(0, -3), day(0, -2), "&group_by=REGION"), nil, 400, "malformed", "group_by", false},
 
 		// Writes on a read-only account.
-		{"scale read-only", member, "POST", "/cloud/services/web/scale", scale(ro, nil), 403, "forbidden", "", false},
-		{"invoke read-only (dry run)", member, "POST", "/cloud/functions/" + cloudFunction + "/invoke", map[string]any{"account_id": ro, "dry_run": true}, 403, "forbidden", "", false},
+		{"scale read-only", member, "POST", "/infrastructure/containers/services/web/scale", scale(ro, nil), 403, "forbidden", "", false},
+		{"invoke read-only (dry run)", member, "POST", "/infrastructure/serverless/functions/" + cloudFunction + "/invoke", map[string]any{"account_id": ro, "dry_run": true}, 403, "forbidden", "", false},
 
 		// What AWS does not have.
-		{"unknown cluster", member, "GET", "/cloud/clusters/nope/services?account_id=" + rw, nil, 404, "not_found", "", true},
-		{"scale unknown service", member, "POST", "/cloud/services/ghost/scale", scale(rw, nil), 404, "not_found", "", true},
-		{"invoke unknown function", member, "POST", "/cloud/functions/ghost/invoke", map[string]any{"account_id": rw}, 404, "not_found", "", true},
-		{"unknown build", member, "GET", "/cloud/apps/" + cloudApp + "/builds/99/logs?branch=main&account_id=" + rw, nil, 404, "not_found", "", true},
+		{"unknown cluster", member, "GET", "/infrastructure/containers/clusters/nope/services?account_id=" + rw, nil, 404, "not_found", "", true},
+		{"scale unknown service", member, "POST", "/infrastructure/containers/services/ghost/scale", scale(rw, nil), 404, "not_found", "", true},
+		{"invoke unknown function", member, "POST", "/infrastructure/serverless/functions/ghost/invoke", map[string]any{"account_id": rw}, 404, "not_found", "", true},
+		{"unknown build", member, "GET", "/deployments/apps/" + cloudApp + "/builds/99/logs?account_id=" + rw, nil, 404, "not_found", "", true},
+		{"unknown devpilot build", member, "GET", "/deployments/apps/" + cloudApp + "/builds/" + unknown + "/logs", nil, 404, "not_found", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -858,7 +872,7 @@ func TestCloudBadInput(t *testing.T) {
 	t.Run("throttled beyond the retries", func(t *testing.T) {
 		before := len(st.aws.CallsTo(fakeaws.ServiceECS, "ListClusters"))
 		st.aws.Inject(fakeaws.ServiceECS, "ListClusters", fakeaws.Throttling().WithRetryAfter(7*time.Second).Times(3))
-		code, h, body := c.do(t, member, "GET", "/cloud/clusters?account_id="+rw, nil)
+		code, h, body := c.do(t, member, "GET", "/infrastructure/containers/clusters?account_id="+rw, nil)
 		p := decodeOK[cloudProblem](t, "throttled", code, 429, body)
 		if p.Code != "rate_limited" || h.Get("Retry-After") != "7" || !strings.Contains(p.Detail, "ThrottlingException") {
 			t.Fatalf("throttled: Retry-After %q, %s", h.Get("Retry-After"), body)
@@ -867,7 +881,7 @@ func TestCloudBadInput(t *testing.T) {
 		if len(calls) != 3 || calls[0].Attempt != 1 || calls[2].Attempt != 3 {
 			t.Fatalf("attempts: %+v", calls)
 		}
-		if code, _, body := c.do(t, member, "GET", "/cloud/clusters?account_id="+rw, nil); code != 200 {
+		if code, _, body := c.do(t, member, "GET", "/infrastructure/containers/clusters?account_id="+rw, nil); code != 200 {
 			t.Fatalf("after the throttling: %d %s", code, body)
 		}
 	})
@@ -875,7 +889,7 @@ func TestCloudBadInput(t *testing.T) {
 	t.Run("throttled write", func(t *testing.T) {
 		before := len(st.aws.CallsTo(fakeaws.ServiceECS, "UpdateService"))
 		st.aws.Inject(fakeaws.ServiceECS, "UpdateService", fakeaws.Throttling().Times(3))
-		code, h, body := c.do(t, member, "POST", "/cloud/services/worker/scale", scale(rw, map[string]any{"desired_count": 4}))
+		code, h, body := c.do(t, member, "POST", "/infrastructure/containers/services/worker/scale", scale(rw, map[string]any{"desired_count": 4}))
 		if p := decodeOK[cloudProblem](t, "throttled scale", code, 429, body); p.Code != "rate_limited" || h.Get("Retry-After") == "" {
 			t.Fatalf("throttled scale: Retry-After %q, %s", h.Get("Retry-After"), body)
 		}
@@ -887,7 +901,7 @@ func TestCloudBadInput(t *testing.T) {
 	t.Run("access denied", func(t *testing.T) {
 		st.aws.Inject(fakeaws.ServiceLambda, "ListFunctions",
 			fakeaws.AccessDenied().WithMessage("User with key "+cloudKeyID+" and secret "+cloudSecret+" is not authorized to perform lambda:ListFunctions").Times(1))
-		code, _, body := c.do(t, member, "GET", "/cloud/functions?account_id="+rw, nil)
+		code, _, body := c.do(t, member, "GET", "/infrastructure/serverless/functions?account_id="+rw, nil)
 		p := decodeOK[cloudProblem](t, "access denied", code, 502, body)
 		if p.Code != "upstream" || !strings.Contains(p.Detail, "AccessDeniedException") || strings.Contains(p.Detail, cloudSecret) {
 			t.Fatalf("access denied: %s", body)
@@ -945,12 +959,249 @@ func TestCloudBadInput(t *testing.T) {
 		if got := findAudit(roEntries, "lambda.invoke_function", cloudFunction); len(got) != 1 || got[0].Outcome != "refused" || got[0].Arguments["dry_run"] != true {
 			t.Fatalf("audit of the refused dry run: %+v", roEntries)
 		}
-		// Another organisation sees none of it.
-		code, _, body := c.do(t, otherMember, "GET", "/cloud/accounts/"+rw+"/audit", nil)
-		if items := decodeOK[struct{ Items []cloudAuditEntry }](t, "their audit view", code, 200, body).Items; len(items) != 0 {
-			t.Fatalf("another org reads our audit: %s", body)
+		// Another organisation's account is not found, like any of its
+		// resources (issue 18: it was 200 with an empty list).
+		for _, path := range []string{"/cloud/accounts/" + rw + "/audit", "/api/v1/cloud/accounts/" + rw + "/audit", "/cloud/accounts/" + unknown + "/audit"} {
+			code, _, body := c.do(t, otherMember, "GET", path, nil)
+			if p := decodeOK[cloudProblem](t, "their audit view", code, 404, body); p.Code != "not_found" {
+				t.Fatalf("another org reads our audit: %s", body)
+			}
+		}
+		if code, _, body := c.do(t, member, "GET", "/cloud/accounts/"+theirs+"/audit", nil); code != 404 {
+			t.Fatalf("we read their audit: %d %s", code, body)
 		}
 	})
 
 	c.assertNoSecret(t, cloudSecret, strangerSecret)
+}
+
+// TestCloudResolution: where a request leaves out the account, the cluster
+// or the branch, devpilot works it out when only one fits, and otherwise
+// answers 400 naming the choices; a build's logs need only the build id
+// its deploy returned; the assume-role external id is the org's.
+func TestCloudResolution(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			st := startStack(t, string(d))
+			seedCloud(st.aws.Account(cloudAWSAccount), time.Now())
+			const secondKeyID, secondSecret = "AKIAI44QH8DHBSECOND1", "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY"
+			st.aws.Account("210987654321").User("devpilot", secondKeyID, secondSecret).
+				Cluster("blue", fakeaws.Service{Name: "api", TaskDefinition: "web:3", Desired: 1, Running: 1}).
+				Function(fakeaws.Function{Name: "thumbnail", Runtime: "python3.12", Handler: "app.handler", MemoryMB: 128, TimeoutSecs: 3}).
+				LogGroup("/aws/lambda/thumbnail").
+				App(fakeaws.App{ID: "d9second", Name: "docs", Branches: []fakeaws.Branch{
+					{Name: "dev", Stage: "DEVELOPMENT"}, {Name: "main", Stage: "PRODUCTION"}}})
+			c := &cloudClient{st: st}
+			admin, _ := st.cloudUser("ops@example.com", "acme", ports.RoleAdmin)
+			member, _ := st.cloudUser("dev@example.com", "acme", "")
+			lonely, _ := st.cloudUser("new@example.com", "empty", ports.RoleAdmin)
+			problem := func(what string, code int, body []byte, field string, mentions ...string) cloudProblem {
+				t.Helper()
+				p := decodeOK[cloudProblem](t, what, code, 400, body)
+				if p.Code != "malformed" || !p.names(field) {
+					t.Fatalf("%s: %s, want a problem naming %s", what, body, field)
+				}
+				for _, m := range mentions {
+					reason := ""
+					for _, f := range p.Errors {
+						if f.Field == field {
+							reason = f.Reason
+						}
+					}
+					if !strings.Contains(p.Detail, m) || !strings.Contains(reason, m) {
+						t.Fatalf("%s: %s does not name %q in its detail and errors[]", what, body, m)
+					}
+				}
+				return p
+			}
+
+			// No account: 400 saying so; no apps.
+			code, _, body := c.do(t, lonely, "GET", "/infrastructure/containers/clusters", nil)
+			problem("clusters of an org without accounts", code, body, "account_id", "no cloud account")
+			code, _, body = c.do(t, lonely, "GET", "/deployments/apps", nil)
+			if apps := decodeOK[struct{ Items []any }](t, "apps of an org without accounts", code, 200, body); len(apps.Items) != 0 {
+				t.Fatalf("apps of an org without accounts: %s", body)
+			}
+
+			// One account: account_id is not needed.
+			code, _, body = c.do(t, admin, "POST", "/cloud/accounts", newCloudAccount("prod", false))
+			first := decodeOK[cloudAccountView](t, "create the first account", code, 201, body)
+			code, _, body = c.do(t, member, "GET", "/infrastructure/containers/clusters", nil)
+			if cl := decodeOK[struct{ Items []struct{ Name string } }](t, "clusters of the one account", code, 200, body); len(cl.Items) != 2 {
+				t.Fatalf("clusters of the one account: %s", body)
+			}
+			code, _, body = c.do(t, member, "GET", "/infrastructure/containers/services/worker/logs", nil)
+			decodeOK[cloudLogs](t, "logs of a service in one cluster", code, 200, body)
+			code, _, body = c.do(t, member, "GET", "/infrastructure/containers/services/web/logs", nil)
+			problem("logs of a service in two clusters", code, body, "cluster", "prod", "staging")
+			code, _, body = c.do(t, member, "GET", "/infrastructure/containers/services/web/logs?cluster=staging", nil)
+			decodeOK[cloudLogs](t, "logs of a service, its cluster named", code, 200, body)
+			code, _, body = c.do(t, member, "POST", "/infrastructure/containers/services/worker/deploy", map[string]any{})
+			decodeOK[map[string]any](t, "deploy a service in one cluster", code, 200, body)
+			code, _, body = c.do(t, member, "GET", "/infrastructure/serverless/functions/"+cloudFunction+"/logs", nil)
+			decodeOK[cloudLogs](t, "function logs", code, 200, body)
+			code, _, body = c.do(t, member, "POST", "/infrastructure/serverless/functions/"+cloudFunction+"/invoke", map[string]any{"payload": map[string]int{"n": 1}})
+			decodeOK[map[string]any](t, "invoke", code, 200, body)
+
+			type startedBuild struct {
+				BuildID   string `json:"build_id"`
+				AccountID string `json:"account_id"`
+				Branch    string
+				JobID     string `json:"job_id"`
+			}
+			type buildLogs struct {
+				Status string
+				Steps  []struct{ Name, Status, Log string }
+			}
+			code, _, body = c.do(t, member, "POST", "/deployments/apps/"+cloudApp+"/deploy", map[string]any{})
+			b1 := decodeOK[startedBuild](t, "deploy the app's only branch", code, 200, body)
+			if b1.Branch != "main" || b1.AccountID != first.ID || b1.JobID != "2" {
+				t.Fatalf("deploy the app's only branch: %s", body)
+			}
+
+			// Two accounts: a list needs account_id (400 naming both);
+			// what only one account has is found.
+			second := newCloudAccount("second", false)
+			second["auth"] = map[string]any{"mode": "access_key", "access_key_id": secondKeyID, "secret_access_key": secondSecret}
+			code, _, body = c.do(t, admin, "POST", "/cloud/accounts", second)
+			two := decodeOK[cloudAccountView](t, "create the second account", code, 201, body)
+			code, _, body = c.do(t, member, "GET", "/infrastructure/containers/clusters", nil)
+			problem("clusters of two accounts", code, body, "account_id", first.ID+" (prod)", two.ID+" (second)")
+			code, _, body = c.do(t, member, "GET", "/infrastructure/serverless/functions", nil)
+			problem("functions of two accounts", code, body, "account_id", first.ID+" (prod)", two.ID+" (second)")
+			code, _, body = c.do(t, member, "GET", "/infrastructure/containers/clusters?account_id="+two.ID, nil)
+			if cl := decodeOK[struct{ Items []struct{ Name string } }](t, "clusters of the second account", code, 200, body); len(cl.Items) != 1 || cl.Items[0].Name != "blue" {
+				t.Fatalf("clusters of the second account: %s", body)
+			}
+			code, _, body = c.do(t, member, "GET", "/infrastructure/containers/services/worker/logs", nil)
+			decodeOK[cloudLogs](t, "logs of a service only the first account runs", code, 200, body)
+			code, _, body = c.do(t, member, "GET", "/infrastructure/serverless/functions/thumbnail/logs", nil)
+			decodeOK[cloudLogs](t, "logs of a function only the second account has", code, 200, body)
+			code, _, body = c.do(t, member, "GET", "/infrastructure/serverless/functions/ghost/logs", nil)
+			if code != 404 {
+				t.Fatalf("logs of a function no account has: %d %s", code, body)
+			}
+
+			type appItem struct {
+				ID        string
+				AccountID string `json:"account_id"`
+			}
+			code, _, body = c.do(t, member, "GET", "/deployments/apps", nil)
+			apps := decodeOK[struct{ Items []appItem }](t, "apps of every account", code, 200, body)
+			if len(apps.Items) != 2 || apps.Items[0] != (appItem{cloudApp, first.ID}) || apps.Items[1] != (appItem{"d9second", two.ID}) ||
+				bytes.Contains(body, []byte("failed_accounts")) {
+				t.Fatalf("apps of every account: %s", body)
+			}
+			st.aws.Inject(fakeaws.ServiceAmplify, "ListApps", fakeaws.AccessDenied().Times(1))
+			code, _, body = c.do(t, member, "GET", "/deployments/apps", nil)
+			partial := decodeOK[struct {
+				Items  []appItem
+				Failed []struct {
+					AccountID string `json:"account_id"`
+					Name      string
+					Code      string
+					Error     string
+				} `json:"failed_accounts"`
+			}](t, "apps with one account failing", code, 200, body)
+			if len(partial.Items) != 1 || partial.Items[0] != (appItem{"d9second", two.ID}) || len(partial.Failed) != 1 ||
+				partial.Failed[0].AccountID != first.ID || partial.Failed[0].Code != "upstream" || !strings.Contains(partial.Failed[0].Error, "not authorized") {
+				t.Fatalf("apps with one account failing: %s", body)
+			}
+
+			// The second account's app has two branches, one of them
+			// production: that one is deployed.
+			code, _, body = c.do(t, member, "POST", "/deployments/apps/d9second/deploy", map[string]any{})
+			b2 := decodeOK[startedBuild](t, "deploy the production branch", code, 200, body)
+			if b2.Branch != "main" || b2.AccountID != two.ID || b2.JobID != "1" || b2.BuildID == b1.BuildID {
+				t.Fatalf("deploy the production branch: %s", body)
+			}
+			code, _, body = c.do(t, member, "POST", "/deployments/apps/d9second/deploy", map[string]any{"branch": "dev"})
+			b3 := decodeOK[startedBuild](t, "deploy a named branch", code, 200, body)
+			if b3.Branch != "dev" || b3.JobID != "1" {
+				t.Fatalf("deploy a named branch: %s", body)
+			}
+
+			// Build logs by the build id alone, though job 1 is on both
+			// branches; the Amplify job id alone is ambiguous there.
+			for _, b := range []startedBuild{b1, b2, b3} {
+				app := cloudApp
+				if b.AccountID == two.ID {
+					app = "d9second"
+				}
+				code, _, body = c.do(t, member, "GET", "/deployments/apps/"+app+"/builds/"+b.BuildID+"/logs", nil)
+				if bl := decodeOK[buildLogs](t, "build logs by build id", code, 200, body); bl.Status != "PENDING" {
+					t.Fatalf("build logs of %+v: %s", b, body)
+				}
+			}
+			getJobs := st.aws.CallsTo(fakeaws.ServiceAmplify, "GetJob")
+			if last := getJobs[len(getJobs)-1].Input; last["branchName"] != "dev" || last["jobId"] != "1" {
+				t.Fatalf("GetJob of the dev build asked for %v", last)
+			}
+			code, _, body = c.do(t, member, "GET", "/deployments/apps/d9second/builds/1/logs", nil)
+			problem("an Amplify job id on two branches", code, body, "branch", "dev", "main")
+			code, _, body = c.do(t, member, "GET", "/deployments/apps/"+cloudApp+"/builds/1/logs", nil)
+			if bl := decodeOK[buildLogs](t, "build logs by a job id found once", code, 200, body); bl.Status != "SUCCEED" || len(bl.Steps) != 2 {
+				t.Fatalf("build logs by a job id found once: %s", body)
+			}
+			code, _, body = c.do(t, admin, "GET", "/deployments/apps/"+cloudApp+"/builds/"+b1.BuildID+"/logs", nil)
+			decodeOK[buildLogs](t, "another member reads the build", code, 200, body)
+			stranger, _ := st.cloudUser("eve@example.com", "other", ports.RoleAdmin)
+			if code, _, body := c.do(t, stranger, "GET", "/deployments/apps/"+cloudApp+"/builds/"+b1.BuildID+"/logs", nil); code != 404 {
+				t.Fatalf("another org reads the build: %d %s", code, body)
+			}
+
+			// The assume-role external id is devpilot's, one per org.
+			ext := func(token string) string {
+				t.Helper()
+				code, _, body := c.do(t, token, "GET", "/cloud/external-id", nil)
+				v := decodeOK[struct {
+					ExternalID string `json:"external_id"`
+				}](t, "external id", code, 200, body)
+				if !strings.HasPrefix(v.ExternalID, "devpilot-") || len(v.ExternalID) < 30 {
+					t.Fatalf("external id: %s", body)
+				}
+				return v.ExternalID
+			}
+			ours, theirs := ext(member), ext(stranger)
+			if ours == theirs || ext(admin) != ours {
+				t.Fatalf("external ids: ours %s (twice: %s), theirs %s", ours, ext(admin), theirs)
+			}
+			role := func(name, externalID string) map[string]any {
+				auth := map[string]any{"mode": "assume_role", "role_arn": "arn:aws:iam::" + cloudAWSAccount + ":role/devpilot"}
+				if externalID != "" {
+					auth["external_id"] = externalID
+				}
+				return map[string]any{"name": name, "region": cloudRegion, "auth": auth}
+			}
+			type roleView struct {
+				Auth struct {
+					Mode       string
+					RoleARN    string `json:"role_arn"`
+					ExternalID string `json:"external_id"`
+				}
+			}
+			code, _, body = c.do(t, stranger, "POST", "/cloud/accounts", role("role", ""))
+			if a := decodeOK[roleView](t, "a role without external id", code, 201, body); a.Auth.ExternalID != theirs {
+				t.Fatalf("a role without external id: %s, want %s", body, theirs)
+			}
+			code, _, body = c.do(t, stranger, "POST", "/cloud/accounts", role("role again", theirs))
+			decodeOK[roleView](t, "a role with the org's external id", code, 201, body)
+			// The same role with another org's external id (the confused
+			// deputy), or one the tenant chose: 422.
+			for _, id := range []string{ours, "chosen-by-the-tenant"} {
+				code, _, body = c.do(t, stranger, "POST", "/cloud/accounts", role("borrowed", id))
+				if p := decodeOK[cloudProblem](t, "a role with another external id", code, 422, body); !p.names("auth.external_id") || !strings.Contains(p.Detail, theirs) {
+					t.Fatalf("a role with external id %s: %s", id, body)
+				}
+			}
+			code, _, body = c.do(t, stranger, "GET", "/cloud/accounts", nil)
+			for _, a := range decodeOK[struct{ Items []roleView }](t, "their accounts", code, 200, body).Items {
+				if a.Auth.ExternalID != theirs {
+					t.Fatalf("an account with external id %q, want %q", a.Auth.ExternalID, theirs)
+				}
+			}
+			c.assertNoSecret(t, cloudSecret, secondSecret)
+		})
+	}
 }

@@ -384,7 +384,7 @@ func (s *Server) listApps(w http.ResponseWriter, r *http.Request) error {
 		}
 		return map[string]any{"account_id": a.AccountID, "id": a.ID, "name": a.Name, "arn": a.ARN, "platform": a.Platform,
 			"default_domain": a.DefaultDomain, "repository": a.Repository, "branches": branches, "updated_at": a.UpdatedAt.UTC()}
-	}), "next_cursor": ""}
+	}), "next_cursor": nil}
 	if len(apps.Failed) > 0 {
 		out["failed_accounts"] = mapSlice(apps.Failed, func(f cloud.AccountFailure) map[string]any {
 			return map[string]any{"account_id": f.AccountID, "name": f.AccountName, "code": string(f.Kind), "error": f.Error}
