@@ -1,6 +1,9 @@
 package ports
 
 import (
+	"bytes"
+	"encoding/json"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -74,4 +77,76 @@ func CleanText(s string) string {
 // make text display other than it reads.
 func isBidiControl(r rune) bool {
 	return (r >= '\u202A' && r <= '\u202E') || (r >= '\u2066' && r <= '\u2069')
+}
+
+// CleanJSON returns raw, a JSON value from a model or a provider, with
+// CleanText applied to every string and object key in it, escapes
+// included (encoding/json turns a lone surrogate escape into U+FFFD). It
+// returns raw itself when nothing needs cleaning or raw is not valid JSON,
+// which is for its reader to refuse.
+func CleanJSON(raw []byte) []byte {
+	if !needsJSONClean(raw) {
+		return raw
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return raw
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(cleanValue(v)); err != nil {
+		return raw
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// needsJSONClean reports whether raw holds a character CleanText drops,
+// raw or as a \u escape: a C0 control, a surrogate, U+FEFF or a
+// bidirectional control.
+func needsJSONClean(raw []byte) bool {
+	if TextFault(string(raw)) != "" {
+		return true
+	}
+	for i := bytes.Index(raw, []byte(`\u`)); i >= 0; {
+		// An escaped backslash followed by "u" is text, not an escape.
+		backslashes := 0
+		for j := i - 1; j >= 0 && raw[j] == '\\'; j-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 && i+6 <= len(raw) {
+			if r, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 32); err == nil {
+				r := rune(r)
+				if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || (r >= 0xD800 && r <= 0xDFFF) || r == 0xFEFF || isBidiControl(r) {
+					return true
+				}
+			}
+		}
+		next := bytes.Index(raw[i+2:], []byte(`\u`))
+		if next < 0 {
+			break
+		}
+		i += 2 + next
+	}
+	return false
+}
+
+func cleanValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return CleanText(x)
+	case []any:
+		for i := range x {
+			x[i] = cleanValue(x[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[CleanText(k)] = cleanValue(e)
+		}
+		return out
+	}
+	return v
 }

@@ -61,3 +61,26 @@ func FuzzCleanText(f *testing.F) {
 		}
 	})
 }
+
+func TestCleanJSON(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, in, want string }{
+		{"clean stays byte for byte", `{"b": 1, "a": "x"}`, `{"b": 1, "a": "x"}`},
+		{"tab escape is text", `{"a":"x\ty"}`, `{"a":"x\ty"}`},
+		{"escaped backslash then u", `{"a":"C:\\u0000dir"}`, `{"a":"C:\\u0000dir"}`},
+		{"NUL escape", `{"service":"check\u0000out","n":2}`, `{"n":2,"service":"checkout"}`},
+		{"control in a key and an array", `{"k\u0007":["a\u001bb",1.50]}`, `{"k":["ab",1.50]}`},
+		{"lone surrogate", `["x\ud800y"]`, `["x` + "\uFFFD" + `y"]`},
+		{"emoji pair kept", `["\ud83d\ude80\u202e"]`, `["🚀"]`},
+		{"BOM and bidi raw", "[\"\ufeffa\u2066b\"]", `["ab"]`},
+		{"not JSON is left to its reader", `{"a":"\u0000"`, `{"a":"\u0000"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := string(ports.CleanJSON([]byte(tt.in))); got != tt.want {
+				t.Errorf("CleanJSON(%s) = %s, want %s", tt.in, got, tt.want)
+			}
+		})
+	}
+}

@@ -295,6 +295,9 @@ func (c *Client) Chat(ctx context.Context, req ports.ChatRequest, onDelta func(d
 	for attempt := 0; ; attempt++ {
 		f := c.attempt(callCtx, cl, onDelta, &res)
 		if f == nil {
+			if req.ResponseFormat != nil {
+				res.Content = string(ports.CleanJSON([]byte(res.Content)))
+			}
 			return res, nil
 		}
 		if f.callerErr != nil {
@@ -400,7 +403,9 @@ func (c *Client) read(ctx context.Context, stream *goopenai.ChatCompletionStream
 			if ch.Index != 0 {
 				continue
 			}
-			if text := ch.Delta.Content + ch.Delta.Refusal; text != "" {
+			// Model output is cleaned as it comes (ports.CleanText): each delta
+			// is whole runes, decoded from the chunk's JSON.
+			if text := ports.CleanText(ch.Delta.Content + ch.Delta.Refusal); text != "" {
 				content.WriteString(text)
 				if onDelta != nil {
 					if err := onDelta(text); err != nil {
@@ -436,10 +441,12 @@ func (c *Client) open(ctx context.Context, cl *call) (*goopenai.ChatCompletionSt
 	return stream, info, err
 }
 
-// withIDs gives every call an id of its own.
+// withIDs gives every call an id of its own, and cleans its arguments
+// (ports.CleanJSON).
 func (c *Client) withIDs(calls []ports.ToolCall) []ports.ToolCall {
 	seen := make(map[string]bool, len(calls))
 	for i := range calls {
+		calls[i].Arguments = string(ports.CleanJSON([]byte(calls[i].Arguments)))
 		if calls[i].ID == "" || seen[calls[i].ID] {
 			calls[i].ID = c.newCallID()
 		}

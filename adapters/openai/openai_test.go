@@ -722,6 +722,40 @@ func TestResponseFormat(t *testing.T) {
 	}
 }
 
+// Model output is text devpilot did not get from its caller: NUL, controls,
+// byte-order marks and bidi controls are dropped from the text, the tool
+// arguments and a structured answer, never refused.
+func TestModelOutputIsCleaned(t *testing.T) {
+	t.Parallel()
+	f := fakeopenai.New(t)
+	f.Enqueue(
+		fakeopenai.TextChunks("Hel\x00lo", "\x1b[0m wor\u202eld\ufeff").
+			WithToolCalls(fakeopenai.Call{ID: "call_1", Name: "scale", Arguments: `{"service":"check\u0000out","n":2}`}),
+		fakeopenai.Text(`{"title":"Deploy\u0007 the API\ud800"}`),
+	)
+	c, _ := newTestClient(t, f)
+	var d deltas
+	res, err := c.Chat(t.Context(), userSays("hi"), d.on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"Hello", "[0m world"}; !slices.Equal(d.got, want) {
+		t.Errorf("deltas %q, want %q", d.got, want)
+	}
+	if res.Content != "Hello[0m world" || len(res.ToolCalls) != 1 || res.ToolCalls[0].Arguments != `{"n":2,"service":"checkout"}` {
+		t.Errorf("result %+v", res)
+	}
+	req := userSays("title?")
+	req.ResponseFormat = &ports.JSONSchemaFormat{Name: "session_title", Schema: json.RawMessage(`{"type":"object"}`)}
+	res, err = c.Chat(t.Context(), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Content != "{\"title\":\"Deploy the API\uFFFD\"}" {
+		t.Errorf("structured content %q", res.Content)
+	}
+}
+
 func TestInvalidRequestsAreNotSent(t *testing.T) {
 	t.Parallel()
 	user := ports.Message{Role: ports.MessageUser, Content: "hi"}

@@ -143,7 +143,9 @@ func normaliseArgs(raw json.RawMessage) (string, bool) {
 	if err := json.Compact(&b, raw); err != nil {
 		return "", false
 	}
-	return b.String(), true
+	// The arguments are the realtime model's output, relayed: cleaned like
+	// any model's (ports.CleanJSON), never refused for their characters.
+	return string(ports.CleanJSON(b.Bytes())), true
 }
 
 var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
