@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -235,6 +237,9 @@ func readField(part *multipart.Part) (string, error) {
 		return "", &ports.Error{Kind: ports.KindInvalid, Message: "form field " + part.FormName() + " is too long",
 			Fields: []ports.FieldError{{Field: part.FormName(), Reason: "at most 1 KiB"}}}
 	}
+	if reason := ports.TextFault(string(b)); reason != "" {
+		return "", ports.Invalid("form field "+part.FormName()+" "+reason, ports.FieldError{Field: part.FormName(), Reason: reason})
+	}
 	return strings.TrimSpace(string(b)), nil
 }
 
@@ -258,12 +263,20 @@ func readTextFile(part *multipart.Part) (spec.NewInput, error) {
 	case declared == "application/pdf" || strings.HasPrefix(sniffed, "application/pdf") || strings.EqualFold(path.Ext(name), ".pdf"):
 		return spec.NewInput{}, &ports.Error{Kind: ports.KindUnsupportedMedia,
 			Message: "PDF uploads are not supported: upload the document's text as text/markdown or text/plain"}
-	case !known || !utf8.Valid(content):
+	case !known || !utf8.Valid(content) || bytes.IndexByte(content, 0) >= 0:
 		return spec.NewInput{}, &ports.Error{Kind: ports.KindUnsupportedMedia,
-			Message: "file " + name + " must be UTF-8 text/markdown or text/plain (.md, .markdown, .txt)"}
+			Message: fmt.Sprintf("file %.200q must be UTF-8 text/markdown or text/plain (.md, .markdown, .txt), without NUL bytes", name)}
+	}
+	// A leading byte-order mark is the file's encoding signature, not text.
+	text := strings.TrimPrefix(string(content), "\uFEFF")
+	if reason := ports.TextFault(name); reason != "" {
+		return spec.NewInput{}, ports.Invalid("the file name "+reason, ports.FieldError{Field: "file", Reason: "file name " + reason})
+	}
+	if reason := ports.TextFault(text); reason != "" {
+		return spec.NewInput{}, ports.Invalid(fmt.Sprintf("file %q %s", name, reason), ports.FieldError{Field: "file", Reason: reason})
 	}
 	title := strings.TrimSuffix(path.Base(name), path.Ext(name))
-	return spec.NewInput{Title: title, ContentType: ct, Content: string(content)}, nil
+	return spec.NewInput{Title: title, ContentType: ct, Content: text}, nil
 }
 
 // bodyError maps a failure to read the body: over the limit is 413, anything
