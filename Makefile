@@ -48,9 +48,16 @@ fmt:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s $(PKGS)
 
-## fuzz: a short run of the JSON decoder fuzz target.
+## fuzz: a short run (FUZZTIME each) of every fuzz target: request JSON,
+## multipart uploads, Last-Event-ID, text cleaning, webhook payloads.
+FUZZTIME     ?= 15s
+FUZZ_TARGETS := ./hosts/httpapi:FuzzDecodeJSON ./hosts/httpapi:FuzzReadSpecForm ./hosts/httpapi:FuzzLastEventID \
+	./ports:FuzzCleanText
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodeJSON -fuzztime 30s ./hosts/httpapi
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "== $${t##*:} ($${t%%:*})"; \
+		$(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
+	done
 
 clean:
 	rm -rf bin
