@@ -99,6 +99,8 @@ func (s *Service) IssueToken(ctx context.Context, in IssueTokenInput) (IssuedTok
 	var fields []ports.FieldError
 	if orgName == "" || len(orgName) > maxOrgName {
 		fields = append(fields, ports.FieldError{Field: "org", Reason: fmt.Sprintf("must be 1 to %d characters", maxOrgName)})
+	} else if reason := ports.TextFault(orgName); reason != "" {
+		fields = append(fields, ports.FieldError{Field: "org", Reason: reason})
 	}
 	if in.Role == "" {
 		in.Role = ports.RoleMember
@@ -108,6 +110,8 @@ func (s *Service) IssueToken(ctx context.Context, in IssueTokenInput) (IssuedTok
 	}
 	if len(in.Name) > maxTokenName {
 		fields = append(fields, ports.FieldError{Field: "name", Reason: fmt.Sprintf("must be at most %d characters", maxTokenName)})
+	} else if reason := ports.TextFault(in.Name); reason != "" {
+		fields = append(fields, ports.FieldError{Field: "name", Reason: reason})
 	}
 	if in.TTL < 0 {
 		fields = append(fields, ports.FieldError{Field: "ttl", Reason: "must not be negative"})

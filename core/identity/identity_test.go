@@ -101,6 +101,9 @@ func TestIssueTokenRejectsBadInput(t *testing.T) {
 		{"no org", identity.IssueTokenInput{Email: "ada@example.com", OrgName: "  "}, "org"},
 		{"bad role", identity.IssueTokenInput{Email: "ada@example.com", OrgName: "acme", Role: "owner"}, "role"},
 		{"negative ttl", identity.IssueTokenInput{Email: "ada@example.com", OrgName: "acme", TTL: -time.Second}, "ttl"},
+		{"control character in the org", identity.IssueTokenInput{Email: "ada@example.com", OrgName: "ac\x1bme"}, "org"},
+		{"bidi override in the token name", identity.IssueTokenInput{Email: "ada@example.com", OrgName: "acme", Name: "ci\u202eimda"}, "name"},
+		{"invalid UTF-8 in the token name", identity.IssueTokenInput{Email: "ada@example.com", OrgName: "acme", Name: "ci\xff"}, "name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
