@@ -92,23 +92,33 @@ var (
 // failed, Error set); or the item is no longer waiting for a draft (deleted,
 // archived, or drafted by an earlier attempt), so running it again changes
 // nothing. It returns an error when the job should run again: a transient
-// model error (rate_limited, unavailable, timeout, upstream truncated) or a
-// store error, unless final, when the error is recorded on the item instead.
+// error (see ports.Transient: a rate limit, an unavailable model or
+// database, a timeout, a truncated stream), unless final. Any other error,
+// such as a model's refusal or a constraint of the store, is recorded at
+// once.
 func (s *Service) RunGeneration(ctx context.Context, args GenerateContentArgs, final bool) error {
 	log := s.log.With("item_id", args.ItemID, "org_id", args.OrgID)
 	err := s.generate(ctx, args, log)
 	if err == nil {
 		return nil
 	}
-	var f *failure
-	if !errors.As(err, &f) {
-		if !final {
-			log.WarnContext(ctx, "content generation failed; the job will be retried", "err", err)
-			return err
-		}
-		f = failureOf(err)
+	if genjob.Retry(err, final) {
+		log.WarnContext(ctx, "content generation failed; the job will be retried", "err", err)
+		return err
 	}
+	f := failureOf(err)
 	log.WarnContext(ctx, "content generation failed", "code", f.Code, "err", err)
+	return s.recordFailure(context.WithoutCancel(ctx), args, ports.ContentError{Code: f.Code, Message: f.Message}, log)
+}
+
+// AbandonGeneration gives up the draft of args: the worker calls it for a
+// job taken up again after its last attempt was interrupted (its process
+// stopped). The item becomes failed with code interrupted, unless it is no
+// longer generating. It returns the store's errors.
+func (s *Service) AbandonGeneration(ctx context.Context, args GenerateContentArgs) error {
+	log := s.log.With("item_id", args.ItemID, "org_id", args.OrgID)
+	f := genjob.Interrupted()
+	log.WarnContext(ctx, "content generation failed", "code", f.Code, "err", f)
 	return s.recordFailure(context.WithoutCancel(ctx), args, ports.ContentError{Code: f.Code, Message: f.Message}, log)
 }
 

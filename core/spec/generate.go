@@ -135,23 +135,36 @@ var (
 // generate may be called again; or the generation is no longer wanted (the
 // session is gone, or no longer generating this generation, as when a
 // retried job finds its artifact stored already). It returns an error when
-// the job should run again: a transient model error (rate_limited,
-// unavailable, timeout, upstream truncated) or a store error, unless final,
-// when the error is recorded on the session instead.
+// the job should run again: a transient error (see ports.Transient: a rate
+// limit, an unavailable model or database, a timeout, a truncated stream),
+// unless final. Any other error, such as a model answer invalid twice, a
+// model's refusal or a constraint of the store, is recorded at once.
 func (s *Service) RunGeneration(ctx context.Context, args GenerateStageArgs, final bool) error {
 	log := s.log.With("session_id", args.SessionID, "stage", args.Stage, "generation_id", args.GenerationID)
 	err := s.generate(ctx, args, log)
 	if err == nil {
 		return nil
 	}
-	var f *failure
-	if !errors.As(err, &f) {
-		if !final {
-			log.WarnContext(ctx, "generation failed; the job will be retried", "err", err)
-			return err
-		}
-		f = failureOf(err)
+	if genjob.Retry(err, final) {
+		log.WarnContext(ctx, "generation failed; the job will be retried", "err", err)
+		return err
 	}
+	return s.recordFailure(ctx, args, failureOf(err), err, log)
+}
+
+// AbandonGeneration gives up the generation of args: the worker calls it for
+// a job taken up again after its last attempt was interrupted (its process
+// stopped). The session becomes failed with code interrupted, unless it no
+// longer runs this generation. It returns the store's errors.
+func (s *Service) AbandonGeneration(ctx context.Context, args GenerateStageArgs) error {
+	log := s.log.With("session_id", args.SessionID, "stage", args.Stage, "generation_id", args.GenerationID)
+	f := genjob.Interrupted()
+	return s.recordFailure(ctx, args, f, f, log)
+}
+
+// recordFailure marks the session's generation of args failed with f,
+// unless it no longer runs it; err is what failed, for the log.
+func (s *Service) recordFailure(ctx context.Context, args GenerateStageArgs, f *failure, err error, log *slog.Logger) error {
 	log.WarnContext(ctx, "generation failed", "code", f.Code, "err", err)
 	e := ports.SpecError{Stage: args.Stage, Code: f.Code, Message: f.Message}
 	ferr := s.d.Specs.FailGeneration(context.WithoutCancel(ctx), args.SessionID, args.GenerationID, e, s.d.Clock.Now())

@@ -1,6 +1,6 @@
 // Package genjob holds what the cores' model-generation jobs (specification
 // stages, content drafts) share: telling a failure to record from an error
-// worth another attempt.
+// worth another attempt, and the failure of a job given up.
 package genjob
 
 import (
@@ -45,19 +45,34 @@ func FailureOf(err error) *Failure {
 	return &Failure{Code: string(ports.KindInternal), Message: "internal error", Cause: err}
 }
 
-// Transient reports whether a model error may go away when the job runs
-// again: rate limits, unavailability, timeouts and cut-off streams, and any
-// error that is not a ports.Error (such as a cancelled context).
-func Transient(err error) bool {
-	e, ok := ports.AsError(err)
-	if !ok {
-		return true
+// Transient reports whether an error may go away when the job runs again:
+// see ports.Transient (rate limits, unavailability, timeouts, cut-off
+// streams, lost connections, and any error that is not a ports.Error).
+func Transient(err error) bool { return ports.Transient(err) }
+
+// Retry reports whether a job that failed with err should be run again by
+// the queue rather than have the failure recorded now: only when this is not
+// the final attempt, err is no Failure, and err is transient. A permanent
+// error (invalid input, a constraint, a model output that stays invalid)
+// fails the work at once.
+func Retry(err error, final bool) bool {
+	if final || err == nil {
+		return false
 	}
-	switch e.Kind {
-	case ports.KindRateLimited, ports.KindUnavailable, ports.KindTimeout:
-		return true
-	case ports.KindUpstream:
-		return e.Code == ports.CodeTruncated
+	if _, ok := errors.AsType[*Failure](err); ok {
+		return false
 	}
-	return false
+	return Transient(err)
+}
+
+// CodeInterrupted is the code of the failure recorded when a generation is
+// given up because its last attempt was interrupted.
+const CodeInterrupted = "interrupted"
+
+// Interrupted is the failure recorded for a generation whose last attempt
+// was interrupted: the process working on it stopped (killed, crashed) and
+// the queue took the job up again with no attempt left.
+func Interrupted() *Failure {
+	return &Failure{Code: CodeInterrupted,
+		Message: "the generation was interrupted: the process working on it stopped during its last attempt; start it again"}
 }

@@ -1,0 +1,57 @@
+package ports
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+)
+
+// Transient reports whether the work that failed with err may succeed when
+// it is tried again later, as background jobs are: a rate limit, an
+// unavailable or slow provider or database, a cut-off model stream, an ended
+// context, or a connection lost under an internal Error. Every other Error
+// (invalid input, a constraint, a conflict, a provider's refusal, an
+// internal fault) is permanent: trying again gives the same answer. An error
+// that is no Error at all counts as transient, as nothing says otherwise.
+// nil is not transient.
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	e, ok := AsError(err)
+	if !ok {
+		return true
+	}
+	switch e.Kind {
+	case KindRateLimited, KindUnavailable, KindTimeout:
+		return true
+	case KindUpstream:
+		return e.Code == CodeTruncated
+	case KindInternal:
+		return connectionLost(e.Err)
+	}
+	return false
+}
+
+// connectionLost reports whether err is the loss of a connection or of the
+// context, rather than a fault of the request.
+func connectionLost(err error) bool {
+	if err == nil {
+		return false
+	}
+	if _, ok := errors.AsType[net.Error](err); ok {
+		return true
+	}
+	for _, target := range []error{
+		context.Canceled, context.DeadlineExceeded, driver.ErrBadConn, io.ErrUnexpectedEOF, io.EOF,
+		syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE,
+	} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}

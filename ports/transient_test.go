@@ -1,0 +1,42 @@
+package ports_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"testing"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+func TestTransient(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"not an Error", errors.New("boom"), true},
+		{"cancelled", context.Canceled, true},
+		{"rate limited", ports.Errorf(ports.KindRateLimited, "slow down"), true},
+		{"unavailable", ports.Errorf(ports.KindUnavailable, "503"), true},
+		{"timeout", ports.Errorf(ports.KindTimeout, "slow"), true},
+		{"truncated stream", &ports.Error{Kind: ports.KindUpstream, Code: ports.CodeTruncated}, true},
+		{"upstream refusal", ports.Errorf(ports.KindUpstream, "bad credentials"), false},
+		{"invalid", ports.Invalid("no"), false},
+		{"conflict", ports.Errorf(ports.KindConflict, "exists"), false},
+		{"not found", ports.NotFound("x", "1"), false},
+		{"internal fault", ports.Wrap(ports.KindInternal, errors.New("CHECK constraint failed"), "database error"), false},
+		{"internal, connection refused", ports.Wrap(ports.KindInternal, &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, "database error"), true},
+		{"internal, connection reset", ports.Wrap(ports.KindInternal, fmt.Errorf("read: %w", syscall.ECONNRESET), "database error"), true},
+		{"internal, context ended", ports.Wrap(ports.KindInternal, context.DeadlineExceeded, "database error"), true},
+		{"wrapped permanent", fmt.Errorf("job: %w", ports.Invalid("no")), false},
+	} {
+		if got := ports.Transient(tt.err); got != tt.want {
+			t.Errorf("%s: Transient(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
+		}
+	}
+}
