@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/content"
@@ -52,14 +53,18 @@ type ConfirmationExpirer interface {
 	ExpireConfirmations(ctx context.Context) (int, error)
 }
 
-// StageGenerator generates one specification stage; *spec.Service is one.
+// StageGenerator generates one specification stage, or gives it up;
+// *spec.Service is one.
 type StageGenerator interface {
 	RunGeneration(ctx context.Context, args spec.GenerateStageArgs, final bool) error
+	AbandonGeneration(ctx context.Context, args spec.GenerateStageArgs) error
 }
 
-// ContentGenerator drafts one content item; *content.Service is one.
+// ContentGenerator drafts one content item, or gives it up;
+// *content.Service is one.
 type ContentGenerator interface {
 	RunGeneration(ctx context.Context, args content.GenerateContentArgs, final bool) error
+	AbandonGeneration(ctx context.Context, args content.GenerateContentArgs) error
 }
 
 // DeliveryProcessor turns a stored webhook delivery into activity;
@@ -101,7 +106,7 @@ func NewWorkers(d Deps) (*river.Workers, error) {
 		river.AddWorkerSafely(workers, &SweepWorker[assistant.ExpireConfirmationsArgs]{Sweep: d.Assistant.ExpireConfirmations, Did: "expired confirmations", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &SweepWorker[PruneIdempotencyArgs]{Sweep: pruneIdempotency, Did: "pruned idempotency keys", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &GenerateStageWorker{Spec: d.Spec}),
-		river.AddWorkerSafely(workers, &ProcessDeliveryWorker{SCM: d.SCM}),
+		river.AddWorkerSafely(workers, &ProcessDeliveryWorker{SCM: d.SCM, Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &GenerateContentWorker{Content: d.Content}),
 	)
 	if err != nil {
@@ -148,26 +153,30 @@ func (w *SweepWorker[T]) Work(ctx context.Context, job *river.Job[T]) error {
 	return nil
 }
 
-// GenerateStageTimeout bounds one attempt at generating a stage: a long
-// document from a slow model, retried once on invalid output.
-const GenerateStageTimeout = 10 * time.Minute
+// Every attempt of a job is bounded by the queue's job timeout
+// (queue.JobTimeout of the rescue bound), which is less than the time after
+// which another process takes a running job for abandoned, so no worker here
+// sets a timeout of its own.
+
+// interrupted reports whether job was taken up again after its last attempt
+// was interrupted (its process died while working it; see queue.Rescue):
+// its attempt count is then past MaxAttempts.
+func interrupted(row *rivertype.JobRow) bool { return row.Attempt > row.MaxAttempts }
 
 // GenerateStageWorker works spec.GenerateStageArgs jobs: it generates the
 // stage, telling the core whether this is the last attempt, so a transient
 // model failure is retried by the queue and only the last one fails the
-// session.
+// session. A job whose last attempt was interrupted fails the session.
 type GenerateStageWorker struct {
 	river.WorkerDefaults[spec.GenerateStageArgs]
 	Spec StageGenerator
 }
 
-// Timeout gives a generation more than River's default minute.
-func (w *GenerateStageWorker) Timeout(*river.Job[spec.GenerateStageArgs]) time.Duration {
-	return GenerateStageTimeout
-}
-
 // Work generates the stage; an error makes River retry the job.
 func (w *GenerateStageWorker) Work(ctx context.Context, job *river.Job[spec.GenerateStageArgs]) error {
+	if interrupted(job.JobRow) {
+		return w.Spec.AbandonGeneration(ctx, job.Args)
+	}
 	return w.Spec.RunGeneration(ctx, job.Args, job.Attempt >= job.MaxAttempts)
 }
 
@@ -176,30 +185,37 @@ func (w *GenerateStageWorker) Work(ctx context.Context, job *river.Job[spec.Gene
 type ProcessDeliveryWorker struct {
 	river.WorkerDefaults[scm.ProcessDeliveryArgs]
 	SCM DeliveryProcessor
+	// Logger receives a warning for a delivery given up; nil means
+	// slog.Default().
+	Logger *slog.Logger
 }
 
-// Work processes the delivery; an error makes River retry the job.
+// Work processes the delivery. A transient error (see ports.Transient)
+// makes River retry the job, with backoff; any other gives the job up at
+// once (river.JobCancel), as trying again would fail the same way.
 func (w *ProcessDeliveryWorker) Work(ctx context.Context, job *river.Job[scm.ProcessDeliveryArgs]) error {
-	return w.SCM.ProcessDelivery(ctx, job.Args.DeliveryID)
+	err := w.SCM.ProcessDelivery(ctx, job.Args.DeliveryID)
+	if err == nil || ports.Transient(err) {
+		return err
+	}
+	cmp.Or(w.Logger, slog.Default()).WarnContext(ctx, "webhook delivery given up: processing it failed for good",
+		slog.String("delivery_id", job.Args.DeliveryID), slog.Int64("job_id", job.ID), slog.Any("err", err))
+	return river.JobCancel(err)
 }
-
-// GenerateContentTimeout bounds one attempt at drafting a content item.
-const GenerateContentTimeout = 5 * time.Minute
 
 // GenerateContentWorker works content.GenerateContentArgs jobs: it drafts
 // the item, telling the core whether this is the last attempt, so a
 // transient model failure is retried and only the last one fails the item.
+// A job whose last attempt was interrupted fails the item.
 type GenerateContentWorker struct {
 	river.WorkerDefaults[content.GenerateContentArgs]
 	Content ContentGenerator
 }
 
-// Timeout gives a draft more than River's default minute.
-func (w *GenerateContentWorker) Timeout(*river.Job[content.GenerateContentArgs]) time.Duration {
-	return GenerateContentTimeout
-}
-
 // Work drafts the item; an error makes River retry the job.
 func (w *GenerateContentWorker) Work(ctx context.Context, job *river.Job[content.GenerateContentArgs]) error {
+	if interrupted(job.JobRow) {
+		return w.Content.AbandonGeneration(ctx, job.Args)
+	}
 	return w.Content.RunGeneration(ctx, job.Args, job.Attempt >= job.MaxAttempts)
 }
