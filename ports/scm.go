@@ -74,14 +74,16 @@ type SCMPull struct {
 // request opened or merged, a branch or tag created or deleted, a release,
 // a comment. Source says where devpilot learnt it: "api" or "webhook".
 type SCMActivity struct {
-	ID         string
-	RepoID     int64 // the provider's repository id
-	Kind       string
-	Action     string
-	Actor      string
-	Ref        string
-	Summary    string
-	URL        string
+	ID      string
+	RepoID  int64 // the provider's repository id
+	Kind    string
+	Action  string
+	Actor   string
+	Ref     string
+	Summary string
+	URL     string
+	// SHA is the commit the entry leads to (a push's head commit), or "".
+	SHA        string
 	At         time.Time
 	Source     string
 	DeliveryID string
@@ -94,8 +96,9 @@ type SCMActivity struct {
 // answer well.
 type SCMProvider interface {
 	// AuthorizeURL is where to send the user to grant access, with state and
-	// the PKCE S256 challenge of the verifier.
-	AuthorizeURL(state, codeChallenge, redirectURI string) string
+	// the PKCE S256 challenge of the verifier. Errors: unavailable when the
+	// provider is not configured (the message names what to set).
+	AuthorizeURL(state, codeChallenge, redirectURI string) (string, error)
 	// Exchange trades an authorization code (and the PKCE verifier) for a token.
 	Exchange(ctx context.Context, code, codeVerifier, redirectURI string) (SCMToken, error)
 	// User returns who the token belongs to.
@@ -113,15 +116,19 @@ type SCMProvider interface {
 }
 
 // OAuthState is a pending OAuth authorisation: single use, bound to the
-// user who started it, expiring.
+// user who started it and to the browser they started it in, expiring.
 type OAuthState struct {
 	State         string
 	OrgID         string
 	UserID        string
 	CodeVerifier  string
 	RedirectAfter string
-	CreatedAt     time.Time
-	ExpiresAt     time.Time
+	// BindingHash is the hex SHA-256 of the secret the starting browser
+	// keeps (a cookie); the callback must present that secret. "" binds to
+	// no browser.
+	BindingHash string
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
 }
 
 // SCM connection statuses.
@@ -175,6 +182,15 @@ type WebhookDelivery struct {
 	ProcessedAt *time.Time
 }
 
+// WebhookDigest records that a delivery whose event and raw body have a
+// digest was received, so that the same signed body replayed under another
+// delivery id can be recognised.
+type WebhookDigest struct {
+	Digest     string // hex SHA-256 of the event name, a NUL and the raw body
+	DeliveryID string
+	At         time.Time
+}
+
 // SCMStore keeps OAuth states, connections, repositories, webhook deliveries
 // and repository activity.
 type SCMStore interface {
@@ -214,6 +230,14 @@ type SCMStore interface {
 	// ds, only the first is stored. It fails as RecordDelivery does, storing
 	// none of ds.
 	RecordDeliveries(ctx context.Context, ds []WebhookDelivery) (stored []bool, err error)
+	// ClaimWebhookDigests records each digest unless an equal one was
+	// recorded at or after since (a replay within the window), all or
+	// nothing, and reports for each whether it recorded it (claimed has the
+	// length of ds). A digest recorded before since is recorded again, with
+	// the new delivery id and time. Of equal digests within ds only the
+	// first can be claimed; of concurrent calls claiming one digest, at most
+	// one reports it claimed.
+	ClaimWebhookDigests(ctx context.Context, ds []WebhookDigest, since time.Time) (claimed []bool, err error)
 	// GetDelivery returns a delivery; not_found when absent.
 	GetDelivery(ctx context.Context, id string) (WebhookDelivery, error)
 	// FinishDelivery records how processing a delivery ended.

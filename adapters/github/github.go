@@ -156,8 +156,9 @@ func checkURL(raw string) error {
 
 // AuthorizeURL is GitHub's authorize page for state, the PKCE S256
 // challenge and redirectURI (left out when empty, so GitHub uses the app's
-// registered callback URL), asking for Scopes.
-func (c *Client) AuthorizeURL(state, codeChallenge, redirectURI string) string {
+// registered callback URL), asking for Scopes. It never fails: a Client is
+// configured.
+func (c *Client) AuthorizeURL(state, codeChallenge, redirectURI string) (string, error) {
 	opts := []oauth2.AuthCodeOption{
 		oauth2.SetAuthURLParam("code_challenge", codeChallenge),
 		oauth2.SetAuthURLParam("code_challenge_method", "S256"),
@@ -165,7 +166,7 @@ func (c *Client) AuthorizeURL(state, codeChallenge, redirectURI string) string {
 	if redirectURI != "" {
 		opts = append(opts, oauth2.SetAuthURLParam("redirect_uri", redirectURI))
 	}
-	return c.oauth.AuthCodeURL(state, opts...)
+	return c.oauth.AuthCodeURL(state, opts...), nil
 }
 
 // Exchange trades an authorization code and its PKCE verifier for a token.

@@ -435,7 +435,7 @@ const verifier = "M25iVXpKU3puUjFaYWg3T1NDTDQtcW1ROUY5YXlwalNoc0hhakxifmZHag"
 // redirects back with.
 func authorize(t *testing.T, f *fixture, state, redirectURI string) string {
 	t.Helper()
-	resp, err := f.fake.Client().Get(f.client.AuthorizeURL(state, pkce(verifier), redirectURI))
+	resp, err := f.fake.Client().Get(must(f.client.AuthorizeURL(state, pkce(verifier), redirectURI)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +452,7 @@ func TestOAuthRoundTrip(t *testing.T) {
 	f := newFixture(t)
 	f.fake.AuthorizeAs("alice")
 
-	raw := f.client.AuthorizeURL("st4te", pkce(verifier), redirect)
+	raw := must(f.client.AuthorizeURL("st4te", pkce(verifier), redirect))
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -600,7 +600,7 @@ func TestEnterpriseURLs(t *testing.T) {
 			if p := fake.Requests()[0].Path; p != "/api/v3/user" {
 				t.Errorf("request path %s", p)
 			}
-			if u := c.AuthorizeURL("s", "c", ""); !strings.HasPrefix(u, fake.URL()+"/login/oauth/authorize?") || strings.Contains(u, "redirect_uri") {
+			if u := must(c.AuthorizeURL("s", "c", "")); !strings.HasPrefix(u, fake.URL()+"/login/oauth/authorize?") || strings.Contains(u, "redirect_uri") {
 				t.Errorf("AuthorizeURL %s", u)
 			}
 		})
@@ -623,7 +623,7 @@ func TestDefaultURLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := c.AuthorizeURL("s", "c", redirect); !strings.HasPrefix(u, "https://github.com/login/oauth/authorize?") {
+	if u := must(c.AuthorizeURL("s", "c", redirect)); !strings.HasPrefix(u, "https://github.com/login/oauth/authorize?") {
 		t.Errorf("AuthorizeURL %s", u)
 	}
 	_, err = c.User(context.Background(), aliceToken)
@@ -740,4 +740,12 @@ func TestCallerCancels(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v", err)
 	}
+}
+
+// must is v, panicking on err: a test's mistake.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -32,18 +32,19 @@ type oauthStateRow struct {
 	UserID        string    `db:"user_id"`
 	CodeVerifier  string    `db:"code_verifier"`
 	RedirectAfter string    `db:"redirect_after"`
+	BindingHash   string    `db:"binding_hash"`
 	CreatedAt     timestamp `db:"created_at"`
 	ExpiresAt     timestamp `db:"expires_at"`
 }
 
-const oauthStateColumns = "state, org_id, user_id, code_verifier, redirect_after, created_at, expires_at"
+const oauthStateColumns = "state, org_id, user_id, code_verifier, redirect_after, binding_hash, created_at, expires_at"
 
 // CreateOAuthState implements ports.SCMStore. It is a conflict when the state
 // exists, and not_found when its user does not exist in its org. Messages
 // never quote the state, which is a bearer secret until consumed.
 func (s *SCM) CreateOAuthState(ctx context.Context, st ports.OAuthState) error {
-	_, err := s.db.write(ctx).exec(ctx, "INSERT INTO oauth_states ("+oauthStateColumns+") VALUES (?, ?, ?, ?, ?, ?, ?)",
-		st.State, st.OrgID, st.UserID, st.CodeVerifier, st.RedirectAfter, timestamp(st.CreatedAt), timestamp(st.ExpiresAt))
+	_, err := s.db.write(ctx).exec(ctx, "INSERT INTO oauth_states ("+oauthStateColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+		st.State, st.OrgID, st.UserID, st.CodeVerifier, st.RedirectAfter, st.BindingHash, timestamp(st.CreatedAt), timestamp(st.ExpiresAt))
 	return storeErr(err, "oauth state", "user "+st.UserID)
 }
 
@@ -62,7 +63,7 @@ func (s *SCM) ConsumeOAuthState(ctx context.Context, state string, now time.Time
 	}
 	return ports.OAuthState{
 		State: r.State, OrgID: r.OrgID, UserID: r.UserID, CodeVerifier: r.CodeVerifier,
-		RedirectAfter: r.RedirectAfter, CreatedAt: time.Time(r.CreatedAt), ExpiresAt: time.Time(r.ExpiresAt),
+		RedirectAfter: r.RedirectAfter, BindingHash: r.BindingHash, CreatedAt: time.Time(r.CreatedAt), ExpiresAt: time.Time(r.ExpiresAt),
 	}, nil
 }
 
@@ -406,6 +407,64 @@ func deliveryChunks(rows []deliveryRow) [][]deliveryRow {
 	return append(chunks, rows[start:])
 }
 
+// ClaimWebhookDigests implements ports.SCMStore with multi-row INSERT … ON
+// CONFLICT (digest) DO UPDATE … WHERE received_at < since RETURNING digest
+// statements (in a transaction when there are several) and no read: a
+// concurrent claim of one digest waits for the row the first inserts, then
+// finds it recent and claims nothing. Rows are written in digest order, so
+// concurrent calls sharing digests cannot deadlock. A repeat of a digest
+// within ds is reported not claimed without reaching the database.
+func (s *SCM) ClaimWebhookDigests(ctx context.Context, ds []ports.WebhookDigest, since time.Time) ([]bool, error) {
+	claimed := make([]bool, len(ds))
+	first := make(map[string]int, len(ds)) // digest → index in ds of its first claim
+	rows := make([]ports.WebhookDigest, 0, len(ds))
+	for i, d := range ds {
+		if _, repeat := first[d.Digest]; repeat {
+			continue
+		}
+		first[d.Digest] = i
+		rows = append(rows, d)
+	}
+	if len(rows) == 0 {
+		return claimed, nil
+	}
+	slices.SortFunc(rows, func(a, b ports.WebhookDigest) int { return cmp.Compare(a.Digest, b.Digest) })
+	const width = 3
+	chunk := maxInsertArgs / width
+	claim := func(ctx context.Context) error {
+		w := s.db.write(ctx)
+		for start := 0; start < len(rows); start += chunk {
+			part := rows[start:min(start+chunk, len(rows))]
+			args := make([]any, 0, len(part)*width+1)
+			for _, d := range part {
+				args = append(args, d.Digest, d.DeliveryID, timestamp(d.At))
+			}
+			args = append(args, timestamp(since))
+			var got []string
+			if err := w.list(ctx, &got, "INSERT INTO webhook_digests (digest, delivery_id, received_at) VALUES "+
+				strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(part)), ", ")+
+				` ON CONFLICT (digest) DO UPDATE SET delivery_id = excluded.delivery_id, received_at = excluded.received_at
+				WHERE webhook_digests.received_at < ? RETURNING digest`, args...); err != nil {
+				return err
+			}
+			for _, d := range got {
+				claimed[first[d]] = true
+			}
+		}
+		return nil
+	}
+	var err error
+	if len(rows) <= chunk {
+		err = claim(ctx)
+	} else {
+		err = s.db.WithinTx(ctx, claim)
+	}
+	if err != nil {
+		return nil, storeErr(err, fmt.Sprintf("%d webhook digests", len(rows)), "")
+	}
+	return claimed, nil
+}
+
 // GetDelivery implements ports.SCMStore; an empty payload reads back nil.
 func (s *SCM) GetDelivery(ctx context.Context, id string) (ports.WebhookDelivery, error) {
 	var r deliveryRow
@@ -448,12 +507,13 @@ type activityRow struct {
 	Ref        string    `db:"ref"`
 	Summary    string    `db:"summary"`
 	URL        string    `db:"url"`
+	SHA        string    `db:"sha"`
 	At         timestamp `db:"at"`
 	Source     string    `db:"source"`
 	DeliveryID string    `db:"delivery_id"`
 }
 
-const activityColumns = "id, repo_id, kind, action, actor, ref, summary, url, at, source, delivery_id"
+const activityColumns = "id, repo_id, kind, action, actor, ref, summary, url, sha, at, source, delivery_id"
 
 // AppendActivity implements ports.SCMStore with multi-row INSERT … ON
 // CONFLICT DO NOTHING statements in one transaction: an entry whose id is
@@ -465,7 +525,7 @@ func (s *SCM) AppendActivity(ctx context.Context, entries ...ports.SCMActivity) 
 	}
 	rows := make([][]any, len(entries))
 	for i, e := range entries {
-		rows[i] = []any{e.ID, e.RepoID, e.Kind, e.Action, e.Actor, e.Ref, e.Summary, e.URL, timestamp(e.At), e.Source, e.DeliveryID}
+		rows[i] = []any{e.ID, e.RepoID, e.Kind, e.Action, e.Actor, e.Ref, e.Summary, e.URL, e.SHA, timestamp(e.At), e.Source, e.DeliveryID}
 	}
 	err := s.db.insertAtomicallyWith(ctx, "scm_activity", activityColumns, "ON CONFLICT (id) DO NOTHING", rows)
 	return storeErr(err, "scm activity", "")
@@ -484,7 +544,7 @@ func (s *SCM) ListActivity(ctx context.Context, repoID int64, page ports.Page) (
 	for i, r := range rows {
 		entries[i] = ports.SCMActivity{
 			ID: r.ID, RepoID: r.RepoID, Kind: r.Kind, Action: r.Action, Actor: r.Actor, Ref: r.Ref,
-			Summary: r.Summary, URL: r.URL, At: time.Time(r.At), Source: r.Source, DeliveryID: r.DeliveryID,
+			Summary: r.Summary, URL: r.URL, SHA: r.SHA, At: time.Time(r.At), Source: r.Source, DeliveryID: r.DeliveryID,
 		}
 	}
 	return entries, next, nil

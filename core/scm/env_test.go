@@ -68,6 +68,8 @@ type mem struct {
 	conns      map[string]ports.SCMConnection // by id
 	repos      map[string]ports.Repository    // by id
 	deliveries map[string]ports.WebhookDelivery
+	digests    map[string]ports.WebhookDigest
+	claims     []time.Time // the since of each ClaimWebhookDigests call
 	activity   []ports.SCMActivity
 	jobs       []enqueued
 	seals      []sealCall
@@ -140,6 +142,8 @@ type env struct {
 	ids   *fixture.IDs
 	m     *mem
 	deps  scm.Deps
+	// bindings are the browser bindings Authorize gave, by state.
+	bindings sync.Map
 }
 
 func newEnv(t testing.TB, cfg scm.Config) *env {
@@ -147,7 +151,8 @@ func newEnv(t testing.TB, cfg scm.Config) *env {
 	ctrl := gomock.NewController(t)
 	e := &env{t: t, prov: mocks.NewMockSCMProvider(ctrl), clock: fixture.NewClock(), ids: &fixture.IDs{},
 		m: &mem{states: map[string]ports.OAuthState{}, conns: map[string]ports.SCMConnection{},
-			repos: map[string]ports.Repository{}, deliveries: map[string]ports.WebhookDelivery{}}}
+			repos: map[string]ports.Repository{}, deliveries: map[string]ports.WebhookDelivery{},
+			digests: map[string]ports.WebhookDigest{}}}
 	m := e.m
 	store := mocks.NewMockSCMStore(ctrl)
 	cipher := mocks.NewMockCipher(ctrl)
@@ -346,6 +351,29 @@ func newEnv(t testing.TB, cfg scm.Config) *env {
 				m.onRollback(ctx, func() { delete(m.deliveries, d.ID) })
 			}
 			return stored, nil
+		})
+	store.EXPECT().ClaimWebhookDigests(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(ctx context.Context, ds []ports.WebhookDigest, since time.Time) ([]bool, error) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.claims = append(m.claims, since)
+			claimed := make([]bool, len(ds))
+			for i, d := range ds {
+				if old, ok := m.digests[d.Digest]; ok && !old.At.Before(since) {
+					continue
+				}
+				old, had := m.digests[d.Digest]
+				claimed[i] = true
+				m.digests[d.Digest] = d
+				m.onRollback(ctx, func() {
+					if had {
+						m.digests[d.Digest] = old
+					} else {
+						delete(m.digests, d.Digest)
+					}
+				})
+			}
+			return claimed, nil
 		})
 	store.EXPECT().GetDelivery(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(_ context.Context, id string) (ports.WebhookDelivery, error) {

@@ -124,7 +124,11 @@ func parsePush(payload []byte) ([]ports.SCMActivity, error) {
 		Deleted bool       `json:"deleted"`
 		Forced  bool       `json:"forced"`
 		Compare string     `json:"compare"`
+		After   string     `json:"after"`
 		Commits []struct{} `json:"commits"`
+		Head    *struct {
+			ID string `json:"id"`
+		} `json:"head_commit"`
 	}
 	if err := decode("push", payload, &p); err != nil {
 		return nil, err
@@ -154,7 +158,15 @@ func parsePush(payload []byte) ([]ports.SCMActivity, error) {
 	if p.Forced {
 		verb = "force-pushed"
 	}
-	e.Ref, e.URL = name, clip(p.Compare, maxURLLen)
+	head := p.After
+	if p.Head != nil && p.Head.ID != "" {
+		head = p.Head.ID
+	}
+	head = commitSHA(head)
+	e.Ref, e.URL = name, clip(line(p.Compare, maxURLLen), maxURLLen)
+	if e.URL == "" && head != "" && p.repoURL() != "" {
+		e.URL = p.repoURL() + "/commit/" + head
+	}
 	switch n {
 	case 0:
 		e.Summary = fmt.Sprintf("%s %s to %s", e.Actor, verb, where)
@@ -163,7 +175,22 @@ func parsePush(payload []byte) ([]ports.SCMActivity, error) {
 	default:
 		e.Summary = fmt.Sprintf("%s %s %d commits to %s", e.Actor, verb, n, where)
 	}
+	e.SHA = head
 	return []ports.SCMActivity{e}, nil
+}
+
+// commitSHA is sha when it is a commit id (4 to 64 hex digits) other than
+// the zero one a deleted ref points to, else "".
+func commitSHA(sha string) string {
+	if len(sha) < 4 || len(sha) > 64 || strings.Trim(sha, "0") == "" {
+		return ""
+	}
+	for i := 0; i < len(sha); i++ {
+		if c := sha[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return ""
+		}
+	}
+	return strings.ToLower(sha)
 }
 
 // refName is a ref's short name, and whether it is a tag.

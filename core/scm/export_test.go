@@ -5,3 +5,7 @@ package scm
 func OnWebhookJoined(s *Service, fn func(n int)) {
 	s.ingest.OnJoined(fn)
 }
+
+// OnWebhookBuffered makes s call fn with how many bytes of a webhook body it
+// holds in memory each time that grows; fn must not block.
+func OnWebhookBuffered(s *Service, fn func(n int)) { s.buffered = fn }

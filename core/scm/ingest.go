@@ -25,28 +25,52 @@ const (
 // member whose request ends before the batch is written may have its
 // delivery stored all the same: the provider's retry is then answered as a
 // duplicate, which is what the provider needs.
-func newIngest(maxBatch, writers int, write groupcommit.WriteFunc[ports.WebhookDelivery, bool]) *groupcommit.Committer[ports.WebhookDelivery, bool] {
+func newIngest(maxBatch, writers int, write groupcommit.WriteFunc[pendingDelivery, bool]) *groupcommit.Committer[pendingDelivery, bool] {
 	return groupcommit.New(groupcommit.Config{
 		MaxItems: maxBatch, MaxWeight: webhookBatchBytes, Writers: writers, Timeout: webhookWriteTimeout,
-	}, func(d ports.WebhookDelivery) int { return len(d.Payload) }, write)
+	}, func(d pendingDelivery) int { return len(d.Payload) }, write)
 }
 
-// storeDeliveries records ds and enqueues the processing of those stored,
-// in one transaction.
-func (s *Service) storeDeliveries(ctx context.Context, ds []ports.WebhookDelivery) ([]bool, error) {
-	var stored []bool
+// pendingDelivery is a delivery to store, with the digest of its event and
+// raw body ("" for none).
+type pendingDelivery struct {
+	ports.WebhookDelivery
+	digest string
+}
+
+// storeDeliveries claims the digests of ds, records those whose digest was
+// not seen within Config.ReplayWindow, and enqueues the processing of those
+// stored, in one transaction.
+func (s *Service) storeDeliveries(ctx context.Context, ds []pendingDelivery) ([]bool, error) {
+	stored := make([]bool, len(ds))
 	err := s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
-		var err error
-		if stored, err = s.d.Store.RecordDeliveries(ctx, ds); err != nil {
+		clear(stored)
+		fresh, err := s.claimDigests(ctx, ds)
+		if err != nil {
 			return err
 		}
-		if len(stored) != len(ds) {
-			return ports.Errorf(ports.KindInternal, "recording %d webhook deliveries: %d results", len(ds), len(stored))
-		}
-		jobs := make([]ports.JobArgs, 0, len(ds))
+		var record []ports.WebhookDelivery
+		var at []int // index in ds of each of record
 		for i, d := range ds {
-			if stored[i] {
-				jobs = append(jobs, ProcessDeliveryArgs{DeliveryID: d.ID})
+			if fresh[i] {
+				record, at = append(record, d.WebhookDelivery), append(at, i)
+			}
+		}
+		if len(record) == 0 {
+			return nil
+		}
+		recorded, err := s.d.Store.RecordDeliveries(ctx, record)
+		if err != nil {
+			return err
+		}
+		if len(recorded) != len(record) {
+			return ports.Errorf(ports.KindInternal, "recording %d webhook deliveries: %d results", len(record), len(recorded))
+		}
+		jobs := make([]ports.JobArgs, 0, len(record))
+		for j, ok := range recorded {
+			if ok {
+				stored[at[j]] = true
+				jobs = append(jobs, ProcessDeliveryArgs{DeliveryID: record[j].ID})
 			}
 		}
 		if len(jobs) == 0 {
@@ -58,4 +82,35 @@ func (s *Service) storeDeliveries(ctx context.Context, ds []ports.WebhookDeliver
 		return nil, err
 	}
 	return stored, nil
+}
+
+// claimDigests reports for each of ds whether it is not a replay: it has no
+// digest, or its digest was not recorded within Config.ReplayWindow, and it
+// is now.
+func (s *Service) claimDigests(ctx context.Context, ds []pendingDelivery) ([]bool, error) {
+	fresh := make([]bool, len(ds))
+	var digests []ports.WebhookDigest
+	var at []int
+	for i, d := range ds {
+		if d.digest == "" {
+			fresh[i] = true
+			continue
+		}
+		digests = append(digests, ports.WebhookDigest{Digest: d.digest, DeliveryID: d.ID, At: d.ReceivedAt})
+		at = append(at, i)
+	}
+	if len(digests) == 0 {
+		return fresh, nil
+	}
+	claimed, err := s.d.Store.ClaimWebhookDigests(ctx, digests, s.d.Clock.Now().Add(-s.cfg.ReplayWindow))
+	if err != nil {
+		return nil, err
+	}
+	if len(claimed) != len(digests) {
+		return nil, ports.Errorf(ports.KindInternal, "claiming %d webhook digests: %d results", len(digests), len(claimed))
+	}
+	for j, ok := range claimed {
+		fresh[at[j]] = ok
+	}
+	return fresh, nil
 }

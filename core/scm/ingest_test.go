@@ -1,11 +1,13 @@
 package scm_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"sync/atomic"
 	"testing"
 
 	"github.com/devpilot/devpilot/core/scm"
@@ -55,13 +57,17 @@ func waitJoined(t *testing.T, joined chan int, n int) {
 	}
 }
 
+// bodyNonce makes each body receiveAsync sends its own, so that only ids
+// make repeats (a repeated body is a replay: see TestReceiveWebhookReplay).
+var bodyNonce atomic.Int64
+
 // receiveAsync calls ReceiveWebhook with ctx in a goroutine; its outcome
 // arrives on the channel returned.
 func (e *env) receiveAsync(ctx context.Context, id string) chan outcome {
-	body := payload(e.t, "ping")
+	body := bytes.Replace(payload(e.t, "ping"), []byte("{"), fmt.Appendf(nil, `{"nonce":%d,`, bodyNonce.Add(1)), 1)
 	c := make(chan outcome, 1)
 	go func() {
-		dup, err := e.svc.ReceiveWebhook(ctx, scm.WebhookInput{Event: "ping", DeliveryID: id, Signature: sign(secret, body), Body: body})
+		dup, err := e.svc.ReceiveWebhook(ctx, scm.WebhookInput{Event: "ping", DeliveryID: id, Signature: sign(secret, body), Body: bytes.NewReader(body)})
 		c <- outcome{dup, err}
 	}()
 	return c
@@ -109,8 +115,8 @@ func TestReceiveWebhookAloneWritesAtOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, scm.Config{})
 	for _, id := range []string{"d1", "d2", "d1"} {
-		if _, err := e.receive("ping", id, payload(t, "ping")); err != nil {
-			t.Fatal(err)
+		if o := <-e.receiveAsync(t.Context(), id); o.err != nil {
+			t.Fatal(o.err)
 		}
 	}
 	recorded, enqueued := e.calls()

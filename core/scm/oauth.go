@@ -3,11 +3,14 @@ package scm
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/url"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/devpilot/devpilot/ports"
@@ -21,6 +24,24 @@ type CallbackInput struct {
 	State            string
 	Error            string
 	ErrorDescription string
+	// Binding is the secret Authorize gave the browser that started the
+	// flow, as that browser brings it back (its cookie); "" when it has none.
+	Binding string
+}
+
+// Authorization is a started connection: where to send the user, and the
+// secret that ties the flow to the browser that started it.
+type Authorization struct {
+	// URL is the provider's authorize page.
+	URL string
+	// Binding is the secret to keep in the starting browser (an HttpOnly
+	// cookie) until the callback, which refuses to complete without it.
+	Binding string
+	// CallbackURL is where the provider sends the browser back: the cookie
+	// belongs to its path, and is Secure when it is https.
+	CallbackURL string
+	// TTL is how long the state, and so the binding, lives.
+	TTL time.Duration
 }
 
 // CallbackResult is a completed connection: the connection (without its
@@ -37,49 +58,72 @@ type CallbackResult struct {
 const maxStateLen = 256
 
 // Authorize starts connecting the caller's provider account: it stores a
-// single-use state bound to the caller, expiring after Config.StateTTL, with
-// a PKCE verifier, and returns the provider's authorize URL carrying the
+// single-use state bound to the caller and to a secret for the caller's
+// browser to keep (Authorization.Binding), expiring after Config.StateTTL,
+// with a PKCE verifier, and returns the provider's authorize URL carrying the
 // state and the verifier's S256 challenge. redirectAfter, where to send the
 // user once connected, is "", a path ("/settings") or a URL on the origin of
 // Config.PublicURL. Errors: invalid (field redirect_after) for anything else;
-// unavailable when Config.PublicURL is not an absolute http(s) URL; internal
-// when no random bytes can be read.
-func (s *Service) Authorize(ctx context.Context, redirectAfter string) (string, error) {
+// unavailable when Config.PublicURL is not an absolute http(s) URL, or when
+// the provider is not configured (naming what to set); internal when no
+// random bytes can be read.
+func (s *Service) Authorize(ctx context.Context, redirectAfter string) (Authorization, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
-		return "", err
+		return Authorization{}, err
 	}
 	if err := s.configured(); err != nil {
-		return "", err
+		return Authorization{}, err
 	}
 	if err := s.checkRedirect(redirectAfter); err != nil {
-		return "", err
+		return Authorization{}, err
 	}
-	state, err := s.random()
-	if err != nil {
-		return "", err
+	var secrets [3]string // state, PKCE verifier, browser binding
+	for i := range secrets {
+		if secrets[i], err = s.random(); err != nil {
+			return Authorization{}, err
+		}
 	}
-	verifier, err := s.random()
+	state, verifier, binding := secrets[0], secrets[1], secrets[2]
+	authorizeURL, err := s.d.Provider.AuthorizeURL(state, challenge(verifier), s.redirectURI())
 	if err != nil {
-		return "", err
+		return Authorization{}, err
 	}
 	now := s.d.Clock.Now()
 	st := ports.OAuthState{State: state, OrgID: p.OrgID, UserID: p.UserID, CodeVerifier: verifier,
-		RedirectAfter: redirectAfter, CreatedAt: now, ExpiresAt: now.Add(s.cfg.StateTTL)}
+		RedirectAfter: redirectAfter, BindingHash: bindingHash(binding), CreatedAt: now, ExpiresAt: now.Add(s.cfg.StateTTL)}
 	if err := s.d.Store.CreateOAuthState(ctx, st); err != nil {
-		return "", err
+		return Authorization{}, err
 	}
-	return s.d.Provider.AuthorizeURL(state, challenge(verifier), s.redirectURI()), nil
+	return Authorization{URL: authorizeURL, Binding: binding, CallbackURL: s.redirectURI(), TTL: s.cfg.StateTTL}, nil
+}
+
+// bindingHash is what is stored of a browser binding: its hex SHA-256.
+func bindingHash(binding string) string {
+	sum := sha256.Sum256([]byte(binding))
+	return hex.EncodeToString(sum[:])
+}
+
+// boundTo reports, in constant time, whether binding is the secret whose
+// hash the state keeps. A state without one is bound to no browser, and
+// matches none.
+func boundTo(st ports.OAuthState, binding string) bool {
+	if st.BindingHash == "" || binding == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(bindingHash(binding)), []byte(st.BindingHash)) == 1
 }
 
 // Callback completes a connection: it consumes the state (which says who
-// started it), trades the code and the state's PKCE verifier for a token,
+// started it), checks that the browser completing it is the one that started
+// it (in.Binding is the secret Authorize gave it), trades the code and the state's PKCE verifier for a token,
 // learns whose it is, stores the connection (active, the token sealed and
 // bound to the connection's id, which a reconnection keeps) and records the
 // repositories the token can see (up to 1,000). Errors: malformed with the
 // provider's words when it sent an error instead of a code, or when
 // code or state is missing, and (code invalid_state) when the state is
-// unknown, used or expired; malformed too when the provider refuses the code
+// unknown, used or expired, and (code browser_mismatch) when in.Binding is
+// missing or is not the state's (the state is used up all the same); malformed too when the provider refuses the code
 // (wrong, used, or not matching the verifier); unavailable when
 // Config.PublicURL is not set; the provider's other errors.
 func (s *Service) Callback(ctx context.Context, in CallbackInput) (CallbackResult, error) {
@@ -112,6 +156,9 @@ func (s *Service) Callback(ctx context.Context, in CallbackInput) (CallbackResul
 	if err != nil {
 		return CallbackResult{}, err
 	}
+	if !boundTo(st, in.Binding) {
+		return CallbackResult{}, browserMismatch()
+	}
 	tok, err := s.d.Provider.Exchange(ctx, in.Code, st.CodeVerifier, s.redirectURI())
 	if err != nil {
 		if e, ok := ports.AsError(err); ok && e.Kind == ports.KindInvalid {
@@ -139,6 +186,14 @@ func (s *Service) Callback(ctx context.Context, in CallbackInput) (CallbackResul
 	}
 	conn.SealedToken = ""
 	return CallbackResult{Connection: conn, Repositories: n, RedirectAfter: st.RedirectAfter}, nil
+}
+
+// browserMismatch refuses a callback the starting browser did not make:
+// without the binding, a link one user crafted could connect another
+// user's provider account to the crafter's devpilot account.
+func browserMismatch() error {
+	return &ports.Error{Kind: ports.KindMalformed, Code: CodeBrowserMismatch,
+		Message: "this connection was not started in this browser, or it took too long: start again at " + AuthorizePath}
 }
 
 func badState(cause error) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -22,25 +23,35 @@ import (
 // authorizeURL is what the provider mock's AuthorizeURL builds.
 func (e *env) expectAuthorizeURL() {
 	e.prov.EXPECT().AuthorizeURL(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(state, challenge, redirectURI string) string {
+		func(state, challenge, redirectURI string) (string, error) {
 			q := url.Values{"state": {state}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}, "redirect_uri": {redirectURI}}
-			return "https://github.example/login/oauth/authorize?" + q.Encode()
+			return "https://github.example/login/oauth/authorize?" + q.Encode(), nil
 		})
 }
 
-// authorize starts a flow for p and returns the state.
+// authorize starts a flow for p and returns the state; the browser binding
+// is kept for cb.
 func (e *env) authorize(p ports.Principal, redirectAfter string) string {
 	e.t.Helper()
 	e.expectAuthorizeURL()
-	raw, err := e.svc.Authorize(as(p), redirectAfter)
+	a, err := e.svc.Authorize(as(p), redirectAfter)
 	if err != nil {
 		e.t.Fatalf("Authorize: %v", err)
 	}
-	u, err := url.Parse(raw)
+	u, err := url.Parse(a.URL)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return u.Query().Get("state")
+	state := u.Query().Get("state")
+	e.bindings.Store(state, a.Binding)
+	return state
+}
+
+// cb is the callback of the browser that started the flow of state.
+func (e *env) cb(code, state string) scm.CallbackInput {
+	b, _ := e.bindings.Load(state)
+	binding, _ := b.(string)
+	return scm.CallbackInput{Code: code, State: state, Binding: binding}
 }
 
 func (e *env) state(state string) (ports.OAuthState, bool) {
@@ -59,18 +70,24 @@ func TestAuthorize(t *testing.T) {
 	t.Parallel()
 	random := bytes.Repeat([]byte{1}, 32)
 	random = append(random, bytes.Repeat([]byte{2}, 32)...)
+	random = append(random, bytes.Repeat([]byte{3}, 32)...)
 	e := newEnv(t, scm.Config{})
 	e.svc = scm.New(scm.Config{PublicURL: publicURL + "/"}, depsOf(e, bytes.NewReader(random)))
 	e.expectAuthorizeURL()
 
-	raw, err := e.svc.Authorize(as(alice), "/settings/integrations")
+	a, err := e.svc.Authorize(as(alice), "/settings/integrations")
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, _ := url.Parse(raw)
+	wantBinding := base64.RawURLEncoding.EncodeToString(random[64:])
+	if a.Binding != wantBinding || a.CallbackURL != callbackURL || a.TTL != 10*time.Minute {
+		t.Errorf("authorization %+v", a)
+	}
+	bindingSum := sha256.Sum256([]byte(wantBinding))
+	u, _ := url.Parse(a.URL)
 	q := u.Query()
 	wantState := base64.RawURLEncoding.EncodeToString(random[:32])
-	wantVerifier := base64.RawURLEncoding.EncodeToString(random[32:])
+	wantVerifier := base64.RawURLEncoding.EncodeToString(random[32:64])
 	if q.Get("state") != wantState || len(wantState) != 43 {
 		t.Errorf("state %q, want %q", q.Get("state"), wantState)
 	}
@@ -79,7 +96,8 @@ func TestAuthorize(t *testing.T) {
 		t.Fatalf("state not stored: %+v", e.m.states)
 	}
 	want := ports.OAuthState{State: wantState, OrgID: alice.OrgID, UserID: alice.UserID, CodeVerifier: wantVerifier,
-		RedirectAfter: "/settings/integrations", CreatedAt: fixture.Epoch, ExpiresAt: fixture.Epoch.Add(10 * time.Minute)}
+		RedirectAfter: "/settings/integrations", BindingHash: hex.EncodeToString(bindingSum[:]),
+		CreatedAt: fixture.Epoch, ExpiresAt: fixture.Epoch.Add(10 * time.Minute)}
 	if st != want {
 		t.Errorf("stored %+v\nwant   %+v", st, want)
 	}
@@ -92,11 +110,12 @@ func TestAuthorize(t *testing.T) {
 
 	// Each authorisation has its own random state and verifier.
 	e2 := newEnv(t, scm.Config{StateTTL: time.Minute})
-	a, b := e2.authorize(alice, ""), e2.authorize(alice, "")
-	sa, _ := e2.state(a)
-	sb, _ := e2.state(b)
-	if a == b || sa.CodeVerifier == sb.CodeVerifier || sa.CodeVerifier == a || sa.ExpiresAt != fixture.Epoch.Add(time.Minute) {
-		t.Errorf("states %+v and %+v", sa, sb)
+	x, y := e2.authorize(alice, ""), e2.authorize(alice, "")
+	sx, _ := e2.state(x)
+	sy, _ := e2.state(y)
+	if x == y || sx.CodeVerifier == sy.CodeVerifier || sx.CodeVerifier == x || sx.BindingHash == sy.BindingHash ||
+		e2.cb("", x).Binding == x || sx.ExpiresAt != fixture.Epoch.Add(time.Minute) {
+		t.Errorf("states %+v and %+v", sx, sy)
 	}
 }
 
@@ -113,6 +132,16 @@ func TestAuthorizeFails(t *testing.T) {
 	e.svc = scm.New(scm.Config{PublicURL: publicURL}, depsOf(e, strings.NewReader("short")))
 	_, err = e.svc.Authorize(as(alice), "")
 	wantErr(t, "no randomness", err, ports.KindInternal, "")
+
+	// A provider that is not configured says what to set, and no state is
+	// stored.
+	e.svc = scm.New(scm.Config{PublicURL: publicURL}, depsOf(e, nil))
+	notConfigured := &ports.Error{Kind: ports.KindUnavailable, Code: "not_configured", Message: "GitHub is not configured: set GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET"}
+	e.prov.EXPECT().AuthorizeURL(gomock.Any(), gomock.Any(), callbackURL).Return("", notConfigured)
+	_, err = e.svc.Authorize(as(alice), "")
+	if pe := wantErr(t, "provider not configured", err, ports.KindUnavailable, "not_configured"); pe.Message != notConfigured.Message {
+		t.Errorf("message %q", pe.Message)
+	}
 	if len(e.m.states) != 0 {
 		t.Errorf("states stored: %+v", e.m.states)
 	}
@@ -193,7 +222,7 @@ func TestCallbackConnects(t *testing.T) {
 	e.prov.EXPECT().ListRepos(gomock.Any(), "gho_token1", ports.Page{Limit: 100}).Return([]ports.SCMRepo{webRepo}, "p2", nil)
 	e.prov.EXPECT().ListRepos(gomock.Any(), "gho_token1", ports.Page{Limit: 100, Cursor: "p2"}).Return([]ports.SCMRepo{apiRepo}, "", nil)
 
-	res, err := e.svc.Callback(context.Background(), scm.CallbackInput{Code: "code-1", State: state})
+	res, err := e.svc.Callback(context.Background(), e.cb("code-1", state))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +248,7 @@ func TestCallbackConnects(t *testing.T) {
 	}
 
 	// The state works once.
-	_, err = e.svc.Callback(context.Background(), scm.CallbackInput{Code: "code-1", State: state})
+	_, err = e.svc.Callback(context.Background(), e.cb("code-1", state))
 	if pe := wantErr(t, "replayed state", err, ports.KindMalformed, scm.CodeInvalidState); pe.Message != "unknown, used or expired state" {
 		t.Errorf("message %q", pe.Message)
 	}
@@ -229,7 +258,7 @@ func TestCallbackReconnectKeepsTheConnection(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, scm.Config{})
 	e.expectConnect("code-1", "gho_old", "alice-gh", []ports.SCMRepo{webRepo})
-	if _, err := e.svc.Callback(context.Background(), scm.CallbackInput{Code: "code-1", State: e.authorize(alice, "")}); err != nil {
+	if _, err := e.svc.Callback(context.Background(), e.cb("code-1", e.authorize(alice, ""))); err != nil {
 		t.Fatal(err)
 	}
 	first := e.conn(alice)
@@ -242,7 +271,7 @@ func TestCallbackReconnectKeepsTheConnection(t *testing.T) {
 	e.m.mu.Unlock()
 	e.clock.Advance(time.Hour)
 	e.expectConnect("code-2", "gho_new", "alice-gh", []ports.SCMRepo{webRepo, apiRepo})
-	res, err := e.svc.Callback(context.Background(), scm.CallbackInput{Code: "code-2", State: e.authorize(alice, "")})
+	res, err := e.svc.Callback(context.Background(), e.cb("code-2", e.authorize(alice, "")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +291,7 @@ func TestCallbackReconnectKeepsTheConnection(t *testing.T) {
 	// Later the token sees only the api repository: the web one goes.
 	e.clock.Advance(time.Hour)
 	e.expectConnect("code-3", "gho_newer", "alice-gh", []ports.SCMRepo{apiRepo})
-	if res, err = e.svc.Callback(context.Background(), scm.CallbackInput{Code: "code-3", State: e.authorize(alice, "")}); err != nil {
+	if res, err = e.svc.Callback(context.Background(), e.cb("code-3", e.authorize(alice, ""))); err != nil {
 		t.Fatal(err)
 	}
 	last, _, _ := e.svc.ListRepos(as(alice), ports.Page{})
@@ -291,10 +320,58 @@ func TestCallbackFollowsAtMostTenPages(t *testing.T) {
 			r.ProviderID, r.FullName = int64(calls), fmt.Sprint("acme/r", calls)
 			return []ports.SCMRepo{r}, fmt.Sprint(calls), nil
 		})
-	res, err := e.svc.Callback(context.Background(), scm.CallbackInput{Code: "code", State: e.authorize(alice, "")})
+	res, err := e.svc.Callback(context.Background(), e.cb("code", e.authorize(alice, "")))
 	if err != nil || res.Repositories != 10 {
 		t.Errorf("Callback = %+v, %v", res, err)
 	}
+}
+
+// TestCallbackBrowserBinding completes a flow alice started from browsers
+// without her binding, as when she sends the callback link (her code and
+// state) to bob: it is refused before the code is exchanged, nothing is
+// connected, and the state is spent.
+func TestCallbackBrowserBinding(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, scm.Config{})
+	bobsState := e.authorize(bob, "")
+	bobs := e.cb("c", bobsState).Binding
+	for _, tt := range []struct{ name, binding string }{
+		{"no cookie", ""},
+		{"a forged cookie", "x"},
+		{"another flow's cookie", bobs},
+		{"the hash of alice's cookie", "hash"},
+		{"an oversize cookie", strings.Repeat("b", 4096)},
+	} {
+		state := e.authorize(alice, "")
+		binding := tt.binding
+		if binding == "hash" {
+			st, _ := e.state(state)
+			binding = st.BindingHash
+		}
+		// The provider mock fails the test should the code be exchanged.
+		_, err := e.svc.Callback(context.Background(), scm.CallbackInput{Code: "c", State: state, Binding: binding})
+		if pe := wantErr(t, tt.name, err, ports.KindMalformed, scm.CodeBrowserMismatch); !strings.Contains(pe.Message, "/scm-oauth/authorize") {
+			t.Errorf("%s: message %q", tt.name, pe.Message)
+		}
+		if _, ok := e.state(state); ok {
+			t.Errorf("%s: the state was not spent", tt.name)
+		}
+		_, err = e.svc.Callback(context.Background(), e.cb("c", state))
+		wantErr(t, tt.name+", then alice's own browser", err, ports.KindMalformed, scm.CodeInvalidState)
+	}
+	if len(e.m.conns) != 0 {
+		t.Errorf("connections stored: %+v", e.m.conns)
+	}
+	// A state stored without a binding (before browsers were bound) binds
+	// no browser.
+	state := e.authorize(alice, "")
+	e.m.mu.Lock()
+	st := e.m.states[state]
+	st.BindingHash = ""
+	e.m.states[state] = st
+	e.m.mu.Unlock()
+	_, err := e.svc.Callback(context.Background(), e.cb("c", state))
+	wantErr(t, "a state without a binding", err, ports.KindMalformed, scm.CodeBrowserMismatch)
 }
 
 func TestCallbackFails(t *testing.T) {
@@ -314,13 +391,13 @@ func TestCallbackFails(t *testing.T) {
 	}
 
 	// Unknown, used or expired states are bad requests.
-	_, err = e.svc.Callback(context.Background(), scm.CallbackInput{Code: "c", State: "unknown"})
+	_, err = e.svc.Callback(context.Background(), e.cb("c", "unknown"))
 	wantErr(t, "unknown state", err, ports.KindMalformed, scm.CodeInvalidState)
-	_, err = e.svc.Callback(context.Background(), scm.CallbackInput{Code: "c", State: strings.Repeat("s", 300)})
+	_, err = e.svc.Callback(context.Background(), e.cb("c", strings.Repeat("s", 300)))
 	wantErr(t, "long state", err, ports.KindMalformed, scm.CodeInvalidState)
 	expired := e.authorize(alice, "")
 	e.clock.Advance(10 * time.Minute)
-	_, err = e.svc.Callback(context.Background(), scm.CallbackInput{Code: "c", State: expired})
+	_, err = e.svc.Callback(context.Background(), e.cb("c", expired))
 	wantErr(t, "expired state", err, ports.KindMalformed, scm.CodeInvalidState)
 
 	// A code the provider refuses (a PKCE mismatch) is a bad request too,
@@ -328,20 +405,20 @@ func TestCallbackFails(t *testing.T) {
 	state := e.authorize(alice, "")
 	e.prov.EXPECT().Exchange(gomock.Any(), "stolen", gomock.Any(), callbackURL).
 		Return(ports.SCMToken{}, &ports.Error{Kind: ports.KindInvalid, Code: "bad_verification_code", Message: "GitHub: the code is incorrect or expired"})
-	_, err = e.svc.Callback(context.Background(), scm.CallbackInput{Code: "stolen", State: state})
+	_, err = e.svc.Callback(context.Background(), e.cb("stolen", state))
 	if pe := wantErr(t, "refused code", err, ports.KindMalformed, "bad_verification_code"); pe.Message != "GitHub: the code is incorrect or expired" {
 		t.Errorf("message %q", pe.Message)
 	}
-	_, err = e.svc.Callback(context.Background(), scm.CallbackInput{Code: "stolen", State: state})
+	_, err = e.svc.Callback(context.Background(), e.cb("stolen", state))
 	wantErr(t, "state after a refused code", err, ports.KindMalformed, scm.CodeInvalidState)
 
 	// Other provider failures keep their kinds.
 	e.prov.EXPECT().Exchange(gomock.Any(), "c", gomock.Any(), callbackURL).Return(ports.SCMToken{}, &ports.Error{Kind: ports.KindTimeout, Message: "slow"})
-	_, err = e.svc.Callback(context.Background(), scm.CallbackInput{Code: "c", State: e.authorize(alice, "")})
+	_, err = e.svc.Callback(context.Background(), e.cb("c", e.authorize(alice, "")))
 	wantErr(t, "timeout", err, ports.KindTimeout, "")
 	e.prov.EXPECT().Exchange(gomock.Any(), "c", gomock.Any(), callbackURL).Return(ports.SCMToken{AccessToken: "gho_x"}, nil)
 	e.prov.EXPECT().User(gomock.Any(), "gho_x").Return(ports.SCMUser{}, errors.New("dial tcp: gho_x refused"))
-	_, err = e.svc.Callback(context.Background(), scm.CallbackInput{Code: "c", State: e.authorize(alice, "")})
+	_, err = e.svc.Callback(context.Background(), e.cb("c", e.authorize(alice, "")))
 	if pe := wantErr(t, "user", err, ports.KindInternal, ""); strings.Contains(err.Error(), "gho_x") || pe.Message != "internal error" {
 		t.Errorf("the token leaks: %v", err)
 	}
@@ -353,7 +430,7 @@ func TestCallbackFails(t *testing.T) {
 	e.prov.EXPECT().Exchange(gomock.Any(), "c", gomock.Any(), callbackURL).Return(ports.SCMToken{AccessToken: "gho_y"}, nil)
 	e.prov.EXPECT().User(gomock.Any(), "gho_y").Return(ports.SCMUser{Login: "alice-gh"}, nil)
 	e.prov.EXPECT().ListRepos(gomock.Any(), "gho_y", gomock.Any()).Return(nil, "", &ports.Error{Kind: ports.KindRateLimited, RetryAfter: time.Minute})
-	_, err = e.svc.Callback(context.Background(), scm.CallbackInput{Code: "c", State: e.authorize(alice, "")})
+	_, err = e.svc.Callback(context.Background(), e.cb("c", e.authorize(alice, "")))
 	if pe := wantErr(t, "rate limited", err, ports.KindRateLimited, ""); pe.RetryAfter != time.Minute {
 		t.Errorf("retry after %v", pe.RetryAfter)
 	}

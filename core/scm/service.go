@@ -49,6 +49,22 @@ type Config struct {
 	// once (DefaultWebhookWriters). Deliveries arriving while they are all
 	// under way wait, and are stored together in the next.
 	WebhookWriters int
+	// WebhookReaders bounds the webhook bodies read (and verified) at once
+	// (DefaultWebhookReaders). A delivery arriving while they are all under
+	// way waits up to WebhookReadWait (DefaultWebhookReadWait), then is
+	// refused as unavailable with a RetryAfter.
+	WebhookReaders  int
+	WebhookReadWait time.Duration
+	// SpoolThreshold is the most of one webhook body held in memory before
+	// its signature is verified (DefaultSpoolThreshold); beyond it the body
+	// goes to a temporary file in SpoolDir (os.TempDir() when ""), removed
+	// once the delivery is handled.
+	SpoolThreshold int
+	SpoolDir       string
+	// ReplayWindow is how long the digest of a delivery's event and body is
+	// remembered (DefaultReplayWindow): the same body signed once and sent
+	// again under another delivery id within it is a duplicate.
+	ReplayWindow time.Duration
 }
 
 // The defaults and limits of the SCM core.
@@ -81,6 +97,9 @@ const (
 	// CodeInvalidState (malformed): an OAuth callback's state is unknown,
 	// used or expired.
 	CodeInvalidState = "invalid_state"
+	// CodeBrowserMismatch (malformed): an OAuth callback comes from a
+	// browser without the binding of the one that started the flow.
+	CodeBrowserMismatch = "browser_mismatch"
 	// CodeTokenRevoked is the provider's code for a token it no longer
 	// accepts (see ports.SCMProvider).
 	CodeTokenRevoked = "token_revoked"
@@ -98,6 +117,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WebhookWriters <= 0 {
 		c.WebhookWriters = DefaultWebhookWriters
+	}
+	if c.WebhookReaders <= 0 {
+		c.WebhookReaders = DefaultWebhookReaders
+	}
+	if c.WebhookReadWait <= 0 {
+		c.WebhookReadWait = DefaultWebhookReadWait
+	}
+	if c.SpoolThreshold <= 0 {
+		c.SpoolThreshold = DefaultSpoolThreshold
+	}
+	if c.ReplayWindow <= 0 {
+		c.ReplayWindow = DefaultReplayWindow
 	}
 	return c
 }
@@ -126,7 +157,12 @@ type Service struct {
 	d      Deps
 	log    *slog.Logger
 	public *url.URL // nil when Config.PublicURL is not an absolute http(s) URL
-	ingest *groupcommit.Committer[ports.WebhookDelivery, bool]
+	ingest *groupcommit.Committer[pendingDelivery, bool]
+	// readers holds a token for each webhook body being read.
+	readers chan struct{}
+	// buffered, when set (by tests), hears how many bytes of a webhook body
+	// are held in memory each time that grows.
+	buffered func(n int)
 }
 
 // New returns a Service over the given ports.
@@ -139,6 +175,7 @@ func New(cfg Config, d Deps) *Service {
 	}
 	s := &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "scm")}
 	s.ingest = newIngest(s.cfg.WebhookBatch, s.cfg.WebhookWriters, s.storeDeliveries)
+	s.readers = make(chan struct{}, s.cfg.WebhookReaders)
 	if u, err := url.Parse(strings.TrimRight(cfg.PublicURL, "/")); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
 		s.public = u
 	}

@@ -7,19 +7,25 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
+	"mime"
+	"net/url"
 	"strings"
+	"time"
 
 	"github.com/devpilot/devpilot/ports"
 )
 
 // WebhookInput is one webhook delivery as received: the event kind
 // (X-GitHub-Event), the delivery's id (X-GitHub-Delivery), the signature
-// (X-Hub-Signature-256, "sha256=<hex>") and the raw body.
+// (X-Hub-Signature-256, "sha256=<hex>"), the Content-Type and the raw body,
+// read once.
 type WebhookInput struct {
-	Event      string
-	DeliveryID string
-	Signature  string
-	Body       []byte
+	Event       string
+	DeliveryID  string
+	Signature   string
+	ContentType string
+	Body        io.Reader
 }
 
 // ProcessDeliveryArgs is the background job that turns one stored webhook
@@ -31,19 +37,47 @@ type ProcessDeliveryArgs struct {
 // Kind names the job for the queue.
 func (ProcessDeliveryArgs) Kind() string { return "scm.process_delivery" }
 
-// The bounds of a delivery.
+// The bounds of a delivery, and the defaults of reading them.
 const (
 	MaxWebhookBody  = 25 << 20
 	maxEventLen     = 64
 	maxDeliveryLen  = 128
 	signaturePrefix = "sha256="
+	// DefaultWebhookReaders bounds the bodies read at once: with
+	// DefaultSpoolThreshold, at most 16 MiB of unauthenticated bodies in
+	// memory.
+	DefaultWebhookReaders = 16
+	// DefaultWebhookReadWait is how long a delivery waits for a reader.
+	DefaultWebhookReadWait = 2 * time.Second
+	// DefaultSpoolThreshold is the most of one body held in memory before
+	// its signature is verified.
+	DefaultSpoolThreshold = 1 << 20
+	// DefaultReplayWindow is how long a delivery's digest is remembered.
+	DefaultReplayWindow = 24 * time.Hour
+	// webhookRetryAfter is the RetryAfter of a delivery refused for want
+	// of a reader.
+	webhookRetryAfter = 5 * time.Second
+	// formPayloadField is the form field holding the JSON of a delivery
+	// sent as application/x-www-form-urlencoded.
+	formPayloadField = "payload"
 )
 
-// ReceiveWebhook stores a delivery, once, and enqueues its processing in the
-// same transaction, and returns once that transaction committed. It reports
+// ReceiveWebhook verifies a delivery's signature while it reads the body,
+// then stores the delivery, once, and enqueues its processing in the same
+// transaction, and returns once that transaction committed. It reports
 // duplicate when a delivery with the id was stored before (or by a
-// concurrent call), in which case nothing is enqueued. It reads nothing and
-// decodes nothing beyond checking the body is JSON, so it answers fast.
+// concurrent call), or when the same event and body were received within
+// Config.ReplayWindow (a signed body replayed under a new delivery id); then
+// nothing is enqueued. It decodes nothing beyond checking the payload is
+// JSON, so it answers fast.
+//
+// The body is JSON (Content-Type application/json, or none), or a form
+// (application/x-www-form-urlencoded) whose "payload" field is the JSON, as
+// GitHub sends either; the signature covers the raw body, and the JSON is
+// what is stored. At most Config.WebhookReaders bodies are read at once, and
+// of each at most Config.SpoolThreshold bytes are held in memory before its
+// signature is verified (the rest in a temporary file, removed before
+// ReceiveWebhook returns).
 //
 // Concurrent calls share transactions (a group commit): a delivery arriving
 // while Config.WebhookWriters transactions are under way waits, with the
@@ -56,24 +90,33 @@ const (
 // but a transaction already under way with the delivery still commits; a
 // retry of the delivery is then a duplicate.
 //
-// Errors: unavailable when no webhook secret is configured; unauthenticated
-// when the signature is missing or is not the HMAC-SHA256 of the body with
-// the secret; malformed when the event or delivery id is missing or odd, or
-// the body is not JSON; payload_too_large above 25 MiB; the store's and the
-// queue's errors; ctx's error. Nothing is stored when it fails, except as
-// said when ctx ends.
+// Errors: unavailable when no webhook secret is configured, and (with
+// RetryAfter) when no reader was free within Config.WebhookReadWait;
+// unauthenticated when the signature is missing or is not the HMAC-SHA256
+// of the body with the secret; unsupported_media_type for a Content-Type
+// other than JSON or a form; malformed when the event or delivery id is
+// missing or odd, when the body cannot be read (wrapping the reader's
+// error), or the payload is not JSON; payload_too_large above 25 MiB; the
+// store's and the queue's errors; ctx's error. Nothing is stored when it
+// fails, except as said when ctx ends.
 func (s *Service) ReceiveWebhook(ctx context.Context, in WebhookInput) (duplicate bool, err error) {
 	if len(s.cfg.WebhookSecret) == 0 {
 		return false, &ports.Error{Kind: ports.KindUnavailable, Message: "webhooks are not configured"}
 	}
-	if len(in.Body) > MaxWebhookBody {
-		return false, &ports.Error{Kind: ports.KindPayloadTooLarge, Message: "a webhook delivery may be at most 25 MiB"}
-	}
 	if in.Signature == "" {
 		return false, &ports.Error{Kind: ports.KindUnauthenticated, Message: "the X-Hub-Signature-256 signature is missing"}
 	}
-	if !s.signed(in.Signature, in.Body) {
-		return false, &ports.Error{Kind: ports.KindUnauthenticated, Message: "the X-Hub-Signature-256 signature does not match the body"}
+	sig, ok := parseSignature(in.Signature)
+	if !ok {
+		return false, errBadSignature
+	}
+	form, err := isForm(in.ContentType)
+	if err != nil {
+		return false, err
+	}
+	body, digest, err := s.readSigned(ctx, in.Event, sig, in.Body)
+	if err != nil {
+		return false, err
 	}
 	var fields []ports.FieldError
 	if !headerToken(in.Event, maxEventLen) {
@@ -85,31 +128,130 @@ func (s *Service) ReceiveWebhook(ctx context.Context, in WebhookInput) (duplicat
 	if err := fieldsError(ports.KindMalformed, fields...); err != nil {
 		return false, err
 	}
-	if !json.Valid(in.Body) {
-		return false, &ports.Error{Kind: ports.KindMalformed, Message: "the webhook body is not JSON"}
+	payload := body
+	if form {
+		if payload, err = formPayload(body); err != nil {
+			return false, err
+		}
 	}
-	d := ports.WebhookDelivery{ID: in.DeliveryID, Event: in.Event, Payload: in.Body, Status: ports.DeliveryPending, ReceivedAt: s.d.Clock.Now()}
-	stored, err := s.ingest.Do(ctx, d)
+	if !json.Valid(payload) {
+		return false, &ports.Error{Kind: ports.KindMalformed, Message: "the webhook payload is not JSON"}
+	}
+	d := ports.WebhookDelivery{ID: in.DeliveryID, Event: in.Event, Payload: payload, Status: ports.DeliveryPending, ReceivedAt: s.d.Clock.Now()}
+	stored, err := s.ingest.Do(ctx, pendingDelivery{WebhookDelivery: d, digest: digest})
 	if err != nil {
 		return false, err
 	}
 	return !stored, nil
 }
 
-// signed reports, in constant time, whether sig is "sha256=" and the hex
-// HMAC-SHA256 of body with the webhook secret.
-func (s *Service) signed(sig string, body []byte) bool {
+var errBadSignature = &ports.Error{Kind: ports.KindUnauthenticated, Message: "the X-Hub-Signature-256 signature does not match the body"}
+
+// parseSignature returns the HMAC of an X-Hub-Signature-256 value,
+// "sha256=<64 hex digits>".
+func parseSignature(sig string) ([]byte, bool) {
 	h, ok := strings.CutPrefix(sig, signaturePrefix)
 	if !ok || len(h) != hex.EncodedLen(sha256.Size) {
-		return false
+		return nil, false
 	}
 	got, err := hex.DecodeString(h)
+	return got, err == nil
+}
+
+// isForm reports whether a delivery's Content-Type is a form rather than
+// JSON; any other type is unsupported_media_type.
+func isForm(contentType string) (bool, error) {
+	if strings.TrimSpace(contentType) == "" {
+		return false, nil
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	switch {
+	case err != nil:
+	case mt == "application/json":
+		return false, nil
+	case mt == "application/x-www-form-urlencoded":
+		return true, nil
+	}
+	return false, &ports.Error{Kind: ports.KindUnsupportedMedia,
+		Message: "a webhook delivery is application/json or application/x-www-form-urlencoded, not " + line(contentType, 100)}
+}
+
+// formPayload is the JSON in the "payload" field of a form body.
+func formPayload(body []byte) ([]byte, error) {
+	form, err := url.ParseQuery(string(body))
 	if err != nil {
-		return false
+		return nil, &ports.Error{Kind: ports.KindMalformed, Message: "the webhook body is not a form: " + line(err.Error(), 200)}
+	}
+	p, ok := form[formPayloadField]
+	if !ok || len(p) != 1 {
+		return nil, fieldsError(ports.KindMalformed, ports.FieldError{Field: formPayloadField, Reason: "required once: the JSON payload"})
+	}
+	return []byte(p[0]), nil
+}
+
+// readSigned reads a delivery's body, once a reader is free, hashing it as
+// it goes, and returns it when sig is its HMAC-SHA256 with the webhook
+// secret, with the hex SHA-256 of event, a NUL and the body. What it holds
+// of the body before that is known stays within Config.SpoolThreshold in
+// memory; the rest is in a temporary file, removed before it returns.
+func (s *Service) readSigned(ctx context.Context, event string, sig []byte, body io.Reader) ([]byte, string, error) {
+	release, err := s.acquireReader(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	defer release()
+	if body == nil {
+		body = strings.NewReader("")
 	}
 	mac := hmac.New(sha256.New, s.cfg.WebhookSecret)
-	mac.Write(body)
-	return hmac.Equal(mac.Sum(nil), got)
+	dig := sha256.New()
+	dig.Write([]byte(event))
+	dig.Write([]byte{0})
+	sp := newSpool(s.cfg.SpoolThreshold, s.cfg.SpoolDir, s.buffered)
+	defer sp.Close()
+	n, err := io.Copy(io.MultiWriter(mac, dig, sp), io.LimitReader(body, MaxWebhookBody+1))
+	if err != nil {
+		if _, ok := ports.AsError(err); ok {
+			return nil, "", err // the spool's
+		}
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+		return nil, "", ports.Wrap(ports.KindMalformed, err, "reading the webhook body")
+	}
+	if n > MaxWebhookBody {
+		return nil, "", &ports.Error{Kind: ports.KindPayloadTooLarge, Message: "a webhook delivery may be at most 25 MiB"}
+	}
+	if !hmac.Equal(mac.Sum(nil), sig) {
+		return nil, "", errBadSignature
+	}
+	b, err := sp.Bytes()
+	if err != nil {
+		return nil, "", err
+	}
+	return b, hex.EncodeToString(dig.Sum(nil)), nil
+}
+
+// acquireReader takes one of Config.WebhookReaders, waiting at most
+// Config.WebhookReadWait, and returns its release.
+func (s *Service) acquireReader(ctx context.Context) (func(), error) {
+	release := func() { <-s.readers }
+	select {
+	case s.readers <- struct{}{}:
+		return release, nil
+	default:
+	}
+	t := time.NewTimer(s.cfg.WebhookReadWait)
+	defer t.Stop()
+	select {
+	case s.readers <- struct{}{}:
+		return release, nil
+	case <-t.C:
+		return nil, &ports.Error{Kind: ports.KindUnavailable, RetryAfter: webhookRetryAfter,
+			Message: "too many webhook deliveries are being received at once; retry shortly"}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // headerToken reports whether v is 1..n letters, digits or -_. (event names

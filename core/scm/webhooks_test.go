@@ -55,7 +55,7 @@ func patch(t *testing.T, body []byte, fn func(map[string]any)) []byte {
 func obj(v any) map[string]any { return v.(map[string]any) }
 
 func (e *env) receive(event, id string, body []byte) (bool, error) {
-	return e.svc.ReceiveWebhook(context.Background(), scm.WebhookInput{Event: event, DeliveryID: id, Signature: sign(secret, body), Body: body})
+	return e.svc.ReceiveWebhook(context.Background(), scm.WebhookInput{Event: event, DeliveryID: id, Signature: sign(secret, body), Body: bytes.NewReader(body)})
 }
 
 func TestReceiveWebhook(t *testing.T) {
@@ -106,23 +106,23 @@ func TestReceiveWebhookRefuses(t *testing.T) {
 		recordErr  error
 		enqueueErr error
 	}{
-		{name: "no signature", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Body: body}, kind: ports.KindUnauthenticated},
-		{name: "empty hex", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: "sha256=", Body: body}, kind: ports.KindUnauthenticated},
-		{name: "bare hex", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: strings.TrimPrefix(good, "sha256="), Body: body}, kind: ports.KindUnauthenticated},
-		{name: "sha1", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: "sha1=" + strings.TrimPrefix(good, "sha256="), Body: body}, kind: ports.KindUnauthenticated},
-		{name: "other secret", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: sign("guess", body), Body: body}, kind: ports.KindUnauthenticated},
-		{name: "other body", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: good, Body: append(bytes.Clone(body), ' ')}, kind: ports.KindUnauthenticated},
-		{name: "not hex", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: "sha256=" + strings.Repeat("zz", 32), Body: body}, kind: ports.KindUnauthenticated},
-		{name: "short", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: good[:len(good)-2], Body: body}, kind: ports.KindUnauthenticated},
-		{name: "no secret", cfg: scm.Config{WebhookSecret: []byte{}}, in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: good, Body: body}, kind: ports.KindUnavailable},
-		{name: "no event", in: scm.WebhookInput{DeliveryID: "d1", Signature: good, Body: body}, kind: ports.KindMalformed},
-		{name: "no delivery", in: scm.WebhookInput{Event: "ping", Signature: good, Body: body}, kind: ports.KindMalformed},
-		{name: "odd delivery", in: scm.WebhookInput{Event: "ping", DeliveryID: "d 1/../x", Signature: good, Body: body}, kind: ports.KindMalformed},
-		{name: "not JSON", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: sign(secret, []byte("payload=%7B%7D")), Body: []byte("payload=%7B%7D")}, kind: ports.KindMalformed},
-		{name: "cut JSON", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: sign(secret, body[:100]), Body: body[:100]}, kind: ports.KindMalformed},
-		{name: "store fails", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: good, Body: body}, kind: ports.KindUnavailable,
+		{name: "no signature", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Body: bytes.NewReader(body)}, kind: ports.KindUnauthenticated},
+		{name: "empty hex", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: "sha256=", Body: bytes.NewReader(body)}, kind: ports.KindUnauthenticated},
+		{name: "bare hex", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: strings.TrimPrefix(good, "sha256="), Body: bytes.NewReader(body)}, kind: ports.KindUnauthenticated},
+		{name: "sha1", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: "sha1=" + strings.TrimPrefix(good, "sha256="), Body: bytes.NewReader(body)}, kind: ports.KindUnauthenticated},
+		{name: "other secret", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: sign("guess", body), Body: bytes.NewReader(body)}, kind: ports.KindUnauthenticated},
+		{name: "other body", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: good, Body: bytes.NewReader(append(bytes.Clone(body), ' '))}, kind: ports.KindUnauthenticated},
+		{name: "not hex", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: "sha256=" + strings.Repeat("zz", 32), Body: bytes.NewReader(body)}, kind: ports.KindUnauthenticated},
+		{name: "short", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: good[:len(good)-2], Body: bytes.NewReader(body)}, kind: ports.KindUnauthenticated},
+		{name: "no secret", cfg: scm.Config{WebhookSecret: []byte{}}, in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: good, Body: bytes.NewReader(body)}, kind: ports.KindUnavailable},
+		{name: "no event", in: scm.WebhookInput{DeliveryID: "d1", Signature: good, Body: bytes.NewReader(body)}, kind: ports.KindMalformed},
+		{name: "no delivery", in: scm.WebhookInput{Event: "ping", Signature: good, Body: bytes.NewReader(body)}, kind: ports.KindMalformed},
+		{name: "odd delivery", in: scm.WebhookInput{Event: "ping", DeliveryID: "d 1/../x", Signature: good, Body: bytes.NewReader(body)}, kind: ports.KindMalformed},
+		{name: "not JSON", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: sign(secret, []byte("payload=%7B%7D")), Body: bytes.NewReader([]byte("payload=%7B%7D"))}, kind: ports.KindMalformed},
+		{name: "cut JSON", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: sign(secret, body[:100]), Body: bytes.NewReader(body[:100])}, kind: ports.KindMalformed},
+		{name: "store fails", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: good, Body: bytes.NewReader(body)}, kind: ports.KindUnavailable,
 			recordErr: &ports.Error{Kind: ports.KindUnavailable, Message: "database is locked"}},
-		{name: "queue fails", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: good, Body: body}, kind: ports.KindInternal,
+		{name: "queue fails", in: scm.WebhookInput{Event: "ping", DeliveryID: "d1", Signature: good, Body: bytes.NewReader(body)}, kind: ports.KindInternal,
 			enqueueErr: errors.New("river: insert failed")},
 	}
 	for _, tt := range tests {
@@ -177,18 +177,19 @@ func TestProcessDelivery(t *testing.T) {
 		want        *ports.SCMActivity
 	}{
 		{name: "push", event: "push", body: push, status: ports.DeliveryProcessed, want: &ports.SCMActivity{Kind: "push", Actor: "alice",
-			Ref: "main", Summary: "alice pushed 3 commits to main", URL: "https://github.com/acme/web/compare/abc000...abc003"}},
+			Ref: "main", Summary: "alice pushed 3 commits to main", URL: "https://github.com/acme/web/compare/abc000...abc003", SHA: "0000000000000000000000000000000000abc003"}},
 		{name: "push of one commit to a tag", event: "push", status: ports.DeliveryProcessed, body: patch(t, push, func(v map[string]any) {
 			v["ref"], v["commits"] = "refs/tags/v1", v["commits"].([]any)[:1]
 		}), want: &ports.SCMActivity{Kind: "push", Actor: "alice", Ref: "v1", Summary: "alice pushed 1 commit to tag v1",
-			URL: "https://github.com/acme/web/compare/abc000...abc003"}},
+			URL: "https://github.com/acme/web/compare/abc000...abc003", SHA: "0000000000000000000000000000000000abc003"}},
 		{name: "forced push", event: "push", status: ports.DeliveryProcessed, body: patch(t, push, func(v map[string]any) {
 			v["forced"], v["commits"], v["head_commit"] = true, []any{}, nil
 		}), want: &ports.SCMActivity{Kind: "push", Action: "forced", Actor: "alice", Ref: "main", Summary: "alice force-pushed to main",
-			URL: "https://github.com/acme/web/compare/abc000...abc003"}},
+			URL: "https://github.com/acme/web/compare/abc000...abc003", SHA: "0000000000000000000000000000000000abc003"}},
 		{name: "push with null commits", event: "push", status: ports.DeliveryProcessed, body: patch(t, push, func(v map[string]any) {
 			v["commits"], v["compare"] = nil, nil
-		}), want: &ports.SCMActivity{Kind: "push", Actor: "alice", Ref: "main", Summary: "alice pushed to main"}},
+		}), want: &ports.SCMActivity{Kind: "push", Actor: "alice", Ref: "main", Summary: "alice pushed to main",
+			URL: "https://github.com/acme/web/commit/0000000000000000000000000000000000abc003", SHA: "0000000000000000000000000000000000abc003"}},
 		{name: "push deleting a branch", event: "push", status: ports.DeliveryIgnored, body: patch(t, push, func(v map[string]any) {
 			v["deleted"], v["commits"], v["head_commit"] = true, []any{}, nil
 		})},
@@ -362,7 +363,7 @@ func BenchmarkReceiveWebhook(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		n++
-		if _, err := e.svc.ReceiveWebhook(ctx, scm.WebhookInput{Event: "push", DeliveryID: fmt.Sprint("d", n), Signature: sig, Body: body}); err != nil {
+		if _, err := e.svc.ReceiveWebhook(ctx, scm.WebhookInput{Event: "push", DeliveryID: fmt.Sprint("d", n), Signature: sig, Body: bytes.NewReader(body)}); err != nil {
 			b.Fatal(err)
 		}
 	}

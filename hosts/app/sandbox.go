@@ -497,7 +497,7 @@ func (sb *Sandbox) connectGitHub(ctx context.Context, s *scm.Service) (int, erro
 	if err != nil {
 		return 0, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authorize, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authorize.URL, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -517,6 +517,7 @@ func (sb *Sandbox) connectGitHub(ctx context.Context, s *scm.Service) (int, erro
 	q := back.Query()
 	res, err := s.Callback(ctx, scm.CallbackInput{
 		Code: q.Get("code"), State: q.Get("state"), Error: q.Get("error"), ErrorDescription: q.Get("error_description"),
+		Binding: authorize.Binding,
 	})
 	if err != nil {
 		return 0, err

@@ -85,7 +85,7 @@ type unconfiguredSCM struct{}
 var errNoGitHub = &ports.Error{Kind: ports.KindUnavailable, Code: "not_configured",
 	Message: "GitHub is not configured: set " + EnvGitHubClientID + " and " + EnvGitHubSecret}
 
-func (unconfiguredSCM) AuthorizeURL(string, string, string) string { return "" }
+func (unconfiguredSCM) AuthorizeURL(string, string, string) (string, error) { return "", errNoGitHub }
 func (unconfiguredSCM) Exchange(context.Context, string, string, string) (ports.SCMToken, error) {
 	return ports.SCMToken{}, errNoGitHub
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,6 +48,9 @@ type scmStack struct {
 	gh     *fakegithub.Server
 	public string // DEVPILOT_PUBLIC_URL, the origin of st.base
 	clock  *shiftClock
+	// bindings are the devpilot_scm_oauth cookies authorize set, by state:
+	// what the browser that started each flow keeps.
+	bindings sync.Map
 }
 
 // freeAddr returns a loopback address no one listens on right now: the
@@ -64,7 +68,8 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-func startSCMStack(t *testing.T, dialect string) *scmStack {
+// startSCMStack starts the stack; edits change its environment first.
+func startSCMStack(t *testing.T, dialect string, edits ...func(env map[string]string)) *scmStack {
 	t.Helper()
 	st := &scmStack{stack: &stack{t: t, model: fakeopenai.New(t), aws: fakeaws.New(t)}, gh: fakegithub.New(t)}
 	addr := freeAddr(t)
@@ -83,6 +88,9 @@ func startSCMStack(t *testing.T, dialect string) *scmStack {
 		app.EnvGitHubURL:      st.gh.URL(),
 		app.EnvGitHubAPIURL:   st.gh.APIURL(),
 		app.EnvGitHubWebhook:  string(scmWebhookSecret),
+	}
+	for _, edit := range edits {
+		edit(env)
 	}
 	cfg, err := app.Load(app.ModeRun, func(k string) string { return env[k] })
 	if err != nil {
@@ -121,25 +129,57 @@ func startSCMStack(t *testing.T, dialect string) *scmStack {
 }
 
 // authorize starts connecting GitHub as the devpilot user and returns the
-// provider's authorize URL.
+// provider's authorize URL; the binding cookie it sets is kept for
+// callback.
 func (st *scmStack) authorize(token, redirectAfter string) *url.URL {
 	st.t.Helper()
 	path := "/scm-oauth/authorize"
 	if redirectAfter != "" {
 		path += "?redirect_after=" + url.QueryEscape(redirectAfter)
 	}
-	code, body, _ := st.call(token, "GET", path, nil, "Accept", "application/json")
+	resp, body := st.browse("GET", st.base+path, nil, http.Header{"Authorization": {"Bearer " + token}, "Accept": {"application/json"}})
 	var out struct {
 		AuthorizeURL string `json:"authorize_url"`
 	}
-	if err := json.Unmarshal(body, &out); code != 200 || err != nil || out.AuthorizeURL == "" {
-		st.t.Fatalf("authorize: %d %s", code, body)
+	if err := json.Unmarshal(body, &out); resp.StatusCode != 200 || err != nil || out.AuthorizeURL == "" {
+		st.t.Fatalf("authorize: %d %s", resp.StatusCode, body)
 	}
 	u, err := url.Parse(out.AuthorizeURL)
 	if err != nil {
 		st.t.Fatal(err)
 	}
+	c := bindingCookie(st.t, resp)
+	if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/scm-oauth/callback" || c.Secure || c.MaxAge != 600 || len(c.Value) < 43 {
+		st.t.Fatalf("binding cookie %+v", c)
+	}
+	st.bindings.Store(u.Query().Get("state"), c.Value)
 	return u
+}
+
+// bindingCookie is the devpilot_scm_oauth cookie a response sets.
+func bindingCookie(t *testing.T, resp *http.Response) *http.Cookie {
+	t.Helper()
+	for _, c := range resp.Cookies() {
+		if c.Name == "devpilot_scm_oauth" {
+			return c
+		}
+	}
+	t.Fatalf("no devpilot_scm_oauth cookie: %v", resp.Header)
+	return nil
+}
+
+// callback follows GitHub's redirect back to devpilot in the browser that
+// started the flow: with the binding cookie authorize set for its state.
+func (st *scmStack) callback(cb *url.URL, header http.Header) (*http.Response, []byte) {
+	st.t.Helper()
+	header = header.Clone()
+	if header == nil {
+		header = http.Header{}
+	}
+	if v, ok := st.bindings.Load(cb.Query().Get("state")); ok {
+		header.Add("Cookie", (&http.Cookie{Name: "devpilot_scm_oauth", Value: v.(string)}).String())
+	}
+	return st.browse("GET", cb.String(), nil, header)
 }
 
 // approve has GitHub's user login approve the authorization and returns
@@ -196,7 +236,7 @@ type callbackOut struct {
 func (st *scmStack) connect(token, login string) callbackOut {
 	st.t.Helper()
 	cb := st.approve(login, st.authorize(token, ""))
-	resp, body := st.browse("GET", cb.String(), nil, nil)
+	resp, body := st.callback(cb, nil)
 	var out callbackOut
 	if err := json.Unmarshal(body, &out); resp.StatusCode != 200 || err != nil {
 		st.t.Fatalf("callback: %d %s", resp.StatusCode, body)
@@ -278,6 +318,7 @@ type activityJSON struct {
 	Ref     string `json:"ref"`
 	Summary string `json:"summary"`
 	URL     string `json:"url"`
+	SHA     string `json:"sha"`
 	Source  string `json:"source"`
 }
 
@@ -385,7 +426,7 @@ func TestSCMEndToEnd(t *testing.T) {
 			if !strings.HasPrefix(cb.String(), st.public+"/scm-oauth/callback?") || cb.Query().Get("code") == "" || cb.Query().Get("state") != q.Get("state") {
 				t.Fatalf("GitHub redirected to %s", cb)
 			}
-			resp, body = st.browse("GET", cb.String(), nil, nil)
+			resp, body = st.callback(cb, nil)
 			var connected callbackOut
 			if err := json.Unmarshal(body, &connected); resp.StatusCode != 200 || err != nil ||
 				connected.Connection.Login != "octo-alice" || connected.Connection.Status != "active" ||
@@ -396,7 +437,7 @@ func TestSCMEndToEnd(t *testing.T) {
 				t.Fatalf("the callback answer carries the token: %s", body)
 			}
 			// Replaying the callback: the state was used.
-			resp, body = st.browse("GET", cb.String(), nil, nil)
+			resp, body = st.callback(cb, nil)
 			wantProblem(t, "replayed callback", resp.StatusCode, body, 400, "invalid_state")
 
 			// PKCE: the first authorization's code with the second's state
@@ -406,13 +447,13 @@ func TestSCMEndToEnd(t *testing.T) {
 			mixed := cb1.Query()
 			mixed.Set("state", cb2.Query().Get("state"))
 			cb1.RawQuery = mixed.Encode()
-			resp, body = st.browse("GET", cb1.String(), nil, nil)
+			resp, body = st.callback(cb1, nil)
 			wantProblem(t, "PKCE mismatch", resp.StatusCode, body, 400, "pkce_failed")
 
 			// redirect_after: the callback redirects there (the browser asks
 			// for HTML); the connection is kept.
 			cb = st.approve("octo-alice", st.authorize(alice, "/settings/integrations"))
-			resp, body = st.browse("GET", cb.String(), nil, http.Header{"Accept": {"text/html"}})
+			resp, body = st.callback(cb, http.Header{"Accept": {"text/html"}})
 			if resp.StatusCode != 302 || resp.Header.Get("Location") != "/settings/integrations" {
 				t.Fatalf("callback with redirect_after: %d %q %s", resp.StatusCode, resp.Header.Get("Location"), body)
 			}
@@ -500,6 +541,8 @@ func TestSCMEndToEnd(t *testing.T) {
 			st.wantDelivered(push, "duplicate")
 			st.wantDelivered(star, "accepted")
 			st.wantDelivered(star, "duplicate")
+			// The same signed body under a new delivery id is a replay.
+			st.wantDelivered(push.WithID("replayed-"+push.ID), "duplicate")
 			pushSummary, prSummary := "octo-alice pushed 2 commits to main", "octo-alice opened pull request #7: Add rate limiting"
 			got := st.waitActivity(alice, apiRepo.ID, pushSummary, prSummary)
 			// Redelivering after processing is still a duplicate.
@@ -513,7 +556,8 @@ func TestSCMEndToEnd(t *testing.T) {
 			if len(got) != 3 || len(bySummary[pushSummary]) != 1 || len(bySummary[prSummary]) != 1 {
 				t.Fatalf("activity after webhooks: %+v", got)
 			}
-			if p := bySummary[pushSummary][0]; p.ID != "delivery:"+push.ID || p.Kind != "push" || p.Source != "webhook" || p.Ref != "main" {
+			if p := bySummary[pushSummary][0]; p.ID != "delivery:"+push.ID || p.Kind != "push" || p.Source != "webhook" || p.Ref != "main" ||
+				p.SHA != second.SHA || !strings.HasPrefix(p.URL, gh.URL()+"/octo-alice/api/compare/") {
 				t.Fatalf("push entry: %+v", p)
 			}
 			if p := bySummary[prSummary][0]; p.ID != "delivery:"+pr.ID || p.Kind != "pull_request" || p.Action != "opened" || p.Ref != "feature-7" ||
@@ -522,6 +566,19 @@ func TestSCMEndToEnd(t *testing.T) {
 			}
 			if got[0].Source != "webhook" || got[2].Source != "api" {
 				t.Fatalf("activity is not newest first: %+v", got)
+			}
+			// GitHub's default content type: the JSON in a form's payload
+			// field, the signature over the form.
+			third := api.Commit(fakegithub.Commit{Message: "Sent as a form", Author: "octo-alice"})
+			form := fakegithub.NewEventDelivery(fakegithub.PushEvent{Repo: hookRepo, Sender: sender, Ref: "refs/heads/forms",
+				Commits: []fakegithub.HookCommit{third.Hook()}}).Form()
+			code, body = st.deliver(form.Signed([]byte("not-the-secret")))
+			wantProblem(t, "a form signed with another secret", code, body, 401, "unauthenticated")
+			st.wantDelivered(form.Signed(scmWebhookSecret), "accepted")
+			st.wantDelivered(form.Signed(scmWebhookSecret), "duplicate")
+			formEntry := st.waitActivity(alice, apiRepo.ID, "octo-alice pushed 1 commit to forms")[0]
+			if formEntry.Source != "webhook" || formEntry.SHA != third.SHA || formEntry.Ref != "forms" || !strings.Contains(formEntry.URL, "/compare/") {
+				t.Fatalf("form push entry: %+v", formEntry)
 			}
 			// A revoked token: the connection is marked broken, reads answer
 			// 502 saying so without asking GitHub again, and reconnecting
@@ -549,8 +606,38 @@ func TestSCMEndToEnd(t *testing.T) {
 			if out := st.connect(alice, "octo-alice"); out.Connection.Status != "active" {
 				t.Fatalf("reconnect: %+v", out)
 			}
-			if got := list[commitJSON](st, alice, "/scm/repos/"+apiRepo.ID+"/commits"); len(got.Items) != 2 {
+			if got := list[commitJSON](st, alice, "/scm/repos/"+apiRepo.ID+"/commits"); len(got.Items) != 3 {
 				t.Fatalf("commits after reconnecting: %+v", got)
+			}
+		})
+	}
+}
+
+// TestSCMNotConfigured starts devpilot without a GitHub OAuth app: starting
+// to connect is 503 naming the variables to set (as the README says), in
+// both of authorize's forms, and sends no one anywhere.
+func TestSCMNotConfigured(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			st := startSCMStack(t, string(d), func(env map[string]string) {
+				delete(env, app.EnvGitHubClientID)
+				delete(env, app.EnvGitHubSecret)
+			})
+			token := st.token("erin@example.com")
+			for _, accept := range []string{"application/json", "text/html", ""} {
+				h := http.Header{"Authorization": {"Bearer " + token}}
+				if accept != "" {
+					h.Set("Accept", accept)
+				}
+				resp, body := st.browse("GET", st.base+"/scm-oauth/authorize?redirect_after=%2Fsettings", nil, h)
+				p := wantProblem(t, "authorize, Accept "+accept, resp.StatusCode, body, 503, "not_configured")
+				detail, _ := p["detail"].(string)
+				if !strings.Contains(detail, "GITHUB_CLIENT_ID") || !strings.Contains(detail, "GITHUB_CLIENT_SECRET") ||
+					resp.Header.Get("Location") != "" || resp.Header.Get("Set-Cookie") != "" ||
+					resp.Header.Get("Content-Type") != "application/problem+json" {
+					t.Fatalf("authorize, Accept %s: %d %v %s", accept, resp.StatusCode, resp.Header, body)
+				}
 			}
 		})
 	}
@@ -615,7 +702,7 @@ func TestSCMBadInputAndFaults(t *testing.T) {
 				if err != nil || resp.StatusCode != 302 || cb.Query().Get("error") != "access_denied" {
 					t.Fatalf("denied authorize: %d %v %s", resp.StatusCode, err, body)
 				}
-				resp, body = st.browse("GET", cb.String(), nil, nil)
+				resp, body = st.callback(cb, nil)
 				p := wantProblem(t, "callback with error=access_denied", resp.StatusCode, body, 400, "malformed")
 				if detail, _ := p["detail"].(string); !strings.Contains(detail, "denied") {
 					t.Fatalf("detail = %q", detail)
@@ -634,19 +721,53 @@ func TestSCMBadInputAndFaults(t *testing.T) {
 					wantProblem(t, tt.name, resp.StatusCode, body, 400, tt.code)
 				}
 
+				// Forced linking: carol starts a flow and sends the link to
+				// dave, who approves it with his GitHub account; his browser,
+				// without carol's cookie, is refused, the state is spent, and
+				// no token is stored under carol.
+				gh.AddUser("octo-dave", 202)
+				crafted := st.approve("octo-dave", st.authorize(carol, ""))
+				for _, cookie := range []string{"", "devpilot_scm_oauth=forged", "devpilot_scm_oauth="} {
+					h := http.Header{}
+					if cookie != "" {
+						h.Set("Cookie", cookie)
+					}
+					resp, body = st.browse("GET", crafted.String(), nil, h)
+					if cookie == "" {
+						wantProblem(t, "crafted link in another browser", resp.StatusCode, body, 400, "browser_mismatch")
+						if c := bindingCookie(t, resp); c.MaxAge >= 0 {
+							t.Fatalf("the callback kept the cookie: %+v", c)
+						}
+					} else {
+						wantProblem(t, "crafted link again, "+cookie, resp.StatusCode, body, 400, "invalid_state")
+					}
+				}
+				resp, body = st.callback(crafted, nil)
+				wantProblem(t, "crafted link in carol's browser after dave's", resp.StatusCode, body, 400, "invalid_state")
+				code, body, _ := st.call(carol, "GET", "/scm/commits/search?q=x", nil)
+				wantProblem(t, "carol after the crafted link", code, body, 412, "not_connected")
+				if got := list[repoJSON](st, carol, "/scm/repos"); len(got.Items) != 0 {
+					t.Fatalf("carol sees dave's repositories: %+v", got)
+				}
+				// The redirect form of authorize sets the cookie too.
+				resp, _ = st.browse("GET", st.base+"/scm-oauth/authorize", nil, http.Header{"Authorization": {"Bearer " + carol}})
+				if c := bindingCookie(t, resp); resp.StatusCode != 302 || !c.HttpOnly || c.Path != "/scm-oauth/callback" || c.Value == "" {
+					t.Fatalf("authorize redirect: %d cookie %+v", resp.StatusCode, c)
+				}
+
 				// An expired state: eleven minutes later.
 				cb = st.approve("octo-carol", st.authorize(carol, ""))
 				st.clock.offset.Store(int64(11 * time.Minute))
-				resp, body = st.browse("GET", cb.String(), nil, nil)
+				resp, body = st.callback(cb, nil)
 				st.clock.offset.Store(0)
 				wantProblem(t, "expired state", resp.StatusCode, body, 400, "invalid_state")
 
 				// redirect_after must stay on devpilot's origin.
 				for _, ra := range []string{"https://evil.example/", "//evil.example/x", "/\\evil.example"} {
-					code, body, _ := st.call(carol, "GET", "/scm-oauth/authorize?redirect_after="+url.QueryEscape(ra), nil, "Accept", "application/json")
+					code, body, _ = st.call(carol, "GET", "/scm-oauth/authorize?redirect_after="+url.QueryEscape(ra), nil, "Accept", "application/json")
 					wantProblem(t, "redirect_after "+ra, code, body, 422, "invalid")
 				}
-				code, body, _ := st.call("", "GET", "/scm-oauth/authorize", nil, "Accept", "application/json")
+				code, body, _ = st.call("", "GET", "/scm-oauth/authorize", nil, "Accept", "application/json")
 				wantProblem(t, "authorize without a token", code, body, 401, "unauthenticated")
 			})
 

@@ -1,9 +1,10 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/devpilot/devpilot/core/scm"
@@ -12,7 +13,7 @@ import (
 
 // SCM is the repository integration as the transport calls it.
 type SCM interface {
-	Authorize(ctx context.Context, redirectAfter string) (string, error)
+	Authorize(ctx context.Context, redirectAfter string) (scm.Authorization, error)
 	Callback(ctx context.Context, in scm.CallbackInput) (scm.CallbackResult, error)
 	ListRepos(ctx context.Context, page ports.Page) ([]ports.Repository, string, error)
 	ListCommits(ctx context.Context, repoID string, page ports.Page) ([]ports.SCMCommit, string, error)
@@ -40,16 +41,36 @@ func (s *Server) scmRoutes() {
 	}
 }
 
+// scmOAuthCookie holds the secret that binds an OAuth flow to the browser
+// that started it (see scm.Authorization.Binding).
+const scmOAuthCookie = "devpilot_scm_oauth"
+
 func (s *Server) scmAuthorize(w http.ResponseWriter, r *http.Request) error {
-	u, err := s.d.SCM.Authorize(r.Context(), r.URL.Query().Get("redirect_after"))
+	a, err := s.d.SCM.Authorize(r.Context(), r.URL.Query().Get("redirect_after"))
 	if err != nil {
 		return err
 	}
+	http.SetCookie(w, bindingCookie(a.CallbackURL, a.Binding, a.TTL))
 	if acceptsJSON(r) {
-		return writeJSON(w, http.StatusOK, map[string]string{"authorize_url": u})
+		return writeJSON(w, http.StatusOK, map[string]string{"authorize_url": a.URL})
 	}
-	http.Redirect(w, r, u, http.StatusFound)
+	http.Redirect(w, r, a.URL, http.StatusFound)
 	return nil
+}
+
+// bindingCookie is the cookie holding an OAuth flow's browser binding for
+// ttl (deleting it when ttl is not positive): HttpOnly, SameSite=Lax (sent
+// on GitHub's top-level redirect back), scoped to the callback's path, and
+// Secure when the callback is https.
+func bindingCookie(callbackURL, value string, ttl time.Duration) *http.Cookie {
+	c := &http.Cookie{Name: scmOAuthCookie, Value: value, Path: scm.CallbackPath, HttpOnly: true, SameSite: http.SameSiteLaxMode}
+	if u, err := url.Parse(callbackURL); err == nil {
+		c.Path, c.Secure = u.Path, u.Scheme == "https"
+	}
+	if c.MaxAge = int(ttl / time.Second); c.MaxAge <= 0 {
+		c.Value, c.MaxAge = "", -1
+	}
+	return c
 }
 
 // acceptsJSON reports whether the client asked for a JSON answer rather
@@ -58,11 +79,20 @@ func acceptsJSON(r *http.Request) bool {
 	return mediaTypeAccepted(r, "application/json")
 }
 
+// scmCallback completes a connection in the browser that started it (its
+// binding cookie), and clears that cookie whatever the outcome.
 func (s *Server) scmCallback(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	res, err := s.d.SCM.Callback(r.Context(), scm.CallbackInput{
+	in := scm.CallbackInput{
 		Code: q.Get("code"), State: q.Get("state"), Error: q.Get("error"), ErrorDescription: q.Get("error_description"),
-	})
+	}
+	if c, err := r.Cookie(scmOAuthCookie); err == nil {
+		in.Binding = c.Value
+	}
+	gone := bindingCookie("", "", 0)
+	gone.Path = r.URL.Path
+	http.SetCookie(w, gone)
+	res, err := s.d.SCM.Callback(r.Context(), in)
 	if err != nil {
 		return err
 	}
@@ -99,7 +129,7 @@ func pullOut(p ports.SCMPull) map[string]any {
 
 func activityOut(a ports.SCMActivity) map[string]any {
 	return map[string]any{"id": a.ID, "kind": a.Kind, "action": a.Action, "actor": a.Actor, "ref": a.Ref, "summary": a.Summary,
-		"url": a.URL, "at": a.At.UTC(), "source": a.Source}
+		"url": a.URL, "sha": a.SHA, "at": a.At.UTC(), "source": a.Source}
 }
 
 // scmList answers a paged list from the repository integration.
@@ -144,16 +174,16 @@ func (s *Server) searchCommits(w http.ResponseWriter, r *http.Request) error {
 }
 
 // webhook stores a signed delivery and answers 202 at once; the worker
-// processes it. A repeat is 202 too, and is not processed again.
+// processes it. A repeat is 202 too, and is not processed again. The body is
+// streamed to the core, which verifies the signature as it reads.
 func (s *Server) webhook(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(r)
-	if err != nil {
-		return bodyError(err, "reading the delivery")
-	}
 	dup, err := s.d.SCM.ReceiveWebhook(r.Context(), scm.WebhookInput{
 		Event: r.Header.Get("X-GitHub-Event"), DeliveryID: r.Header.Get("X-GitHub-Delivery"),
-		Signature: r.Header.Get("X-Hub-Signature-256"), Body: body,
+		Signature: r.Header.Get("X-Hub-Signature-256"), ContentType: r.Header.Get("Content-Type"), Body: r.Body,
 	})
+	if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+		return tooLarge(tooBig.Limit)
+	}
 	if err != nil {
 		return err
 	}
@@ -162,22 +192,4 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) error {
 		status = "duplicate"
 	}
 	return writeJSON(w, http.StatusAccepted, map[string]any{"status": status, "received_at": time.Now().UTC()})
-}
-
-// bodySizeHint bounds the buffer readBody sizes from Content-Length before
-// reading, so that a false length costs little.
-const bodySizeHint = 1 << 20
-
-// readBody reads the request's body into one buffer of the size
-// Content-Length announces (io.ReadAll would grow one from 512 bytes,
-// leaving twice the body as garbage), growing it past bodySizeHint or
-// without a length. It returns the body reader's error.
-func readBody(r *http.Request) ([]byte, error) {
-	n := r.ContentLength
-	if n < 0 || n > bodySizeHint {
-		n = 0
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead))
-	_, err := buf.ReadFrom(r.Body)
-	return buf.Bytes(), err
 }

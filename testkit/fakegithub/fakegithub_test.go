@@ -216,6 +216,28 @@ func TestDeliveryRequest(t *testing.T) {
 	}
 }
 
+// TestDeliveryForm sends a delivery form-encoded, as GitHub does for a
+// webhook of content type application/x-www-form-urlencoded: the JSON is the
+// payload field and the signature covers the form.
+func TestDeliveryForm(t *testing.T) {
+	t.Parallel()
+	secret := []byte("k")
+	d := fakegithub.NewDelivery("push", []byte(`{"ref":"refs/heads/main","x":"a&b=c +%"}`)).Signed(secret)
+	f := d.Form()
+	if f.Header.Get("X-Hub-Signature-256") != "" || d.Header.Get("X-Hub-Signature-256") == "" {
+		t.Fatalf("Form kept the JSON's signature, or changed the original: %v / %v", f.Header, d.Header)
+	}
+	f = f.Signed(secret)
+	form, err := url.ParseQuery(string(f.Body))
+	if err != nil || form.Get("payload") != string(d.Body) || len(form) != 1 {
+		t.Fatalf("form body %s: %v %v", f.Body, form, err)
+	}
+	if f.Header.Get("Content-Type") != "application/x-www-form-urlencoded" || f.ID != d.ID ||
+		f.Header.Get("X-Hub-Signature-256") != fakegithub.Sign(secret, f.Body) || f.Header.Get("X-GitHub-Event") != "push" {
+		t.Fatalf("form delivery headers %v", f.Header)
+	}
+}
+
 func challenge(verifier string) string {
 	sum := sha256.Sum256([]byte(verifier))
 	return base64.RawURLEncoding.EncodeToString(sum[:])

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/google/uuid"
@@ -109,6 +110,20 @@ func (d Delivery) Signed(secret []byte) Delivery {
 	d.Header = d.Header.Clone()
 	d.Header.Set(HeaderSignature, Sign(secret, d.Body))
 	d.Header.Set(HeaderSignatureV1, signSHA1(secret, d.Body))
+	return d
+}
+
+// Form returns a copy of the delivery as GitHub sends it for a webhook
+// whose content type is application/x-www-form-urlencoded (the default of a
+// new webhook): the body is the form "payload=<the JSON, URL-encoded>", the
+// Content-Type says so, and the signatures are dropped: sign the form with
+// Signed, since GitHub signs the raw body.
+func (d Delivery) Form() Delivery {
+	d.Header = d.Header.Clone()
+	d.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	d.Header.Del(HeaderSignature)
+	d.Header.Del(HeaderSignatureV1)
+	d.Body = []byte(url.Values{"payload": {string(d.Body)}}.Encode())
 	return d
 }
 

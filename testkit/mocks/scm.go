@@ -43,11 +43,12 @@ func (m *MockSCMProvider) EXPECT() *MockSCMProviderMockRecorder {
 }
 
 // AuthorizeURL mocks base method.
-func (m *MockSCMProvider) AuthorizeURL(state, codeChallenge, redirectURI string) string {
+func (m *MockSCMProvider) AuthorizeURL(state, codeChallenge, redirectURI string) (string, error) {
 	m.ctrl.T.Helper()
 	ret := m.ctrl.Call(m, "AuthorizeURL", state, codeChallenge, redirectURI)
 	ret0, _ := ret[0].(string)
-	return ret0
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
 }
 
 // AuthorizeURL indicates an expected call of AuthorizeURL.
@@ -63,19 +64,19 @@ type MockSCMProviderAuthorizeURLCall struct {
 }
 
 // Return rewrite *gomock.Call.Return
-func (c *MockSCMProviderAuthorizeURLCall) Return(arg0 string) *MockSCMProviderAuthorizeURLCall {
-	c.Call = c.Call.Return(arg0)
+func (c *MockSCMProviderAuthorizeURLCall) Return(arg0 string, arg1 error) *MockSCMProviderAuthorizeURLCall {
+	c.Call = c.Call.Return(arg0, arg1)
 	return c
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockSCMProviderAuthorizeURLCall) Do(f func(string, string, string) string) *MockSCMProviderAuthorizeURLCall {
+func (c *MockSCMProviderAuthorizeURLCall) Do(f func(string, string, string) (string, error)) *MockSCMProviderAuthorizeURLCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockSCMProviderAuthorizeURLCall) DoAndReturn(f func(string, string, string) string) *MockSCMProviderAuthorizeURLCall {
+func (c *MockSCMProviderAuthorizeURLCall) DoAndReturn(f func(string, string, string) (string, error)) *MockSCMProviderAuthorizeURLCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }
@@ -421,6 +422,45 @@ func (c *MockSCMStoreAppendActivityCall) Do(f func(context.Context, ...ports.SCM
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
 func (c *MockSCMStoreAppendActivityCall) DoAndReturn(f func(context.Context, ...ports.SCMActivity) error) *MockSCMStoreAppendActivityCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// ClaimWebhookDigests mocks base method.
+func (m *MockSCMStore) ClaimWebhookDigests(ctx context.Context, ds []ports.WebhookDigest, since time.Time) ([]bool, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "ClaimWebhookDigests", ctx, ds, since)
+	ret0, _ := ret[0].([]bool)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// ClaimWebhookDigests indicates an expected call of ClaimWebhookDigests.
+func (mr *MockSCMStoreMockRecorder) ClaimWebhookDigests(ctx, ds, since any) *MockSCMStoreClaimWebhookDigestsCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ClaimWebhookDigests", reflect.TypeOf((*MockSCMStore)(nil).ClaimWebhookDigests), ctx, ds, since)
+	return &MockSCMStoreClaimWebhookDigestsCall{Call: call}
+}
+
+// MockSCMStoreClaimWebhookDigestsCall wrap *gomock.Call
+type MockSCMStoreClaimWebhookDigestsCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSCMStoreClaimWebhookDigestsCall) Return(claimed []bool, err error) *MockSCMStoreClaimWebhookDigestsCall {
+	c.Call = c.Call.Return(claimed, err)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSCMStoreClaimWebhookDigestsCall) Do(f func(context.Context, []ports.WebhookDigest, time.Time) ([]bool, error)) *MockSCMStoreClaimWebhookDigestsCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSCMStoreClaimWebhookDigestsCall) DoAndReturn(f func(context.Context, []ports.WebhookDigest, time.Time) ([]bool, error)) *MockSCMStoreClaimWebhookDigestsCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

@@ -3,6 +3,8 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -43,7 +45,9 @@ type SCMStores struct {
 // Repositories list by full name bytewise, then id. RecordDelivery and
 // RecordDeliveries store a zero Status as pending and are invalid for an
 // unknown one (RecordDeliveries storing none of its deliveries); an empty
-// payload reads back empty (nil or not). FinishDelivery sets ProcessedAt, may be
+// payload reads back empty (nil or not). ClaimWebhookDigests compares
+// times at microseconds and a digest recorded exactly at since is recent.
+// FinishDelivery sets ProcessedAt, may be
 // called again, and is invalid for pending or an unknown status. Activity of
 // the same time lists by id, highest first; of entries sharing an id, in one
 // call or across calls, the first stored is kept.
@@ -74,6 +78,10 @@ func TestSCM(t *testing.T, newStores func(t *testing.T) SCMStores) {
 		{"RecordDeliveriesBigBatch", testRecordDeliveriesBigBatch},
 		{"RaceRecordDeliveries", testRaceRecordDeliveries},
 		{"FinishDelivery", testFinishDelivery},
+		{"ClaimWebhookDigests", testClaimWebhookDigests},
+		{"ClaimWebhookDigestsAllOrNothing", testClaimWebhookDigestsAllOrNothing},
+		{"ClaimWebhookDigestsBigBatch", testClaimWebhookDigestsBigBatch},
+		{"RaceClaimWebhookDigests", testRaceClaimWebhookDigests},
 		{"ActivityRoundTrip", testActivityRoundTrip},
 		{"AppendActivitySkipsDuplicates", testAppendActivitySkipsDuplicates},
 		{"AppendActivityBigBatch", testAppendActivityBigBatch},
@@ -93,7 +101,8 @@ func newOAuthState(owner ports.Owner) ports.OAuthState {
 	return ports.OAuthState{
 		State: "st_" + strings.ReplaceAll(newID(), "-", ""), OrgID: owner.OrgID, UserID: owner.UserID,
 		CodeVerifier:  "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk" + newID()[:8],
-		RedirectAfter: "/repos?tab=«all»&q=a%20b", CreatedAt: base, ExpiresAt: base.Add(10 * time.Minute),
+		RedirectAfter: "/repos?tab=«all»&q=a%20b", BindingHash: digestOf(newID()),
+		CreatedAt: base, ExpiresAt: base.Add(10 * time.Minute),
 	}
 }
 
@@ -118,7 +127,7 @@ func testOAuthStateRoundTrip(t *testing.T, s SCMStores) {
 	owner := seedOwner(t, s.Identity)
 	st := mustCreateOAuthState(t, s, newOAuthState(owner))
 	bare := newOAuthState(owner)
-	bare.RedirectAfter = ""
+	bare.RedirectAfter, bare.BindingHash = "", ""
 	mustCreateOAuthState(t, s, bare)
 
 	dup := newOAuthState(owner)
@@ -1168,7 +1177,7 @@ func newActivity(repoID int64, at time.Time) ports.SCMActivity {
 	id := newID()
 	return ports.SCMActivity{
 		ID: "evt-" + id, RepoID: repoID, Kind: "push", Action: "", Actor: "octocat", Ref: "refs/heads/main",
-		Summary: "3 commits: «fix ✓»", URL: "https://github.com/acme/api/compare/a...b", At: at,
+		Summary: "3 commits: «fix ✓»", URL: "https://github.com/acme/api/compare/a...b", SHA: digestOf(id)[:40], At: at,
 		Source: "webhook", DeliveryID: newID(),
 	}
 }
@@ -1540,5 +1549,152 @@ func testPruneRepositories(t *testing.T, s SCMStores) {
 	checkRepositories(t, "another connection's repositories", mustListRepositories(t, s, other), elsewhere)
 	if n, err := s.SCM.PruneRepositories(ctx, c.ID, later); err != nil || n != 0 {
 		t.Fatalf("PruneRepositories again = %d, %v; want 0", n, err)
+	}
+}
+
+// digestOf is a hex SHA-256, as webhook digests and binding hashes are.
+func digestOf(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func newDigest(at time.Time) ports.WebhookDigest {
+	return ports.WebhookDigest{Digest: digestOf(newID()), DeliveryID: newID(), At: at}
+}
+
+func mustClaim(t *testing.T, s SCMStores, ctx context.Context, since time.Time, ds ...ports.WebhookDigest) []bool {
+	t.Helper()
+	claimed, err := s.SCM.ClaimWebhookDigests(ctx, ds, since)
+	if err != nil || len(claimed) != len(ds) {
+		t.Fatalf("ClaimWebhookDigests of %d = %v, %v", len(ds), claimed, err)
+	}
+	return claimed
+}
+
+// testClaimWebhookDigests claims digests new, repeated within a batch,
+// recent and older than the window.
+func testClaimWebhookDigests(t *testing.T, s SCMStores) {
+	ctx := t.Context()
+	window := 24 * time.Hour
+	if got, err := s.SCM.ClaimWebhookDigests(ctx, nil, base); err != nil || len(got) != 0 {
+		t.Errorf("ClaimWebhookDigests of none = %v, %v", got, err)
+	}
+	a, b := newDigest(base), newDigest(base)
+	againA := a
+	againA.DeliveryID = newID()
+	if got := mustClaim(t, s, ctx, base.Add(-window), a, b, againA); !slices.Equal(got, []bool{true, true, false}) {
+		t.Errorf("ClaimWebhookDigests = %v, want the first of a digest given twice claimed", got)
+	}
+	// The same digest under another delivery id: recent, so not claimed,
+	// at the window's edge too.
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+		want bool
+	}{
+		{"an hour later", base.Add(time.Hour), false},
+		{"at the end of the window", base.Add(window), false},
+		{"in another zone", base.UTC().Add(window), false},
+		{"just after the window", base.Add(window + time.Millisecond), true},
+	} {
+		d := newDigest(tc.at)
+		d.Digest = b.Digest
+		if tc.want {
+			d.Digest = a.Digest
+		}
+		got := mustClaim(t, s, ctx, tc.at.Add(-window), d)
+		if got[0] != tc.want {
+			t.Errorf("ClaimWebhookDigests %s = %v, want %v", tc.name, got[0], tc.want)
+		}
+	}
+	// A digest claimed again after the window starts a new one from then.
+	late := newDigest(base.Add(window + time.Hour))
+	late.Digest = a.Digest
+	if got := mustClaim(t, s, ctx, late.At.Add(-window), late); got[0] {
+		t.Errorf("ClaimWebhookDigests of a digest claimed again just after its window: claimed again")
+	}
+}
+
+// testClaimWebhookDigestsAllOrNothing rolls back a transaction a claim was
+// made in: the digest is new again.
+func testClaimWebhookDigestsAllOrNothing(t *testing.T, s SCMStores) {
+	ctx := t.Context()
+	d := newDigest(base)
+	err := s.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		if got := mustClaim(t, s, ctx, base.Add(-time.Hour), d); !got[0] {
+			t.Errorf("ClaimWebhookDigests in a transaction = %v", got)
+		}
+		if got := mustClaim(t, s, ctx, base.Add(-time.Hour), d); got[0] {
+			t.Errorf("ClaimWebhookDigests again in the transaction = %v", got)
+		}
+		return errAbort
+	})
+	if !errors.Is(err, errAbort) {
+		t.Fatalf("WithinTx = %v, want fn's error", err)
+	}
+	if got := mustClaim(t, s, ctx, base.Add(-time.Hour), d); !got[0] {
+		t.Errorf("ClaimWebhookDigests after rollback = %v, want claimed", got)
+	}
+}
+
+// testClaimWebhookDigestsBigBatch claims more digests than one statement
+// holds, some claimed before and some twice.
+func testClaimWebhookDigestsBigBatch(t *testing.T, s SCMStores) {
+	ctx := t.Context()
+	const n = 12000
+	since := base.Add(-time.Hour)
+	ds := make([]ports.WebhookDigest, 0, n+2)
+	for range n {
+		ds = append(ds, newDigest(base))
+	}
+	mustClaim(t, s, ctx, since, ds[10], ds[n-10])
+	ds = append(ds, ds[7], ds[n-7])
+	got := mustClaim(t, s, ctx, since, ds...)
+	for i, ok := range got {
+		if want := i < n && i != 10 && i != n-10; ok != want {
+			t.Errorf("ClaimWebhookDigests[%d] = %v, want %v", i, ok, want)
+		}
+	}
+}
+
+// testRaceClaimWebhookDigests claims batches sharing digests, in different
+// orders, at once: none fails (no deadlock), and each digest is claimed by
+// exactly one.
+func testRaceClaimWebhookDigests(t *testing.T, s SCMStores) {
+	digests := make([]string, 30)
+	for i := range digests {
+		digests[i] = digestOf(newID())
+	}
+	const callers = 8
+	batches := make([][]ports.WebhookDigest, callers)
+	for c := range batches {
+		for _, i := range rand.Perm(len(digests)) {
+			d := newDigest(base)
+			d.Digest = digests[i]
+			batches[c] = append(batches[c], d)
+		}
+	}
+	claimed := make([][]bool, callers)
+	errs := race(callers, func(c int) error {
+		var err error
+		claimed[c], err = s.SCM.ClaimWebhookDigests(t.Context(), batches[c], base.Add(-time.Hour))
+		return err
+	})
+	winners := map[string]int{}
+	for c, err := range errs {
+		if err != nil {
+			t.Errorf("ClaimWebhookDigests %d: %v", c, err)
+			continue
+		}
+		for i, ok := range claimed[c] {
+			if ok {
+				winners[batches[c][i].Digest]++
+			}
+		}
+	}
+	for _, d := range digests {
+		if winners[d] != 1 && !t.Failed() {
+			t.Errorf("digest %s claimed %d times, want once", d, winners[d])
+		}
 	}
 }
