@@ -49,6 +49,39 @@ var parsers = map[string]parser{
 	"issue_comment": parseComment,
 }
 
+// ParseWebhook reads the raw body of a delivery of event, JSON or a form
+// (as contentType says; see ReceiveWebhook), into the activity entries it
+// records, without ids, times or source: none for an event devpilot does
+// not record, or an action of one that says nothing worth recording. Text
+// taken from the payload is never refused for what it holds (control
+// characters, invalid UTF-8); it is made one line. Errors:
+// unsupported_media_type for another content type; malformed when the body
+// is not a form with one payload field, the payload is not JSON, or it lacks
+// what its event needs.
+func ParseWebhook(event, contentType string, body []byte) ([]ports.SCMActivity, error) {
+	form, err := isForm(contentType)
+	if err != nil {
+		return nil, err
+	}
+	if form {
+		if body, err = formPayload(body); err != nil {
+			return nil, err
+		}
+	}
+	if !json.Valid(body) {
+		return nil, &ports.Error{Kind: ports.KindMalformed, Message: "the webhook payload is not JSON"}
+	}
+	parse, ok := parsers[event]
+	if !ok {
+		return nil, nil
+	}
+	entries, err := parse(body)
+	if err != nil {
+		return nil, &ports.Error{Kind: ports.KindMalformed, Message: err.Error(), Err: err}
+	}
+	return entries, nil
+}
+
 // activityOf turns a delivery into activity entries, and says how its
 // processing ends: processed, ignored, or failed with the reason.
 func activityOf(d ports.WebhookDelivery) (entries []ports.SCMActivity, status, reason string) {
