@@ -46,7 +46,14 @@ type Config struct {
 	Assistant     AssistantConfig
 	// WorkerJobs is how many background jobs a worker runs at once.
 	WorkerJobs int
-	Voice      VoiceConfig
+	// JobRescueAfter bounds how long a background job stays running once the
+	// process working it died: after it, a working process makes the job
+	// available again (DEVPILOT_JOB_RESCUE_AFTER, default 5m). Every attempt
+	// is cancelled at queue.JobTimeout of it (four fifths). `devpilot run`,
+	// the only worker of its database, also takes up every job left running
+	// as it starts.
+	JobRescueAfter time.Duration
+	Voice          VoiceConfig
 	// AWSEndpoint is AWS_ENDPOINT_URL, read here too so that it can be set
 	// through Load's getenv; the SDK also honours AWS_ENDPOINT_URL_<SERVICE>.
 	AWSEndpoint    string
@@ -152,6 +159,7 @@ const (
 	EnvTranscribe     = "DEVPILOT_TRANSCRIBE_MODEL"
 	EnvSandbox        = "DEVPILOT_SANDBOX"
 	EnvWorkerJobs     = "DEVPILOT_WORKER_CONCURRENCY"
+	EnvJobRescueAfter = "DEVPILOT_JOB_RESCUE_AFTER"
 )
 
 // ProviderVariables returns the settings of real providers: any of them
@@ -234,6 +242,14 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 		ConfirmationTTL: r.duration(EnvConfirmTTL, 15*time.Minute),
 	}
 	c.WorkerJobs = int(r.number(EnvWorkerJobs, queue.DefaultMaxWorkers, 1, 1000))
+	c.JobRescueAfter = r.duration(EnvJobRescueAfter, queue.DefaultRescueAfter)
+	switch jobTimeout := queue.JobTimeout(c.JobRescueAfter); {
+	case c.JobRescueAfter < 30*time.Second || c.JobRescueAfter > 24*time.Hour:
+		r.fail(EnvJobRescueAfter, "must be from 30s to 24h")
+	case jobTimeout < c.LLM.Timeout:
+		r.fail(EnvJobRescueAfter, fmt.Sprintf("%s lets a job attempt run for %s (four fifths of it), less than one model call may take (%s %s)",
+			c.JobRescueAfter, jobTimeout, EnvLLMTimeout, c.LLM.Timeout))
+	}
 	c.Voice = VoiceConfig{
 		RealtimeModel:   r.str(EnvRealtimeModel, "gpt-realtime"),
 		RealtimeVoice:   r.str(EnvRealtimeVoice, "alloy"),
