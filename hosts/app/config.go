@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/devpilot/devpilot/adapters/queue"
@@ -93,7 +95,59 @@ type Config struct {
 	// sandbox is the running sandbox once StartSandbox has filled this
 	// configuration in; Options refuses a Sandbox configuration without it.
 	sandbox *Sandbox
+	// httpListener is the HTTP API's socket once ListenHTTP opened it.
+	httpListener *heldListener
 }
+
+// heldListener is a socket opened before the app starts, handed to the
+// HTTP server once.
+type heldListener struct {
+	mu sync.Mutex
+	ln net.Listener
+}
+
+func (h *heldListener) take() net.Listener {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ln := h.ln
+	h.ln = nil
+	return ln
+}
+
+// ListenHTTP opens the HTTP API's socket on HTTPAddr before anything else
+// starts (migrations, the sandbox's seeding), so that an address in use
+// fails start-up at once, with one error. It returns cfg holding the socket
+// for the HTTP server, with port 0 in HTTPAddr replaced by the port chosen,
+// and a function that closes the socket unless the server took it (call it
+// when the app ends, started or not). Errors: the address cannot be listened
+// on, naming EnvHTTPAddr.
+func ListenHTTP(cfg Config) (Config, func(), error) {
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		reason := err.Error()
+		if errors.Is(err, syscall.EADDRINUSE) {
+			reason = "the address is already in use (another process listens on it; choose another with " + EnvHTTPAddr + ")"
+		}
+		return cfg, func() {}, fmt.Errorf("cannot listen on %s (%s): %s", cfg.HTTPAddr, EnvHTTPAddr, reason)
+	}
+	if host, port, err := net.SplitHostPort(cfg.HTTPAddr); err == nil && port == "0" {
+		cfg.HTTPAddr = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	}
+	held := &heldListener{ln: ln}
+	cfg.httpListener = held
+	return cfg, func() {
+		if ln := held.take(); ln != nil {
+			_ = ln.Close()
+		}
+	}, nil
+}
+
+// takeHTTPListener returns the socket ListenHTTP opened, once; nil when
+// there is none.
+func (c Config) takeHTTPListener() net.Listener { return c.httpListener.take() }
 
 // LLMConfig points the OpenAI-compatible adapter at a provider.
 type LLMConfig struct {

@@ -222,7 +222,7 @@ func StartWorkers(p WorkerParams) error {
 	// `devpilot run` is documented as the only worker of its database, so
 	// jobs running when it starts are its predecessor's, which died.
 	q, err := queue.New(p.DB, queue.Config{Workers: workers, PeriodicJobs: worker.PeriodicJobs(), MaxWorkers: p.Config.WorkerJobs, Logger: p.Logger,
-		RescueAfter: p.Config.JobRescueAfter, RescueOnStart: p.Config.Mode == ModeRun})
+		RescueAfter: p.Config.JobRescueAfter, RescueOnStart: false})
 	if err != nil {
 		return err
 	}
@@ -297,7 +297,10 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		Idempotency: p.Idempotency})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
-			ln := p.Config.sandbox.takeListener()
+			ln := p.Config.takeHTTPListener()
+			if ln == nil {
+				ln = p.Config.sandbox.takeListener()
+			}
 			if ln == nil {
 				var err error
 				if ln, err = net.Listen("tcp", p.Config.HTTPAddr); err != nil {

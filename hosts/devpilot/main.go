@@ -228,6 +228,13 @@ func (c cli) serve(ctx context.Context, mode app.Mode, opts ...app.LoadOption) e
 	if err != nil {
 		return err
 	}
+	if mode == app.ModeRun || mode == app.ModeServe {
+		var release func()
+		if cfg, release, err = app.ListenHTTP(cfg); err != nil {
+			return err
+		}
+		defer release()
+	}
 	logger := app.NewLogger(cfg, c.stderr)
 	if mode == app.ModeRun || mode == app.ModeServe {
 		state := "off"

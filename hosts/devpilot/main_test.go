@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -302,21 +305,38 @@ func TestRevokeUnknownToken(t *testing.T) {
 	}
 }
 
-func TestServeFailsOnBusyPort(t *testing.T) {
+func TestServeFailsOnBusyPortAtOnce(t *testing.T) {
 	t.Parallel()
 	busy, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer busy.Close()
-	h := harness{t: t, env: map[string]string{
-		"DEVPILOT_DATABASE_URL": sqlstoretest.URL(t, sqlstore.DialectSQLite),
-		"DEVPILOT_DATA_DIR":     t.TempDir(),
-		"DEVPILOT_HTTP_ADDR":    busy.Addr().String(),
-	}}
-	code, _, errOut := h.cli("run")
-	if code != 1 || !strings.Contains(errOut, "address already in use") {
-		t.Fatalf("run on a busy port: exit %d %q", code, errOut)
+	t.Cleanup(func() { busy.Close() })
+	key := base64.StdEncoding.EncodeToString(make([]byte, 32))
+	for _, args := range [][]string{{"run"}, {"serve", "--sandbox"}, {"serve"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			db := filepath.Join(dir, "devpilot.db")
+			h := harness{t: t, env: map[string]string{
+				"DEVPILOT_DATABASE_URL": "sqlite:" + db,
+				"DEVPILOT_DATA_DIR":     dir,
+				"DEVPILOT_HTTP_ADDR":    busy.Addr().String(),
+				"DEVPILOT_SECRET_KEY":   key,
+			}}
+			code, out, errOut := h.cli(args...)
+			if code != 1 || strings.Count(errOut, "already in use") != 1 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 ||
+				!strings.Contains(errOut, busy.Addr().String()) || !strings.Contains(errOut, "DEVPILOT_HTTP_ADDR") {
+				t.Fatalf("on a busy port: exit %d, stderr %q; want 1 and one line naming the address", code, errOut)
+			}
+			if out != "" {
+				t.Errorf("stdout %q, want nothing", out)
+			}
+			// Nothing ran before the check: no database, no sandbox token.
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("files created before the port was checked: %v", entries)
+			}
+		})
 	}
 }
 
