@@ -222,7 +222,7 @@ func StartWorkers(p WorkerParams) error {
 	// `devpilot run` is documented as the only worker of its database, so
 	// jobs running when it starts are its predecessor's, which died.
 	q, err := queue.New(p.DB, queue.Config{Workers: workers, PeriodicJobs: worker.PeriodicJobs(), MaxWorkers: p.Config.WorkerJobs, Logger: p.Logger,
-		RescueAfter: p.Config.JobRescueAfter, RescueOnStart: false})
+		RescueAfter: p.Config.JobRescueAfter, RescueOnStart: p.Config.Mode == ModeRun})
 	if err != nil {
 		return err
 	}
