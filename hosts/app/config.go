@@ -64,8 +64,11 @@ type Config struct {
 	LogFormat      string
 	LogLevel       slog.Level
 	RequestTimeout time.Duration
-	ShutdownGrace  time.Duration
-	BodyLimit      int64
+	// BodyReadTimeout bounds the time to receive a request's body
+	// (httpapi.Config.BodyReadTimeout).
+	BodyReadTimeout time.Duration
+	ShutdownGrace   time.Duration
+	BodyLimit       int64
 	// AuthCacheTTL is how long a verified API token is trusted without
 	// reading it again (identity.Deps.CacheFor); 0 reads it on every request.
 	AuthCacheTTL time.Duration
@@ -195,6 +198,7 @@ const (
 	EnvShutdownGrace  = "DEVPILOT_SHUTDOWN_GRACE"
 	EnvAuthCacheTTL   = "DEVPILOT_AUTH_CACHE_TTL"
 	EnvBodyLimit      = "DEVPILOT_BODY_LIMIT"
+	EnvBodyTimeout    = "DEVPILOT_BODY_READ_TIMEOUT"
 	EnvOpenAIKey      = "OPENAI_API_KEY"
 	EnvOpenAIBaseURL  = "OPENAI_BASE_URL"
 	EnvLLMTimeout     = "DEVPILOT_LLM_TIMEOUT"
@@ -332,6 +336,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	c.LogFormat = r.oneOf(EnvLogFormat, logFormat, "text", "json")
 	c.LogLevel = r.level(EnvLogLevel)
 	c.RequestTimeout = r.duration(EnvRequestTimeout, 30*time.Second)
+	c.BodyReadTimeout = r.duration(EnvBodyTimeout, 30*time.Second)
 	c.ShutdownGrace = r.duration(EnvShutdownGrace, 10*time.Second)
 	c.AuthCacheTTL = r.durationOrOff(EnvAuthCacheTTL, 5*time.Second, time.Minute)
 	c.BodyLimit = r.number(EnvBodyLimit, 1<<20, 1, 1<<40)

@@ -98,7 +98,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		app.EnvLogLevel: "debug", app.EnvRequestTimeout: "5s", app.EnvShutdownGrace: "1s", app.EnvBodyLimit: "2048",
 		app.EnvOpenAIKey: "sk-x", app.EnvOpenAIBaseURL: "http://127.0.0.1:11434/v1/", app.EnvLLMTimeout: "9s",
 		app.EnvMaxToolRounds: "3", app.EnvMaxTokens: "100", app.EnvConfirmTTL: "5m", app.EnvWorkerJobs: "40",
-		app.EnvAuthCacheTTL: "0",
+		app.EnvAuthCacheTTL: "0", app.EnvBodyTimeout: "7s",
 	}))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -108,7 +108,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		cfg.RequestTimeout != 5*time.Second || cfg.ShutdownGrace != time.Second || cfg.BodyLimit != 2048 ||
 		cfg.LLM != (app.LLMConfig{APIKey: "sk-x", BaseURL: "http://127.0.0.1:11434/v1", Timeout: 9 * time.Second}) ||
 		cfg.Assistant != (app.AssistantConfig{MaxToolRounds: 3, MaxTokens: 100, ConfirmationTTL: 5 * time.Minute}) ||
-		cfg.WorkerJobs != 40 || cfg.AuthCacheTTL != 0 {
+		cfg.WorkerJobs != 40 || cfg.AuthCacheTTL != 0 || cfg.BodyReadTimeout != 7*time.Second {
 		t.Fatalf("config = %+v", cfg)
 	}
 }

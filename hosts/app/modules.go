@@ -289,9 +289,10 @@ type HTTPParams struct {
 // NewHTTPServer returns the HTTP API server bound to the app's lifecycle.
 func NewHTTPServer(p HTTPParams) *httpapi.Server {
 	srv := httpapi.New(httpapi.Config{
-		BodyLimit:      p.Config.BodyLimit,
-		RequestTimeout: p.Config.RequestTimeout,
-		ShutdownGrace:  p.Config.ShutdownGrace,
+		BodyLimit:       p.Config.BodyLimit,
+		RequestTimeout:  p.Config.RequestTimeout,
+		BodyReadTimeout: p.Config.BodyReadTimeout,
+		ShutdownGrace:   p.Config.ShutdownGrace,
 	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
 		Idempotency: p.Idempotency})

@@ -32,6 +32,9 @@ type reqInfo struct {
 	quiet      bool
 	clientGone bool
 	aborted    bool
+	// bodyTimedOut is set when the request body did not arrive by its
+	// deadline: the answer is 408 and the connection is closed.
+	bodyTimedOut bool
 }
 
 type reqInfoKey struct{}
@@ -71,7 +74,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if !saneRequestID(id) {
 			id = newRequestID()
 		}
-		w.Header().Set(headerRequestID, id)
+		h := w.Header()
+		h.Set(headerRequestID, id)
+		// No response is for a cache (tokens, private data), nor to be
+		// sniffed as another type. SSE streams set Cache-Control: no-cache
+		// instead, as API.md fixes it.
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
 		rec := &recorder{ResponseWriter: w}
 		info := &reqInfo{id: id, rec: rec, route: routeUnmatched}
 

@@ -14,9 +14,13 @@ import (
 // ProblemTypeBase prefixes every problem type URI.
 const ProblemTypeBase = "https://devpilot.dev/problems/"
 
-// kindMethodNotAllowed is the router's 405. It is transport-only: no core
-// ever returns it.
-const kindMethodNotAllowed ports.Kind = "method_not_allowed"
+// Transport-only kinds: no core ever returns them. kindMethodNotAllowed is
+// the router's 405; kindRequestTimeout is a request body that did not
+// arrive within its deadline (408, and the connection is closed).
+const (
+	kindMethodNotAllowed ports.Kind = "method_not_allowed"
+	kindRequestTimeout   ports.Kind = "request_timeout"
+)
 
 type problemClass struct {
 	status int
@@ -32,6 +36,7 @@ var problemClasses = map[ports.Kind]problemClass{
 	ports.KindForbidden:            {http.StatusForbidden, "Forbidden", "forbidden"},
 	ports.KindNotFound:             {http.StatusNotFound, "Not Found", "not-found"},
 	kindMethodNotAllowed:           {http.StatusMethodNotAllowed, "Method Not Allowed", "method-not-allowed"},
+	kindRequestTimeout:             {http.StatusRequestTimeout, "Request Timeout", "request-timeout"},
 	ports.KindConflict:             {http.StatusConflict, "Conflict", "conflict"},
 	ports.KindGone:                 {http.StatusGone, "Gone", "gone"},
 	ports.KindPreconditionFailed:   {http.StatusPreconditionFailed, "Precondition Failed", "precondition-failed"},
@@ -82,13 +87,22 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ctx := r.Context()
 	log := s.logFor(ctx)
 	info := infoFrom(ctx)
-	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errRequestTimeout) {
+	// A body that ran out of time fails its read, and the connection's
+	// failed read cancels ctx too: that is no client going away.
+	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errRequestTimeout) && !info.bodyTimedOut {
 		info.clientGone = true
 		log.Debug("request canceled by the client", slog.Any("error", err))
 		return
 	}
 
 	pe := classify(ctx, err)
+	if info.bodyTimedOut { // whatever the handler made of the failed read
+		pe = &ports.Error{Kind: kindRequestTimeout, Err: err,
+			Message: "the request body did not arrive in time; the connection is closed"}
+		if r.ProtoMajor == 1 {
+			w.Header().Set("Connection", "close")
+		}
+	}
 	started := info.rec != nil && info.rec.status != 0
 	attrs := []any{slog.String("route", info.route), slog.String("kind", string(pe.Kind)), slog.Any("error", err)}
 	switch {

@@ -1,10 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -58,6 +62,8 @@ type route struct {
 	quiet     bool
 	bodyLimit int64
 	timeout   time.Duration
+	// bodyTimeout bounds reading the request body, from the request's start.
+	bodyTimeout time.Duration
 }
 
 type routeOption func(*route)
@@ -72,8 +78,14 @@ var (
 )
 
 // timeout sets the route's request timeout, for a route that waits on a slow
-// provider longer than the server's default.
-func timeout(d time.Duration) routeOption { return func(rt *route) { rt.timeout = d } }
+// provider longer than the server's default; a longer timeout gives the
+// request's body that long to arrive too (a large upload).
+func timeout(d time.Duration) routeOption {
+	return func(rt *route) {
+		rt.timeout = d
+		rt.bodyTimeout = max(rt.bodyTimeout, d)
+	}
+}
 
 // maxBody sets the route's body limit in bytes.
 func maxBody(n int64) routeOption { return func(rt *route) { rt.bodyLimit = n } }
@@ -81,9 +93,13 @@ func maxBody(n int64) routeOption { return func(rt *route) { rt.bodyLimit = n } 
 // handle registers h for method and pattern, wrapped with the per-route
 // middleware. A GET route that does not stream answers HEAD too.
 func (s *Server) handle(method, pattern string, h handlerFunc, opts ...routeOption) {
-	rt := route{method: method, pattern: pattern, h: h, bodyLimit: s.cfg.BodyLimit, timeout: s.cfg.RequestTimeout}
+	rt := route{method: method, pattern: pattern, h: h, bodyLimit: s.cfg.BodyLimit, timeout: s.cfg.RequestTimeout,
+		bodyTimeout: s.cfg.BodyReadTimeout}
 	for _, o := range opts {
 		o(&rt)
+	}
+	if !rt.streaming {
+		rt.bodyTimeout = min(rt.bodyTimeout, rt.timeout) // never past the request's own deadline
 	}
 	s.registered = append(s.registered, rt)
 	wrapped := s.wrap(rt)
@@ -97,15 +113,21 @@ func (s *Server) handle(method, pattern string, h handlerFunc, opts ...routeOpti
 // which tells it apart from a client that went away.
 var errRequestTimeout = errors.New("request timeout")
 
-// wrap is the per-route middleware: route label, path params, timeout, auth
-// and body limit, the Idempotency-Key convention on authenticated writes, then
-// the handler, whose error becomes a problem response.
+// wrap is the per-route middleware: route label, path params, timeout, the
+// deadline of the body, auth and body limit, the Idempotency-Key convention
+// on authenticated writes, then the handler, whose error becomes a problem
+// response.
 func (s *Server) wrap(rt route) httprouter.Handle {
 	idempotent := s.idempotent(rt)
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		info := infoFrom(r.Context())
 		info.route = rt.pattern
 		info.quiet = rt.quiet
+		if hasBody(r) {
+			body := newDeadlineBody(w, r.Body, rt.bodyTimeout, info)
+			defer body.clear()
+			r.Body = body
+		}
 
 		ctx := r.Context()
 		if len(ps) > 0 {
@@ -134,6 +156,14 @@ func (s *Server) wrap(rt route) httprouter.Handle {
 		}
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(rootWriter(w), r.Body, rt.bodyLimit)
+		}
+		if rt.streaming && hasBody(r) {
+			// A stream outlives any body deadline: read the body (within its
+			// limit) under the deadline now, then stream without one.
+			if err := bufferBody(r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 		}
 
 		if idempotent && r.Header[headerIdempotencyKey] != nil {
@@ -196,4 +226,70 @@ func (s *Server) metricsEndpoint() handlerFunc {
 		h.ServeHTTP(w, r)
 		return nil
 	}
+}
+
+// hasBody reports whether r may carry a body to read.
+func hasBody(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// deadlineBody is a request body that must arrive by a deadline: a read
+// past it fails, marks the request (writeError then answers 408 and closes
+// the connection), and the deadline is lifted once the body is read, so that
+// it never cuts what follows (the connection's check for a client that
+// left, a stream).
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	info *reqInfo
+	once sync.Once
+}
+
+// newDeadlineBody sets the connection's read deadline d from now for body;
+// where the connection cannot take one (in-process tests), body is read
+// without.
+func newDeadlineBody(w http.ResponseWriter, body io.ReadCloser, d time.Duration, info *reqInfo) *deadlineBody {
+	b := &deadlineBody{ReadCloser: body, rc: http.NewResponseController(w), info: info}
+	if d > 0 {
+		_ = b.rc.SetReadDeadline(time.Now().Add(d))
+	}
+	return b
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	switch {
+	case err == nil:
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		b.info.bodyTimedOut = true
+	default: // io.EOF, or the body is broken: no more reads to bound
+		b.clear()
+	}
+	return n, err
+}
+
+func (b *deadlineBody) Close() error {
+	b.clear()
+	return b.ReadCloser.Close()
+}
+
+// clear lifts the read deadline, once, unless the body timed out (the
+// connection is closed then).
+func (b *deadlineBody) clear() {
+	b.once.Do(func() {
+		if !b.info.bodyTimedOut {
+			_ = b.rc.SetReadDeadline(time.Time{})
+		}
+	})
+}
+
+// bufferBody reads r's body into memory and replaces it with that copy.
+func bufferBody(r *http.Request) error {
+	b, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	if err != nil {
+		return bodyError(err, "reading the request body")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	return nil
 }

@@ -84,13 +84,21 @@ type Config struct {
 	// ShutdownGrace bounds Shutdown when its context has no earlier deadline
 	// (default 10s).
 	ShutdownGrace time.Duration
+	// BodyReadTimeout bounds the time to receive a request's body, from the
+	// request's start (default 30s): a body still arriving then is answered
+	// 408 and its connection closed. It never exceeds a route's request
+	// timeout, and a route with a longer request timeout (an upload) gets
+	// that long. Streaming routes read their body under it, then stream
+	// without a deadline.
+	BodyReadTimeout time.Duration
 }
 
 // Defaults for Config.
 const (
-	DefaultBodyLimit      int64 = 1 << 20
-	DefaultRequestTimeout       = 30 * time.Second
-	DefaultShutdownGrace        = 10 * time.Second
+	DefaultBodyLimit       int64 = 1 << 20
+	DefaultRequestTimeout        = 30 * time.Second
+	DefaultShutdownGrace         = 10 * time.Second
+	DefaultBodyReadTimeout       = 30 * time.Second
 )
 
 const (
@@ -131,6 +139,9 @@ func New(cfg Config, d Deps) *Server {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
+	if cfg.BodyReadTimeout <= 0 {
+		cfg.BodyReadTimeout = DefaultBodyReadTimeout
+	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
@@ -149,7 +160,8 @@ func New(cfg Config, d Deps) *Server {
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		// No ReadTimeout or WriteTimeout: they would cut SSE streams. Handlers
-		// are bounded by the request context instead.
+		// are bounded by the request context instead, and bodies by a read
+		// deadline per request (Config.BodyReadTimeout).
 		ErrorLog: slog.NewLogLogger(d.Logger.Handler(), slog.LevelWarn),
 	}
 	// HTTP/1.1, and HTTP/2 without TLS for clients that know the server
