@@ -46,21 +46,11 @@ func TestDeleteSessionWhileAStaleTurnEnds(t *testing.T) {
 			t.Skip("SQLite's one writer runs the delete and the end one after the other")
 		}
 		ctx := t.Context()
-		a, ids := sqlstore.NewAssistant(db), sqlstore.NewIdentity(db)
-		now := time.Now().UTC().Truncate(time.Millisecond)
-		suffix := fmt.Sprint(now.UnixNano())
-		org := ports.Org{ID: "org-" + suffix, Name: "org-" + suffix, CreatedAt: now}
-		user := ports.User{ID: "user-" + suffix, OrgID: org.ID, Email: suffix + "@example.com", Role: ports.RoleMember, CreatedAt: now}
-		owner := ports.Owner{OrgID: org.ID, UserID: user.ID}
-		cs := ports.ChatSession{ID: "session-" + suffix, OrgID: org.ID, UserID: user.ID, CreatedAt: now, UpdatedAt: now}
-		turn := ports.Turn{ID: "turn-" + suffix, SessionID: cs.ID, StartedAt: now.Add(-time.Hour)}
-		for _, err := range []error{
-			ids.CreateOrg(ctx, org), ids.CreateUser(ctx, user),
-			a.CreateSession(ctx, cs), a.StartTurn(ctx, turn, now.Add(-2*time.Hour)),
-		} {
-			if err != nil {
-				t.Fatal(err)
-			}
+		f := newChatFixture(t, db, "org-")
+		a, owner, cs, now := f.a, f.owner, f.cs, f.now
+		turn := ports.Turn{ID: "turn-" + f.suffix, SessionID: cs.ID, StartedAt: now.Add(-time.Hour)}
+		if err := a.StartTurn(ctx, turn, now.Add(-2*time.Hour)); err != nil {
+			t.Fatal(err)
 		}
 
 		end, err := db.Writer.BeginTxx(ctx, nil)
@@ -107,4 +97,31 @@ func TestDeleteSessionWhileAStaleTurnEnds(t *testing.T) {
 			t.Fatalf("GetSession after the delete: %v, want not_found", err)
 		}
 	})
+}
+
+// chatFixture is an org named orgPrefix+suffix, a member of it and a chat
+// session of theirs, stored.
+type chatFixture struct {
+	a      *sqlstore.Assistant
+	owner  ports.Owner
+	cs     ports.ChatSession
+	now    time.Time
+	suffix string
+}
+
+func newChatFixture(t *testing.T, db *sqlstore.DB, orgPrefix string) chatFixture {
+	t.Helper()
+	ctx := t.Context()
+	a, ids := sqlstore.NewAssistant(db), sqlstore.NewIdentity(db)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	suffix := fmt.Sprint(now.UnixNano())
+	org := ports.Org{ID: "org-" + suffix, Name: orgPrefix + suffix, CreatedAt: now}
+	user := ports.User{ID: "user-" + suffix, OrgID: org.ID, Email: suffix + "@example.com", Role: ports.RoleMember, CreatedAt: now}
+	cs := ports.ChatSession{ID: "session-" + suffix, OrgID: org.ID, UserID: user.ID, CreatedAt: now, UpdatedAt: now}
+	for _, err := range []error{ids.CreateOrg(ctx, org), ids.CreateUser(ctx, user), a.CreateSession(ctx, cs)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return chatFixture{a: a, owner: ports.Owner{OrgID: org.ID, UserID: user.ID}, cs: cs, now: now, suffix: suffix}
 }

@@ -1,9 +1,7 @@
 package sqlstore_test
 
 import (
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
@@ -59,18 +57,8 @@ func TestStoreMethodsCleanText(t *testing.T) {
 	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
 		t.Parallel()
 		ctx := t.Context()
-		a, ids := sqlstore.NewAssistant(db), sqlstore.NewIdentity(db)
-		now := time.Now().UTC().Truncate(time.Millisecond)
-		suffix := fmt.Sprint(now.UnixNano())
-		org := ports.Org{ID: "org-" + suffix, Name: "org\x00" + suffix, CreatedAt: now}
-		user := ports.User{ID: "user-" + suffix, OrgID: org.ID, Email: suffix + "@example.com", Role: ports.RoleMember, CreatedAt: now}
-		owner := ports.Owner{OrgID: org.ID, UserID: user.ID}
-		cs := ports.ChatSession{ID: "session-" + suffix, OrgID: org.ID, UserID: user.ID, CreatedAt: now, UpdatedAt: now}
-		for _, err := range []error{ids.CreateOrg(ctx, org), ids.CreateUser(ctx, user), a.CreateSession(ctx, cs)} {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		f := newChatFixture(t, db, "org\x00") // an org name with a NUL
+		a, owner, cs, now := f.a, f.owner, f.cs, f.now
 		for _, title := range hostileTexts {
 			if err := a.SetSessionTitle(ctx, owner, cs.ID, title, now); err != nil {
 				t.Fatalf("title %q: %v", title, err)
