@@ -11,6 +11,19 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
+// Bounds on a session's inputs, whatever their size: one request adds at
+// most MaxInputsPerRequest (more is invalid, 422, before any is checked), and
+// a session holds at most MaxInputsPerSession (adding past it is a conflict,
+// 409).
+const (
+	MaxInputsPerRequest = 50
+	MaxInputsPerSession = 200
+)
+
+// CodeTooManyInputs is the code of the conflict AddInput returns for a
+// session that has MaxInputsPerSession inputs.
+const CodeTooManyInputs = "too_many_inputs"
+
 // NewInput is a piece of raw material to add to a session: text, already
 // extracted from any uploaded file. ContentType describes where the text came
 // from ("text/plain" when empty).
@@ -119,13 +132,19 @@ func (s *Service) newInput(sessionID string, in NewInput) ports.SpecInput {
 
 // CreateSession creates a draft session for the caller with its first inputs
 // (none is allowed; generate then fails until one is added). Errors: invalid
-// (fields name, inputs[i].kind, inputs[i].title, inputs[i].content_type,
-// inputs[i].content); payload_too_large when an input or all of them exceed
-// the limits, saying by how much.
+// (fields name, inputs — more than MaxInputsPerRequest —, inputs[i].kind,
+// inputs[i].title, inputs[i].content_type, inputs[i].content);
+// payload_too_large when an input or all of them exceed the limits, saying by
+// how much.
 func (s *Service) CreateSession(ctx context.Context, name string, inputs []NewInput) (View, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
 		return View{}, err
+	}
+	if len(inputs) > MaxInputsPerRequest {
+		return View{}, ports.Invalid(fmt.Sprintf("%d inputs in one request; at most %d may be sent at once (add more with POST /pse/sessions/{id}/inputs, up to %d per session)",
+			len(inputs), MaxInputsPerRequest, MaxInputsPerSession),
+			ports.FieldError{Field: "inputs", Reason: fmt.Sprintf("at most %d items", MaxInputsPerRequest)})
 	}
 	var fields []ports.FieldError
 	name = strings.TrimSpace(name)
@@ -170,7 +189,9 @@ func (s *Service) CreateSession(ctx context.Context, name string, inputs []NewIn
 // that is running already does not see it. It returns the input without its
 // content. Errors: not_found when the session is absent or another's;
 // invalid (fields kind, title, content_type, content); payload_too_large
-// when the input or the session's inputs with it exceed the limits.
+// when the input or the session's inputs with it exceed the limits;
+// conflict (code too_many_inputs) when the session has MaxInputsPerSession
+// inputs already.
 func (s *Service) AddInput(ctx context.Context, sessionID string, in NewInput) (ports.SpecInput, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
@@ -194,6 +215,10 @@ func (s *Service) AddInput(ctx context.Context, sessionID string, in NewInput) (
 		existing, err := s.d.Specs.ListSpecInputs(ctx, sessionID)
 		if err != nil {
 			return err
+		}
+		if len(existing) >= MaxInputsPerSession {
+			return &ports.Error{Kind: ports.KindConflict, Code: CodeTooManyInputs,
+				Message: fmt.Sprintf("the session has %d inputs, the most a session may have", len(existing))}
 		}
 		total := int64(len(in.Content))
 		for _, e := range existing {

@@ -226,3 +226,53 @@ func TestNextStage(t *testing.T) {
 		}
 	}
 }
+
+func TestInputCounts(t *testing.T) {
+	t.Parallel()
+	note := spec.NewInput{Kind: ports.InputNote, Title: "n", Content: "x"}
+	inputs := func(n int) []spec.NewInput {
+		out := make([]spec.NewInput, n)
+		for i := range out {
+			out[i] = note
+		}
+		return out
+	}
+	t.Run("per request", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, spec.Config{})
+		if _, err := e.svc.CreateSession(as(alice), "s", inputs(spec.MaxInputsPerRequest)); err != nil {
+			t.Fatalf("%d inputs: %v", spec.MaxInputsPerRequest, err)
+		}
+		// Too many invalid ones: one error, not one per input.
+		bad := inputs(20000)
+		for i := range bad {
+			bad[i].Kind = "poem"
+		}
+		_, err := e.svc.CreateSession(as(alice), "s", bad)
+		pe, ok := ports.AsError(err)
+		if !ok || pe.Kind != ports.KindInvalid || len(pe.Fields) != 1 || pe.Fields[0].Field != "inputs" ||
+			!strings.Contains(pe.Message, "at most 50") {
+			t.Fatalf("20000 inputs: %v", err)
+		}
+	})
+	t.Run("per session", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, spec.Config{})
+		v, err := e.svc.CreateSession(as(alice), "s", inputs(spec.MaxInputsPerRequest))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := spec.MaxInputsPerRequest; i < spec.MaxInputsPerSession; i++ {
+			if _, err := e.svc.AddInput(as(alice), v.Session.ID, note); err != nil {
+				t.Fatalf("input %d: %v", i+1, err)
+			}
+		}
+		_, err = e.svc.AddInput(as(alice), v.Session.ID, note)
+		if !errors.Is(err, &ports.Error{Kind: ports.KindConflict, Code: spec.CodeTooManyInputs}) || !strings.Contains(err.Error(), "200 inputs") {
+			t.Fatalf("input %d: %v", spec.MaxInputsPerSession+1, err)
+		}
+		if got, _ := e.svc.GetSession(as(alice), v.Session.ID); len(got.Inputs) != spec.MaxInputsPerSession {
+			t.Errorf("the session holds %d inputs", len(got.Inputs))
+		}
+	})
+}
