@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/devpilot/devpilot/hosts/httpapi"
+	"github.com/devpilot/devpilot/ports"
 )
 
 // slowBodyEnv serves routes whose bodies must arrive within bodyTimeout:
@@ -176,6 +177,37 @@ func TestSecurityHeadersOnEveryResponse(t *testing.T) {
 			}
 			if got := rr.Header().Get("X-Content-Type-Options"); got != "nosniff" {
 				t.Errorf("X-Content-Type-Options = %q, want nosniff", got)
+			}
+		})
+	}
+}
+
+func TestProblemErrorsAreCapped(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 50, 51, 20000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			fields := make([]ports.FieldError, n)
+			for i := range fields {
+				fields[i] = ports.FieldError{Field: fmt.Sprintf("inputs[%d].kind", i), Reason: "must be document, transcript or note"}
+			}
+			e.srv.HandleForTest(http.MethodPost, "/test/invalid", func(http.ResponseWriter, *http.Request) error {
+				return ports.Invalid("invalid request", fields...)
+			})
+			rr := e.do(request(http.MethodPost, "/test/invalid", goodToken, nil))
+			size := rr.Body.Len()
+			p := problemOf(t, rr, http.StatusUnprocessableEntity)
+			want := min(n, 50)
+			if len(p.Errors) != want || p.Errors[0] != fields[0] || p.Errors[want-1] != fields[want-1] {
+				t.Fatalf("%d field errors: the problem lists %d", n, len(p.Errors))
+			}
+			omitted := strings.Contains(p.Detail, fmt.Sprintf("first 50 of %d", n))
+			if omitted != (n > 50) {
+				t.Errorf("detail %q", p.Detail)
+			}
+			if size > 16<<10 {
+				t.Errorf("problem body of %d bytes", size)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -49,6 +50,10 @@ var problemClasses = map[ports.Kind]problemClass{
 	ports.KindTimeout:              {http.StatusGatewayTimeout, "Timeout", "timeout"},
 	ports.KindInternal:             {http.StatusInternalServerError, "Internal Error", "internal"},
 }
+
+// maxProblemErrors bounds a problem's errors[]: the detail says how many
+// more were left out.
+const maxProblemErrors = 50
 
 // problem is an RFC 9457 problem details body.
 type problem struct {
@@ -121,6 +126,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 	p := newProblem(ctx, pe.Kind, pe.ErrorCode(), pe.Message)
 	p.Errors = pe.Fields
+	if n := len(p.Errors); n > maxProblemErrors {
+		p.Errors = p.Errors[:maxProblemErrors]
+		p.Detail += fmt.Sprintf(" (errors lists the first %d of %d; the rest are omitted)", maxProblemErrors, n)
+	}
 	if pe.Kind == ports.KindInternal {
 		p = internalProblem(ctx)
 	}
