@@ -158,8 +158,18 @@ func openSQLite(path string) (*DB, error) {
 	case path == ":memory:" || strings.HasPrefix(path, "file:"):
 		return nil, errors.New("sqlstore: sqlite URL must name a file path (in-memory and file: URIs are not supported)")
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+	// The database holds sealed secrets and every user's data: its directory
+	// (when created here) and its files are for the owner alone. SQLite
+	// gives the -wal and -shm files the database file's mode.
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlstore: create sqlite directory: %w", err)
+	}
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("sqlstore: create sqlite file: %w", err)
+		}
+	} else if !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("sqlstore: create sqlite file: %w", err)
 	}
 	writer, err := openSQLitePool(path + "?" + sqlitePragmas + sqliteWriterParams)
 	if err != nil {
