@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -356,6 +357,42 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 		}
 	}
 	return c, errors.Join(r.errs...)
+}
+
+// CheckFiles checks who may read devpilot's local files before they are
+// used. A secret key file (SecretKeyFile) that its group or others may
+// read or write is refused: it opens every sealed credential, and a copy
+// may already have been taken, so it should be replaced, not just chmodded.
+// A data directory or SQLite database that others may read is used, with a
+// warning on logger. Files that do not exist yet pass: devpilot creates them
+// 0600 in 0700 directories. Errors: the key file's mode, naming the path.
+func CheckFiles(cfg Config, logger *slog.Logger) error {
+	if cfg.SecretKeyFile != "" {
+		if fi, err := os.Stat(cfg.SecretKeyFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			return fmt.Errorf("secret key file %s has mode %#o: its group or other users may read it; "+
+				"make it the owner's alone (chmod 600 %s), or, if it may have been copied, set %s to a new key",
+				cfg.SecretKeyFile, fi.Mode().Perm(), cfg.SecretKeyFile, EnvSecretKey)
+		}
+	}
+	seen := map[string]bool{}
+	check := func(what, path string) {
+		if seen[filepath.Clean(path)] {
+			return
+		}
+		seen[filepath.Clean(path)] = true
+		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o007 != 0 {
+			logger.Warn(fmt.Sprintf("%s %s has mode %#o: other users of this machine may read it; chmod o-rwx %s",
+				what, path, fi.Mode().Perm(), path))
+		}
+	}
+	if cfg.Mode == ModeRun {
+		check("the data directory", cfg.DataDir)
+	}
+	if path, ok := strings.CutPrefix(cfg.DatabaseURL, "sqlite:"); ok && path != "" {
+		check("the database", path)
+		check("the database's directory", filepath.Dir(path))
+	}
+	return nil
 }
 
 type reader struct {

@@ -3,6 +3,8 @@ package app_test
 import (
 	"encoding/base64"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -142,6 +144,68 @@ func TestPublicDefaultsAreNoProviderSettings(t *testing.T) {
 			}
 			if tt.sandbox && (cfg.GitHub.APIURL != "" || cfg.GitHub.WebURL != "" || cfg.LLM.BaseURL != "") {
 				t.Errorf("a public default is read as a setting: %+v %+v", cfg.GitHub, cfg.LLM)
+			}
+		})
+	}
+}
+
+func TestCheckFiles(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name             string
+		keyMode, dirMode os.FileMode
+		dbMode           os.FileMode
+		noKey            bool
+		refused          bool
+		warnings         int
+	}{
+		{name: "owner only", keyMode: 0o600, dirMode: 0o700, dbMode: 0o600},
+		{name: "no key file yet", noKey: true, dirMode: 0o700, dbMode: 0o600},
+		{name: "key readable by the group", keyMode: 0o640, dirMode: 0o700, dbMode: 0o600, refused: true},
+		{name: "key readable by others", keyMode: 0o604, dirMode: 0o700, dbMode: 0o600, refused: true},
+		{name: "data directory readable by others", keyMode: 0o600, dirMode: 0o755, dbMode: 0o600, warnings: 1},
+		{name: "database readable by others", keyMode: 0o600, dirMode: 0o700, dbMode: 0o644, warnings: 1},
+		{name: "database readable by the group only", keyMode: 0o600, dirMode: 0o750, dbMode: 0o640},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "data")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			db := filepath.Join(dir, "devpilot.db")
+			if err := os.WriteFile(db, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if !tt.noKey {
+				if err := os.WriteFile(filepath.Join(dir, "secret.key"), []byte(validKey+"\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(filepath.Join(dir, "secret.key"), tt.keyMode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Chmod(db, tt.dbMode); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, tt.dirMode); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := app.Load(app.ModeRun, env(map[string]string{app.EnvDataDir: dir}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs strings.Builder
+			err = app.CheckFiles(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+			if refused := err != nil; refused != tt.refused {
+				t.Fatalf("CheckFiles = %v, want refused %v", err, tt.refused)
+			}
+			if tt.refused && (!strings.Contains(err.Error(), "secret.key") || !strings.Contains(err.Error(), "chmod 600")) {
+				t.Errorf("the refusal does not say what to do: %v", err)
+			}
+			if got := strings.Count(logs.String(), "level=WARN"); got != tt.warnings {
+				t.Errorf("%d warnings, want %d:\n%s", got, tt.warnings, logs.String())
 			}
 		})
 	}

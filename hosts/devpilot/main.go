@@ -236,6 +236,9 @@ func (c cli) serve(ctx context.Context, mode app.Mode, opts ...app.LoadOption) e
 		defer release()
 	}
 	logger := app.NewLogger(cfg, c.stderr)
+	if err := app.CheckFiles(cfg, logger); err != nil {
+		return err
+	}
 	if mode == app.ModeRun || mode == app.ModeServe {
 		state := "off"
 		if cfg.Sandbox {
@@ -315,12 +318,16 @@ func (c cli) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	logger := app.NewLogger(cfg, c.stderr)
+	if err := app.CheckFiles(cfg, logger); err != nil {
+		return err
+	}
 	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := app.Migrate(ctx, db, app.NewLogger(cfg, c.stderr)); err != nil {
+	if err := app.Migrate(ctx, db, logger); err != nil {
 		return err
 	}
 	fmt.Fprintln(c.stdout, "migrations applied")

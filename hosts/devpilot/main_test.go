@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -337,6 +338,35 @@ func TestServeFailsOnBusyPortAtOnce(t *testing.T) {
 				t.Errorf("files created before the port was checked: %v", entries)
 			}
 		})
+	}
+}
+
+func TestRunRefusesAKeyFileOthersMayRead(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key := filepath.Join(dir, "secret.key")
+	if err := os.WriteFile(key, []byte(base64.StdEncoding.EncodeToString(make([]byte, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(key, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := harness{t: t, env: map[string]string{
+		"DEVPILOT_DATABASE_URL": "sqlite:" + filepath.Join(dir, "devpilot.db"),
+		"DEVPILOT_DATA_DIR":     dir,
+		"DEVPILOT_HTTP_ADDR":    "127.0.0.1:0",
+	}}
+	// Bounded: a run that takes the key starts serving instead of failing.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var out, stderr bytes.Buffer
+	code := run(ctx, []string{"run"}, h.getenv, &out, &stderr)
+	errOut := stderr.String()
+	if code == 0 || !strings.Contains(errOut, "secret key file "+key+" has mode 0644") {
+		t.Fatalf("run with a 0644 key file: exit %d %q", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "devpilot.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the database was opened before the key file was refused: %v", err)
 	}
 }
 
