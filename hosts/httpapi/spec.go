@@ -214,6 +214,10 @@ func readSpecForm(r *http.Request) (specForm, error) {
 			}
 			kind = ports.InputKind(v)
 		case "file":
+			if len(form.inputs) == spec.MaxInputsPerRequest {
+				return specForm{}, ports.Invalid(fmt.Sprintf("send at most %d files in one request", spec.MaxInputsPerRequest),
+					ports.FieldError{Field: "file", Reason: fmt.Sprintf("at most %d files", spec.MaxInputsPerRequest)})
+			}
 			in, err := readTextFile(part)
 			if err != nil {
 				return specForm{}, err
