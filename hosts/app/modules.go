@@ -215,7 +215,7 @@ type WorkerParams struct {
 // StartWorkers builds the worker client and ties it to the app's lifecycle.
 func StartWorkers(p WorkerParams) error {
 	workers, err := worker.NewWorkers(worker.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, SCM: p.SCM, Content: p.Content,
-		Idempotency: p.Idempotency, Clock: p.Clock, Logger: p.Logger})
+		Idempotency: p.Idempotency, Clock: p.Clock, Logger: p.Logger, GenerationBudget: p.Config.JobRescueAfter})
 	if err != nil {
 		return err
 	}

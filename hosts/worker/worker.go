@@ -86,6 +86,11 @@ type Deps struct {
 	Clock ports.Clock
 	// Logger receives one line per job worked; nil means slog.Default().
 	Logger *slog.Logger
+	// GenerationBudget bounds how long a generation (a spec stage, a content
+	// draft) stays generating from its job's creation: see
+	// GenerationAttempt. Zero leaves generations unbounded but for their
+	// attempts.
+	GenerationBudget time.Duration
 }
 
 // NewWorkers returns every worker of the worker host, registered for a
@@ -105,9 +110,9 @@ func NewWorkers(d Deps) (*river.Workers, error) {
 		river.AddWorkerSafely(workers, &SweepWorker[identity.PruneTokensArgs]{Sweep: d.Identity.PruneTokens, Did: "pruned API tokens", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &SweepWorker[assistant.ExpireConfirmationsArgs]{Sweep: d.Assistant.ExpireConfirmations, Did: "expired confirmations", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &SweepWorker[PruneIdempotencyArgs]{Sweep: pruneIdempotency, Did: "pruned idempotency keys", Logger: d.Logger}),
-		river.AddWorkerSafely(workers, &GenerateStageWorker{Spec: d.Spec}),
+		river.AddWorkerSafely(workers, &GenerateStageWorker{Spec: d.Spec, Budget: d.GenerationBudget}),
 		river.AddWorkerSafely(workers, &ProcessDeliveryWorker{SCM: d.SCM, Logger: d.Logger}),
-		river.AddWorkerSafely(workers, &GenerateContentWorker{Content: d.Content}),
+		river.AddWorkerSafely(workers, &GenerateContentWorker{Content: d.Content, Budget: d.GenerationBudget}),
 	)
 	if err != nil {
 		return nil, err
@@ -163,6 +168,39 @@ func (w *SweepWorker[T]) Work(ctx context.Context, job *river.Job[T]) error {
 // its attempt count is then past MaxAttempts.
 func interrupted(row *rivertype.JobRow) bool { return row.Attempt > row.MaxAttempts }
 
+// GenerationAttempt bounds an attempt at a generation job so that the work
+// is decided (ready, or failed with a reason) within budget of the job's
+// creation, when the session or item became generating. An attempt that
+// starts in the first half of the budget may be retried and ends by its
+// middle; one that starts in the second half is the last (final) and ends
+// with the budget. A job taken up past its budget, after its process was
+// down that long, gets one last attempt bounded by the queue's job timeout
+// alone. budget 0 bounds nothing: final is the last attempt.
+func GenerationAttempt(ctx context.Context, row *rivertype.JobRow, budget time.Duration, now time.Time) (_ context.Context, cancel context.CancelFunc, final bool) {
+	final = row.Attempt >= row.MaxAttempts
+	if budget <= 0 {
+		return ctx, func() {}, final
+	}
+	half, end := row.CreatedAt.Add(budget/2), row.CreatedAt.Add(budget)
+	switch {
+	case now.Before(half):
+		ctx, cancel = context.WithDeadline(ctx, half)
+	case now.Before(end):
+		ctx, cancel = context.WithDeadline(ctx, end)
+		final = true
+	default:
+		return ctx, func() {}, true
+	}
+	return ctx, cancel, final
+}
+
+// generationRetry is when a generation attempt that failed for a transient
+// reason runs again: soon, so that it still runs within its budget (River's
+// default waits attempt⁴ seconds).
+func generationRetry(row *rivertype.JobRow) time.Time {
+	return time.Now().Add(min(time.Duration(1)<<min(row.Attempt, 5)*time.Second, 30*time.Second))
+}
+
 // GenerateStageWorker works spec.GenerateStageArgs jobs: it generates the
 // stage, telling the core whether this is the last attempt, so a transient
 // model failure is retried by the queue and only the last one fails the
@@ -170,6 +208,8 @@ func interrupted(row *rivertype.JobRow) bool { return row.Attempt > row.MaxAttem
 type GenerateStageWorker struct {
 	river.WorkerDefaults[spec.GenerateStageArgs]
 	Spec StageGenerator
+	// Budget bounds the generation; see GenerationAttempt.
+	Budget time.Duration
 }
 
 // Work generates the stage; an error makes River retry the job.
@@ -177,7 +217,14 @@ func (w *GenerateStageWorker) Work(ctx context.Context, job *river.Job[spec.Gene
 	if interrupted(job.JobRow) {
 		return w.Spec.AbandonGeneration(ctx, job.Args)
 	}
-	return w.Spec.RunGeneration(ctx, job.Args, job.Attempt >= job.MaxAttempts)
+	ctx, cancel, final := GenerationAttempt(ctx, job.JobRow, w.Budget, time.Now())
+	defer cancel()
+	return w.Spec.RunGeneration(ctx, job.Args, final)
+}
+
+// NextRetry retries a transient failure within seconds.
+func (w *GenerateStageWorker) NextRetry(job *river.Job[spec.GenerateStageArgs]) time.Time {
+	return generationRetry(job.JobRow)
 }
 
 // ProcessDeliveryWorker works scm.ProcessDeliveryArgs jobs: a stored webhook
@@ -210,6 +257,8 @@ func (w *ProcessDeliveryWorker) Work(ctx context.Context, job *river.Job[scm.Pro
 type GenerateContentWorker struct {
 	river.WorkerDefaults[content.GenerateContentArgs]
 	Content ContentGenerator
+	// Budget bounds the generation; see GenerationAttempt.
+	Budget time.Duration
 }
 
 // Work drafts the item; an error makes River retry the job.
@@ -217,5 +266,12 @@ func (w *GenerateContentWorker) Work(ctx context.Context, job *river.Job[content
 	if interrupted(job.JobRow) {
 		return w.Content.AbandonGeneration(ctx, job.Args)
 	}
-	return w.Content.RunGeneration(ctx, job.Args, job.Attempt >= job.MaxAttempts)
+	ctx, cancel, final := GenerationAttempt(ctx, job.JobRow, w.Budget, time.Now())
+	defer cancel()
+	return w.Content.RunGeneration(ctx, job.Args, final)
+}
+
+// NextRetry retries a transient failure within seconds.
+func (w *GenerateContentWorker) NextRetry(job *river.Job[content.GenerateContentArgs]) time.Time {
+	return generationRetry(job.JobRow)
 }
