@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/lib/pq"
 	"github.com/lib/pq/pqerror"
@@ -15,8 +16,11 @@ import (
 // storeErr maps a database error to a ports.Error whose message names what
 // the statement was about (such as "org acme"): no rows → not_found, a
 // unique or primary key violation → conflict, a foreign key violation →
-// not_found naming ref (what the row refers to). Anything else is internal.
-// The database error is kept as the cause. nil stays nil.
+// not_found naming ref (what the row refers to), a failure that running the
+// statement again may not meet (a serialization failure or deadlock, a lost
+// or refused connection, a busy database) → unavailable, with RetryAfter.
+// Anything else is internal. The database error is kept as the cause. nil
+// stays nil.
 func storeErr(err error, what, ref string) error {
 	if err == nil {
 		return nil
@@ -32,6 +36,8 @@ func storeErr(err error, what, ref string) error {
 		return ports.Wrap(ports.KindConflict, err, what+" already exists")
 	case kind == ports.KindNotFound && ref != "":
 		return ports.Wrap(ports.KindNotFound, err, ref+" not found")
+	case kind == ports.KindUnavailable:
+		return &ports.Error{Kind: ports.KindUnavailable, Message: "the database is busy; try again", RetryAfter: time.Second, Err: err}
 	}
 	return ports.Wrap(ports.KindInternal, err, "database error")
 }
@@ -46,6 +52,10 @@ func constraintKind(err error) ports.Kind {
 		case pqerror.ForeignKeyViolation:
 			return ports.KindNotFound
 		}
+		switch pqErr.Code.Class() {
+		case pqerror.ClassTransactionRollback, pqerror.ClassConnectionException, pqerror.ClassInsufficientResources, pqerror.ClassOperatorIntervention:
+			return ports.KindUnavailable
+		}
 	}
 	if liteErr, ok := errors.AsType[*sqlite.Error](err); ok {
 		switch liteErr.Code() {
@@ -53,6 +63,9 @@ func constraintKind(err error) ports.Kind {
 			return ports.KindConflict
 		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
 			return ports.KindNotFound
+		}
+		if code := liteErr.Code() & 0xff; code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED {
+			return ports.KindUnavailable
 		}
 	}
 	return ""

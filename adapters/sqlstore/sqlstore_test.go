@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
@@ -254,6 +255,9 @@ func TestStoreErr(t *testing.T) {
 				"user a@b.c", "org o1", ports.KindInternal, "database error"},
 			{"syntax", exec("SELEKT 1"), "org acme", "", ports.KindInternal, "database error"},
 			{"already a ports.Error", typed, "org acme", "", ports.KindGone, "gone"},
+			{"deadlock", &pq.Error{Code: "40P01"}, "org acme", "", ports.KindUnavailable, "the database is busy; try again"},
+			{"serialization failure", &pq.Error{Code: "40001"}, "org acme", "", ports.KindUnavailable, "the database is busy; try again"},
+			{"server shutting down", &pq.Error{Code: "57P01"}, "org acme", "", ports.KindUnavailable, "the database is busy; try again"},
 		} {
 			if tc.err == nil {
 				t.Fatalf("%s: the statement did not fail", tc.name)
