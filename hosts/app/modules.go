@@ -295,7 +295,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		ShutdownGrace:   p.Config.ShutdownGrace,
 	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
-		Idempotency: p.Idempotency})
+		DemoToken: p.Config.sandbox.consoleToken, Idempotency: p.Idempotency})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln := p.Config.takeHTTPListener()

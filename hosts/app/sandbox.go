@@ -269,6 +269,15 @@ func (sb *Sandbox) Token() string {
 	return sb.token
 }
 
+// consoleToken is Token on a sandbox, "" on none (a nil *Sandbox): what the
+// console's "demo user" button signs in with.
+func (sb *Sandbox) consoleToken() string {
+	if sb == nil {
+		return ""
+	}
+	return sb.Token()
+}
+
 // TokenFile is where the demo token is kept: DEVPILOT_DATA_DIR/sandbox-token.
 func (sb *Sandbox) TokenFile() string { return sb.tokenFile }
 

@@ -29,6 +29,7 @@ func (s *Server) routes() {
 	s.handle(http.MethodGet, "/metrics", s.metricsEndpoint(), public, quiet)
 
 	s.handle(http.MethodGet, "/api/v1/me", s.me)
+	s.consoleRoutes()
 	if s.d.Assistant != nil {
 		s.assistantRoutes()
 	}

@@ -63,6 +63,9 @@ type Deps struct {
 	// when the model, AWS and GitHub are devpilot's in-process fakes,
 	// ProvidersReal otherwise; "" leaves the field out.
 	Providers string
+	// DemoToken returns the sandbox's demo token, which GET /api/v1/sandbox
+	// hands out when Providers is ProvidersSandbox; nil or "" hands out none.
+	DemoToken func() string
 	Logger    *slog.Logger         // nil: slog.Default()
 	Metrics   *prometheus.Registry // nil: a new registry with Go and process collectors
 }

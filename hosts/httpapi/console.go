@@ -1,0 +1,90 @@
+package httpapi
+
+import (
+	"errors"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/devpilot/devpilot/hosts/httpapi/console"
+	"github.com/devpilot/devpilot/ports"
+)
+
+// consoleCSP is the Content-Security-Policy of every console response: the
+// console's own scripts and styles only (no inline script, no eval), calls to
+// this origin only, never framed.
+const consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; media-src 'self' blob:; font-src 'self'; manifest-src 'self'; " +
+	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// consoleRoutes serves the web console (package console) at / and
+// /console/…, outside the API's middleware: the files are public, need no
+// body, and are not API operations. GET /api/v1/sandbox, an API operation,
+// tells a client whether this is a sandbox and, if so, the demo token.
+func (s *Server) consoleRoutes() {
+	files := console.FS()
+	index, err := fs.ReadFile(files, "index.html")
+	if err != nil {
+		panic("httpapi: the console has no index.html: " + err.Error())
+	}
+	serveIndex := func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		infoFrom(r.Context()).route = "/"
+		consoleHeaders(w.Header())
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Length", strconv.Itoa(len(index)))
+		if r.Method != http.MethodHead {
+			_, _ = w.Write(index)
+		}
+	}
+	serveAsset := func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		infoFrom(r.Context()).route = "/console/*path"
+		name := strings.TrimPrefix(path.Clean(ps.ByName("path")), "/")
+		body, err := fs.ReadFile(files, name)
+		if err != nil || name == "index.html" {
+			if !errors.Is(err, fs.ErrNotExist) && err != nil && !strings.Contains(err.Error(), "is a directory") {
+				s.writeError(w, r, ports.Wrap(ports.KindInternal, err, "reading a console file"))
+				return
+			}
+			s.writeError(w, r, &ports.Error{Kind: ports.KindNotFound, Message: "no console file " + name})
+			return
+		}
+		consoleHeaders(w.Header())
+		ct := mime.TypeByExtension(path.Ext(name))
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		w.Header().Set("Content-Type", ct)
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		if r.Method != http.MethodHead {
+			_, _ = w.Write(body)
+		}
+	}
+	for _, m := range []string{http.MethodGet, http.MethodHead} {
+		s.router.Handle(m, "/", serveIndex)
+		s.router.Handle(m, "/console/*path", serveAsset)
+	}
+	s.handle(http.MethodGet, "/api/v1/sandbox", s.sandbox, public)
+}
+
+// consoleHeaders are the security headers of a console response.
+func consoleHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", consoleCSP)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+}
+
+// sandbox answers {"sandbox":true,"demo_token"} when devpilot runs with its
+// sandbox providers (demo data, fakes on loopback), so that a console can
+// offer the demo user; 404 otherwise.
+func (s *Server) sandbox(w http.ResponseWriter, r *http.Request) error {
+	if s.d.Providers != ProvidersSandbox || s.d.DemoToken == nil || s.d.DemoToken() == "" {
+		return &ports.Error{Kind: ports.KindNotFound, Message: "devpilot is not running in sandbox mode"}
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"sandbox": true, "demo_token": s.d.DemoToken()})
+}

@@ -1,0 +1,123 @@
+// api.js: the console's one client of devpilot's HTTP API. The token lives in
+// sessionStorage and goes out only as the Authorization header; a problem+json
+// answer becomes a ProblemError; a 401 from any call returns to sign-in.
+
+const KEY = 'devpilot.token';
+
+export const token = {
+  get: () => sessionStorage.getItem(KEY),
+  set: (t) => sessionStorage.setItem(KEY, t),
+  clear: () => sessionStorage.removeItem(KEY),
+};
+
+// ProblemError is a failed call: status, the problem's detail as the message,
+// and the whole problem (code, errors[]).
+export class ProblemError extends Error {
+  constructor(status, problem) {
+    super((problem && (problem.detail || problem.title)) || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem || {};
+  }
+}
+
+let unauthorized = () => {};
+
+// onUnauthorized sets what a 401 from any call does (app.js: back to sign-in).
+export function onUnauthorized(f) { unauthorized = f; }
+
+function headers(extra) {
+  const h = new Headers(extra || {});
+  const t = token.get();
+  if (t) h.set('Authorization', 'Bearer ' + t);
+  return h;
+}
+
+async function failure(resp) {
+  let problem = null;
+  try { problem = await resp.json(); } catch (_) { /* not JSON */ }
+  if (resp.status === 401) unauthorized();
+  return new ProblemError(resp.status, problem);
+}
+
+// api calls method path with body (an object sent as JSON, or FormData) and
+// returns the JSON answer (null for 204). opts.headers adds headers;
+// opts.signal aborts.
+export async function api(method, path, body, opts = {}) {
+  const h = headers(opts.headers);
+  let payload;
+  if (body instanceof FormData) {
+    payload = body;
+  } else if (body !== undefined) {
+    h.set('Content-Type', 'application/json');
+    payload = JSON.stringify(body);
+  }
+  const resp = await fetch(path, { method, headers: h, body: payload, signal: opts.signal });
+  if (!resp.ok) throw await failure(resp);
+  if (resp.status === 204) return null;
+  const text = await resp.text();
+  return text ? JSON.parse(text) : null;
+}
+
+// stream sends a request whose answer is text/event-stream (chat, the
+// streaming confirm, resume) and calls onEvent({id, event, data}) for each
+// event, data parsed as JSON. It resolves when the stream ends; a dropped
+// connection rejects with a TypeError (or an AbortError), so the caller can
+// resume from the last id it saw. opts: method (POST when body is given,
+// else GET), lastEventId, signal. A 204 (nothing to replay) resolves at once.
+export async function stream(path, body, onEvent, opts = {}) {
+  const h = headers({ Accept: 'text/event-stream' });
+  if (opts.lastEventId) h.set('Last-Event-ID', String(opts.lastEventId));
+  let payload;
+  if (body !== undefined) {
+    h.set('Content-Type', 'application/json');
+    payload = JSON.stringify(body);
+  }
+  const method = opts.method || (body !== undefined ? 'POST' : 'GET');
+  const resp = await fetch(path, { method, headers: h, body: payload, signal: opts.signal });
+  if (!resp.ok) throw await failure(resp);
+  if (resp.status === 204 || !resp.body) return;
+  const type = resp.headers.get('Content-Type') || '';
+  if (!type.startsWith('text/event-stream')) { // e.g. a confirm answered as JSON
+    onEvent({ id: 0, event: 'json', data: await resp.json() });
+    return;
+  }
+  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += value;
+    let cut;
+    while ((cut = buf.search(/\r?\n\r?\n/)) >= 0) {
+      const block = buf.slice(0, cut);
+      buf = buf.slice(cut).replace(/^\r?\n\r?\n/, '');
+      const ev = parseEvent(block);
+      if (ev) onEvent(ev);
+    }
+  }
+}
+
+function parseEvent(block) {
+  const ev = { id: 0, event: 'message', data: '' };
+  let data = [];
+  for (const line of block.split(/\r?\n/)) {
+    if (line === '' || line.startsWith(':')) continue;
+    const i = line.indexOf(':');
+    const field = i < 0 ? line : line.slice(0, i);
+    const value = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
+    if (field === 'id') ev.id = Number(value);
+    else if (field === 'event') ev.event = value;
+    else if (field === 'data') data.push(value);
+  }
+  if (data.length === 0) return null;
+  try { ev.data = JSON.parse(data.join('\n')); } catch (_) { ev.data = data.join('\n'); }
+  return ev;
+}
+
+// list fetches one page of a list endpoint: {items, next_cursor}.
+export function list(path, params = {}) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, v);
+  const qs = q.toString();
+  return api('GET', qs ? `${path}?${qs}` : path);
+}

@@ -1,0 +1,102 @@
+// app.js: the console's shell: sign-in, navigation by the URL's fragment
+// (#/chat, #/specs/ID, …), and the pages under pages/. A page module exports
+// title and render(main, args), which may return a function to call when the
+// page is left (to stop a stream).
+
+import { api, token, onUnauthorized } from './api.js';
+import { h, mount, button, errorBox, field, toast } from './ui.js';
+import * as chat from './pages/chat.js';
+import * as specs from './pages/specs.js';
+import * as cloud from './pages/cloud.js';
+import * as content from './pages/content.js';
+import * as repos from './pages/repos.js';
+
+const pages = { chat, specs, cloud, content, repos };
+const main = document.getElementById('main');
+const nav = document.getElementById('nav');
+let leave = null;
+
+// me is the signed-in caller ({user, org}), or null.
+export let me = null;
+
+function signOut() {
+  token.clear();
+  me = null;
+  location.hash = '#/signin';
+}
+
+onUnauthorized(() => {
+  token.clear();
+  me = null;
+  if (!main.querySelector('form.signin')) { // the sign-in form shows its own refusal
+    sessionStorage.setItem('devpilot.notice', 'Your session ended: sign in again.');
+    location.hash = '#/signin';
+  }
+});
+
+async function signIn(value) {
+  token.set(value.trim());
+  me = await api('GET', '/api/v1/me');
+  location.hash = '#/chat';
+}
+
+async function signInPage() {
+  nav.hidden = true;
+  document.getElementById('signout').hidden = true;
+  document.getElementById('who').textContent = '';
+  const err = h('div', { 'aria-live': 'assertive' });
+  const notice = sessionStorage.getItem('devpilot.notice');
+  sessionStorage.removeItem('devpilot.notice');
+  const input = h('input', { type: 'password', name: 'token', autocomplete: 'off', required: true, placeholder: 'dp_…', spellcheck: 'false' });
+  // method post: should the script not handle the submit, the token still never lands in a URL.
+  const form = h('form', { class: 'card signin', method: 'post', 'aria-labelledby': 'signin-title' },
+    h('h1', { id: 'signin-title' }, 'Sign in to devpilot'),
+    notice ? h('p', { class: 'notice', role: 'status' }, notice) : null,
+    field('API token', input, 'Created with devpilot token create. It is kept in this tab only.'),
+    h('button', { type: 'submit', class: 'primary' }, 'Sign in'),
+    err);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    try { await signIn(input.value); } catch (e) { token.clear(); mount(err, errorBox(e)); }
+  });
+  mount(main, form);
+  input.focus();
+  try {
+    const sb = await api('GET', '/api/v1/sandbox');
+    if (sb && sb.demo_token) {
+      form.insertBefore(h('div', { class: 'demo' },
+        h('p', {}, 'This devpilot runs in sandbox mode, with demo data and fake providers.'),
+        button('Use the demo user', () => signIn(sb.demo_token), { class: 'primary', id: 'demo-signin', errEl: err })), form.children[1]);
+    }
+  } catch (_) { /* not a sandbox */ }
+}
+
+function renderNav(current) {
+  nav.hidden = false;
+  document.getElementById('signout').hidden = false;
+  mount(nav, Object.entries(pages).map(([name, p]) =>
+    h('a', { href: '#/' + name, 'aria-current': name === current ? 'page' : null }, p.title)));
+  if (me) document.getElementById('who').textContent = `${me.user.email} · ${me.org.name}`;
+}
+
+async function route() {
+  if (leave) { try { leave(); } catch (_) { /* ignore */ } leave = null; }
+  const [name, ...args] = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  if (!token.get() || name === 'signin') { await signInPage(); return; }
+  try { me = await api('GET', '/api/v1/me'); } catch (e) { if (e.status !== 401) mount(main, errorBox(e)); return; }
+  const page = pages[name] || pages.chat;
+  renderNav(pages[name] ? name : 'chat');
+  document.title = `${page.title} · devpilot`;
+  main.replaceChildren();
+  try {
+    const r = await page.render(main, args);
+    if (typeof r === 'function') leave = r;
+  } catch (e) {
+    mount(main, errorBox(e));
+  }
+  main.focus({ preventScroll: true });
+}
+
+document.getElementById('signout').addEventListener('click', () => { signOut(); toast('Signed out.'); });
+window.addEventListener('hashchange', route);
+route();
