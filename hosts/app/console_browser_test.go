@@ -53,11 +53,17 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
+// browsers bounds how many Chromiums the tests run at once: each is a
+// handful of processes, and this machine has two cores.
+var browsers = make(chan struct{}, 2)
+
 // startBrowser starts a sandbox stack of dialect and a headless Chromium
 // opened on its console, 1280×900 unless width and height are given.
 func startBrowser(t *testing.T, d sqlstore.Dialect, size ...int) *browser {
 	t.Helper()
 	exe := chromiumPath(t)
+	browsers <- struct{}{}
+	t.Cleanup(func() { <-browsers })
 	dbURL := ""
 	if d == sqlstore.DialectPostgres {
 		dbURL = sqlstoretest.URL(t, d)
