@@ -299,6 +299,7 @@ func sandboxBanner(sb *app.Sandbox) string {
 	fmt.Fprintf(&b, "  demo token:     %s\n", sb.Token())
 	fmt.Fprintf(&b, "  token file:     %s\n", sb.TokenFile())
 	fmt.Fprintf(&b, "  webhook secret: %s\n", app.SandboxWebhookSecret)
+	fmt.Fprintf(&b, "  web console:    %s/ (click \"Use the demo user\")\n", sb.PublicURL())
 	fmt.Fprintf(&b, "  try:            curl -s -H \"Authorization: Bearer $(cat %s)\" %s/api/v1/me\n", sb.TokenFile(), sb.PublicURL())
 	fmt.Fprintf(&b, "Set %s (or %s), AWS credentials, %s/%s, or %s=0 to use real providers.\n\n",
 		app.EnvOpenAIKey, app.EnvOpenAIBaseURL, app.EnvGitHubClientID, app.EnvGitHubSecret, app.EnvSandbox)
