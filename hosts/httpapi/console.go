@@ -3,7 +3,6 @@ package httpapi
 import (
 	"errors"
 	"io/fs"
-	"mime"
 	"net/http"
 	"path"
 	"strconv"
@@ -54,8 +53,8 @@ func (s *Server) consoleRoutes() {
 			return
 		}
 		consoleHeaders(w.Header())
-		ct := mime.TypeByExtension(path.Ext(name))
-		if ct == "" {
+		ct, ok := consoleTypes[path.Ext(name)]
+		if !ok {
 			ct = "application/octet-stream"
 		}
 		w.Header().Set("Content-Type", ct)
@@ -69,6 +68,17 @@ func (s *Server) consoleRoutes() {
 		s.router.Handle(m, "/console/*path", serveAsset)
 	}
 	s.handle(http.MethodGet, "/api/v1/sandbox", s.sandbox, public)
+}
+
+// consoleTypes are the console's file types, fixed here rather than taken
+// from the machine's MIME database, which may name JavaScript otherwise.
+var consoleTypes = map[string]string{
+	".js":   "text/javascript; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
+	".html": "text/html; charset=utf-8",
+	".png":  "image/png",
+	".svg":  "image/svg+xml",
+	".json": "application/json",
 }
 
 // consoleHeaders are the security headers of a console response.
