@@ -1,9 +1,113 @@
-// pages/content.js: the Content page.
+// pages/content.js: the Content page (#/content/<project id>): a project
+// picker, the project's brand settings, its briefs with Generate, and its
+// content items as a board by lifecycle status. Items being written are
+// polled until none is left generating.
 
-import { h } from '../ui.js';
+import { list } from '../api.js';
+import { h, mount, field, button, errorBox, empty, toast } from '../ui.js';
+import { brandSection } from './content/brand.js';
+import { briefsSection } from './content/briefs.js';
+import { board, itemDialog } from './content/board.js';
+import { PROJECT_ID, newProjectID, recentProjects, rememberProject } from './content/util.js';
 
 export const title = 'Content';
 
-export function render(main) {
-  main.append(h('h1', {}, title), h('p', { class: 'empty' }, 'Coming soon.'));
+const POLL_MS = 1000;
+
+// render draws the page for the project in args[0] (or the last one used)
+// and returns the cleanup that stops polling.
+export function render(main, args) {
+  const pid = args[0] && PROJECT_ID.test(args[0]) ? args[0] : recentProjects()[0] || '';
+  if (pid) rememberProject(pid);
+  main.append(h('h1', {}, title), picker(pid));
+  if (!pid) {
+    main.append(h('section', { class: 'card' }, empty('Pick a project above, or start a new one: brand settings, briefs and drafts belong to a project.')));
+    return undefined;
+  }
+
+  let stopped = false;
+  let timer = 0;
+  const boardErr = h('div', { 'aria-live': 'assertive' });
+  const dialog = itemDialog(() => refresh());
+  const b = board((item) => dialog.open(item));
+  const boardNote = h('p', { class: 'board-note loading', role: 'status' }, 'Loading content…');
+
+  // refresh reads the project's items and redraws the board; while any is
+  // being written it polls again.
+  async function refresh() {
+    clearTimeout(timer);
+    if (stopped) return;
+    try {
+      const r = await list('/content', { project_id: pid, limit: 200 });
+      if (stopped) return;
+      boardErr.replaceChildren();
+      b.show(r.items);
+      r.items.forEach((i) => dialog.update(i));
+      const writing = r.items.filter((i) => i.status === 'generating').length;
+      mount(boardNote, writing
+        ? h('span', { class: 'loading' }, `Writing ${writing} draft${writing > 1 ? 's' : ''}…`)
+        : (r.items.length ? '' : 'No content yet: generate drafts from a brief.'));
+      if (writing) timer = setTimeout(refresh, POLL_MS);
+    } catch (e) {
+      if (stopped) return;
+      mount(boardErr, errorBox(e));
+      timer = setTimeout(refresh, POLL_MS * 5);
+    }
+  }
+
+  main.append(
+    h('section', { class: 'board-wrap', 'aria-labelledby': 'board-title' },
+      h('div', { class: 'row board-head' },
+        h('h2', { id: 'board-title' }, 'Content board'),
+        button('Refresh', refresh, { id: 'board-refresh' })),
+      boardNote, boardErr, b.el),
+    h('div', { class: 'content-top' },
+      briefsSection(pid, () => refresh()),
+      brandSection(pid)),
+    dialog.el);
+  refresh();
+  return () => { stopped = true; clearTimeout(timer); if (dialog.el.open) dialog.el.close(); };
+}
+
+// picker is the project bar: the current project, recent ones and those
+// that have content, another id typed in, or a new one.
+function picker(pid) {
+  const go = (id) => { location.hash = '#/content/' + encodeURIComponent(id); };
+  const select = h('select', { id: 'project-select' },
+    pid ? null : h('option', { value: '' }, 'Choose a project…'));
+  const known = new Set();
+  const add = (id, note) => {
+    if (known.has(id)) return;
+    known.add(id);
+    select.append(h('option', { value: id, selected: id === pid }, note ? `${id} (${note})` : id));
+  };
+  if (pid) add(pid);
+  recentProjects().forEach((p) => add(p));
+  select.addEventListener('change', () => { if (select.value) go(select.value); });
+  // Projects that already have content in the organisation.
+  list('/content', { limit: 200 }).then((r) => {
+    for (const i of r.items) add(i.project_id, 'has content');
+  }, () => { /* the board shows errors */ });
+
+  const other = h('input', { id: 'project-id', placeholder: 'acme or a UUID', spellcheck: 'false', autocomplete: 'off' });
+  const errEl = h('div', { 'aria-live': 'assertive' });
+  const open = () => {
+    const v = other.value.trim();
+    if (!PROJECT_ID.test(v)) {
+      mount(errEl, errorBox(new Error('A project id is 1 to 100 letters, digits or . _ : -')));
+      other.focus();
+      return;
+    }
+    go(v);
+  };
+  other.addEventListener('keydown', (ev) => { if (ev.key === 'Enter') { ev.preventDefault(); open(); } });
+  return h('section', { class: 'card project-bar', 'aria-label': 'Project' },
+    h('div', { class: 'row' },
+      field('Project', select),
+      field('Another project id', other),
+      h('div', { class: 'row project-actions' },
+        button('Open', open, { id: 'project-open' }),
+        button('New project', () => { const id = newProjectID(); rememberProject(id); toast('New project ' + id); go(id); },
+          { id: 'project-new' }))),
+    errEl);
 }
