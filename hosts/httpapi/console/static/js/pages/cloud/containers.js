@@ -1,0 +1,124 @@
+// pages/cloud/containers.js: the Containers section: the account's ECS
+// clusters, the services of the chosen one with their counts and
+// deployments, Deploy and Scale behind a confirmation dialog, and logs.
+
+import { api } from '../../api.js';
+import { h, mount, loading, empty, errorBox, field, toast, when, button, details } from '../../ui.js';
+import { url, seg, badge, logLines, short } from './common.js';
+import { confirmDialog } from './dialog.js';
+
+// renderContainers shows the clusters of ctx.account in el, and the
+// services of cluster (the first one when not given).
+export async function renderContainers(el, ctx, cluster) {
+  const side = h('nav', { class: 'clusters', 'aria-label': 'Clusters' }, loading('Loading clusters…'));
+  const body = h('section', { class: 'services', 'aria-labelledby': 'services-title' });
+  mount(el, h('h2', {}, 'Containers'), h('div', { class: 'split' }, side, body));
+  let clusters;
+  try {
+    clusters = (await api('GET', url('/infrastructure/containers/clusters', { account_id: ctx.account.id }), undefined, { signal: ctx.signal })).items || [];
+  } catch (e) {
+    if (e.name !== 'AbortError') mount(side, errorBox(e));
+    return;
+  }
+  if (clusters.length === 0) { mount(side, empty('No clusters in this account.')); return; }
+  const current = clusters.find((c) => c.name === cluster) || clusters[0];
+  mount(side, h('ul', { class: 'list' }, clusters.map((c) => h('li', {},
+    h('a', { href: `#/cloud/containers/${seg(c.name)}`, 'aria-current': c.name === current.name ? 'true' : null },
+      h('span', { class: 'name' }, c.name), ' ', badge(c.status),
+      h('small', { class: 'sub' }, `${c.active_services ?? 0} service${c.active_services === 1 ? "" : "s"} · ${c.running_tasks ?? 0} running · ${c.pending_tasks ?? 0} pending tasks`))))));
+  await showServices(body, ctx, current.name);
+}
+
+async function showServices(body, ctx, cluster) {
+  const list = h('div', { class: 'service-grid' }, loading('Loading services…'));
+  mount(body, h('h3', { id: 'services-title' }, `Services of ${cluster}`), list);
+  // reload redraws the services; after a change, focus goes back to the
+  // button of the service that was changed.
+  const reload = async (service, action) => {
+    let svcs;
+    try {
+      svcs = (await api('GET', url(`/infrastructure/containers/clusters/${seg(cluster)}/services`, { account_id: ctx.account.id }), undefined, { signal: ctx.signal })).items || [];
+    } catch (e) {
+      if (e.name !== 'AbortError') mount(list, errorBox(e));
+      return;
+    }
+    if (svcs.length === 0) { mount(list, empty('No services in this cluster.')); return; }
+    mount(list, svcs.map((s) => serviceCard(s, ctx, cluster, reload)));
+    if (service) {
+      const b = [...list.querySelectorAll('article.service')].find((a) => a.dataset.service === service);
+      if (b) b.querySelector(`[data-action="${action}"]`).focus();
+    }
+  };
+  await reload();
+}
+
+function serviceCard(s, ctx, cluster, reload) {
+  const id = `svc-${cluster}-${s.name}`.replace(/[^A-Za-z0-9_-]/g, '-');
+  const logs = h('div', {}, loading('Loading logs…'));
+  const loadLogs = async () => {
+    mount(logs, loading('Loading logs…'));
+    try {
+      const r = await api('GET', url(`/infrastructure/containers/services/${seg(s.name)}/logs`, { account_id: ctx.account.id, cluster, limit: 50 }), undefined, { signal: ctx.signal });
+      mount(logs, logLines(r.items), button('Refresh logs', loadLogs));
+    } catch (e) { if (e.name !== 'AbortError') mount(logs, errorBox(e)); }
+  };
+  const logBox = details('Logs', logs, { class: 'svc-logs' });
+  logBox.addEventListener('toggle', () => { if (logBox.open) loadLogs(); });
+  const deps = s.deployments || [];
+  return h('article', { class: 'card service', id, 'data-service': s.name, 'aria-labelledby': id + '-name' },
+    h('div', { class: 'row head' }, h('h4', { id: id + '-name' }, s.name), badge(s.status)),
+    h('dl', { class: 'counts' },
+      h('div', {}, h('dt', {}, 'Desired'), h('dd', { class: 'desired' }, String(s.desired_count ?? 0))),
+      h('div', {}, h('dt', {}, 'Running'), h('dd', { class: 'running' }, String(s.running_count ?? 0))),
+      h('div', {}, h('dt', {}, 'Pending'), h('dd', { class: 'pending' }, String(s.pending_count ?? 0)))),
+    h('p', { class: 'taskdef' }, 'Task definition ', h('code', {}, short(s.task_definition))),
+    details(`Deployments (${deps.length})`, h('ul', { class: 'deployments' }, deps.map((d) => h('li', {},
+      badge(d.status), ' ', badge(d.rollout_state || 'unknown'), ' ',
+      h('code', {}, short(d.task_definition)),
+      ` · ${d.running_count ?? 0}/${d.desired_count ?? 0} running · ${when(d.created_at)}`)))),
+    h('div', { class: 'row actions' },
+      h('button', { type: 'button', class: 'primary', 'data-action': 'scale', onClick: () => scaleDialog(s, ctx, cluster, reload) }, 'Scale…'),
+      h('button', { type: 'button', 'data-action': 'deploy', onClick: () => deployDialog(s, ctx, cluster, reload) }, 'Deploy…')),
+    logBox);
+}
+
+function scaleDialog(s, ctx, cluster, reload) {
+  const count = h('input', { type: 'number', name: 'desired_count', min: '0', max: '1000', step: '1', required: true, value: String(s.desired_count ?? 0), inputmode: 'numeric' });
+  const zero = h('input', { type: 'checkbox', name: 'confirm_scale_to_zero' });
+  const zeroField = h('div', { class: 'check', hidden: true }, h('label', {}, zero, ' Yes, stop every task of this service (scale to 0)'));
+  const sync = () => { zeroField.hidden = count.value !== '0'; };
+  count.addEventListener('input', sync);
+  confirmDialog({
+    id: 'scale-dialog',
+    title: `Scale ${s.name}`,
+    body: [
+      h('p', {}, `Service ${s.name} in cluster ${cluster} (account ${ctx.account.name}) runs ${s.running_count ?? 0} of ${s.desired_count ?? 0} desired tasks.`),
+      field('Desired tasks (0–1000)', count), zeroField],
+    confirmLabel: 'Scale',
+    onConfirm: async () => {
+      const n = Number(count.value);
+      if (count.value === '' || !Number.isInteger(n) || n < 0 || n > 1000) throw new Error('The desired count is a whole number from 0 to 1000.');
+      if (n === 0 && !zero.checked) throw new Error('Scaling to 0 stops the service: tick the box to confirm.');
+      const body = { account_id: ctx.account.id, cluster, desired_count: n };
+      if (n === 0) body.confirm_scale_to_zero = true;
+      const r = await api('POST', url(`/infrastructure/containers/services/${seg(s.name)}/scale`), body);
+      toast(`${s.name} in ${cluster}: desired count is now ${r.desired_count}.`);
+      return r;
+    },
+  }).then((r) => { if (r) reload(s.name, 'scale'); });
+}
+
+function deployDialog(s, ctx, cluster, reload) {
+  confirmDialog({
+    id: 'deploy-dialog',
+    title: `Deploy ${s.name}`,
+    body: h('p', {}, `Start a new deployment of ${s.name} in cluster ${cluster} (account ${ctx.account.name}) with task definition `,
+      h('code', {}, short(s.task_definition)), '? Its tasks are replaced one by one.'),
+    confirmLabel: 'Deploy',
+    onConfirm: async () => {
+      const r = await api('POST', url(`/infrastructure/containers/services/${seg(s.name)}/deploy`), { account_id: ctx.account.id, cluster });
+      toast(`Deployment ${r.deployment_id} of ${s.name}: ${r.status}.`);
+      return r;
+    },
+  }).then((r) => { if (r) reload(s.name, 'deploy'); });
+}
