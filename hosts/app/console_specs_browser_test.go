@@ -1,0 +1,236 @@
+package app_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
+)
+
+// The Specifications page in a real browser: a session created from a note
+// and an uploaded document, taken through the five stages with "Generate
+// next", an earlier stage regenerated (later ones marked stale), the
+// traceability view, a stage document holding markup shown as text, and an
+// admin's standard.
+func TestConsoleSpecs(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			b := startBrowser(t, d)
+			b.signInDemo()
+			b.goTo("#/specs")
+			b.waitFor("the create form", `document.querySelector('#spec-name') && document.querySelector('.spec-list')`, 10*time.Second)
+
+			doc := filepath.Join(t.TempDir(), "gift-cards.md")
+			if err := os.WriteFile(doc, []byte("# Gift cards\n\nCustomers want to give credit as a present.\n\n- Customers buy a gift card online\n- Customers redeem a gift card at checkout\n- Support staff see the balance of a gift card\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+
+			// Create: a name, a note, and an uploaded .md document.
+			b.do(chromedp.SendKeys(chromedp.ID("spec-name"), "Gift cards", chromedp.NodeVisible),
+				chromedp.SendKeys(chromedp.CSS(`.spec-input[data-kind="note"] .spec-in-title`), "Kickoff notes"),
+				chromedp.SendKeys(chromedp.CSS(`.spec-input[data-kind="note"] .spec-in-content`), "- Admins see a monthly report of gift card sales\n"),
+				chromedp.Click(chromedp.ID("spec-add-document"), chromedp.NodeVisible),
+				chromedp.SetUploadFiles(chromedp.CSS(`.spec-input[data-kind="document"] input[type="file"]`), []string{doc}),
+				chromedp.Click(chromedp.ID("spec-create-submit"), chromedp.NodeVisible))
+			b.waitFor("the new session", `/^#\/specs\/[0-9a-f-]{36}$/.test(location.hash) && document.querySelector('.spec-name')`, 10*time.Second)
+			if got := b.text(".spec-name"); got != "Gift cards" {
+				t.Errorf("session name shown %q", got)
+			}
+			b.waitFor("the session in the list", `[...document.querySelectorAll('.spec-sessions a[aria-current="true"]')].some(a => a.textContent.includes('Gift cards'))`, 10*time.Second)
+			b.do(chromedp.Click(chromedp.ID("spec-view-inputs"), chromedp.NodeVisible))
+			b.waitFor("both inputs listed", `document.querySelectorAll('.spec-inputs-table tbody tr').length === 2`, 10*time.Second)
+			inputs := b.text(".spec-inputs-table tbody")
+			for _, want := range []string{"note", "Kickoff notes", "document", "gift-cards", "text/markdown"} {
+				if !strings.Contains(inputs, want) {
+					t.Errorf("inputs table %q lacks %q", inputs, want)
+				}
+			}
+
+			// Five stages, each with "Generate next", each shown when ready.
+			for _, stage := range []string{"scope", "prd", "epics", "stories", "prps"} {
+				b.waitFor("generate next to be offered for "+stage, fmt.Sprintf(
+					`(b => b && !b.disabled && b.textContent.toLowerCase().includes(%q))(document.querySelector('#spec-generate-next'))`,
+					strings.ToLower(map[string]string{"scope": "Scope", "prd": "PRD", "epics": "Epics", "stories": "Stories", "prps": "PRPs"}[stage])), 15*time.Second)
+				b.do(chromedp.Click(chromedp.ID("spec-generate-next"), chromedp.NodeVisible))
+				b.waitFor(stage+" to be generated", fmt.Sprintf(
+					`document.querySelector('.step[data-stage=%q]').dataset.state === 'done' && document.querySelector('.spec-status-badge').dataset.status === 'ready' && document.querySelector('.stage[data-stage=%q] .spec-doc h2')`, stage, stage), 20*time.Second)
+			}
+			b.waitFor("the pipeline complete", `document.querySelector('#spec-generate-next').disabled && document.querySelector('.spec-status').textContent.includes('All five stages')`, 5*time.Second)
+			if got := b.text(`.spec-sessions a[aria-current="true"]`); !strings.Contains(got, "ready") || !strings.Contains(got, "all stages done") {
+				t.Errorf("the list entry was not updated: %q", got)
+			}
+
+			// Each stage's document, version and data.
+			b.do(chromedp.Click(chromedp.ID("step-epics"), chromedp.NodeVisible))
+			b.waitFor("the epics document", `document.querySelector('.stage[data-stage="epics"] .spec-doc h2')`, 5*time.Second)
+			if got := b.text(`.stage[data-stage="epics"] .spec-doc`); !strings.Contains(got, "EP-1") || !strings.Contains(got, "REQ-1") {
+				t.Errorf("epics document %q", got)
+			}
+			if got := b.text(".stage-version"); got != "version 1" {
+				t.Errorf("epics version shown %q", got)
+			}
+			if n := eval[int](b, `JSON.parse(document.querySelector('.stage-data pre').textContent).epics.length`); n < 1 {
+				t.Errorf("structured data holds %d epics", n)
+			}
+			b.readmeShot("specs")
+
+			// The traceability view: every requirement → epic → story → PRP.
+			b.do(chromedp.Click(chromedp.ID("spec-view-trace"), chromedp.NodeVisible))
+			b.waitFor("the traceability tree", `document.querySelector('.trace-tree > li[data-kind="Requirement"]')`, 5*time.Second)
+			type traceShape struct {
+				Reqs, Complete, Flags int
+				Clean                 bool
+				Kinds                 []string
+			}
+			tr := eval[traceShape](b, `(() => {
+				const reqs = [...document.querySelectorAll('.trace-tree > li[data-kind="Requirement"]')];
+				return {
+					reqs: reqs.length,
+					complete: reqs.filter(li => li.querySelector('li[data-kind="Epic"] li[data-kind="Story"] li[data-kind="PRP"]')).length,
+					flags: document.querySelectorAll('.trace-flag').length,
+					clean: !!document.querySelector('.trace-clean'),
+					kinds: [...new Set([...document.querySelectorAll('.trace-tree .trace-kind')].map(e => e.textContent))],
+				};
+			})()`)
+			if tr.Reqs < 3 || tr.Complete != tr.Reqs || tr.Flags != 0 || !tr.Clean || strings.Join(tr.Kinds, ",") != "Requirement,Epic,Story,PRP" {
+				t.Errorf("traceability view: %+v", tr)
+			}
+			if got := b.text(".trace-tree"); !strings.Contains(got, "REQ-1") || !strings.Contains(got, "EP-1") || !strings.Contains(got, "ST-1.1") || !strings.Contains(got, "PRP-1.1") {
+				t.Errorf("traceability tree %q", got)
+			}
+			b.readmeShot("traceability")
+
+			// Orphans and dangling references are marked in words, from the
+			// artifacts' data alone (these are made up: the demo model's trace
+			// is clean).
+			b.do(chromedp.Evaluate[chromedp.Void](`import('/console/js/pages/specs/trace.js').then(m => {
+				const art = (stage, data) => ({stage, version: 1, data, checks: [], stale: false});
+				const el = m.traceView([
+					art('prd', {functional_requirements: [{id: 'REQ-1', title: 'Buy'}, {id: 'REQ-2', title: 'Redeem'}]}),
+					art('epics', {epics: [{id: 'EP-1', title: 'Buying', requirement_ids: ['REQ-1', 'REQ-7'], depends_on: []}, {id: 'EP-2', title: 'Lost', requirement_ids: ['REQ-1'], depends_on: []}]}),
+					art('stories', {stories: [{id: 'ST-1.1', epic_id: 'EP-1', title: 'Pay', requirement_ids: ['REQ-1']}, {id: 'ST-1.2', epic_id: 'EP-1', title: 'Receipt', requirement_ids: []}, {id: 'ST-9.1', epic_id: 'EP-9', title: 'Stray', requirement_ids: []}]}),
+					art('prps', {prps: [{id: 'PRP-1.1', story_id: 'ST-1.1', title: 'Pay'}, {id: 'PRP-3.3', story_id: 'ST-3.3', title: 'Ghost'}]}),
+				]);
+				el.id = 'trace-fixture';
+				el.hidden = true;
+				document.body.append(el);
+			})`, chromedp.EvalAwaitPromise))
+			fixture := eval[map[string][]string](b, `(() => {
+				const out = {};
+				for (const f of document.querySelectorAll('#trace-fixture .trace-tree .trace-flag')) {
+					const id = f.closest('li').dataset.id;
+					(out[id] = out[id] || []).push(f.textContent);
+				}
+				out.orphans = [...document.querySelectorAll('#trace-fixture .trace-orphans li')].map(li => li.textContent);
+				out.dangling = [...document.querySelectorAll('#trace-fixture .trace-dangling li')].map(li => li.textContent);
+				return out;
+			})()`)
+			for _, f := range [][2]string{
+				{"REQ-2", "Orphan: no epic serves it"},
+				{"EP-1", "Dangling: names unknown REQ-7"},
+				{"EP-2", "Orphan: no story delivers it"},
+				{"ST-1.2", "Orphan: no PRP implements it"},
+				{"ST-9.1", "Orphan: no PRP implements it"},
+				{"ST-9.1", "Dangling: belongs to unknown EP-9"},
+				{"PRP-3.3", "Dangling: implements unknown ST-3.3"},
+			} {
+				if !strings.Contains(strings.Join(fixture[f[0]], "|"), f[1]) {
+					t.Errorf("%s flagged %q, want %q", f[0], fixture[f[0]], f[1])
+				}
+			}
+			if len(fixture["orphans"]) != 4 || len(fixture["dangling"]) != 3 {
+				t.Errorf("findings: orphans %q, dangling %q", fixture["orphans"], fixture["dangling"])
+			}
+
+			// Regenerating an earlier stage makes a new version and marks the
+			// later stages stale.
+			b.do(chromedp.Click(chromedp.ID("step-prd"), chromedp.NodeVisible),
+				chromedp.Click(chromedp.ID("stage-regenerate"), chromedp.NodeVisible))
+			b.waitFor("prd version 2 and stale later stages", `document.querySelector('.spec-status-badge').dataset.status === 'ready'
+				&& document.querySelector('.stage[data-stage="prd"]') && document.querySelector('.stage[data-stage="prd"]').dataset.version === '2'
+				&& ['epics', 'stories', 'prps'].every(s => document.querySelector('.step[data-stage="' + s + '"]').dataset.state === 'stale')`, 20*time.Second)
+			if got := b.text(`.step[data-stage="epics"]`); !strings.Contains(got, "stale") {
+				t.Errorf("a stale stage says %q", got)
+			}
+			if got := b.text("#spec-generate-next"); got != "Generate next: Epics" {
+				t.Errorf("after regenerating the PRD, the next button says %q", got)
+			}
+
+			// The page is usable on a phone: nothing wider than the screen.
+			b.do(chromedp.EmulateViewport(390, 844))
+			b.waitFor("no horizontal scroll at 390 px", `document.documentElement.scrollWidth <= 390`, 5*time.Second)
+			b.do(chromedp.EmulateViewport(1280, 900))
+
+			// A stage document holding markup shows it as text.
+			xss := "<script>window.__xss=1</script> <img src=x onerror=window.__xss=2> [click](javascript:window.__xss=3)"
+			id := createSpec(t, b, "Markup", xss, "- Users pay by card\n- Users see a receipt\n")
+			b.goTo("#/specs/" + id)
+			b.waitFor("the markup session", `(b => b && !b.disabled)(document.querySelector('#spec-generate-next'))`, 10*time.Second)
+			b.do(chromedp.Click(chromedp.ID("spec-generate-next"), chromedp.NodeVisible))
+			b.waitFor("the markup scope", `document.querySelector('.stage[data-stage="scope"] .spec-doc h2')`, 20*time.Second)
+			if got := b.text(".spec-doc h2"); !strings.Contains(got, "<script>") || !strings.Contains(got, "<img src=x onerror=") || !strings.Contains(got, "javascript:") {
+				t.Errorf("the markup was not shown as text: %q", got)
+			}
+			if n := eval[int](b, `document.querySelectorAll('.spec-doc script, .spec-doc img, .spec-doc a[href^="javascript"], main [onerror]').length`); n != 0 {
+				t.Errorf("%d elements made from the model's markup", n)
+			}
+			if v := eval[bool](b, `window.__xss === undefined`); !v {
+				t.Error("the markup ran")
+			}
+
+			// An admin adds a standard, sees it listed, edits it, deletes it.
+			b.goTo("#/specs/standards")
+			b.waitFor("the standards form", `document.querySelector('.std-form input[name="std-title"]') && document.querySelector('.std-list .empty')`, 10*time.Second)
+			b.do(chromedp.SendKeys(chromedp.CSS(`.std-form input[name="std-title"]`), "Accessibility", chromedp.NodeVisible),
+				chromedp.SendKeys(chromedp.CSS(`.std-form textarea[name="std-body"]`), "Every story meets **WCAG 2.2 AA**."),
+				chromedp.Click(chromedp.CSS(`.std-form input[value="scope"]`)),
+				chromedp.Click(chromedp.CSS(`.std-form input[value="prd"]`)),
+				chromedp.Click(chromedp.CSS(`.std-form button[type="submit"]`)))
+			b.waitFor("the standard listed", `document.querySelector('.std-items .std-name')`, 10*time.Second)
+			if got := b.text(".std-items li"); !strings.Contains(got, "Accessibility") || !strings.Contains(got, "WCAG 2.2 AA") || !strings.Contains(got, "stories") || strings.Contains(got, "scope") {
+				t.Errorf("standard listed as %q", got)
+			}
+			if n := eval[int](b, `document.querySelectorAll('.std-items .std-body strong').length`); n != 1 {
+				t.Errorf("the standard's Markdown was not rendered (%d strong)", n)
+			}
+			b.do(chromedp.Click(chromedp.CSS(".std-items .std-edit"), chromedp.NodeVisible))
+			b.waitFor("the edit form", `document.querySelector('.std-form input[name="std-title"]').value === 'Accessibility'`, 5*time.Second)
+			b.do(chromedp.SetValue(chromedp.CSS(`.std-form input[name="std-title"]`), "Accessibility first"),
+				chromedp.Click(chromedp.CSS(`.std-form button[type="submit"]`)))
+			b.waitFor("the edited standard", `(e => e && e.textContent === 'Accessibility first')(document.querySelector('.std-items .std-name'))`, 10*time.Second)
+			b.do(chromedp.Click(chromedp.CSS(".std-items .std-delete"), chromedp.NodeVisible),
+				chromedp.Click(chromedp.CSS(".std-items button.danger"), chromedp.NodeVisible))
+			b.waitFor("the standard deleted", `!document.querySelector('.std-items') && document.querySelector('.std-list .empty')`, 10*time.Second)
+		})
+	}
+}
+
+// createSpec creates a session with one note through the API and returns
+// its id.
+func createSpec(t *testing.T, b *browser, name, title, content string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"name": name, "inputs": []map[string]string{{"kind": "note", "title": title, "content": content}}})
+	req, _ := http.NewRequest(http.MethodPost, b.base+"/pse/sessions", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+b.h.sb.Token())
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s struct{ ID string }
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /pse/sessions = %d, %v", resp.StatusCode, err)
+	}
+	return s.ID
+}

@@ -1,0 +1,232 @@
+// pages/specs/session.js: one specification session — its stage stepper
+// (scope → prd → epics → stories → prps) with "Generate next" and live
+// status, each stage's document and data, its inputs, and the traceability
+// view. While a generation runs the session is polled; the cleanup that
+// sessionView returns stops the polling.
+
+import { api } from '../../api.js';
+import { h, mount, loading, empty, errorBox, toast, button, when, details, pretty } from '../../ui.js';
+import { render as md } from '../../md.js';
+import { traceView, latest } from './trace.js';
+import { inputRow, addInput, size, KINDS } from './inputs.js';
+import { STAGES } from './standards.js';
+
+export const STAGE_NAMES = { scope: 'Scope', prd: 'PRD', epics: 'Epics', stories: 'Stories', prps: 'PRPs' };
+const POLL_MS = 1000;
+
+// statusBadge is a session status as a badge whose text says it.
+export function statusBadge(status) {
+  const cls = { ready: 'ok', generating: 'warn', failed: 'bad' }[status] || '';
+  return h('span', { class: `badge ${cls} spec-status-badge`, dataset: { status } }, status);
+}
+
+// sessionView shows session id in el, on view tab (a stage, 'trace' or
+// 'inputs'; default the latest stage), and calls onChange(session) whenever
+// it learns a new state of it. It returns the cleanup.
+export function sessionView(el, id, tab, onChange) {
+  const path = `/pse/sessions/${encodeURIComponent(id)}`;
+  const ctl = new AbortController();
+  let timer = null;
+  let s = null; // the session
+  let view = tab || null;
+  let version = {}; // stage → version chosen in the version picker (null: the latest)
+  let pending = null; // the stage being generated, as the generate call answered
+  let panelKey = null; // what the panel shows (see draw)
+
+  const head = h('div', { class: 'spec-head' });
+  const status = h('p', { class: 'spec-status', role: 'status', 'aria-live': 'polite' });
+  const stepper = h('nav', { class: 'spec-stepper-wrap', 'aria-label': 'Stages' });
+  const actions = h('div', { class: 'row spec-actions' });
+  const actionErr = h('div', { 'aria-live': 'assertive' });
+  const panel = h('div', { class: 'spec-panel' });
+  mount(el, loading('Loading the specification…'));
+
+  const stop = () => { clearTimeout(timer); timer = null; };
+  const cleanup = () => { stop(); ctl.abort(); };
+
+  async function refresh() {
+    timer = null;
+    let next;
+    try {
+      next = await api('GET', path, undefined, { signal: ctl.signal });
+    } catch (err) {
+      if (ctl.signal.aborted) return;
+      if (!s) { mount(el, errorBox(err)); return; }
+      mount(status, 'Could not refresh the status: ', err.message, ' — retrying.');
+      timer = setTimeout(refresh, POLL_MS * 3);
+      return;
+    }
+    if (ctl.signal.aborted) return;
+    const was = s && s.status;
+    s = next;
+    if (was === 'generating' && s.status !== 'generating') {
+      if (s.status === 'ready') {
+        const done = pending || s.current_stage;
+        toast(`${STAGE_NAMES[done] || done} is ready.`);
+        if (done) { view = done; delete version[done]; }
+      } else if (s.status === 'failed') {
+        toast(`Generating ${STAGE_NAMES[s.error && s.error.stage] || 'the stage'} failed.`);
+      }
+      pending = null;
+    }
+    draw();
+    onChange(s);
+    if (s.status === 'generating') timer = setTimeout(refresh, POLL_MS);
+  }
+
+  async function generate(stage) {
+    mount(actionErr);
+    const ans = await api('POST', `${path}/generate`, stage ? { stage } : undefined);
+    pending = ans.stage;
+    s = { ...s, status: 'generating' };
+    toast(`Generating ${STAGE_NAMES[ans.stage]}…`);
+    draw();
+    onChange(s);
+    stop();
+    timer = setTimeout(refresh, POLL_MS / 2);
+  }
+
+  // draw renders the session's current state, keeping the focus where it was.
+  function draw() {
+    const focused = document.activeElement && el.contains(document.activeElement) ? document.activeElement.id : null;
+    const current = latest(s.artifacts);
+    if (!view) view = s.current_stage || 'inputs';
+    if (!el.contains(head)) mount(el, head, status, stepper, actions, actionErr, panel);
+
+    mount(head,
+      h('h2', { class: 'spec-name' }, s.name), ' ', statusBadge(s.status),
+      h('p', { class: 'muted spec-meta' }, `Created ${when(s.created_at)} · updated ${when(s.updated_at)}`));
+
+    if (s.status === 'generating') {
+      mount(status, h('span', { class: 'spinner', 'aria-hidden': 'true' }), `Generating ${STAGE_NAMES[pending || s.next_stage] || 'the next stage'}…`);
+    } else if (s.status === 'failed' && s.error) {
+      mount(status, h('span', { class: 'error spec-error' },
+        h('strong', {}, `Generating ${STAGE_NAMES[s.error.stage] || s.error.stage} failed`), ` (${s.error.code}): `, s.error.message,
+        ' You can generate again.'));
+    } else if (!s.current_stage) {
+      mount(status, (s.inputs || []).length ? 'Ready to generate the scope.' : 'Add an input (a note, transcript or document), then generate the scope.');
+    } else if (!s.next_stage) {
+      mount(status, h('span', { class: 'badge ok' }, '✔ Complete'), ' All five stages are generated.');
+    } else {
+      mount(status, `${STAGE_NAMES[s.current_stage]} is the latest stage; next: ${STAGE_NAMES[s.next_stage]}.`);
+    }
+
+    mount(stepper, h('ol', { class: 'stepper' }, STAGES.map((st, i) => {
+      const a = current[st];
+      const running = s.status === 'generating' && (pending || s.next_stage) === st;
+      const failed = s.status === 'failed' && s.error && s.error.stage === st;
+      let state = 'not generated';
+      let cls = 'todo';
+      if (running) { state = 'generating…'; cls = 'running'; } else if (failed) { state = 'failed'; cls = 'failed'; } else if (a && a.stale) { state = `v${a.version} · stale`; cls = 'stale'; } else if (a) { state = `v${a.version}`; cls = 'done'; } else if (s.next_stage === st) { state = 'next'; cls = 'next'; }
+      return h('li', { class: `step ${cls}`, dataset: { stage: st, state: cls } },
+        h('button', { type: 'button', id: `step-${st}`, class: 'step-btn', 'aria-current': view === st ? 'step' : null, onclick: () => show(st) },
+          h('span', { class: 'step-num', 'aria-hidden': 'true' }, cls === 'done' ? '✔' : cls === 'failed' ? '✖' : cls === 'stale' ? '!' : String(i + 1)),
+          h('span', { class: 'step-text' }, h('span', { class: 'step-name' }, STAGE_NAMES[st]), h('span', { class: 'step-state' }, state))));
+    })),
+    h('div', { class: 'spec-views', role: 'group', 'aria-label': 'Views' },
+      h('button', { type: 'button', id: 'spec-view-trace', 'aria-pressed': String(view === 'trace'), onclick: () => show('trace') }, 'Traceability'),
+      h('button', { type: 'button', id: 'spec-view-inputs', 'aria-pressed': String(view === 'inputs'), onclick: () => show('inputs') }, `Inputs (${(s.inputs || []).length})`)));
+
+    const busy = s.status === 'generating';
+    const nextLabel = busy ? 'Generating…' : s.next_stage ? `Generate next: ${STAGE_NAMES[s.next_stage]}` : 'All stages generated';
+    const gen = button(nextLabel, () => generate(null), { class: 'primary', id: 'spec-generate-next', errEl: actionErr });
+    gen.disabled = busy || !s.next_stage;
+    mount(actions, gen);
+
+    // The panel is redrawn only when what it shows changes, so polling does
+    // not close an open details or wipe a half-typed input.
+    const arts = (s.artifacts || []).map((a) => `${a.stage}${a.version}${a.stale ? 's' : ''}`).join();
+    const key = [view, version[view], arts, (s.inputs || []).length, busy].join('|');
+    if (key !== panelKey) {
+      panelKey = key;
+      if (view === 'trace') mount(panel, traceView(s.artifacts));
+      else if (view === 'inputs') mount(panel, inputsPanel());
+      else mount(panel, stagePanel(view, current));
+    }
+
+    if (focused) {
+      const f = document.getElementById(focused);
+      if (f && !f.disabled) f.focus({ preventScroll: true });
+    }
+  }
+
+  function show(v) {
+    view = v;
+    history.replaceState(null, '', `#/specs/${encodeURIComponent(id)}/${v}`);
+    draw();
+  }
+
+  function stagePanel(st, current) {
+    const cur = current[st];
+    const all = (s.artifacts || []).filter((a) => a.stage === st).sort((x, y) => y.version - x.version);
+    const busy = s.status === 'generating';
+    const title = h('h3', { id: 'stage-title' }, STAGE_NAMES[st]);
+    if (!cur) {
+      return h('section', { class: 'stage', 'aria-labelledby': 'stage-title' }, title,
+        empty(s.next_stage === st ? 'Not generated yet: use “Generate next” above.' : 'Not generated yet: generate the stages before it first.'));
+    }
+    const chosen = all.find((a) => a.version === version[st]) || cur;
+    let picker = null;
+    if (all.length > 1) {
+      const sel = h('select', { id: 'stage-version', onchange: () => { version[st] = Number(sel.value); draw(); } },
+        all.map((a) => h('option', { value: a.version, selected: a.version === chosen.version }, `v${a.version}${a === cur ? ' (current)' : ''}`)));
+      picker = h('span', { class: 'field inline' }, h('label', { for: sel.id }, 'Version'), sel);
+    }
+    const regen = button(`Regenerate ${STAGE_NAMES[st]}`, () => generate(st), { id: 'stage-regenerate', errEl: actionErr });
+    regen.disabled = busy;
+    const later = STAGES.slice(STAGES.indexOf(st) + 1).filter((x) => current[x]);
+    return h('section', { class: 'stage', 'aria-labelledby': 'stage-title', dataset: { stage: st, version: chosen.version } },
+      h('div', { class: 'row stage-head' }, title,
+        h('span', { class: 'badge stage-version' }, `version ${chosen.version}`),
+        chosen.stale ? h('span', { class: 'badge warn stage-stale' }, '⚠ stale') : chosen === cur ? h('span', { class: 'badge ok' }, 'current') : h('span', { class: 'badge' }, 'superseded'),
+        picker),
+      h('p', { class: 'muted' }, `Generated ${when(chosen.created_at)} by ${chosen.model || 'the model'}.`),
+      chosen.stale ? h('p', { class: 'notice stage-stale-note' }, 'Stale: an earlier stage was regenerated after this version, so it may not match it. Regenerate this stage (or use “Generate next”) to bring it up to date.') : null,
+      chosen !== cur ? h('p', { class: 'notice' }, `An older version: the current one is v${cur.version}.`) : null,
+      h('div', { class: 'row' }, regen,
+        h('small', { class: 'muted' }, later.length ? `Regenerating makes version ${cur.version + 1} and marks ${later.map((x) => STAGE_NAMES[x]).join(', ')} stale.` : `Regenerating makes version ${cur.version + 1}.`)),
+      (chosen.checks || []).length ? h('div', { class: 'stage-checks', role: 'note' }, h('strong', {}, 'Traceability checks'),
+        h('ul', {}, chosen.checks.map((c) => h('li', {}, '⚠ ', c)))) : null,
+      h('article', { class: 'doc spec-doc', 'aria-label': `${STAGE_NAMES[st]} document` }, md(chosen.content)),
+      details('Structured data (JSON)', pretty(chosen.data), { class: 'stage-data' }));
+  }
+
+  function inputsPanel() {
+    const items = s.inputs || [];
+    const slot = h('div', { class: 'spec-add-slot' });
+    const err = h('div', { 'aria-live': 'assertive' });
+    const open = (kind) => {
+      const row = inputRow(kind, 'New input', null);
+      const form = h('form', { class: 'card spec-add' }, row.el,
+        h('div', { class: 'row' }, h('button', { type: 'submit', class: 'primary', id: 'spec-add-submit' }, 'Add input'),
+          h('button', { type: 'button', onclick: () => { mount(slot); mount(err); } }, 'Cancel')), err);
+      form.addEventListener('submit', async (ev) => {
+        ev.preventDefault();
+        const submit = form.querySelector('button[type="submit"]');
+        submit.disabled = true;
+        try {
+          const inp = await addInput(id, row.value());
+          toast(`Input “${inp.title}” added.`);
+          await refresh();
+        } catch (e) { mount(err, errorBox(e)); } finally { submit.disabled = false; }
+      });
+      mount(slot, form);
+      const first = form.querySelector('input, textarea');
+      if (first) first.focus();
+    };
+    return h('section', { class: 'spec-inputs', 'aria-labelledby': 'inputs-title' },
+      h('h3', { id: 'inputs-title' }, 'Inputs'),
+      items.length === 0 ? empty('No inputs yet.') : h('div', { class: 'table-wrap' }, h('table', { class: 'spec-inputs-table' },
+        h('thead', {}, h('tr', {}, ['Kind', 'Title', 'Type', 'Size', 'Added'].map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, items.map((i) => h('tr', {},
+          h('td', {}, h('span', { class: 'badge' }, i.kind)), h('td', {}, i.title), h('td', {}, i.content_type),
+          h('td', {}, size(i.size)), h('td', {}, when(i.created_at))))))),
+      h('p', { class: 'muted' }, 'New inputs are used by the next generation; regenerate a stage to take them into account.'),
+      h('div', { class: 'row' }, Object.entries(KINDS).map(([k, label]) =>
+        h('button', { type: 'button', class: 'spec-add-kind', dataset: { kind: k }, onclick: () => open(k) }, `Add ${label.toLowerCase()}`))),
+      slot);
+  }
+
+  refresh();
+  return cleanup;
+}
