@@ -215,6 +215,37 @@ func TestConsoleCloud(t *testing.T) {
 				t.Errorf("BUILD step log %q", log)
 			}
 
+			// Accounts: test the demo account's connection; add a read-only
+			// account that assumes a role with the org's external id, then
+			// delete it through the dialog.
+			b.goTo("#/cloud/accounts")
+			demo := `article.account[data-account="` + acct + `"]`
+			b.waitFor("the demo account", `document.querySelector('`+demo+` button[data-action="test"]')`, 15*time.Second)
+			b.click(demo + ` button[data-action="test"]`)
+			b.waitFor("the test's answer", `document.querySelector('`+demo+` .test-out .ok-line')`, 15*time.Second)
+			if got := b.text(demo + " .test-out"); !strings.Contains(got, "Connected") || !strings.Contains(got, " ms") {
+				t.Errorf("test connection shows %q", got)
+			}
+			var ext struct {
+				ExternalID string `json:"external_id"`
+			}
+			b.apiGet("/api/v1/cloud/external-id", &ext)
+			b.click(`.add-account-box summary`)
+			b.waitFor("the org's external id", `document.querySelector('input[name=external_id]').value === '`+ext.ExternalID+`'`, 10*time.Second)
+			b.typeInto(`input[name=name]`, "ops-readonly")
+			b.typeInto(`input[name=role_arn]`, "arn:aws:iam::210987654321:role/devpilot")
+			b.click(`#acct-read-only`)
+			b.click(`form.add-account button[type=submit]`)
+			added := `[...document.querySelectorAll('article.account')].find(a => a.querySelector('h3').textContent === 'ops-readonly')`
+			b.waitFor("the new account", added+`?.querySelector('.read-only')`, 15*time.Second)
+			if got := eval[string](b, added+`.textContent`); !strings.Contains(got, ext.ExternalID) || !strings.Contains(got, "untested") {
+				t.Errorf("the new account shows %q", got)
+			}
+			b.do(chromedp.Evaluate[chromedp.Void](added + `.querySelector('button[data-action="delete"]').click()`))
+			b.waitFor("the delete dialog", `document.querySelector('#delete-account-dialog[open]')`, 10*time.Second)
+			b.click(`#delete-account-dialog button[type=submit]`)
+			b.waitFor("the account to go", `!(`+added+`) && document.querySelector('`+demo+`')`, 15*time.Second)
+
 			// At 390 px wide the costs page fits without scrolling sideways.
 			b.do(chromedp.EmulateViewport(390, 844))
 			b.goTo("#/cloud/costs")

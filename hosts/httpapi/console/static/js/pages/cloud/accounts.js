@@ -19,13 +19,31 @@ function accountCard(a, ctx) {
   const id = `acct-${a.id}`;
   const out = h('div', { class: 'test-out', role: 'status' });
   const auth = a.auth || {};
-  const test = button('Test connection', async () => {
+  const statusBadge = h('span', { class: 'status' }, badge(a.status, `status: ${a.status}`));
+  const tested = h('dd', {}, a.last_tested_at ? when(a.last_tested_at) : 'never');
+  const lastErr = h('dd', {}, a.last_error || '');
+  const lastErrRow = h('div', { hidden: !a.last_error }, h('dt', {}, 'Last error'), lastErr);
+  // test runs the connection test, shows its answer, and redraws the
+  // account's status from what the test recorded.
+  const test = h('button', { type: 'button', 'data-action': 'test' }, 'Test connection');
+  test.addEventListener('click', async () => {
+    test.disabled = true;
+    test.setAttribute('aria-busy', 'true');
     mount(out, loading('Testing…'));
-    const r = await api('POST', url(`/cloud/accounts/${seg(a.id)}/test`));
-    mount(out, r.ok
-      ? h('p', { class: 'ok-line' }, badge('ok', 'Connected'), ` in ${r.latency_ms} ms as `, h('code', {}, r.arn || ''), ` (AWS account ${r.account_id || '?'})`)
-      : h('p', { class: 'error' }, badge('failed', 'Failed'), ` ${r.error || 'the test failed'}${r.latency_ms !== undefined ? ` (${r.latency_ms} ms)` : ''}`));
-  }, { errEl: out, 'data-action': 'test' });
+    try {
+      const r = await api('POST', url(`/cloud/accounts/${seg(a.id)}/test`), undefined, { signal: ctx.signal });
+      mount(out, r.ok
+        ? h('p', { class: 'ok-line' }, badge('ok', 'Connected'), ` in ${r.latency_ms} ms as `, h('code', {}, r.arn || ''), ` (AWS account ${r.account_id || '?'})`)
+        : h('p', { class: 'error' }, badge('failed', 'Failed'), ` ${r.error || 'the test failed'}${r.latency_ms !== undefined ? ` (${r.latency_ms} ms)` : ''}`));
+      const fresh = await api('GET', url(`/cloud/accounts/${seg(a.id)}`), undefined, { signal: ctx.signal });
+      mount(statusBadge, badge(fresh.status, `status: ${fresh.status}`));
+      tested.textContent = fresh.last_tested_at ? when(fresh.last_tested_at) : 'never';
+      lastErr.textContent = fresh.last_error || '';
+      lastErrRow.hidden = !fresh.last_error;
+    } catch (e) {
+      if (e.name !== 'AbortError') mount(out, errorBox(e));
+    } finally { test.disabled = false; test.removeAttribute('aria-busy'); }
+  });
   const del = ctx.admin ? h('button', { type: 'button', class: 'danger', 'data-action': 'delete', onClick: () => confirmDialog({
     id: 'delete-account-dialog',
     title: `Delete account ${a.name}?`,
@@ -36,7 +54,7 @@ function accountCard(a, ctx) {
   return h('article', { class: 'card account', id, 'data-account': a.id, 'aria-labelledby': id + '-name' },
     h('div', { class: 'row head' },
       h('h3', { id: id + '-name' }, a.name),
-      badge(a.status, `status: ${a.status}`),
+      statusBadge,
       a.read_only ? h('span', { class: 'badge warn read-only' }, 'read-only') : h('span', { class: 'badge' }, 'read-write')),
     h('dl', { class: 'kv' },
       h('div', {}, h('dt', {}, 'Provider'), h('dd', {}, `${(a.provider || 'aws').toUpperCase()} · ${a.region}`)),
@@ -44,8 +62,8 @@ function accountCard(a, ctx) {
         ? [h('div', {}, h('dt', {}, 'Role'), h('dd', {}, h('code', {}, auth.role_arn || ''))),
           h('div', {}, h('dt', {}, 'External id'), h('dd', {}, h('code', {}, auth.external_id || '')))]
         : h('div', {}, h('dt', {}, 'Access key'), h('dd', {}, h('code', {}, auth.access_key_id || ''))),
-      h('div', {}, h('dt', {}, 'Last tested'), h('dd', {}, a.last_tested_at ? when(a.last_tested_at) : 'never')),
-      a.last_error ? h('div', {}, h('dt', {}, 'Last error'), h('dd', {}, a.last_error)) : null),
+      h('div', {}, h('dt', {}, 'Last tested'), tested),
+      lastErrRow),
     h('div', { class: 'row actions' }, test, del, h('a', { href: `#/cloud/audit/${seg(a.id)}` }, 'Audit log')),
     out);
 }
@@ -77,8 +95,7 @@ function addForm(ctx) {
   api('GET', url('/cloud/external-id'), undefined, { signal: ctx.signal })
     .then((r) => { extId.value = r.external_id; })
     .catch((e) => { if (e.name !== 'AbortError') { extId.value = ''; mount(err, errorBox(e)); } });
-  const form = h('form', { class: 'card add-account', 'aria-labelledby': 'add-account-title' },
-    h('h3', { id: 'add-account-title' }, 'Add an account'),
+  const form = h('form', { class: 'add-account', 'aria-label': 'Add an account' },
     h('div', { class: 'grid2' }, field('Name', name), field('Region', region)),
     field('Authentication', mode), roleBox, keyBox,
     h('div', { class: 'check' }, h('label', { for: 'acct-read-only' }, readOnly, ' Read-only: refuse every write on this account')),

@@ -25,7 +25,7 @@ export async function renderContainers(el, ctx, cluster) {
   mount(side, h('ul', { class: 'list' }, clusters.map((c) => h('li', {},
     h('a', { href: `#/cloud/containers/${seg(c.name)}`, 'aria-current': c.name === current.name ? 'true' : null },
       h('span', { class: 'name' }, c.name), ' ', badge(c.status),
-      h('small', { class: 'sub' }, `${c.active_services ?? 0} service${c.active_services === 1 ? "" : "s"} · ${c.running_tasks ?? 0} running · ${c.pending_tasks ?? 0} pending tasks`))))));
+      h('small', { class: 'sub' }, `${c.active_services ?? 0} service${c.active_services === 1 ? '' : 's'} · ${c.running_tasks ?? 0} running · ${c.pending_tasks ?? 0} pending tasks`))))));
   await showServices(body, ctx, current.name);
 }
 
