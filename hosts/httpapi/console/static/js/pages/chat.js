@@ -1,9 +1,293 @@
-// pages/chat.js: the Assistant page.
+// pages/chat.js: the Assistant page: the caller's chat sessions, and a chat
+// that streams the assistant's answer, its tool calls and the writes it asks
+// to approve. #/chat is a new chat, #/chat/ID opens session ID.
+//
+// Every event of a session has an id, strictly increasing. The page keeps the
+// last one it has shown: when a stream drops (a network error), it resumes
+// from there with GET /api/v1/agent/sessions/{id}/stream and Last-Event-ID,
+// and ignores any event whose id it has already shown, so no text is doubled.
 
-import { h } from '../ui.js';
+import { api, list, stream } from '../api.js';
+import { h, mount, loading, empty, errorBox, toast, when, button } from '../ui.js';
+import { Turn, userMessage, parseJSON, tickCountdowns } from './chat/turn.js';
+import { micButton } from './chat/mic.js';
+import { openMemory } from './chat/memory.js';
 
 export const title = 'Assistant';
 
-export function render(main) {
-  main.append(h('h1', {}, title), h('p', { class: 'empty' }, 'Coming soon.'));
+const SESSIONS = '/api/v1/agent/sessions';
+const RESUME_TRIES = 5;
+
+// sessionLabel is a session's title, or a fallback naming when it began.
+const sessionLabel = (s) => (s.title && s.title.trim()) || `Untitled chat · ${when(s.created_at)}`;
+
+// render draws the page; it returns the cleanup that stops its streams,
+// timers and recording.
+export function render(main, args) {
+  const ctl = new AbortController();
+  const st = { id: args[0] || null, lastId: 0, busy: false, session: null };
+
+  // The sessions list.
+  const sessionsBody = h('div', { class: 'chat-sessions-body' }, loading());
+  const aside = h('aside', { class: 'chat-sessions', 'aria-label': 'Chats' },
+    h('div', { class: 'row chat-sessions-head' },
+      h('h2', {}, 'Chats'),
+      h('a', { class: 'button primary', href: '#/chat', id: 'chat-new' }, 'New chat'),
+      h('button', { type: 'button', id: 'chat-memory', onclick: () => openMemory(main) }, 'Memory')),
+    sessionsBody);
+
+  // The conversation.
+  const heading = h('h1', { id: 'chat-title' }, st.id ? 'Chat' : 'New chat');
+  const headErr = h('div');
+  const actions = h('div', { class: 'row chat-actions' });
+  const log = h('div', { class: 'chat-log', role: 'log', 'aria-live': 'polite', 'aria-label': 'Conversation', tabindex: '0' });
+  const input = h('textarea', { id: 'chat-input', name: 'message', rows: '3', maxlength: '32000', required: true,
+    placeholder: 'Ask devpilot… e.g. “what runs in production?”', 'aria-describedby': 'chat-input-hint' });
+  const sendErr = h('div', { class: 'chat-send-error' });
+  const mic = micButton((text) => {
+    input.value = input.value.trim() ? `${input.value.trimEnd()} ${text}` : text;
+    input.focus();
+  }, sendErr);
+  const send = h('button', { type: 'submit', class: 'primary', id: 'chat-send' }, 'Send');
+  const form = h('form', { class: 'chat-composer', 'aria-label': 'Message the assistant' },
+    h('label', { for: 'chat-input', class: 'chat-input-label' }, 'Message'),
+    input,
+    h('div', { class: 'row chat-composer-bar' },
+      h('small', { id: 'chat-input-hint', class: 'chat-hint' }, 'Enter sends · Shift+Enter adds a line'),
+      mic.el, send),
+    sendErr);
+  const section = h('section', { class: 'chat-main', 'aria-labelledby': 'chat-title' },
+    h('div', { class: 'chat-head' }, heading, actions), headErr, log, form);
+  mount(main, h('div', { class: 'split chat-page' }, aside, section));
+
+  // Scrolling: follow the answer while the reader is at the bottom.
+  const atBottom = () => log.scrollHeight - log.scrollTop - log.clientHeight < 60;
+  const follow = (f) => {
+    const stick = atBottom();
+    f();
+    if (stick) log.scrollTop = log.scrollHeight;
+  };
+
+  // setBusy disables sending and deciding while a stream runs.
+  const setBusy = (on) => {
+    st.busy = on;
+    send.disabled = on;
+    send.setAttribute('aria-busy', String(on));
+    for (const b of log.querySelectorAll('.confirm-actions button')) b.disabled = on;
+  };
+
+  async function loadSessions() {
+    try {
+      const out = await list(SESSIONS, { limit: 50 });
+      const items = out.items || [];
+      if (!items.length) { mount(sessionsBody, empty('No chats yet.')); return; }
+      mount(sessionsBody, h('ul', { class: 'list chat-session-list' }, items.map((s) =>
+        h('li', {}, h('a', { href: `#/chat/${encodeURIComponent(s.id)}`, 'aria-current': s.id === st.id ? 'true' : null, dataset: { sessionId: s.id } },
+          h('span', { class: 'chat-session-title' }, sessionLabel(s)),
+          h('span', { class: 'chat-session-meta' },
+            h('time', { datetime: s.updated_at }, when(s.updated_at)),
+            s.pending_confirmations ? h('span', { class: 'badge warn' }, `${s.pending_confirmations} pending`) : null))))),
+      out.next_cursor ? h('p', { class: 'empty' }, 'Older chats are not shown.') : null);
+    } catch (e) {
+      mount(sessionsBody, errorBox(e));
+    }
+  }
+
+  // showHeader names the open session and offers its actions.
+  function showHeader() {
+    const s = st.session;
+    heading.textContent = s ? sessionLabel(s) : (st.id ? 'Chat' : 'New chat');
+    if (!st.id) { mount(actions); return; }
+    let armed = false;
+    const del = button('Delete', async (ev) => {
+      if (!armed) { armed = true; ev.target.textContent = 'Really delete?'; return; }
+      await api('DELETE', `${SESSIONS}/${encodeURIComponent(st.id)}`);
+      toast('Chat deleted.');
+      location.hash = '#/chat';
+    }, { class: 'danger', id: 'chat-delete', errEl: headErr });
+    mount(actions,
+      button('Generate title', async () => {
+        const out = await api('POST', '/api/v1/agent/generate-title', { session_id: st.id });
+        st.session = { ...(st.session || {}), title: out.title };
+        heading.textContent = out.title;
+        toast(`Title: ${out.title}`);
+        loadSessions();
+      }, { id: 'chat-title-gen', errEl: headErr }),
+      del);
+  }
+
+  // openSession renders a stored session's history.
+  async function openSession() {
+    mount(log, loading('Loading the conversation…'));
+    try {
+      const s = await api('GET', `${SESSIONS}/${encodeURIComponent(st.id)}`, undefined, { signal: ctl.signal });
+      st.session = s;
+      showHeader();
+      renderHistory(s);
+      log.scrollTop = log.scrollHeight;
+    } catch (e) {
+      if (e.name !== 'AbortError') mount(log, errorBox(e));
+    }
+  }
+
+  // renderHistory lays out stored messages as turns: a user message, then
+  // the assistant's text, tool cards and confirmations up to the next one.
+  function renderHistory(s) {
+    log.replaceChildren();
+    let turn = null;
+    const turns = [];
+    for (const m of s.messages || []) {
+      if (m.role === 'user') {
+        log.append(userMessage(m.content));
+        turn = null;
+      } else if (m.role === 'assistant') {
+        if (!turn) { turn = new Turn(log, decide); turns.push(turn); }
+        if (m.content) turn.text(m.id, m.content);
+        for (const c of m.tool_calls || []) turn.toolCall({ tool_call_id: c.id, name: c.name, arguments: c.arguments });
+      } else if (m.role === 'tool') {
+        if (!turn) { turn = new Turn(log, decide); turns.push(turn); }
+        const o = parseJSON(m.content);
+        const ok = !!(o && typeof o === 'object' && o.ok);
+        turn.toolResult({ tool_call_id: m.tool_call_id, name: m.name, ok, result: o && o.result,
+          error: (o && typeof o === 'object' && o.error) || (ok ? undefined : String(m.content)) });
+      }
+    }
+    for (const c of s.confirmations || []) {
+      const t = turns.find((x) => x.tools.has(c.tool_call_id)) || turns[turns.length - 1] || (turns.push(new Turn(log, decide)), turns[0]);
+      t.confirmation(c);
+    }
+    for (const t of turns) t.finish(null);
+    if (turns.length) turns[turns.length - 1].finish({ finish_reason: s.pending_confirmations ? 'confirmation_required' : 'stop' });
+    if (!log.children.length) log.append(empty('This chat is empty.'));
+  }
+
+  // run feeds a stream's events into turn, resuming after a dropped
+  // connection, and ends the turn at done. With refusals, a problem answered
+  // before any event (such as a 409) is thrown instead of shown in the turn.
+  async function run(turn, start, refusals = false) {
+    const before = turn.status.textContent;
+    setBusy(true);
+    turn.busy(true, 'Thinking…');
+    let finished = false;
+    let seen = false;
+    const onEvent = (ev) => {
+      seen = true;
+      if (ev.id && ev.id <= st.lastId) return; // shown already (a replay)
+      if (ev.id) st.lastId = ev.id;
+      const d = ev.data || {};
+      if (d.session_id && !st.id) adopt(d.session_id);
+      follow(() => {
+        switch (ev.event) {
+          case 'content': turn.content(d.message_id, d.delta || ''); turn.busy(true, 'Writing…'); break;
+          case 'tool_call': turn.toolCall(d); turn.busy(true, `Calling ${d.name}…`); break;
+          case 'tool_result': turn.toolResult(d); break;
+          case 'confirmation_required': turn.confirmation(d); break;
+          case 'error': turn.error(d); break;
+          case 'done': finished = true; turn.finish(d); break;
+          case 'json': // a confirm answered as JSON: its outcome only
+            if (d.result) turn.busy(false, `The change was ${d.status}.`);
+            finished = true;
+            break;
+          default: break;
+        }
+      });
+    };
+    let call = start;
+    for (let tries = 0; ; ) {
+      try {
+        await call(onEvent);
+        if (finished || !st.id || tries >= RESUME_TRIES) break;
+      } catch (e) {
+        if (e.name === 'AbortError') return;
+        if (refusals && e.status && !seen) {
+          setBusy(false);
+          turn.busy(false, before);
+          throw e;
+        }
+        if (!(e instanceof TypeError) || !st.id || tries >= RESUME_TRIES) {
+          turn.error({ code: e.status ? `HTTP ${e.status}` : 'network', message: e.message });
+          break;
+        }
+      }
+      // The connection dropped before done: resume from the last event shown.
+      tries++;
+      turn.busy(true, 'Connection lost; resuming…');
+      await new Promise((ok) => setTimeout(ok, Math.min(4000, 250 * 2 ** tries)));
+      if (ctl.signal.aborted) return;
+      const sid = st.id;
+      call = (cb) => stream(`${SESSIONS}/${encodeURIComponent(sid)}/stream`, undefined, cb,
+        { lastEventId: st.lastId, signal: ctl.signal });
+    }
+    setBusy(false);
+    if (!finished) {
+      turn.finish(null);
+      if (st.id) { toast('The answer ended early; showing what was stored.'); await openSession(); }
+    } else {
+      toast(turn.el.dataset.finish === 'confirmation_required' ? 'The assistant is waiting for your approval.' : 'The assistant has answered.');
+    }
+    loadSessions();
+  }
+
+  // adopt makes a chat that just got its session the open session, without
+  // reloading the page.
+  function adopt(id) {
+    st.id = id;
+    st.session = { id, title: '', created_at: new Date().toISOString() };
+    history.replaceState(null, '', `#/chat/${encodeURIComponent(id)}`);
+    showHeader();
+  }
+
+  // decide approves or rejects a confirmation and continues the turn in
+  // place with the streaming confirm. While other confirmations of the turn
+  // are pending, the stream reports this decision and ends waiting. A refusal
+  // (409 decided already, 410 expired) is thrown for the card to show.
+  async function decide(turn, conf, approved, reason) {
+    if (st.busy) throw new Error('Wait for the answer being written to finish.');
+    const body = { session_id: st.id, confirmation_id: conf.id, approved };
+    if (!approved && reason) body.reason = reason;
+    const note = reason ? `Reason: ${reason}` : '';
+    try {
+      await run(turn, (cb) => stream('/api/v1/agent/confirm', body, (ev) => {
+        if (conf.card.dataset.status === 'pending') turn.decided(conf.card, approved ? 'approved' : 'rejected', note);
+        cb(ev);
+      }, { signal: ctl.signal }), true);
+    } catch (e) {
+      if (e.status === 410) turn.decided(conf.card, 'expired');
+      else if (e.status === 409) turn.decided(conf.card, (String(e.message).match(/approved|rejected|expired/) || ['decided'])[0]);
+      throw e;
+    }
+  }
+
+  // sendMessage posts the message box's text as a new turn.
+  async function sendMessage() {
+    const message = input.value.trim();
+    if (!message || st.busy) return;
+    sendErr.replaceChildren();
+    if (log.querySelector('.empty, .chat-welcome')) log.replaceChildren();
+    follow(() => log.append(userMessage(message)));
+    input.value = '';
+    const turn = new Turn(log, decide);
+    log.scrollTop = log.scrollHeight;
+    const body = st.id ? { message, session_id: st.id } : { message };
+    await run(turn, (cb) => stream('/api/v1/agent/chat', body, cb, { signal: ctl.signal }));
+  }
+
+  form.addEventListener('submit', (ev) => { ev.preventDefault(); sendMessage(); });
+  input.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); sendMessage(); }
+  });
+
+  showHeader();
+  loadSessions();
+  if (st.id) openSession();
+  else log.append(h('div', { class: 'chat-welcome' },
+    h('p', {}, 'Ask about your services, costs, specifications, content or repositories.'),
+    h('p', { class: 'empty' }, 'Changes such as scaling or deploying run only after you approve them here.')));
+
+  const ticker = setInterval(() => tickCountdowns(log), 1000);
+  return () => {
+    ctl.abort();
+    clearInterval(ticker);
+    mic.stop();
+  };
 }

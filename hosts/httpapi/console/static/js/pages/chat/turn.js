@@ -1,0 +1,241 @@
+// pages/chat/turn.js: one assistant turn in the conversation: its streamed
+// text, its tool calls as compact cards, and its confirmations as cards with
+// Approve / Reject and a live countdown. Model output reaches the DOM only
+// as text nodes or through md.render.
+
+import { h, pretty, errorBox } from '../../ui.js';
+import { render as md } from '../../md.js';
+
+// userMessage is the user's bubble: plain text, never parsed.
+export function userMessage(text) {
+  return h('article', { class: 'msg user', 'aria-label': 'You' },
+    h('div', { class: 'msg-who', 'aria-hidden': 'true' }, 'You'),
+    h('div', { class: 'msg-body' }, text));
+}
+
+// parseJSON reads JSON text (tool arguments, tool messages), or keeps the text.
+export function parseJSON(text) {
+  if (typeof text !== 'string') return text;
+  try { return JSON.parse(text); } catch (_) { return text; }
+}
+
+// safeCut is how much of src can be rendered as Markdown while more is still
+// coming: up to its last blank line, outside an open code fence.
+function safeCut(src) {
+  const cut = src.lastIndexOf('\n\n');
+  if (cut < 0) return 0;
+  const fences = (src.slice(0, cut).match(/^```/gm) || []).length;
+  return fences % 2 === 0 ? cut : -1;
+}
+
+// Segment is one assistant message's text. While it streams, the finished
+// paragraphs are rendered Markdown and the paragraph being written is plain
+// text below them, so the text grows in place; finish renders it all.
+class Segment {
+  constructor() {
+    this.src = '';
+    this.done = 0;
+    this.md = h('div', { class: 'md' });
+    this.tail = h('div', { class: 'tail' });
+    this.el = h('div', { class: 'msg-text' }, this.md, this.tail);
+  }
+
+  append(delta) {
+    this.src += delta;
+    const cut = safeCut(this.src);
+    if (cut > this.done) {
+      this.md.replaceChildren(md(this.src.slice(0, cut)));
+      this.done = cut;
+    }
+    this.tail.textContent = this.src.slice(this.done).replace(/^\n+/, '');
+  }
+
+  finish() {
+    this.md.replaceChildren(md(this.src));
+    this.done = this.src.length;
+    this.tail.textContent = '';
+  }
+}
+
+const fmtLeft = (ms) => {
+  const s = Math.max(0, Math.round(ms / 1000));
+  const m = Math.floor(s / 60);
+  return m >= 60 ? `${Math.floor(m / 60)} h ${m % 60} min` : `${m}:${String(s % 60).padStart(2, '0')}`;
+};
+
+// tickCountdowns updates every pending confirmation's countdown under root,
+// and marks those whose time ran out as expired.
+export function tickCountdowns(root) {
+  const now = Date.now();
+  for (const el of root.querySelectorAll('.confirm[data-expires]')) {
+    const left = Date.parse(el.dataset.expires) - now;
+    const out = el.querySelector('.countdown');
+    if (left <= 0) {
+      delete el.dataset.expires;
+      markDecided(el, 'expired');
+      continue;
+    }
+    out.textContent = `Expires in ${fmtLeft(left)}`;
+    out.classList.toggle('soon', left < 60000);
+  }
+}
+
+const statusBadge = { pending: 'warn', approved: 'ok', rejected: 'bad', expired: 'bad' };
+
+// markDecided shows a confirmation card's final status and drops its buttons.
+function markDecided(card, status, note) {
+  delete card.dataset.expires;
+  card.dataset.status = status;
+  const badge = card.querySelector('.confirm-status');
+  badge.className = 'badge confirm-status ' + (statusBadge[status] || '');
+  badge.textContent = status;
+  const actions = card.querySelector('.confirm-actions');
+  if (actions) actions.remove();
+  const cd = card.querySelector('.countdown');
+  if (cd) cd.textContent = note || (status === 'expired' ? 'This approval expired; nothing ran.' : '');
+}
+
+// Turn is an assistant bubble in log, fed with stream events (or with stored
+// messages when a session is opened). decide(turn, conf, approved, reason)
+// is called when a confirmation's Approve or Reject is pressed.
+export class Turn {
+  constructor(log, decide) {
+    this.decide = decide;
+    this.segments = new Map(); // message_id → Segment
+    this.tools = new Map(); // tool_call_id → card
+    this.body = h('div', { class: 'msg-body' });
+    this.status = h('p', { class: 'turn-status', role: 'status' });
+    this.el = h('article', { class: 'msg assistant', 'aria-label': 'Assistant' },
+      h('div', { class: 'msg-who', 'aria-hidden': 'true' }, 'Assistant'), this.body, this.status);
+    log.append(this.el);
+  }
+
+  // busy marks the turn as being written (screen readers wait for the end).
+  busy(on, what = '') {
+    if (on) this.el.setAttribute('aria-busy', 'true'); else this.el.removeAttribute('aria-busy');
+    this.el.classList.toggle('streaming', on);
+    this.status.textContent = what;
+  }
+
+  // content appends a streamed delta to its message's text.
+  content(messageId, delta) {
+    let seg = this.segments.get(messageId);
+    if (!seg) {
+      seg = new Segment();
+      this.segments.set(messageId, seg);
+      this.body.append(seg.el);
+    }
+    seg.append(delta);
+  }
+
+  // text shows a stored message's text, rendered at once.
+  text(messageId, text) {
+    this.content(messageId, text);
+    this.segments.get(messageId).finish();
+  }
+
+  // toolCall adds a collapsed card for a tool call.
+  toolCall({ tool_call_id: id, name, arguments: args }) {
+    if (this.tools.has(id)) return this.tools.get(id);
+    const badge = h('span', { class: 'badge' }, 'running…');
+    const result = h('div', { class: 'tool-result' });
+    const el = h('details', { class: 'tool', dataset: { toolCallId: id } },
+      h('summary', {}, h('span', { class: 'tool-icon', 'aria-hidden': 'true' }, '⚙'), ' ',
+        h('code', { class: 'tool-name' }, name), ' ', badge),
+      h('div', { class: 'tool-detail' }, h('h4', {}, 'Arguments'), pretty(parseJSON(args) ?? {}), result));
+    const card = { el, badge, result };
+    this.tools.set(id, card);
+    this.body.append(el);
+    return card;
+  }
+
+  // toolResult marks a tool card ok or failed and fills in its result.
+  toolResult(d) {
+    const card = this.tools.get(d.tool_call_id) || this.toolCall({ tool_call_id: d.tool_call_id, name: d.name, arguments: undefined });
+    card.badge.className = 'badge ' + (d.ok ? 'ok' : 'bad');
+    card.badge.textContent = d.ok ? 'ok' : 'failed';
+    card.el.dataset.ok = String(!!d.ok);
+    card.result.replaceChildren(h('h4', {}, d.ok ? 'Result' : 'Error'),
+      d.ok ? pretty(d.result ?? null) : h('p', { class: 'tool-error' }, d.error || 'failed'));
+  }
+
+  // awaiting marks a tool card as waiting for a decision.
+  awaiting(id) {
+    const card = this.tools.get(id);
+    if (card && !card.el.dataset.ok) {
+      card.badge.className = 'badge warn';
+      card.badge.textContent = 'needs approval';
+    }
+  }
+
+  // confirmation adds the card asking to approve or reject a write. conf has
+  // confirmation_id (or id), tool_call_id, name, arguments, summary,
+  // expires_at and, for a stored one, status.
+  confirmation(conf) {
+    const id = conf.confirmation_id || conf.id;
+    if (this.el.querySelector(`.confirm[data-confirmation-id="${CSS.escape(id)}"]`)) return;
+    const status = conf.status || 'pending';
+    const head = `confirm-${id}`;
+    const reason = h('input', { type: 'text', maxlength: '500', placeholder: 'optional', class: 'confirm-reason' });
+    const err = h('div', { class: 'confirm-error' });
+    const card = h('section', { class: 'confirm', 'aria-labelledby': head, dataset: { confirmationId: id, status } },
+      h('div', { class: 'confirm-head' },
+        h('h3', { id: head }, 'Approval needed: ', h('code', {}, conf.name)), ' ',
+        h('span', { class: 'badge confirm-status ' + statusBadge[status] }, status)),
+      h('p', { class: 'confirm-summary' }, conf.summary || ''),
+      h('details', { class: 'confirm-args' }, h('summary', {}, 'Arguments'), pretty(conf.arguments ?? {})),
+      h('p', { class: 'countdown' }),
+      err);
+    if (status === 'pending') {
+      const decide = (approved) => async () => {
+        err.replaceChildren();
+        for (const b of card.querySelectorAll('.confirm-actions button')) b.disabled = true;
+        try {
+          await this.decide(this, { id, card, tool_call_id: conf.tool_call_id }, approved, reason.value.trim());
+        } catch (e) {
+          err.replaceChildren(errorBox(e));
+        } finally {
+          for (const b of card.querySelectorAll('.confirm-actions button')) b.disabled = false;
+        }
+      };
+      const reasonId = `reason-${id}`;
+      reason.id = reasonId;
+      card.append(h('div', { class: 'confirm-actions' },
+        h('button', { type: 'button', class: 'primary approve', onclick: decide(true) }, 'Approve'),
+        h('button', { type: 'button', class: 'danger reject', onclick: decide(false) }, 'Reject'),
+        h('label', { for: reasonId, class: 'confirm-reason-label' }, 'Reason for rejecting'), reason));
+      card.dataset.expires = conf.expires_at;
+      this.awaiting(conf.tool_call_id);
+    } else {
+      markDecided(card, status, conf.reason ? `Reason: ${conf.reason}` : '');
+    }
+    const tool = this.tools.get(conf.tool_call_id);
+    if (tool) tool.el.after(card); else this.body.append(card);
+    tickCountdowns(this.el);
+  }
+
+  // decided shows a confirmation's outcome on its card.
+  decided(card, status, note) { markDecided(card, status, note); }
+
+  // error shows an error event of the stream.
+  error(d) {
+    this.body.append(h('div', { class: 'error', role: 'alert' },
+      h('strong', {}, d.code ? `${d.code}: ` : 'Error: '), d.message || 'the assistant failed',
+      d.retryable ? ' (you may try again)' : ''));
+  }
+
+  // finish ends the turn: text rendered as Markdown, and why it stopped.
+  finish(done) {
+    for (const seg of this.segments.values()) seg.finish();
+    const why = {
+      confirmation_required: 'Waiting for your approval.',
+      length: 'The answer was cut at the length limit.',
+      error: 'The answer stopped on an error.',
+    };
+    this.busy(false, (done && why[done.finish_reason]) || '');
+    this.el.dataset.finish = (done && done.finish_reason) || 'ended';
+  }
+
+  // plainText is the turn's text as streamed (for tests and copying).
+  plainText() { return [...this.segments.values()].map((s) => s.src).join(''); }
+}
