@@ -167,6 +167,12 @@ func TestConsoleCloud(t *testing.T) {
 				}
 			}
 
+			// Deploy forces a new deployment: checkout has two.
+			b.click(checkout + ` button[data-action="deploy"]`)
+			b.waitFor("the deploy dialog", `document.querySelector('#deploy-dialog[open]')`, 10*time.Second)
+			b.click(`#deploy-dialog button[type=submit]`)
+			b.waitFor("the new deployment", `document.querySelector('`+checkout+`').textContent.includes('Deployments (2)')`, 15*time.Second)
+
 			// The audit log shows the scale.
 			b.goTo("#/cloud/audit")
 			b.waitFor("the audit entry", `[...document.querySelectorAll('table.audit tr[data-action="ecs.scale_service"]')].some(r => r.textContent.includes('production/checkout'))`, 15*time.Second)
@@ -198,6 +204,9 @@ func TestConsoleCloud(t *testing.T) {
 			b.click(`#app-deploy-dialog button[type=submit]`)
 			b.waitFor("the new build", `document.querySelector('`+app+` section.build .build-status .badge')?.textContent.length > 1`, 15*time.Second)
 			buildID := eval[string](b, `document.querySelector('`+app+` section.build').dataset.build`)
+			if h := eval[string](b, `location.hash`); h != "#/cloud/apps/d1storefront42/"+buildID {
+				t.Errorf("the build's address is %q", h)
+			}
 			var build struct {
 				Status string `json:"status"`
 			}

@@ -38,7 +38,7 @@ export function render(main, args) {
     for (const d of document.querySelectorAll('dialog.cloud-dialog')) d.close();
   };
   const chooser = h('div', { class: 'account-chooser' });
-  const section = h('section', { class: 'cloud-section', 'data-section': name, 'aria-live': 'off' }, loading());
+  const section = h('section', { class: 'cloud-section', 'data-section': name }, loading());
   mount(main,
     h('div', { class: 'cloud-head' },
       h('h1', {}, title),

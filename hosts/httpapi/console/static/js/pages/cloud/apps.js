@@ -80,7 +80,12 @@ function deployDialog(a, ctx, names, builds) {
       toast(`Build ${r.job_id || ''} of ${a.name || a.id} (${r.branch}) started: ${r.status}.`);
       return r;
     },
-  }).then((r) => { if (r) showBuild(builds, a, ctx, r.build_id, r); });
+  }).then((r) => {
+    if (!r) return;
+    // The build gets an address of its own, without leaving the page.
+    history.replaceState(null, '', `#/cloud/apps/${seg(a.id)}/${seg(r.build_id)}`);
+    showBuild(builds, a, ctx, r.build_id, r);
+  });
 }
 
 // showBuild shows build buildId of app a in el, polling every 2 s until it
