@@ -27,6 +27,7 @@ export function render(main, args) {
 
   let stopped = false;
   let timer = 0;
+  let wasWriting = 0;
   const boardErr = h('div', { 'aria-live': 'assertive' });
   const dialog = itemDialog(() => refresh());
   const b = board((item) => dialog.open(item));
@@ -48,6 +49,8 @@ export function render(main, args) {
         ? h('span', { class: 'loading' }, `Writing ${writing} draft${writing > 1 ? 's' : ''}…`)
         : (r.items.length ? '' : 'No content yet: generate drafts from a brief.'));
       if (writing) timer = setTimeout(refresh, POLL_MS);
+      else if (wasWriting) toast('The drafts are written: see them on the board.');
+      wasWriting = writing;
     } catch (e) {
       if (stopped) return;
       mount(boardErr, errorBox(e));

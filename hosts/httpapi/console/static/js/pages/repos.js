@@ -80,7 +80,7 @@ function search() {
     const v = q.value.trim();
     if (!v) { q.focus(); return; }
     mount(results, h('h3', { id: 'search-title' }, `Commits matching “${v}”`),
-      paged('/scm/commits/search', { q: v, limit: PAGE }, commitEntry,
+      paged('/scm/commits/search', { q: v, limit: PAGE }, (c) => commitEntry(c, true),
         { label: 'Search results', emptyText: 'No commit matches.', id: 'commit-results' }).el);
   };
   const form = h('form', { class: 'card commit-search', role: 'search', 'aria-label': 'Commit search' },

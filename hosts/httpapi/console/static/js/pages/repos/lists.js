@@ -14,14 +14,15 @@ export function link(url, text) {
 
 const firstLine = (s) => String(s || '').split('\n')[0];
 
-// commitEntry is one commit: short SHA, first line of the message, author, time.
-export function commitEntry(c) {
+// commitEntry is one commit: short SHA, first line of the message, author,
+// time, and with showRepo its repository (in search results).
+export function commitEntry(c, showRepo = false) {
   return h('li', { class: 'entry commit', dataset: { sha: c.sha } },
     h('div', { class: 'entry-main' },
       link(c.html_url, h('code', {}, String(c.sha || '').slice(0, 7))), ' ',
       h('span', { class: 'message' }, firstLine(c.message))),
     h('small', {},
-      [c.repository, c.author_login || c.author_name, when(c.committed_at)].filter(Boolean).join(' · ')));
+      [showRepo ? c.repository : '', c.author_login || c.author_name, when(c.committed_at)].filter(Boolean).join(' · ')));
 }
 
 // pullEntry is one pull request: number, title, state, branches.
@@ -61,19 +62,21 @@ export function paged(path, params, entry, { label, emptyText, id }) {
     const r = await list(path, { ...params, cursor });
     if (mine !== gen) return; // reloaded meanwhile
     note.replaceChildren();
-    ul.append(...r.items.map(entry));
+    if (cursor === undefined) ul.replaceChildren();
+    ul.append(...r.items.map((item) => entry(item)));
     if (!ul.children.length) mount(note, empty(emptyText));
     mount(more, r.next_cursor ? button('Load more', () => page(r.next_cursor), { class: 'load-more', 'aria-label': `Load more ${label.toLowerCase()}` }) : null);
   }
 
-  // reload starts the list again from its first page.
+  // reload reads the list again from its first page; what is shown stays
+  // until the new page arrives, so the page does not jump.
   async function reload() {
     gen++;
     const mine = gen;
-    ul.replaceChildren();
-    more.replaceChildren();
-    mount(note, loading());
+    if (!ul.children.length) mount(note, loading());
+    ul.setAttribute('aria-busy', 'true');
     try { await page(undefined); } catch (e) { if (mine === gen) mount(note, errorBox(e)); }
+    if (mine === gen) ul.removeAttribute('aria-busy');
   }
   reload();
   return { el: h('div', { class: 'paged' }, ul, note, more), reload };
