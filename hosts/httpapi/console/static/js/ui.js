@@ -67,14 +67,15 @@ export function field(label, control, hint) {
 // button makes a button that shows busy while its async handler runs, and
 // shows the handler's error in errEl (or a toast).
 export function button(label, handler, props = {}) {
-  const b = h('button', { type: 'button', ...props }, label);
+  const { errEl, ...attrs } = props;
+  const b = h('button', { type: 'button', ...attrs }, label);
   b.addEventListener('click', async (ev) => {
     ev.preventDefault();
     if (b.disabled) return;
     b.disabled = true;
     b.setAttribute('aria-busy', 'true');
     try { await handler(ev); } catch (err) {
-      if (props.errEl) mount(props.errEl, errorBox(err)); else toast(err.message || String(err));
+      if (errEl) mount(errEl, errorBox(err)); else toast(err.message || String(err));
     } finally { b.disabled = false; b.removeAttribute('aria-busy'); }
   });
   return b;
