@@ -167,6 +167,15 @@ func TestConsoleChat(t *testing.T) {
 				t.Errorf("the stored session shows %q", got)
 			}
 
+			// At 390 px wide, the conversation with its cards does not
+			// overflow sideways.
+			b.do(chromedp.EmulateViewport(390, 844))
+			b.waitFor("a narrow layout", `window.innerWidth === 390`, chatWait)
+			if w := eval[int](b, `document.documentElement.scrollWidth`); w > 390 {
+				t.Errorf("the page is %d px wide at 390", w)
+			}
+			b.do(chromedp.EmulateViewport(1280, 900))
+
 			// Memory: add an instruction and save it.
 			b.do(chromedp.Click(chromedp.ID("chat-memory"), chromedp.NodeVisible))
 			b.waitFor("the memory dialog", `document.querySelector('dialog.memory[open] .memory-add') && !document.querySelector('dialog.memory .loading')`, chatWait)

@@ -76,18 +76,32 @@ export function render(main, args) {
     for (const b of log.querySelectorAll('.confirm-actions button')) b.disabled = on;
   };
 
+  const sessionItem = (s) => h('li', {},
+    h('a', { href: `#/chat/${encodeURIComponent(s.id)}`, 'aria-current': s.id === st.id ? 'true' : null, dataset: { sessionId: s.id } },
+      h('span', { class: 'chat-session-title' }, sessionLabel(s)),
+      h('span', { class: 'chat-session-meta' },
+        h('time', { datetime: s.updated_at }, when(s.updated_at)),
+        s.pending_confirmations ? h('span', { class: 'badge warn' }, `${s.pending_confirmations} pending`) : null)));
+
+  // loadSessions lists the caller's chats, newest activity first, a page
+  // at a time.
   async function loadSessions() {
     try {
       const out = await list(SESSIONS, { limit: 50 });
       const items = out.items || [];
       if (!items.length) { mount(sessionsBody, empty('No chats yet.')); return; }
-      mount(sessionsBody, h('ul', { class: 'list chat-session-list' }, items.map((s) =>
-        h('li', {}, h('a', { href: `#/chat/${encodeURIComponent(s.id)}`, 'aria-current': s.id === st.id ? 'true' : null, dataset: { sessionId: s.id } },
-          h('span', { class: 'chat-session-title' }, sessionLabel(s)),
-          h('span', { class: 'chat-session-meta' },
-            h('time', { datetime: s.updated_at }, when(s.updated_at)),
-            s.pending_confirmations ? h('span', { class: 'badge warn' }, `${s.pending_confirmations} pending`) : null))))),
-      out.next_cursor ? h('p', { class: 'empty' }, 'Older chats are not shown.') : null);
+      const ul = h('ul', { class: 'list chat-session-list' }, items.map(sessionItem));
+      mount(sessionsBody, ul);
+      let cursor = out.next_cursor;
+      if (cursor) {
+        const more = button('Older chats', async () => {
+          const next = await list(SESSIONS, { limit: 50, cursor });
+          ul.append(...(next.items || []).map(sessionItem));
+          cursor = next.next_cursor;
+          if (!cursor) more.remove();
+        }, { class: 'chat-more' });
+        sessionsBody.append(more);
+      }
     } catch (e) {
       mount(sessionsBody, errorBox(e));
     }
@@ -153,7 +167,8 @@ export function render(main, args) {
       }
     }
     for (const c of s.confirmations || []) {
-      const t = turns.find((x) => x.tools.has(c.tool_call_id)) || turns[turns.length - 1] || (turns.push(new Turn(log, decide)), turns[0]);
+      let t = turns.find((x) => x.tools.has(c.tool_call_id)) || turns[turns.length - 1];
+      if (!t) { t = new Turn(log, decide); turns.push(t); }
       t.confirmation(c);
     }
     for (const t of turns) t.finish(null);

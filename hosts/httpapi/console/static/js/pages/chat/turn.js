@@ -89,8 +89,12 @@ function markDecided(card, status, note) {
   const badge = card.querySelector('.confirm-status');
   badge.className = 'badge confirm-status ' + (statusBadge[status] || '');
   badge.textContent = status;
+  const verb = { approved: 'Approved: ', rejected: 'Rejected: ', expired: 'Expired: ' }[status];
+  if (verb) card.querySelector('.confirm-verb').textContent = verb;
   const actions = card.querySelector('.confirm-actions');
+  const hadFocus = actions && actions.contains(document.activeElement);
   if (actions) actions.remove();
+  if (hadFocus) card.focus(); // the buttons are gone: keep the keyboard on the card
   const cd = card.querySelector('.countdown');
   if (cd) cd.textContent = note || (status === 'expired' ? 'This approval expired; nothing ran.' : '');
 }
@@ -178,9 +182,9 @@ export class Turn {
     const head = `confirm-${id}`;
     const reason = h('input', { type: 'text', maxlength: '500', placeholder: 'optional', class: 'confirm-reason' });
     const err = h('div', { class: 'confirm-error' });
-    const card = h('section', { class: 'confirm', 'aria-labelledby': head, dataset: { confirmationId: id, status } },
+    const card = h('section', { class: 'confirm', 'aria-labelledby': head, tabindex: '-1', dataset: { confirmationId: id, status } },
       h('div', { class: 'confirm-head' },
-        h('h3', { id: head }, 'Approval needed: ', h('code', {}, conf.name)), ' ',
+        h('h3', { id: head }, h('span', { class: 'confirm-verb' }, 'Approval needed: '), h('code', {}, conf.name)), ' ',
         h('span', { class: 'badge confirm-status ' + statusBadge[status] }, status)),
       h('p', { class: 'confirm-summary' }, conf.summary || ''),
       h('details', { class: 'confirm-args' }, h('summary', {}, 'Arguments'), pretty(conf.arguments ?? {})),
