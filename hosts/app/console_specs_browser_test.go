@@ -82,6 +82,7 @@ func TestConsoleSpecs(t *testing.T) {
 			if n := eval[int](b, `JSON.parse(document.querySelector('.stage-data pre').textContent).epics.length`); n < 1 {
 				t.Errorf("structured data holds %d epics", n)
 			}
+			clearToast(b)
 			b.readmeShot("specs")
 
 			// The traceability view: every requirement → epic → story → PRP.
@@ -108,6 +109,7 @@ func TestConsoleSpecs(t *testing.T) {
 			if got := b.text(".trace-tree"); !strings.Contains(got, "REQ-1") || !strings.Contains(got, "EP-1") || !strings.Contains(got, "ST-1.1") || !strings.Contains(got, "PRP-1.1") {
 				t.Errorf("traceability tree %q", got)
 			}
+			clearToast(b)
 			b.readmeShot("traceability")
 
 			// Orphans and dangling references are marked in words, from the
@@ -175,7 +177,7 @@ func TestConsoleSpecs(t *testing.T) {
 			xss := "<script>window.__xss=1</script> <img src=x onerror=window.__xss=2> [click](javascript:window.__xss=3)"
 			id := createSpec(t, b, "Markup", xss, "- Users pay by card\n- Users see a receipt\n")
 			b.goTo("#/specs/" + id)
-			b.waitFor("the markup session", `(b => b && !b.disabled)(document.querySelector('#spec-generate-next'))`, 10*time.Second)
+			b.waitFor("the markup session", `(n => n && n.textContent === 'Markup')(document.querySelector('.spec-name')) && (b => b && !b.disabled)(document.querySelector('#spec-generate-next'))`, 10*time.Second)
 			b.do(chromedp.Click(chromedp.ID("spec-generate-next"), chromedp.NodeVisible))
 			b.waitFor("the markup scope", `document.querySelector('.stage[data-stage="scope"] .spec-doc h2')`, 20*time.Second)
 			if got := b.text(".spec-doc h2"); !strings.Contains(got, "<script>") || !strings.Contains(got, "<img src=x onerror=") || !strings.Contains(got, "javascript:") {
@@ -233,4 +235,10 @@ func createSpec(t *testing.T, b *browser, name, title, content string) string {
 		t.Fatalf("POST /pse/sessions = %d, %v", resp.StatusCode, err)
 	}
 	return s.ID
+}
+
+// clearToast empties the live region before a README screenshot, so that a
+// passing message does not cover the page.
+func clearToast(b *browser) {
+	b.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('toast').textContent = ''`))
 }

@@ -28,10 +28,11 @@ export function sessionView(el, id, tab, onChange) {
   const ctl = new AbortController();
   let timer = null;
   let s = null; // the session
-  let view = tab || null;
+  let view = STAGES.includes(tab) || tab === 'trace' || tab === 'inputs' ? tab : null;
   let version = {}; // stage → version chosen in the version picker (null: the latest)
   let pending = null; // the stage being generated, as the generate call answered
   let panelKey = null; // what the panel shows (see draw)
+  let stepperKey = null; // what the stepper shows
 
   const head = h('div', { class: 'spec-head' });
   const status = h('p', { class: 'spec-status', role: 'status', 'aria-live': 'polite' });
@@ -41,6 +42,12 @@ export function sessionView(el, id, tab, onChange) {
   const panel = h('div', { class: 'spec-panel' });
   mount(el, loading('Loading the specification…'));
 
+  // say updates the live status only when its text changes, so that a
+  // screen reader does not hear the same words at every poll.
+  const say = (...children) => {
+    const next = h('span', {}, ...children);
+    if (next.textContent !== status.textContent) mount(status, ...next.childNodes);
+  };
   const stop = () => { clearTimeout(timer); timer = null; };
   const cleanup = () => { stop(); ctl.abort(); };
 
@@ -52,7 +59,7 @@ export function sessionView(el, id, tab, onChange) {
     } catch (err) {
       if (ctl.signal.aborted) return;
       if (!s) { mount(el, errorBox(err)); return; }
-      mount(status, 'Could not refresh the status: ', err.message, ' — retrying.');
+      say('Could not refresh the status: ', err.message, ' — retrying.');
       timer = setTimeout(refresh, POLL_MS * 3);
       return;
     }
@@ -62,7 +69,7 @@ export function sessionView(el, id, tab, onChange) {
     if (was === 'generating' && s.status !== 'generating') {
       if (s.status === 'ready') {
         const done = pending || s.current_stage;
-        toast(`${STAGE_NAMES[done] || done} is ready.`);
+        toast(`The ${STAGE_NAMES[done] || done} stage is ready.`);
         if (done) { view = done; delete version[done]; }
       } else if (s.status === 'failed') {
         toast(`Generating ${STAGE_NAMES[s.error && s.error.stage] || 'the stage'} failed.`);
@@ -98,38 +105,49 @@ export function sessionView(el, id, tab, onChange) {
       h('p', { class: 'muted spec-meta' }, `Created ${when(s.created_at)} · updated ${when(s.updated_at)}`));
 
     if (s.status === 'generating') {
-      mount(status, h('span', { class: 'spinner', 'aria-hidden': 'true' }), `Generating ${STAGE_NAMES[pending || s.next_stage] || 'the next stage'}…`);
+      say(h('span', { class: 'spinner', 'aria-hidden': 'true' }), `Generating ${STAGE_NAMES[pending || s.next_stage] || 'the next stage'}…`);
     } else if (s.status === 'failed' && s.error) {
-      mount(status, h('span', { class: 'error spec-error' },
+      say(h('span', { class: 'error spec-error' },
         h('strong', {}, `Generating ${STAGE_NAMES[s.error.stage] || s.error.stage} failed`), ` (${s.error.code}): `, s.error.message,
         ' You can generate again.'));
     } else if (!s.current_stage) {
-      mount(status, (s.inputs || []).length ? 'Ready to generate the scope.' : 'Add an input (a note, transcript or document), then generate the scope.');
+      say((s.inputs || []).length ? 'Ready to generate the scope.' : 'Add an input (a note, transcript or document), then generate the scope.');
     } else if (!s.next_stage) {
-      mount(status, h('span', { class: 'badge ok' }, '✔ Complete'), ' All five stages are generated.');
+      say(h('span', { class: 'badge ok' }, '✔ Complete'), ' All five stages are generated.');
     } else {
-      mount(status, `${STAGE_NAMES[s.current_stage]} is the latest stage; next: ${STAGE_NAMES[s.next_stage]}.`);
+      say(`${STAGE_NAMES[s.current_stage]} is the latest stage; next: ${STAGE_NAMES[s.next_stage]}.`);
     }
 
-    mount(stepper, h('ol', { class: 'stepper' }, STAGES.map((st, i) => {
+    const steps = STAGES.map((st) => {
       const a = current[st];
       const running = s.status === 'generating' && (pending || s.next_stage) === st;
       const failed = s.status === 'failed' && s.error && s.error.stage === st;
-      let state = 'not generated';
-      let cls = 'todo';
-      if (running) { state = 'generating…'; cls = 'running'; } else if (failed) { state = 'failed'; cls = 'failed'; } else if (a && a.stale) { state = `v${a.version} · stale`; cls = 'stale'; } else if (a) { state = `v${a.version}`; cls = 'done'; } else if (s.next_stage === st) { state = 'next'; cls = 'next'; }
-      return h('li', { class: `step ${cls}`, dataset: { stage: st, state: cls } },
-        h('button', { type: 'button', id: `step-${st}`, class: 'step-btn', 'aria-current': view === st ? 'step' : null, onclick: () => show(st) },
-          h('span', { class: 'step-num', 'aria-hidden': 'true' }, cls === 'done' ? '✔' : cls === 'failed' ? '✖' : cls === 'stale' ? '!' : String(i + 1)),
-          h('span', { class: 'step-text' }, h('span', { class: 'step-name' }, STAGE_NAMES[st]), h('span', { class: 'step-state' }, state))));
-    })),
-    h('div', { class: 'spec-views', role: 'group', 'aria-label': 'Views' },
-      h('button', { type: 'button', id: 'spec-view-trace', 'aria-pressed': String(view === 'trace'), onclick: () => show('trace') }, 'Traceability'),
-      h('button', { type: 'button', id: 'spec-view-inputs', 'aria-pressed': String(view === 'inputs'), onclick: () => show('inputs') }, `Inputs (${(s.inputs || []).length})`)));
+      if (running) return ['running', 'generating…'];
+      if (failed) return ['failed', 'failed'];
+      if (a && a.stale) return ['stale', `v${a.version} · stale`];
+      if (a) return ['done', `v${a.version}`];
+      if (s.next_stage === st) return ['next', 'next'];
+      return ['todo', 'not generated'];
+    });
+    // Like the panel, the stepper is rebuilt only when it changes.
+    const stepKey = JSON.stringify([steps, view, (s.inputs || []).length]);
+    if (stepKey !== stepperKey) {
+      stepperKey = stepKey;
+      mount(stepper, h('ol', { class: 'stepper' }, STAGES.map((st, i) => {
+        const [cls, state] = steps[i];
+        return h('li', { class: `step ${cls}`, dataset: { stage: st, state: cls } },
+          h('button', { type: 'button', id: `step-${st}`, class: 'step-btn', 'aria-current': view === st ? 'step' : null, onclick: () => show(st) },
+            h('span', { class: 'step-num', 'aria-hidden': 'true' }, cls === 'done' ? '✔' : cls === 'failed' ? '✖' : cls === 'stale' ? '!' : String(i + 1)),
+            h('span', { class: 'step-text' }, h('span', { class: 'step-name' }, STAGE_NAMES[st]), h('span', { class: 'step-state' }, state))));
+      })),
+      h('div', { class: 'spec-views', role: 'group', 'aria-label': 'Views' },
+        h('button', { type: 'button', id: 'spec-view-trace', 'aria-pressed': String(view === 'trace'), onclick: () => show('trace') }, 'Traceability'),
+        h('button', { type: 'button', id: 'spec-view-inputs', 'aria-pressed': String(view === 'inputs'), onclick: () => show('inputs') }, `Inputs (${(s.inputs || []).length})`)));
+    }
 
     const busy = s.status === 'generating';
     const nextLabel = busy ? 'Generating…' : s.next_stage ? `Generate next: ${STAGE_NAMES[s.next_stage]}` : 'All stages generated';
-    const gen = button(nextLabel, () => generate(null), { class: 'primary', id: 'spec-generate-next', errEl: actionErr });
+    const gen = button(nextLabel, () => generate(null), { class: s.next_stage ? 'primary' : null, id: 'spec-generate-next', errEl: actionErr });
     gen.disabled = busy || !s.next_stage;
     mount(actions, gen);
 
