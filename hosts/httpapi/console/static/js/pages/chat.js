@@ -196,22 +196,28 @@ export function render(main, args) {
           case 'content': turn.content(d.message_id, d.delta || ''); turn.busy(true, 'Writing…'); break;
           case 'tool_call': turn.toolCall(d); turn.busy(true, `Calling ${d.name}…`); break;
           case 'tool_result': turn.toolResult(d); break;
-          case 'confirmation_required': turn.confirmation(d); break;
+          case 'confirmation_required': // decided once the stream has ended
+            turn.confirmation(d);
+            for (const b of log.querySelectorAll('.confirm-actions button')) b.disabled = true;
+            break;
           case 'error': turn.error(d); break;
           case 'done': finished = true; turn.finish(d); break;
-          case 'json': // a confirm answered as JSON: its outcome only
-            if (d.result) turn.busy(false, `The change was ${d.status}.`);
+          case 'json': // a confirm answered as JSON (no stream): the decision only
             finished = true;
+            turn.finish(null);
             break;
           default: break;
         }
       });
     };
     let call = start;
-    for (let tries = 0; ; ) {
+    for (let tries = 0, calls = 0; ; calls++) {
+      const from = st.lastId;
       try {
         await call(onEvent);
-        if (finished || !st.id || tries >= RESUME_TRIES) break;
+        // Ended without done: resume, unless a resume brought nothing new
+        // (a 204: no turn is running and nothing is left to replay).
+        if (finished || !st.id || tries >= RESUME_TRIES || (calls > 0 && st.lastId === from)) break;
       } catch (e) {
         if (e.name === 'AbortError') return;
         if (refusals && e.status && !seen) {
@@ -224,8 +230,9 @@ export function render(main, args) {
           break;
         }
       }
-      // The connection dropped before done: resume from the last event shown.
-      tries++;
+      // The connection dropped before done: resume from the last event
+      // shown, trying again a few times while no event gets through.
+      tries = st.lastId > from ? 1 : tries + 1;
       turn.busy(true, 'Connection lost; resuming…');
       await new Promise((ok) => setTimeout(ok, Math.min(4000, 250 * 2 ** tries)));
       if (ctl.signal.aborted) return;
