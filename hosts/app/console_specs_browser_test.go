@@ -190,6 +190,31 @@ func TestConsoleSpecs(t *testing.T) {
 				t.Error("the markup ran")
 			}
 
+			// A failed generation shows its error, as text. The demo model
+			// never fails, so the page's own fetch is wrapped (by the test)
+			// to answer the generate and report the session failed.
+			b.do(chromedp.Evaluate[chromedp.Void](`(() => {
+				const real = window.fetch;
+				window.fetch = async (url, opts) => {
+					const u = String(url);
+					const json = (v, status) => new Response(JSON.stringify(v), {status, headers: {'Content-Type': 'application/json'}});
+					if (u.endsWith('/generate')) return json({session_id: 'x', stage: 'prd', status: 'generating'}, 202);
+					if (/\/pse\/sessions\/[0-9a-f-]{36}$/.test(u)) {
+						const s = await (await real(url, opts)).json();
+						return json({...s, status: 'failed', error: {stage: 'prd', code: 'invalid_output', message: 'the model answered <b>twice</b> with invalid JSON'}}, 200);
+					}
+					return real(url, opts);
+				};
+			})()`))
+			b.do(chromedp.Click(chromedp.ID("spec-generate-next"), chromedp.NodeVisible))
+			b.waitFor("the failure shown", `document.querySelector('.spec-error') && document.querySelector('.step[data-stage="prd"]').dataset.state === 'failed'`, 10*time.Second)
+			if got := b.text(".spec-error"); !strings.Contains(got, "Generating PRD failed (invalid_output): the model answered <b>twice</b> with invalid JSON") {
+				t.Errorf("failure shown as %q", got)
+			}
+			if got := b.text(".spec-status-badge"); got != "failed" {
+				t.Errorf("status badge %q", got)
+			}
+
 			// An admin adds a standard, sees it listed, edits it, deletes it.
 			b.goTo("#/specs/standards")
 			b.waitFor("the standards form", `document.querySelector('.std-form input[name="std-title"]') && document.querySelector('.std-list .empty')`, 10*time.Second)
