@@ -1,7 +1,10 @@
 package app_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -160,6 +163,48 @@ func TestConsoleChat(t *testing.T) {
 				t.Errorf("checkout desired count %d after rejecting, want 3 (unchanged)", got)
 			}
 
+			// Several pending approvals in one session are each decided on
+			// their own. The demo model asks for one write per turn, so the
+			// test makes two through the voice tool-call endpoint, which
+			// records them in a chat session as the chat loop does.
+			acct := b.h.sb.CloudAccountID()
+			var scale, deploy struct {
+				SessionID      string `json:"session_id"`
+				ConfirmationID string `json:"confirmation_id"`
+			}
+			postJSON(b, "/api/v1/voice/tool-calls", map[string]any{"name": "scale_service",
+				"arguments": map[string]any{"account_id": acct, "cluster": "production", "service": "checkout", "desired_count": 4}}, &scale)
+			postJSON(b, "/api/v1/voice/tool-calls", map[string]any{"session_id": scale.SessionID, "name": "deploy_service",
+				"arguments": map[string]any{"account_id": acct, "cluster": "production", "service": "search"}}, &deploy)
+			if scale.ConfirmationID == "" || deploy.ConfirmationID == "" || deploy.SessionID != scale.SessionID {
+				t.Fatalf("voice tool calls: %+v %+v", scale, deploy)
+			}
+			b.goTo("#/chat/" + scale.SessionID)
+			card := func(id string) string {
+				return fmt.Sprintf(`document.querySelector('.confirm[data-confirmation-id=%q]')`, id)
+			}
+			b.waitFor("two pending confirmations", card(scale.ConfirmationID)+`.dataset.status === 'pending' && `+card(deploy.ConfirmationID)+`.dataset.status === 'pending'`, chatWait)
+			b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`.confirm[data-confirmation-id=%q] button.approve`, scale.ConfirmationID)), chromedp.NodeVisible))
+			b.waitFor("the first decided, the second still asked", card(scale.ConfirmationID)+`.dataset.status === 'approved' && !document.querySelector('#chat-send').disabled && !`+card(deploy.ConfirmationID)+`.querySelector('button.reject').disabled`, chatWait)
+			if got := eval[string](b, lastTurn+`.dataset.finish`); got != "confirmation_required" {
+				t.Errorf("after the first of two decisions the turn ended with %q, want it waiting", got)
+			}
+			if got := checkoutDesired(b); got != 4 {
+				t.Errorf("checkout desired count %d after approving the first of two, want 4", got)
+			}
+			b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`.confirm[data-confirmation-id=%q] button.reject`, deploy.ConfirmationID)), chromedp.NodeVisible))
+			b.waitFor("the second decided", card(deploy.ConfirmationID)+`.dataset.status === 'rejected' && `+lastTurn+`.dataset.finish === 'stop'`, chatWait)
+			var both chatSessionDetail
+			b.h.get(b.h.sb.Token(), "/api/v1/agent/sessions/"+scale.SessionID, &both)
+			if len(both.Confirmations) != 2 {
+				t.Errorf("confirmations: %+v", both.Confirmations)
+			}
+			for _, c := range both.Confirmations {
+				if want := map[string]string{"scale_service": "approved", "deploy_service": "rejected"}[c.Name]; c.Status != want {
+					t.Errorf("%s is %s, want %s", c.Name, c.Status, want)
+				}
+			}
+
 			// The stored session renders the same: open the approved one again.
 			b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`.chat-session-list a[data-session-id=%q]`, approvedID)), chromedp.NodeVisible))
 			b.waitFor("the approved session's history", `document.querySelector('.confirm[data-status="approved"]') && document.querySelectorAll('.chat-log details.tool').length >= 4`, chatWait)
@@ -193,6 +238,27 @@ func TestConsoleChat(t *testing.T) {
 				t.Errorf("preferences after saving: %+v", prefs.Preferences)
 			}
 		})
+	}
+}
+
+// postJSON posts body as the demo user and decodes a 200 answer into out.
+func postJSON(b *browser, path string, body, out any) {
+	b.t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, b.base+path, bytes.NewReader(raw))
+	req.Header.Set("Authorization", "Bearer "+b.h.sb.Token())
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		b.t.Fatalf("POST %s = %d %s", path, resp.StatusCode, answer)
+	}
+	if err := json.Unmarshal(answer, out); err != nil {
+		b.t.Fatalf("POST %s: %v in %s", path, err, answer)
 	}
 }
 
