@@ -145,6 +145,7 @@ func StartSandbox(cfg Config, logger *slog.Logger) (Config, *Sandbox, error) {
 	}
 	sb.openai.SetResponder(demomodel.New().Respond)
 	seedSandboxAWS(sb.aws.Account(SandboxAWSAccountID), now)
+	sb.aws.BuildsFinishAfter(sandboxBuildTime)
 	seedSandboxGitHub(sb.github, now)
 	sb.github.RegisterApp(SandboxGitHubClientID, SandboxGitHubClientSecret).CallbackURL(cfg.PublicURL + scm.CallbackPath)
 	sb.github.AuthorizeAs(SandboxGitHubLogin)
@@ -569,6 +570,10 @@ const sandboxCostDays = 60
 // resize-image and send-receipt, the Amplify app storefront (branch main,
 // two builds), and sandboxCostDays days of costs by service. The amounts
 // depend on the date only, so a date costs the same after a restart.
+// sandboxBuildTime is how long a deploy of the demo Amplify app takes to
+// build and deploy.
+const sandboxBuildTime = 6 * time.Second
+
 func seedSandboxAWS(a *fakeaws.Account, now time.Time) {
 	a.User("devpilot-sandbox", SandboxAWSAccessKeyID, SandboxAWSSecretKey)
 	byCluster := map[string][]fakeaws.Service{}

@@ -95,6 +95,7 @@ func amplifyLookup(rq *request) (*app, *branch, *Job, *apiError) {
 	}
 	for _, j := range br.jobs {
 		if j.ID == id {
+			j.advance(time.Now().UTC(), br.Name)
 			return ap, br, j, nil
 		}
 	}
@@ -148,6 +149,7 @@ func amplifyBranchJSON(rq *request, ap *app, br *branch) map[string]any {
 }
 
 func amplifyJobSummary(rq *request, ap *app, br *branch, j *Job) map[string]any {
+	j.advance(time.Now().UTC(), br.Name)
 	out := map[string]any{
 		"jobArn":        amplifyAppARN(rq, ap.ID) + "/branches/" + url.PathEscape(br.Name) + "/jobs/" + j.ID,
 		"jobId":         j.ID,
@@ -244,7 +246,8 @@ func amplifyStartJob(rq *request) (*reply, *apiError) {
 			last = n
 		}
 	}
-	j := &Job{ID: strconv.Itoa(last + 1), Type: "RELEASE", Status: "PENDING", StartTime: time.Now().UTC()}
+	j := &Job{ID: strconv.Itoa(last + 1), Type: "RELEASE", Status: "PENDING", StartTime: time.Now().UTC(), finishIn: s.buildTime}
+	j.advance(j.StartTime, br.Name)
 	br.jobs = append(br.jobs, j)
 	return &reply{body: map[string]any{"jobSummary": amplifyJobSummary(rq, ap, br, j)}}, nil
 }

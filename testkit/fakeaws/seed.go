@@ -134,6 +134,30 @@ type Job struct {
 	Status    string // "SUCCEED" when empty
 	StartTime time.Time
 	Steps     []Step
+	// finishIn, set by StartJob under BuildsFinishAfter, is how long after
+	// StartTime the job succeeds.
+	finishIn time.Duration
+}
+
+// advance moves a job started under BuildsFinishAfter along at now.
+func (j *Job) advance(now time.Time, branch string) {
+	if j.finishIn <= 0 {
+		return
+	}
+	switch elapsed := now.Sub(j.StartTime); {
+	case elapsed < j.finishIn/2:
+		j.Status = "RUNNING"
+		j.Steps = []Step{{Name: "BUILD", Status: "RUNNING", Log: "# Starting build of " + branch + "\n"}}
+	case elapsed < j.finishIn:
+		j.Status = "RUNNING"
+		j.Steps = []Step{{Name: "BUILD", Status: "SUCCEED", Log: "# Starting build of " + branch + "\nbuild finished\n"},
+			{Name: "DEPLOY", Status: "RUNNING", Log: "deploying " + branch + "\n"}}
+	default:
+		j.Status = "SUCCEED"
+		j.Steps = []Step{{Name: "BUILD", Status: "SUCCEED", Log: "# Starting build of " + branch + "\nbuild finished\n"},
+			{Name: "DEPLOY", Status: "SUCCEED", Log: "deploying " + branch + "\ndeployed\n"}}
+		j.finishIn = 0
+	}
 }
 
 // Step is a step of a Job. Its log is served by the fake at the step's

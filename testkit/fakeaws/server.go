@@ -90,6 +90,19 @@ type Server struct {
 	pageSize int
 	regions  map[string]bool
 	seq      int
+	// buildTime, when positive, is how long a job StartJob starts takes:
+	// RUNNING (its BUILD step running) for the first half, then SUCCEED with
+	// BUILD and DEPLOY steps. Zero leaves new jobs PENDING.
+	buildTime time.Duration
+}
+
+// BuildsFinishAfter makes each Amplify job started from now on run for d and
+// then succeed, with a BUILD and a DEPLOY step and their logs, as a real
+// release build does; d <= 0 leaves new jobs PENDING (the default).
+func (s *Server) BuildsFinishAfter(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buildTime = d
 }
 
 // New starts a fake on a loopback port and closes it when the test ends.
