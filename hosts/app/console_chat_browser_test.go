@@ -91,6 +91,8 @@ func TestConsoleChat(t *testing.T) {
 				t.Errorf("the message box is labelled %q", got)
 			}
 			before := checkoutDesired(b)
+			// Nothing the page does breaks the console's Content-Security-Policy.
+			b.do(chromedp.Evaluate[chromedp.Void](`window.__csp = []; document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI))`))
 
 			// Approve: the tool cards stream in, then the confirmation card
 			// with its live countdown; approving continues the answer in place.
@@ -236,6 +238,9 @@ func TestConsoleChat(t *testing.T) {
 			b.h.get(b.h.sb.Token(), "/api/v1/agent/memory/preferences", &prefs)
 			if len(prefs.Preferences) != 1 || prefs.Preferences[0].Instruction != "Answer briefly" {
 				t.Errorf("preferences after saving: %+v", prefs.Preferences)
+			}
+			if v := eval[[]string](b, `window.__csp`); len(v) != 0 {
+				t.Errorf("Content-Security-Policy violations: %v", v)
 			}
 		})
 	}
@@ -429,6 +434,17 @@ func TestConsoleChatResumeXSSMic(t *testing.T) {
 			b.waitFor("the transcription", `document.querySelector('#chat-input').value === 'hello from devpilot'`, chatWait)
 			if got := eval[string](b, `document.querySelector('button.mic').getAttribute('aria-pressed')`); got != "false" {
 				t.Errorf("aria-pressed %q after stopping", got)
+			}
+
+			// Shift+Enter adds a line; it does not send.
+			b.do(chromedp.Evaluate[chromedp.Void](`(() => { const i = document.querySelector('#chat-input'); i.focus(); i.setSelectionRange(i.value.length, i.value.length); })()`),
+				chromedp.KeyEvent(kb.Enter, chromedp.KeyModifiers(chromedp.ModifierShift)),
+				chromedp.KeyEvent("ok"))
+			if got := eval[string](b, `document.querySelector('#chat-input').value`); got != "hello from devpilot\nok" {
+				t.Errorf("after Shift+Enter the message box holds %q", got)
+			}
+			if n := eval[int](b, `document.querySelectorAll('.chat-log .msg').length`); n != 0 {
+				t.Errorf("Shift+Enter sent the message (%d bubbles)", n)
 			}
 
 			// At 390 px wide nothing overflows sideways.
