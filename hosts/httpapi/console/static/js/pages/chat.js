@@ -113,8 +113,8 @@ export function render(main, args) {
     heading.textContent = s ? sessionLabel(s) : (st.id ? 'Chat' : 'New chat');
     if (!st.id) { mount(actions); return; }
     let armed = false;
-    const del = button('Delete', async (ev) => {
-      if (!armed) { armed = true; ev.target.textContent = 'Really delete?'; return; }
+    const del = button('Delete', async () => {
+      if (!armed) { armed = true; del.textContent = 'Really delete?'; toast('Press again to delete this chat.'); return; }
       await api('DELETE', `${SESSIONS}/${encodeURIComponent(st.id)}`);
       toast('Chat deleted.');
       location.hash = '#/chat';
