@@ -43,6 +43,11 @@ type ToolDefinition struct {
 	Name        string
 	Description string
 	Parameters  json.RawMessage
+	// Strict asks the provider to hold the model's arguments to Parameters
+	// exactly (OpenAI's strict function calling). Parameters must then be in
+	// the strict subset: every property required (optional ones nullable)
+	// and additionalProperties false on every object.
+	Strict bool
 }
 
 // JSONSchemaFormat asks the model for a JSON answer matching Schema.

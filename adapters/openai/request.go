@@ -144,6 +144,7 @@ func (c *Client) mapTools(defs []ports.ToolDefinition) (*toolSet, error) {
 				Name:        t.Name,
 				Description: t.Description,
 				Parameters:  params,
+				Strict:      t.Strict,
 			},
 		}
 	}
@@ -162,7 +163,7 @@ func sameTools(a, b []ports.ToolDefinition) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].Name != b[i].Name || a[i].Description != b[i].Description || !bytes.Equal(a[i].Parameters, b[i].Parameters) {
+		if a[i].Name != b[i].Name || a[i].Strict != b[i].Strict || a[i].Description != b[i].Description || !bytes.Equal(a[i].Parameters, b[i].Parameters) {
 			return false
 		}
 	}
