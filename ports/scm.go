@@ -70,6 +70,23 @@ type SCMPull struct {
 	ClosedAt    *time.Time
 }
 
+// SCMTreeEntry is one file of a repository's tree.
+type SCMTreeEntry struct {
+	Path string // slash-separated, from the repository's root
+	Size int64  // in bytes
+}
+
+// SCMFile is the content of one file of a repository, at most the bound
+// it was read with.
+type SCMFile struct {
+	Path    string
+	Content string
+	// Size is the whole file's size; Truncated is set when Content holds
+	// less than that.
+	Size      int64
+	Truncated bool
+}
+
 // SCMActivity is one thing that happened in a repository: a push, a pull
 // request opened or merged, a branch or tag created or deleted, a release,
 // a comment. Source says where devpilot learnt it: "api" or "webhook".
@@ -113,6 +130,14 @@ type SCMProvider interface {
 	SearchCommits(ctx context.Context, token, query string, page Page) ([]SCMCommit, string, error)
 	// ListActivity returns a repository's recent activity, newest first.
 	ListActivity(ctx context.Context, token, owner, repo string, page Page) ([]SCMActivity, string, error)
+	// ReadTree returns the files of the repository at ref (the default
+	// branch when ""), by path, and whether the provider cut the listing
+	// short. Errors: not_found for an unknown repository or ref.
+	ReadTree(ctx context.Context, token, owner, repo, ref string) (files []SCMTreeEntry, truncated bool, err error)
+	// ReadFile returns the file at path and ref (the default branch when
+	// ""), its content cut to maxBytes. Errors: not_found when there is no
+	// such file; invalid for a path that is a directory or not a plain path.
+	ReadFile(ctx context.Context, token, owner, repo, ref, path string, maxBytes int) (SCMFile, error)
 }
 
 // OAuthState is a pending OAuth authorisation: single use, bound to the

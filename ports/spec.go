@@ -58,6 +58,9 @@ type SpecSession struct {
 	OrgID  string
 	UserID string
 	Name   string
+	// RepoID is devpilot's id of the connected repository the session is
+	// grounded in (its PRPs cite that repository's files), or "".
+	RepoID string
 	Status SpecStatus
 	// CurrentStage is the last stage with a current artifact ("" before scope).
 	CurrentStage Stage
@@ -111,6 +114,10 @@ type SpecStore interface {
 	// ListSpecSessions returns the owner's sessions, most recently updated
 	// first, and the next page's cursor ("" at the end); invalid for a bad cursor.
 	ListSpecSessions(ctx context.Context, owner Owner, page Page) ([]SpecSession, string, error)
+	// SetSpecRepository links the owner's session to the repository repoID
+	// ("" unlinks it) at the time given and returns the session; not_found
+	// as GetSpecSession.
+	SetSpecRepository(ctx context.Context, owner Owner, id, repoID string, at time.Time) (SpecSession, error)
 	// AddSpecInput stores an input of the owner's session; not_found as
 	// GetSpecSession.
 	AddSpecInput(ctx context.Context, owner Owner, in SpecInput) error

@@ -67,6 +67,7 @@ type specSessionRow struct {
 	OrgID           string    `db:"org_id"`
 	UserID          string    `db:"user_id"`
 	Name            string    `db:"name"`
+	RepoID          string    `db:"repo_id"`
 	Status          string    `db:"status"`
 	CurrentStage    string    `db:"current_stage"`
 	GeneratingStage string    `db:"generating_stage"`
@@ -78,7 +79,7 @@ type specSessionRow struct {
 
 func (r specSessionRow) session() (ports.SpecSession, error) {
 	s := ports.SpecSession{
-		ID: r.ID, OrgID: r.OrgID, UserID: r.UserID, Name: r.Name, Status: ports.SpecStatus(r.Status),
+		ID: r.ID, OrgID: r.OrgID, UserID: r.UserID, Name: r.Name, RepoID: r.RepoID, Status: ports.SpecStatus(r.Status),
 		CurrentStage: ports.Stage(r.CurrentStage), Generating: ports.Stage(r.GeneratingStage), GenerationID: r.GenerationID,
 		CreatedAt: time.Time(r.CreatedAt), UpdatedAt: time.Time(r.UpdatedAt),
 	}
@@ -103,7 +104,7 @@ func encodeSpecError(e *ports.SpecError) (jsonText, error) {
 }
 
 const specSessionColumns = `id, org_id, user_id, name, status, current_stage, generating_stage, generation_id,
-	error, created_at, updated_at`
+	error, created_at, updated_at, repo_id`
 
 // CreateSpecSession implements ports.SpecStore: the session and all of inputs
 // are stored, or nothing. A zero Status is stored as draft and a zero
@@ -125,9 +126,9 @@ func (s *Spec) CreateSpecSession(ctx context.Context, ss ports.SpecSession, inpu
 	}
 	return s.db.WithinTx(ctx, func(ctx context.Context) error {
 		c := s.db.write(ctx)
-		_, err := c.exec(ctx, "INSERT INTO spec_sessions ("+specSessionColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		_, err := c.exec(ctx, "INSERT INTO spec_sessions ("+specSessionColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			ss.ID, ss.OrgID, ss.UserID, ss.Name, string(status), string(ss.CurrentStage), string(ss.Generating),
-			ss.GenerationID, specErr, timestamp(ss.CreatedAt), timestamp(updated))
+			ss.GenerationID, specErr, timestamp(ss.CreatedAt), timestamp(updated), ss.RepoID)
 		if err != nil {
 			return storeErr(err, "spec session "+ss.ID, "user "+ss.UserID)
 		}
@@ -148,6 +149,20 @@ func (s *Spec) GetSpecSession(ctx context.Context, owner ports.Owner, id string)
 	var r specSessionRow
 	err := s.db.read(ctx).get(ctx, &r, "SELECT "+specSessionColumns+" FROM spec_sessions WHERE id = ? AND org_id = ? AND user_id = ?",
 		id, owner.OrgID, owner.UserID)
+	if err != nil {
+		return ports.SpecSession{}, storeErr(err, "spec session "+id, "")
+	}
+	return r.session()
+}
+
+// SetSpecRepository implements ports.SpecStore with one update; it sets
+// UpdatedAt to at.
+func (s *Spec) SetSpecRepository(ctx context.Context, owner ports.Owner, id, repoID string, at time.Time) (ports.SpecSession, error) {
+	var r specSessionRow
+	err := s.db.write(ctx).get(ctx, &r, `UPDATE spec_sessions SET repo_id = ?, updated_at = ?
+		WHERE id = ? AND org_id = ? AND user_id = ?
+		RETURNING `+specSessionColumns,
+		repoID, timestamp(at), id, owner.OrgID, owner.UserID)
 	if err != nil {
 		return ports.SpecSession{}, storeErr(err, "spec session "+id, "")
 	}

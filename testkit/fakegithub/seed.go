@@ -135,6 +135,7 @@ type Repo struct {
 	commits       []Commit
 	pulls         []Pull
 	activity      []Activity
+	files         map[string]string // path → content, on the default branch
 }
 
 // AddRepo seeds the repository owner/name. The owner is the seeded user of

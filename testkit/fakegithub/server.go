@@ -283,6 +283,8 @@ func (s *Server) routes() *http.ServeMux {
 	rest("GET /repos/{owner}/{repo}/commits", "core", s.handleCommits)
 	rest("GET /repos/{owner}/{repo}/pulls", "core", s.handlePulls)
 	rest("GET /repos/{owner}/{repo}/activity", "core", s.handleActivity)
+	rest("GET /repos/{owner}/{repo}/git/trees/{sha}", "core", s.handleTree)
+	rest("GET /repos/{owner}/{repo}/contents/{path...}", "core", s.handleContents)
 	rest("GET /search/commits", "search", s.handleSearchCommits)
 	mux.Handle("/", route(func(c *call) { c.errorf(http.StatusNotFound, docREST, "Not Found") }))
 	return mux
@@ -323,6 +325,8 @@ const (
 	docCommits     = "https://docs.github.com/rest/commits/commits#list-commits"
 	docPulls       = "https://docs.github.com/rest/pulls/pulls#list-pull-requests"
 	docActivity    = "https://docs.github.com/rest/repos/repos#list-repository-activities"
+	docTrees       = "https://docs.github.com/rest/git/trees#get-a-tree"
+	docContents    = "https://docs.github.com/rest/repos/contents#get-repository-content"
 	docSearch      = "https://docs.github.com/rest/search/search#search-commits"
 )
 

@@ -280,6 +280,85 @@ func (c *MockSCMProviderListReposCall) DoAndReturn(f func(context.Context, strin
 	return c
 }
 
+// ReadFile mocks base method.
+func (m *MockSCMProvider) ReadFile(ctx context.Context, token, owner, repo, ref, path string, maxBytes int) (ports.SCMFile, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "ReadFile", ctx, token, owner, repo, ref, path, maxBytes)
+	ret0, _ := ret[0].(ports.SCMFile)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// ReadFile indicates an expected call of ReadFile.
+func (mr *MockSCMProviderMockRecorder) ReadFile(ctx, token, owner, repo, ref, path, maxBytes any) *MockSCMProviderReadFileCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ReadFile", reflect.TypeOf((*MockSCMProvider)(nil).ReadFile), ctx, token, owner, repo, ref, path, maxBytes)
+	return &MockSCMProviderReadFileCall{Call: call}
+}
+
+// MockSCMProviderReadFileCall wrap *gomock.Call
+type MockSCMProviderReadFileCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSCMProviderReadFileCall) Return(arg0 ports.SCMFile, arg1 error) *MockSCMProviderReadFileCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSCMProviderReadFileCall) Do(f func(context.Context, string, string, string, string, string, int) (ports.SCMFile, error)) *MockSCMProviderReadFileCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSCMProviderReadFileCall) DoAndReturn(f func(context.Context, string, string, string, string, string, int) (ports.SCMFile, error)) *MockSCMProviderReadFileCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// ReadTree mocks base method.
+func (m *MockSCMProvider) ReadTree(ctx context.Context, token, owner, repo, ref string) ([]ports.SCMTreeEntry, bool, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "ReadTree", ctx, token, owner, repo, ref)
+	ret0, _ := ret[0].([]ports.SCMTreeEntry)
+	ret1, _ := ret[1].(bool)
+	ret2, _ := ret[2].(error)
+	return ret0, ret1, ret2
+}
+
+// ReadTree indicates an expected call of ReadTree.
+func (mr *MockSCMProviderMockRecorder) ReadTree(ctx, token, owner, repo, ref any) *MockSCMProviderReadTreeCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ReadTree", reflect.TypeOf((*MockSCMProvider)(nil).ReadTree), ctx, token, owner, repo, ref)
+	return &MockSCMProviderReadTreeCall{Call: call}
+}
+
+// MockSCMProviderReadTreeCall wrap *gomock.Call
+type MockSCMProviderReadTreeCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSCMProviderReadTreeCall) Return(files []ports.SCMTreeEntry, truncated bool, err error) *MockSCMProviderReadTreeCall {
+	c.Call = c.Call.Return(files, truncated, err)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSCMProviderReadTreeCall) Do(f func(context.Context, string, string, string, string) ([]ports.SCMTreeEntry, bool, error)) *MockSCMProviderReadTreeCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSCMProviderReadTreeCall) DoAndReturn(f func(context.Context, string, string, string, string) ([]ports.SCMTreeEntry, bool, error)) *MockSCMProviderReadTreeCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // SearchCommits mocks base method.
 func (m *MockSCMProvider) SearchCommits(ctx context.Context, token, query string, page ports.Page) ([]ports.SCMCommit, string, error) {
 	m.ctrl.T.Helper()

@@ -351,6 +351,45 @@ func (c *MockSpecStoreListSpecSessionsCall) DoAndReturn(f func(context.Context, 
 	return c
 }
 
+// SetSpecRepository mocks base method.
+func (m *MockSpecStore) SetSpecRepository(ctx context.Context, owner ports.Owner, id, repoID string, at time.Time) (ports.SpecSession, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "SetSpecRepository", ctx, owner, id, repoID, at)
+	ret0, _ := ret[0].(ports.SpecSession)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// SetSpecRepository indicates an expected call of SetSpecRepository.
+func (mr *MockSpecStoreMockRecorder) SetSpecRepository(ctx, owner, id, repoID, at any) *MockSpecStoreSetSpecRepositoryCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "SetSpecRepository", reflect.TypeOf((*MockSpecStore)(nil).SetSpecRepository), ctx, owner, id, repoID, at)
+	return &MockSpecStoreSetSpecRepositoryCall{Call: call}
+}
+
+// MockSpecStoreSetSpecRepositoryCall wrap *gomock.Call
+type MockSpecStoreSetSpecRepositoryCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSpecStoreSetSpecRepositoryCall) Return(arg0 ports.SpecSession, arg1 error) *MockSpecStoreSetSpecRepositoryCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSpecStoreSetSpecRepositoryCall) Do(f func(context.Context, ports.Owner, string, string, time.Time) (ports.SpecSession, error)) *MockSpecStoreSetSpecRepositoryCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSpecStoreSetSpecRepositoryCall) DoAndReturn(f func(context.Context, ports.Owner, string, string, time.Time) (ports.SpecSession, error)) *MockSpecStoreSetSpecRepositoryCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // StartGeneration mocks base method.
 func (m *MockSpecStore) StartGeneration(ctx context.Context, owner ports.Owner, id string, stage ports.Stage, generationID string, at time.Time) (ports.SpecSession, error) {
 	m.ctrl.T.Helper()

@@ -48,6 +48,7 @@ func TestSpec(t *testing.T, newStores func(t *testing.T) SpecStores) {
 		{"ListSpecSessionsLimits", testListSpecSessionsLimits},
 		{"ListSpecSessionsMalformedCursor", testListSpecSessionsMalformedCursor},
 		{"AddSpecInput", testAddSpecInput},
+		{"SetSpecRepository", testSetSpecRepository},
 		{"StartGeneration", testStartGeneration},
 		{"RaceStartGeneration", testRaceStartGeneration},
 		{"CompleteGeneration", testCompleteGeneration},
@@ -475,6 +476,41 @@ func testListSpecSessionsMalformedCursor(t *testing.T, s SpecStores) {
 			t.Errorf("ListSpecSessions(cursor %q): fields %+v, want one named cursor", cursor, e.Fields)
 		}
 	}
+}
+
+func testSetSpecRepository(t *testing.T, s SpecStores) {
+	ctx := t.Context()
+	owner := seedOwner(t, s.Identity)
+	linked := newSpecSession(owner)
+	linked.RepoID = newID()
+	mustCreateSpecSession(t, s, linked)
+	checkSpecSession(t, "GetSpecSession of a session created linked", mustGetSpecSession(t, s, owner, linked.ID), linked)
+
+	ss := mustCreateSpecSession(t, s, newSpecSession(owner))
+	repoID, at := newID(), base.Add(time.Hour)
+	got, err := s.Specs.SetSpecRepository(ctx, owner, ss.ID, repoID, at)
+	if err != nil {
+		t.Fatalf("SetSpecRepository: %v", err)
+	}
+	want := ss
+	want.RepoID, want.UpdatedAt = repoID, at
+	checkSpecSession(t, "SetSpecRepository", got, want)
+	checkSpecSession(t, "GetSpecSession after SetSpecRepository", mustGetSpecSession(t, s, owner, ss.ID), want)
+
+	got, err = s.Specs.SetSpecRepository(ctx, owner, ss.ID, "", at.Add(time.Minute))
+	if err != nil {
+		t.Fatalf("SetSpecRepository to unlink: %v", err)
+	}
+	want.RepoID, want.UpdatedAt = "", at.Add(time.Minute)
+	checkSpecSession(t, "SetSpecRepository to unlink", got, want)
+
+	stranger := seedOwner(t, s.Identity)
+	_, err = s.Specs.SetSpecRepository(ctx, stranger, ss.ID, repoID, at)
+	checkNotFound(t, "SetSpecRepository by another owner", err, "spec session", ss.ID)
+	missing := newID()
+	_, err = s.Specs.SetSpecRepository(ctx, owner, missing, repoID, at)
+	checkNotFound(t, "SetSpecRepository of a missing session", err, "spec session", missing)
+	checkSpecSession(t, "GetSpecSession after the refused calls", mustGetSpecSession(t, s, owner, ss.ID), want)
 }
 
 func testAddSpecInput(t *testing.T, s SpecStores) {
