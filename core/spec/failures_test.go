@@ -227,7 +227,9 @@ func TestTraceabilityChecksAreStored(t *testing.T) {
 		s["id"], s["epic_id"], s["requirement_ids"] = "ST-9.1", "EP-9", []any{"REQ-3", "REQ-7"}
 		d["stories"] = []any{list[0], s}
 	})
-	e.script(answer(stories))
+	// The findings go back once in a repair turn; an answer that stays the
+	// same is stored with them.
+	e.script(answer(stories), answer(stories))
 	if err := e.svc.RunGeneration(t.Context(), job, false); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 
 	"github.com/devpilot/devpilot/core/internal/genjob"
 	"github.com/devpilot/devpilot/ports"
@@ -210,11 +209,13 @@ func (s *Service) generate(ctx context.Context, args GenerateStageArgs, log *slo
 			delete(before, st)
 		}
 	}
-	out, res, err := s.ask(ctx, args.Stage, buildMessages(args.Stage, inputs, before, standards), log)
+	prior := earlierDocs(before)
+	findings := func(doc any) []string { return traceability(doc, prior) }
+	out, res, err := s.askWithinBudget(ctx, args, inputs, before, standards, findings, log)
 	if err != nil {
 		return err
 	}
-	checks := traceability(out.doc, earlierDocs(before))
+	checks := traceability(out.doc, prior)
 	if checks == nil {
 		checks = []string{}
 	}
@@ -238,36 +239,11 @@ func (s *Service) generate(ctx context.Context, args GenerateStageArgs, log *slo
 }
 
 // ask calls the model for stage st and validates the answer, asking once
-// more with the problems when it is invalid. A transient model error is
-// returned as it is; any other, and a second invalid answer, is a failure.
+// more with the problems when it is invalid (see askRepairing, which does
+// it without a findings turn). A transient model error is returned as it
+// is; any other, and a second invalid answer, is a failure.
 func (s *Service) ask(ctx context.Context, st ports.Stage, msgs []ports.Message, log *slog.Logger) (output, ports.ChatResult, error) {
-	req := ports.ChatRequest{Model: s.cfg.Model, Messages: msgs, MaxTokens: s.cfg.MaxTokens, ResponseFormat: responseFormat(st)}
-	var problems []string
-	for attempt := 1; attempt <= 2; attempt++ {
-		res, err := s.d.LLM.Chat(ctx, req, nil)
-		if err != nil {
-			if transient(err) {
-				return output{}, ports.ChatResult{}, err
-			}
-			return output{}, ports.ChatResult{}, failureOf(err)
-		}
-		var out output
-		out, problems = parseOutput(st, res.Content)
-		if problems == nil {
-			return out, res, nil
-		}
-		switch res.FinishReason {
-		case ports.FinishLength:
-			problems = append([]string{"the answer was cut off at the token limit; keep it shorter"}, problems...)
-		case ports.FinishContentFilter:
-			problems = append([]string{"the answer was stopped by the provider's content filter"}, problems...)
-		}
-		log.InfoContext(ctx, "the model's answer is invalid", "attempt", attempt, "problems", len(problems), "first", problems[0])
-		req.Messages = append(slices.Clone(req.Messages),
-			ports.Message{Role: ports.MessageAssistant, Content: res.Content},
-			ports.Message{Role: ports.MessageUser, Content: retryMessage(problems)})
-	}
-	return output{}, ports.ChatResult{}, &failure{Code: CodeInvalidOutput, Message: invalidOutputMessage(st, problems)}
+	return s.askRepairing(ctx, st, msgs, nil, log)
 }
 
 const maxFailureLen = 1000
