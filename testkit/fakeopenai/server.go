@@ -18,6 +18,11 @@
 // A chat request that finds the script empty goes to the responder, when one
 // is set (SetResponder): that is how a sandbox serves a deterministic demo
 // model from a NewHandler fake, with no test around it.
+//
+// The fake accepts every response_format unless told to play a kind of
+// provider (WithStructuredOutput, SetStructuredOutput): OpenAI's strict
+// Structured Outputs, the llama.cpp server, or a JSON-mode-only API, each
+// refusing with its own 400 what it would refuse.
 package fakeopenai
 
 import (
@@ -47,6 +52,9 @@ type Server struct {
 	// history bounds each record of requests to its newest entries; 0 keeps
 	// them all.
 	history int
+	// structured is the kind of provider the fake plays for structured
+	// output (see SetStructuredOutput).
+	structured StructuredOutput
 
 	realtime          []Response
 	realtimeReqs      []RealtimeRequest
@@ -56,10 +64,11 @@ type Server struct {
 
 // New starts a fake server that is closed when the test ends. Chat requests
 // that find no scripted response (and no responder, see SetResponder) are
-// answered with a 500 error and reported as a test failure.
-func New(t testing.TB) *Server {
+// answered with a 500 error and reported as a test failure. opts configure
+// the fake (WithStructuredOutput).
+func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	s := newServer(t)
+	s := newServer(t, opts)
 	s.srv = httptest.NewServer(s)
 	t.Cleanup(s.srv.Close)
 	return s
@@ -68,9 +77,9 @@ func New(t testing.TB) *Server {
 // NewTLS is New served over HTTPS with HTTP/2, as OpenAI's API is. Clients
 // must trust CACertPEM (in-process: the server's Client; another process:
 // SSL_CERT_FILE).
-func NewTLS(t testing.TB) *Server {
+func NewTLS(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	s := newServer(t)
+	s := newServer(t, opts)
 	s.srv = httptest.NewUnstartedServer(s)
 	s.srv.EnableHTTP2 = true
 	s.srv.StartTLS()
@@ -90,14 +99,18 @@ const HandlerHistory = 16
 // request that finds no scripted response goes to the responder
 // (SetResponder); without one it is answered with a 500 error, and nothing
 // is reported. URL and AzureURL are "" and CACertPEM is nil for such a fake.
-func NewHandler() *Server {
-	s := newServer(nil)
+// opts configure the fake (WithStructuredOutput).
+func NewHandler(opts ...Option) *Server {
+	s := newServer(nil, opts)
 	s.history = HandlerHistory
 	return s
 }
 
-func newServer(t testing.TB) *Server {
+func newServer(t testing.TB, opts []Option) *Server {
 	s := &Server{t: t}
+	for _, opt := range opts {
+		opt(s)
+	}
 	s.mux = s.routes()
 	return s
 }
@@ -276,6 +289,9 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, decode func
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	req, seq, ok := s.readRequest(w, r, decodeChat)
 	if !ok {
+		return
+	}
+	if s.rejectStructured(w, &req) {
 		return
 	}
 	resp, ok := s.nextChat(&req)
