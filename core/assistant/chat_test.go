@@ -58,7 +58,7 @@ func TestChatStreamsTextAndStoresIt(t *testing.T) {
 	}
 	e.endedOnce()
 	req := e.requests()[0]
-	if req.MaxTokens != 4096 || req.Messages[0].Role != ports.MessageSystem || req.Messages[1].Content != "hi" {
+	if req.MaxTokens != 4096 || req.Messages[0].Role != ports.MessageSystem || !strings.HasSuffix(req.Messages[1].Content, "</request_context>\n\nhi") {
 		t.Errorf("request %+v", req)
 	}
 }
@@ -73,7 +73,7 @@ func TestChatContinuesSessionNumberingEventsOn(t *testing.T) {
 		t.Errorf("seqs %d, then %d %d", first[len(first)-1].Seq, second[0].Seq, second[1].Seq)
 	}
 	msgs := e.requests()[1].Messages
-	if len(msgs) != 4 || msgs[2].Content != "one" || msgs[3].Content != "second" {
+	if len(msgs) != 4 || msgs[1].Content != "first" || msgs[2].Content != "one" || !strings.HasSuffix(msgs[3].Content, "</request_context>\n\nsecond") {
 		t.Errorf("history %+v", msgs)
 	}
 }
@@ -721,11 +721,18 @@ func TestPromptCarriesPreferencesContextAndOrderedAnswers(t *testing.T) {
 
 	msgs := e.requests()[2].Messages
 	sys := msgs[0].Content
-	for _, want := range []string{"BASE PROMPT", "- Answer in French.", "- Be terse.", "Current page: /projects/apollo", "Selected project id: " + projectID} {
+	for _, want := range []string{"BASE PROMPT", "- Answer in French.", "- Be terse."} {
 		if !strings.Contains(sys, want) {
 			t.Errorf("system prompt lacks %q:\n%s", want, sys)
 		}
 	}
+	last := msgs[len(msgs)-1]
+	for _, want := range []string{"current_page: /projects/apollo\n", "selected_project_id: " + projectID + "\n"} {
+		if !strings.Contains(last.Content, want) || strings.Contains(sys, want) {
+			t.Errorf("the last user message, not the system prompt, should hold %q:\n%s", want, last.Content)
+		}
+	}
+	msgs[len(msgs)-1].Content = "status?"
 	var got []string
 	for _, m := range msgs[1:] {
 		switch m.Role {

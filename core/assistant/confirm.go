@@ -133,7 +133,7 @@ func decideError(c ports.Confirmation, err error) error {
 // marked always_confirm, checking its arguments again in case the tool
 // changed since it was asked for.
 func (s *Service) execute(ctx context.Context, c ports.Confirmation) ports.ToolOutcome {
-	args, tool, problem := s.d.Registry.check(ports.ToolCall{ID: c.ToolCallID, Name: c.ToolName, Arguments: string(c.Arguments)})
+	args, tool, problem := s.d.Registry.check(ports.ToolCall{ID: c.ToolCallID, Name: c.ToolName, Arguments: string(c.Arguments)}, Known{})
 	if problem != "" {
 		return failed(problem)
 	}
@@ -239,7 +239,7 @@ func (s *Service) ExecuteToolUnder(ctx context.Context, sessionID string, call p
 	if call.ID == "" {
 		call.ID = "call_" + s.d.IDs.NewID()
 	}
-	args, tool, problem := s.d.Registry.check(call)
+	args, tool, problem := s.d.Registry.check(call, Known{})
 	if problem == "" && tool.Effect == EffectRead && pol.orgID != p.OrgID {
 		if pol, err = s.policy(ctx, p.OrgID); err != nil {
 			return ToolExecution{}, err

@@ -41,6 +41,17 @@ type Tool struct {
 	// for reads, asked for confirmation only when an organisation marks them
 	// always_confirm (without one, the summary names the tool and args).
 	Summary func(args json.RawMessage) string
+	// Area is the part of the product the tool belongs to; routing offers a
+	// page's area's tools (see Route).
+	Area Area
+	// Core marks a read that helps on any page; routing offers it always.
+	Core bool
+	// FillProject names a top-level string property that takes the selected
+	// project's id (PageContext.SelectedProjectID) when the model leaves it
+	// out or sends null; the model is shown it as nullable even when the
+	// schema requires it, and a call without it and without a selected
+	// project fails validation as before. "" for none.
+	FillProject string
 	// Run performs the call with arguments that passed the schema. Its
 	// result is encoded as JSON for the model. An error's message reaches the
 	// model only when it is a ports.Error; others become "internal error".
@@ -58,6 +69,8 @@ type Registry struct {
 type entry struct {
 	tool   Tool
 	schema *jsonschema.Schema
+	doc    map[string]any  // the authored schema, parsed
+	wire   json.RawMessage // what the model is shown: strict
 }
 
 var toolNamePattern = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
@@ -138,12 +151,16 @@ func (r *Registry) Definitions() []ports.ToolDefinition {
 	if r.defs == nil && len(r.tools) > 0 {
 		defs = make([]ports.ToolDefinition, 0, len(r.tools))
 		for _, e := range r.tools {
-			defs = append(defs, ports.ToolDefinition{Name: e.tool.Name, Description: e.tool.Description, Parameters: e.tool.Schema})
+			defs = append(defs, e.definition())
 		}
 		slices.SortFunc(defs, func(a, b ports.ToolDefinition) int { return strings.Compare(a.Name, b.Name) })
 		r.defs = defs
 	}
 	return r.defs
+}
+
+func (e *entry) definition() ports.ToolDefinition {
+	return ports.ToolDefinition{Name: e.tool.Name, Description: e.tool.Description, Parameters: e.wire, Strict: true}
 }
 
 func compileTool(t Tool) (*entry, error) {
@@ -162,12 +179,25 @@ func compileTool(t Tool) (*entry, error) {
 	case t.Effect == EffectWrite && t.Summary == nil:
 		return nil, bad("a write tool needs a Summary")
 	}
-	schema, err := compileSchema(t.Name, t.Schema)
+	schema, doc, err := compileSchema(t.Name, t.Schema)
 	if err != nil {
 		return nil, bad("invalid schema: %v", err)
 	}
+	var nullable []string
+	if t.FillProject != "" {
+		props, _ := doc["properties"].(map[string]any)
+		p, _ := props[t.FillProject].(map[string]any)
+		if p == nil || !slices.Contains(typesOf(p["type"]), "string") {
+			return nil, bad("FillProject %q is not a string property of the schema", t.FillProject)
+		}
+		nullable = []string{t.FillProject}
+	}
+	wire, err := wireSchema(t.Schema, nullable...)
+	if err != nil {
+		return nil, bad("the schema has no strict form: %v", err)
+	}
 	t.Schema = slices.Clone(t.Schema)
-	return &entry{tool: t, schema: schema}, nil
+	return &entry{tool: t, schema: schema, doc: doc, wire: wire}, nil
 }
 
 // refuseLoads keeps schemas self-contained: a $ref to anything outside the
@@ -178,13 +208,14 @@ func (refuseLoads) Load(url string) (any, error) {
 	return nil, errors.New("tool schemas may not refer to other documents")
 }
 
-func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
+func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, map[string]any, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
+		return nil, nil, fmt.Errorf("not JSON: %w", err)
 	}
-	if obj, ok := doc.(map[string]any); !ok || obj["type"] != "object" {
-		return nil, errors.New(`the arguments must be described as {"type":"object",…}`)
+	obj, ok := doc.(map[string]any)
+	if !ok || obj["type"] != "object" {
+		return nil, nil, errors.New(`the arguments must be described as {"type":"object",…}`)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -192,17 +223,27 @@ func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error)
 	c.UseLoader(refuseLoads{})
 	loc := "urn:devpilot:tool:" + name
 	if err := c.AddResource(loc, doc); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c.Compile(loc)
+	sch, err := c.Compile(loc)
+	return sch, obj, err
 }
 
 const maxProblemLen = 1000
 
+// Known are the arguments code knows from where the user is, filled in for
+// the model (Tool.FillProject).
+type Known struct {
+	// ProjectID is the selected project's id, "" when none is selected.
+	ProjectID string
+}
+
 // check decides whether a call may run. It returns the arguments as JSON when
 // they parse (an empty string counts as {}), the tool when it exists, and a
-// problem, said for the model, when the call must not run.
-func (r *Registry) check(call ports.ToolCall) (args json.RawMessage, tool Tool, problem string) {
+// problem, said for the model, when the call must not run. Nulls standing for
+// left-out properties are removed and known arguments filled in first, so
+// the arguments returned are those the tool runs with.
+func (r *Registry) check(call ports.ToolCall, known Known) (args json.RawMessage, tool Tool, problem string) {
 	text := strings.TrimSpace(call.Arguments)
 	if text == "" {
 		text = "{}"
@@ -218,10 +259,30 @@ func (r *Registry) check(call ports.ToolCall) (args json.RawMessage, tool Tool, 
 	case err != nil:
 		return nil, e.tool, clip("the arguments are not valid JSON: " + err.Error())
 	}
+	if e.complete(inst, known) {
+		if b, err := json.Marshal(inst); err == nil {
+			args = b
+		}
+	}
 	if err := e.schema.Validate(inst); err != nil {
 		return args, e.tool, clip("the arguments do not match the tool's schema: " + schemaProblems(err))
 	}
 	return args, e.tool, ""
+}
+
+// complete removes nulls that stand for left-out properties and fills in
+// the selected project; it reports whether it changed inst.
+func (e *entry) complete(inst any, known Known) bool {
+	changed := stripNulls(e.doc, inst)
+	obj, ok := inst.(map[string]any)
+	if !ok || e.tool.FillProject == "" || known.ProjectID == "" {
+		return changed
+	}
+	if v, given := obj[e.tool.FillProject]; !given || v == nil {
+		obj[e.tool.FillProject] = known.ProjectID
+		changed = true
+	}
+	return changed
 }
 
 func schemaProblems(err error) string {
@@ -254,5 +315,10 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 // string counts as {}), the tool when it exists, and the problem, worded for
 // the model, when the call must not run ("" when it may).
 func (r *Registry) Check(call ports.ToolCall) (args json.RawMessage, tool Tool, problem string) {
-	return r.check(call)
+	return r.check(call, Known{})
+}
+
+// CheckWith is Check with the arguments code knows filled in for the model.
+func (r *Registry) CheckWith(call ports.ToolCall, known Known) (args json.RawMessage, tool Tool, problem string) {
+	return r.check(call, known)
 }

@@ -98,7 +98,8 @@ func TestDefinitionsSortedAndLookup(t *testing.T) {
 	if strings.Join(got, ",") != "alpha,mid_1,zeta" {
 		t.Errorf("order %v", got)
 	}
-	if string(defs[2].Parameters) != schema || defs[2].Description != "does zeta" {
+	wire := `{"additionalProperties":false,"properties":{"n":{"type":["integer","null"]}},"required":["n"],"type":"object"}`
+	if string(defs[2].Parameters) != wire || !defs[2].Strict || defs[2].Description != "does zeta" {
 		t.Errorf("definition %+v", defs[2])
 	}
 	if tool, ok := r.Lookup("mid_1"); !ok || tool.Name != "mid_1" || tool.Effect != assistant.EffectRead {

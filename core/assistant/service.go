@@ -37,8 +37,18 @@ type Config struct {
 	MaxTokens int
 	// ConfirmationTTL is how long a write waits for a decision (15 minutes).
 	ConfirmationTTL time.Duration
-	// SystemPrompt starts every conversation (DefaultSystemPrompt).
+	// SystemPrompt starts every conversation (DefaultSystemPrompt); the
+	// ground rules and the date follow it.
 	SystemPrompt string
+	// MaxTools bounds the tools offered in one model call
+	// (DefaultMaxTools); Registry.Route chooses them.
+	MaxTools int
+	// HistoryTokens is the budget of each model call's prompt, in estimated
+	// tokens (DefaultHistoryTokens): a longer history is trimmed.
+	HistoryTokens int
+	// Location is the time zone the date and time are given in (UTC): the
+	// API knows no user's own.
+	Location *time.Location
 	// TitleMaxLen bounds generated titles, in characters (80).
 	TitleMaxLen int
 	// TurnStaleAfter is how long a turn may hold its session: a turn still
@@ -84,6 +94,15 @@ func (c Config) withDefaults() Config {
 	}
 	if strings.TrimSpace(c.SystemPrompt) == "" {
 		c.SystemPrompt = DefaultSystemPrompt
+	}
+	if c.MaxTools <= 0 {
+		c.MaxTools = DefaultMaxTools
+	}
+	if c.HistoryTokens <= 0 {
+		c.HistoryTokens = DefaultHistoryTokens
+	}
+	if c.Location == nil {
+		c.Location = time.UTC
 	}
 	if c.TitleMaxLen <= 0 {
 		c.TitleMaxLen = 80

@@ -38,10 +38,11 @@ func (r *Run) Stream(ctx context.Context, emit func(Event) error) error {
 		return s.log.With("session_id", r.session.ID, "turn_id", r.turn.ID)
 	})
 	t := &turnRun{
-		Run:   r,
-		ctx:   mctx,
-		store: context.WithoutCancel(ctx),
-		log:   log,
+		Run:    r,
+		ctx:    mctx,
+		store:  context.WithoutCancel(ctx),
+		log:    log,
+		budget: s.cfg.HistoryTokens,
 	}
 	t.em = &emitter{
 		ctx: t.store, store: s.appendEvents, storeNow: s.appendEventsNow, clock: s.d.Clock, log: log,
@@ -85,6 +86,7 @@ type turnRun struct {
 	usage         ports.Usage
 	lastMessageID string
 	callIDs       map[string]bool
+	budget        int // of each model call's prompt, in estimated tokens
 	// policy is the organisation's tool policy, read at the first read call
 	// of the turn (policyRead) and kept for the rest of it, failure included.
 	policy     Policy
@@ -153,7 +155,7 @@ func (t *turnRun) reportPrologue() {
 func (t *turnRun) tooManyRounds(calls []ports.ToolCall, rounds int) ending {
 	reason := fmt.Sprintf("not run: the limit of %d tool rounds in one reply was reached", rounds)
 	for _, c := range calls {
-		args, _, _ := t.s.d.Registry.check(c)
+		args, _, _ := t.s.d.Registry.check(c, t.known())
 		t.announce(c, args)
 		t.answer(c, failed(reason))
 	}
@@ -187,11 +189,13 @@ func (t *turnRun) modelFailed(err error) ending {
 
 // callModel runs one model call, streaming its text, and stores the assistant
 // message: complete, or as far as it got when the call failed. It returns
-// the tool calls the model made and why it stopped.
+// the tool calls the model made and why it stopped. A provider's
+// context-length error before any text is tried once more with the history
+// trimmed to half of what was sent.
 func (t *turnRun) callModel() ([]ports.ToolCall, ports.FinishReason, error) {
 	msgID := t.s.d.IDs.NewID()
 	var streamed strings.Builder
-	res, err := t.s.d.LLM.Chat(t.ctx, t.request(), func(delta string) error {
+	onDelta := func(delta string) error {
 		if delta == "" {
 			return nil
 		}
@@ -201,19 +205,60 @@ func (t *turnRun) callModel() ([]ports.ToolCall, ports.FinishReason, error) {
 			return errStopped
 		}
 		return nil
-	})
+	}
+	req, size := t.request(t.budget)
+	res, err := t.s.d.LLM.Chat(t.ctx, req, onDelta)
+	if isContextLength(err) && streamed.Len() == 0 && t.ctx.Err() == nil {
+		t.budget = max(size/2, 1)
+		t.log().Info("the model's context was exceeded; trying once more with a shorter history", "estimated_tokens", size, "budget", t.budget)
+		req, _ = t.request(t.budget)
+		res, err = t.s.d.LLM.Chat(t.ctx, req, onDelta)
+	}
 	return t.reply(msgID, streamed.String(), &res, err)
 }
 
-// request is what the model is asked next.
-func (t *turnRun) request() ports.ChatRequest {
+func isContextLength(err error) bool {
+	var pe *ports.Error
+	return errors.As(err, &pe) && pe.Code == ports.CodeContextLength
+}
+
+// request is what the model is asked next, with the tools routed for where
+// the user is and the history trimmed to budget tokens; it returns the
+// request's estimated size in tokens too.
+func (t *turnRun) request(budget int) (ports.ChatRequest, int) {
 	s := t.s
+	tools := s.d.Registry.Route(t.page, lastUserText(t.history), s.cfg.MaxTools)
+	msgs := buildMessages(systemPrompt(s.cfg.SystemPrompt, t.prefs, t.turn.StartedAt.In(s.cfg.Location))+"\n\n"+ContextRule,
+		t.history, t.confs, s.d.Clock.Now())
+	withContext(msgs, t.page, t.turn.StartedAt.In(s.cfg.Location))
+	msgs, trimmed := fitHistory(msgs, tools, budget)
+	if trimmed {
+		t.log().Info("the history was trimmed to fit the budget", "budget", budget)
+	}
 	return ports.ChatRequest{
 		Model:     s.cfg.Model,
-		Messages:  buildMessages(systemPrompt(s.cfg.SystemPrompt, t.prefs, t.page), t.history, t.confs, s.d.Clock.Now()),
-		Tools:     s.d.Registry.Definitions(),
+		Messages:  msgs,
+		Tools:     tools,
 		MaxTokens: s.cfg.MaxTokens,
+	}, EstimateTokens(msgs, tools)
+}
+
+// lastUserText is the latest user message of a history, "" when none.
+func lastUserText(history []ports.ChatMessage) string {
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Role == ports.MessageUser {
+			return history[i].Content
+		}
 	}
+	return ""
+}
+
+// known are the arguments code fills in for the model this turn.
+func (t *turnRun) known() Known {
+	if t.page == nil {
+		return Known{}
+	}
+	return Known{ProjectID: t.page.SelectedProjectID}
 }
 
 // reply records the outcome of a model call whose streamed text is text.
@@ -265,7 +310,7 @@ func (t *turnRun) append(m ports.ChatMessage) {
 // confirmations it asked for.
 func (t *turnRun) runCalls(calls []ports.ToolCall) (asked int) {
 	for _, c := range calls {
-		args, tool, problem := t.s.d.Registry.check(c)
+		args, tool, problem := t.s.d.Registry.check(c, t.known())
 		t.announce(c, args)
 		if problem == "" && !t.em.stopped() && t.ctx.Err() == nil {
 			problem = t.readPolicy(tool)

@@ -5,7 +5,8 @@
 // A voice session is a chat session too (titled "Voice session"), so the
 // history shows what was done by voice: StartSession creates it and mints a
 // realtime client secret whose instructions carry the user's standing
-// instructions and whose tools are every tool of the assistant. The browser
+// instructions and whose tools are routed as the chat routes them (at most
+// 20, chosen for the page). The browser
 // talks to the provider directly and hands each tool call to ToolCall, which
 // runs reads at once and turns writes (and reads the organisation marked
 // always_confirm) into pending confirmations, decided through the
@@ -43,7 +44,9 @@ const DefaultMaxAudioBytes = 25 << 20
 
 // DefaultInstructions are the base instructions of a voice session when
 // Config.Instructions is empty.
-const DefaultInstructions = `You are devpilot, the voice assistant of a product team. You help with specifications, cloud services, content and code repositories, using the tools you are given. Use tools to look things up instead of guessing. Tools that change something run only after the user approves them on screen: ask for such a change by calling the tool, then tell the user it is waiting for their approval. Speak briefly and naturally, in short sentences without lists or markup.`
+// The assistant's ground rules (assistant.GroundRules) and the date follow
+// them.
+const DefaultInstructions = `You are devpilot, the voice assistant of a product team. You help with specifications, cloud services, content and code repositories, using the tools you are given. Changes wait for the user's approval on screen: after calling such a tool, tell the user it is waiting for their approval. Speak briefly and naturally, in short sentences without lists or markup.`
 
 // SessionTitle is the title of the chat session that records a voice session.
 const SessionTitle = "Voice session"
@@ -108,13 +111,22 @@ type Session struct {
 	SessionID string
 }
 
-// StartSession starts a voice session for the caller: it mints a realtime
-// client secret whose instructions are the base instructions followed by the
-// caller's standing instructions, and whose tools are every tool of the
-// assistant, then creates the chat session titled "Voice session" that
+// StartSession starts a voice session for the caller without a page: see
+// StartSessionOn.
+func (s *Service) StartSession(ctx context.Context) (Session, error) {
+	return s.StartSessionOn(ctx, nil)
+}
+
+// StartSessionOn starts a voice session for the caller on a console page
+// (nil for none): it mints a realtime client secret whose instructions are
+// the base instructions followed by the assistant's ground rules, today's
+// date and the caller's standing instructions, and whose tools are those the
+// chat would offer on that page (at most assistant.DefaultMaxTools, routed by
+// the assistant's Registry.Route; without a page, the core reads and every
+// area's reads), then creates the chat session titled "Voice session" that
 // records what is done by voice. Errors: the Realtime port's (rate_limited,
 // unavailable, timeout, upstream, invalid) pass through; the stores'.
-func (s *Service) StartSession(ctx context.Context) (Session, error) {
+func (s *Service) StartSessionOn(ctx context.Context, page *assistant.PageContext) (Session, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
 		return Session{}, err
@@ -126,8 +138,8 @@ func (s *Service) StartSession(ctx context.Context) (Session, error) {
 	secret, err := s.d.Realtime.CreateClientSecret(ctx, ports.RealtimeSessionConfig{
 		Model:        s.cfg.Model,
 		Voice:        s.cfg.Voice,
-		Instructions: assistant.Instructions(s.cfg.Instructions, prefs),
-		Tools:        s.d.Assistant.Registry().Definitions(),
+		Instructions: assistant.Instructions(s.cfg.Instructions, prefs, s.d.Clock.Now().UTC()),
+		Tools:        s.d.Assistant.Registry().Route(page, "", assistant.DefaultMaxTools),
 		ExpiresIn:    s.cfg.Expiry,
 	})
 	if err != nil {

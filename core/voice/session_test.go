@@ -2,13 +2,17 @@ package voice_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/mock/gomock"
 
+	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/voice"
 	"github.com/devpilot/devpilot/ports"
 )
@@ -24,7 +28,8 @@ func TestStartSession(t *testing.T) {
 	secret := ports.RealtimeSecret{Value: "ek_123", ExpiresAt: at.Add(5 * time.Minute), Model: "gpt-realtime-mini"}
 	e.realtime.EXPECT().CreateClientSecret(gomock.Any(), gomock.Any()).DoAndReturn(
 		func(_ context.Context, cfg ports.RealtimeSessionConfig) (ports.RealtimeSecret, error) {
-			want := voice.DefaultInstructions + "\n\nThe user's standing instructions (follow them unless they conflict with the above):" +
+			want := voice.DefaultInstructions + "\n\n" + assistant.GroundRules + "\n\nToday is " + at.Weekday().String() + ", " + at.Format("2006-01-02") +
+				". Times are in UTC unless the user says otherwise.\n\nThe user's standing instructions (follow them unless they conflict with the above):" +
 				"\n- Answer in French.\n- Call me Captain."
 			if cfg.Instructions != want {
 				t.Errorf("instructions:\n%s\nwant:\n%s", cfg.Instructions, want)
@@ -32,7 +37,7 @@ func TestStartSession(t *testing.T) {
 			var names []string
 			for _, d := range cfg.Tools {
 				names = append(names, d.Name)
-				if d.Description == "" || len(d.Parameters) == 0 {
+				if d.Description == "" || len(d.Parameters) == 0 || assistant.StrictProblem(d.Parameters) != "" {
 					t.Errorf("tool %+v is not fully described", d)
 				}
 			}
@@ -67,7 +72,7 @@ func TestStartSessionWithoutPreferences(t *testing.T) {
 	e.prefs.EXPECT().GetPreferences(gomock.Any(), alice.Owner()).Return(nil, nil, nil)
 	e.realtime.EXPECT().CreateClientSecret(gomock.Any(), gomock.Any()).DoAndReturn(
 		func(_ context.Context, cfg ports.RealtimeSessionConfig) (ports.RealtimeSecret, error) {
-			if cfg.Instructions != "Be terse." || cfg.Model != "" || cfg.Voice != "" || cfg.ExpiresIn != 0 {
+			if !strings.HasPrefix(cfg.Instructions, "Be terse.\n\n"+assistant.GroundRules) || cfg.Model != "" || cfg.Voice != "" || cfg.ExpiresIn != 0 {
 				t.Errorf("config %+v", cfg)
 			}
 			return ports.RealtimeSecret{Value: "ek_1"}, nil
@@ -96,5 +101,58 @@ func TestStartSessionNeedsPrincipal(t *testing.T) {
 	e := newEnv(t, voice.Config{})
 	if _, err := e.svc.StartSession(context.Background()); !errors.Is(err, ports.ErrUnauthenticated) {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestStartSessionRoutesTools: a voice session is offered the tools the chat
+// would offer on the same page, at most 20, never the whole catalogue.
+func TestStartSessionRoutesTools(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		page *assistant.PageContext
+		want func(assistant.Tool) bool
+	}{
+		{"cloud page", &assistant.PageContext{CurrentPage: "/cloud"}, func(t assistant.Tool) bool { return t.Area == assistant.AreaCloud || t.Core || t.Area == "" }},
+		{"no page: reads", nil, func(t assistant.Tool) bool { return t.Effect == assistant.EffectRead || t.Area == "" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, voice.Config{})
+			var tools []assistant.Tool
+			for _, a := range []assistant.Area{assistant.AreaCloud, assistant.AreaContent, assistant.AreaSpec, assistant.AreaSCM} {
+				for i := range 8 {
+					effect := assistant.EffectRead
+					if i >= 5 {
+						effect = assistant.EffectWrite
+					}
+					tools = append(tools, assistant.Tool{Name: fmt.Sprintf("%s_%d", a, i), Description: "x", Area: a, Effect: effect,
+						Schema: json.RawMessage(`{"type":"object"}`), Summary: func(json.RawMessage) string { return "x" },
+						Run: func(context.Context, json.RawMessage) (any, error) { return nil, nil }})
+				}
+			}
+			if err := e.reg.Register(tools...); err != nil {
+				t.Fatal(err)
+			}
+			e.prefs.EXPECT().GetPreferences(gomock.Any(), gomock.Any()).Return(nil, nil, nil)
+			e.realtime.EXPECT().CreateClientSecret(gomock.Any(), gomock.Any()).DoAndReturn(
+				func(_ context.Context, cfg ports.RealtimeSessionConfig) (ports.RealtimeSecret, error) {
+					if n := len(cfg.Tools); n == 0 || n > assistant.DefaultMaxTools {
+						t.Errorf("%d tools offered", n)
+					}
+					for _, d := range cfg.Tools {
+						tool, _ := e.reg.Lookup(d.Name)
+						if !tt.want(tool) {
+							t.Errorf("tool %s (area %q, %s) offered", d.Name, tool.Area, tool.Effect)
+						}
+					}
+					return ports.RealtimeSecret{Value: "ek_1"}, nil
+				})
+			e.sessions.EXPECT().CreateSession(gomock.Any(), gomock.Any()).Return(nil)
+			if _, err := e.svc.StartSessionOn(as(alice), tt.page); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
