@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/devpilot/devpilot/core/internal/genjob"
@@ -187,9 +188,13 @@ func (s *Service) generate(ctx context.Context, args GenerateContentArgs, log *s
 	if err != nil {
 		return err
 	}
+	checks := Check(brand, brief, d.title, d.body)
+	if len(checks) > 0 {
+		d, res, checks = s.revise(ctx, req, res, d, checks, brand, brief, log)
+	}
 	it.Title, it.Body, it.Status, it.Error = d.title, d.body, ports.ContentDraft, nil
 	it.Model = cmp.Or(res.Model, s.cfg.Model)
-	it.Checks = Check(brand, brief, it.Title, it.Body)
+	it.Checks = checks
 	it.Version, it.UpdatedAt = it.Version+1, s.d.Clock.Now()
 	err = s.d.Store.UpdateContentItem(ctx, it)
 	if errors.Is(err, ports.ErrPreconditionFailed) || errors.Is(err, ports.ErrNotFound) {
@@ -202,4 +207,35 @@ func (s *Service) generate(ctx context.Context, args GenerateContentArgs, log *s
 	log.InfoContext(ctx, "content drafted", "checks", len(it.Checks), "words", len(strings.Fields(it.Body)),
 		"prompt_tokens", res.Usage.PromptTokens, "completion_tokens", res.Usage.CompletionTokens)
 	return nil
+}
+
+// revise gives a draft with brand-check findings one revision pass: the
+// draft goes back to the model with the findings (banned words, terms to
+// avoid, length), and the revised draft is kept unless it has more
+// findings than the first. Any failure of the revision (a model error, an
+// unusable answer) keeps the first draft; it is logged, not recorded.
+func (s *Service) revise(ctx context.Context, req ports.ChatRequest, first ports.ChatResult, d draft, checks []ports.ContentCheck,
+	brand ports.Brand, brief ports.Brief, log *slog.Logger) (draft, ports.ChatResult, []ports.ContentCheck) {
+	req.Messages = append(slices.Clone(req.Messages),
+		ports.Message{Role: ports.MessageAssistant, Content: first.Content},
+		ports.Message{Role: ports.MessageUser, Content: revisionMessage(checks, brief)})
+	res, err := s.d.LLM.Chat(ctx, req, nil)
+	if err != nil {
+		log.WarnContext(ctx, "the revision call failed; keeping the first draft", "err", err)
+		return d, first, checks
+	}
+	revised, err := parseDraft(res, brief)
+	if err != nil {
+		log.WarnContext(ctx, "the revised draft is unusable; keeping the first draft", "err", err)
+		return d, first, checks
+	}
+	after := Check(brand, brief, revised.title, revised.body)
+	if len(after) > len(checks) {
+		log.InfoContext(ctx, "the revised draft has more findings; keeping the first draft", "before", len(checks), "after", len(after))
+		return d, first, checks
+	}
+	log.InfoContext(ctx, "content draft revised", "before", len(checks), "after", len(after))
+	res.Usage.PromptTokens += first.Usage.PromptTokens
+	res.Usage.CompletionTokens += first.Usage.CompletionTokens
+	return revised, res, after
 }

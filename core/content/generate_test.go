@@ -126,7 +126,10 @@ func TestRunGeneration(t *testing.T) {
 	}, content.BriefInput{Goal: "Book demos", Audience: "CFOs", Channel: "blog", Keywords: []string{"expenses", "approvals"},
 		CTA: "Book a demo", MinWords: 5, MaxWords: 800, Notes: "Mention the mobile app."}, 2)
 	e.clock.Advance(time.Minute)
-	e.script(answer(`{"title":"  Approvals,\n in a day ","body":"Approve expenses from your phone: a cheap win for CFOs.\n\nBook a demo."}`))
+	// The draft's banned word gets one revision pass; a revision that
+	// changes nothing keeps the finding.
+	first := `{"title":"  Approvals,\n in a day ","body":"Approve expenses from your phone: a cheap win for CFOs.\n\nBook a demo."}`
+	e.script(answer(first), answer(first))
 	if err := e.svc.RunGeneration(t.Context(), jobs[1], false); err != nil {
 		t.Fatalf("RunGeneration = %v", err)
 	}
@@ -143,7 +146,7 @@ func TestRunGeneration(t *testing.T) {
 	}
 
 	reqs := e.requests()
-	if len(reqs) != 1 {
+	if len(reqs) != 2 {
 		t.Fatalf("%d requests", len(reqs))
 	}
 	req := reqs[0]
@@ -178,8 +181,9 @@ func TestRunGeneration(t *testing.T) {
 		}
 	}
 
-	// Variant 1 is not asked for an angle.
-	e.script(answer(`{"title":"T","body":"B"}`))
+	// Variant 1 is not asked for an angle. (Its one-word body is revised
+	// once for its length.)
+	e.script(answer(`{"title":"T","body":"B"}`), answer(`{"title":"T","body":"B"}`))
 	if err := e.svc.RunGeneration(t.Context(), jobs[0], false); err != nil {
 		t.Fatal(err)
 	}

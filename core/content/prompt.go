@@ -192,3 +192,28 @@ func unfence(text string) string {
 	s = strings.TrimSpace(s[nl+1:])
 	return strings.TrimSpace(strings.TrimSuffix(s, "```"))
 }
+
+// revisionMessage sends a draft's brand-check findings back to the model
+// and asks for the whole piece again, revised.
+func revisionMessage(checks []ports.ContentCheck, brief ports.Brief) string {
+	var b strings.Builder
+	b.WriteString("Your draft breaks the brand's rules:\n")
+	for _, c := range checks {
+		b.WriteString("- " + c.Message + "\n")
+	}
+	b.WriteString("Revise it: ")
+	var fixes []string
+	for _, c := range checks {
+		switch c.Kind {
+		case CheckBannedWord:
+			fixes = append(fixes, fmt.Sprintf("say it without %q in any form", c.Term))
+		case CheckPreferredTerm:
+			fixes = append(fixes, fmt.Sprintf("write the brand's preferred term instead of %q", c.Term))
+		case CheckLength:
+			fixes = append(fixes, "bring the body to "+lengthBounds(brief.MinWords, brief.MaxWords))
+		}
+	}
+	b.WriteString(strings.Join(fixes, "; "))
+	b.WriteString(". Keep everything else that works. Answer again with the complete JSON object {\"title\", \"body\"} and nothing else.")
+	return b.String()
+}
