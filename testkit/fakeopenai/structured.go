@@ -28,9 +28,11 @@ const (
 	// response_format needs the word "json" in the messages.
 	StructuredOutputOpenAI StructuredOutput = "openai"
 	// StructuredOutputLlamaCpp is the llama.cpp server, which compiles a
-	// json_schema response_format (strict or not) into a grammar with its
-	// json-schema-to-grammar: a pattern that does not start with ^ and end
-	// with $ fails the conversion. json_object is accepted.
+	// json_schema response_format (strict or not) into a GBNF grammar with
+	// its json-schema-to-grammar: a pattern that does not start with ^ and
+	// end with $ fails the conversion, and one whose escapes the GBNF parser
+	// does not know (a backslash before a letter other than x, u, U, t, r,
+	// n: \s, \S, \d, \w ...) fails the grammar. json_object is accepted.
 	StructuredOutputLlamaCpp StructuredOutput = "llama.cpp"
 	// StructuredOutputJSONObject is a provider with JSON mode only, as
 	// DeepSeek's API: a json_schema response_format is refused, and a
@@ -98,12 +100,15 @@ func (s *Server) rejectStructured(w http.ResponseWriter, req *Request) bool {
 			}
 		}
 	case StructuredOutputLlamaCpp:
-		if rf.Type == "json_schema" && rf.JSONSchema != nil && hasUnanchoredPattern(rf.JSONSchema.Schema) {
-			// llama.cpp's server wraps the converter's exception in its
-			// OpenAI-style error, with a numeric code.
+		if rf.Type != "json_schema" || rf.JSONSchema == nil {
+			break
+		}
+		if problem := llamaCppProblem(rf.JSONSchema.Schema); problem != "" {
+			// llama.cpp's server sends its OpenAI-style error with a
+			// numeric code.
 			b, err := json.Marshal(map[string]any{"error": map[string]any{
 				"code":    http.StatusBadRequest,
-				"message": "JSON schema conversion failed:\nPattern must start with '^' and end with '$'",
+				"message": problem,
 				"type":    "invalid_request_error",
 			}})
 			if err != nil {
@@ -192,24 +197,47 @@ func strictProblem(raw json.RawMessage) string {
 	return problem
 }
 
-// hasUnanchoredPattern reports whether some subschema of raw has a pattern
-// llama.cpp's json-schema-to-grammar refuses: one not starting with ^ and
-// ending with $. A schema that is not JSON has none (the server would fail
-// earlier, on the body).
-func hasUnanchoredPattern(raw json.RawMessage) bool {
+// llamaCppProblem says why llama.cpp's server would refuse schema, in its
+// words: the first pattern its json-schema-to-grammar cannot convert, or
+// whose grammar its GBNF parser cannot read; "" when neither. A schema that
+// is not JSON has no problem here (the server would fail earlier, on the
+// body).
+func llamaCppProblem(raw json.RawMessage) string {
 	var root any
 	if json.Unmarshal(raw, &root) != nil {
-		return false
+		return ""
 	}
-	found := false
+	problem := ""
 	walkSchemas(root, nil, func(s map[string]any, _ []any) bool {
-		if p, ok := s["pattern"].(string); ok && (!strings.HasPrefix(p, "^") || !strings.HasSuffix(p, "$")) {
-			found = true
-			return false
+		p, ok := s["pattern"].(string)
+		switch {
+		case !ok:
+			return true
+		case !strings.HasPrefix(p, "^") || !strings.HasSuffix(p, "$"):
+			problem = "JSON schema conversion failed:\nPattern must start with '^' and end with '$'"
+		case unknownGBNFEscape(p):
+			problem = "Failed to parse grammar"
 		}
-		return true
+		return problem == ""
 	})
-	return found
+	return problem
+}
+
+// unknownGBNFEscape reports whether pattern has a backslash before a letter
+// that llama.cpp's GBNF parser does not take as an escape (it knows x, u,
+// U, t, r and n).
+func unknownGBNFEscape(pattern string) bool {
+	for i := 0; i < len(pattern)-1; i++ {
+		if pattern[i] != '\\' {
+			continue
+		}
+		e := pattern[i+1]
+		if ('a' <= e && e <= 'z' || 'A' <= e && e <= 'Z') && !strings.ContainsRune("xuUtrn", rune(e)) {
+			return true
+		}
+		i++
+	}
+	return false
 }
 
 // walkSchemas calls visit on schema and on each of its subschemas (under

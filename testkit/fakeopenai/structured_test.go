@@ -46,6 +46,7 @@ const (
 	openNested       = `{"type":"object","additionalProperties":false,"required":["items"],"properties":{"items":{"type":"array","items":{"type":"object","required":["a"],"properties":{"a":{"type":"string"}}}}}}`
 	withMaxLength    = `{"type":"object","additionalProperties":false,"required":["a"],"properties":{"a":{"type":"string","maxLength":5}}}`
 	arrayRoot        = `{"type":"array","items":{"type":"string"}}`
+	anchoredClasses  = `{"type":"object","additionalProperties":false,"required":["title"],"properties":{"title":{"type":"string","pattern":"^[\\s\\S]*\\S[\\s\\S]*$"}}}`
 	patternAsName    = `{"type":"object","additionalProperties":false,"required":["pattern"],"properties":{"pattern":{"type":"string"}}}`
 	jsonObjectFormat = `{"type":"json_object"}`
 )
@@ -85,6 +86,9 @@ func TestStructuredOutputModes(t *testing.T) {
 		{"llama.cpp: a property named pattern", fakeopenai.StructuredOutputLlamaCpp, formatBody("x", schemaFormat(patternAsName, false), ""), 200, "", ""},
 		{"llama.cpp: an unanchored pattern", fakeopenai.StructuredOutputLlamaCpp, formatBody("x", schemaFormat(strictSchema, false), ""), 400,
 			"JSON schema conversion failed:\nPattern must start with '^' and end with '$'", ""},
+		{"llama.cpp: an anchored pattern with escapes GBNF does not know", fakeopenai.StructuredOutputLlamaCpp, formatBody("x", schemaFormat(anchoredClasses, false), ""), 400,
+			"Failed to parse grammar", ""},
+		{"openai: the same pattern", fakeopenai.StructuredOutputOpenAI, formatBody("x", schemaFormat(anchoredClasses, true), ""), 200, "", ""},
 		{"llama.cpp: strict is no excuse", fakeopenai.StructuredOutputLlamaCpp, formatBody("x", schemaFormat(strictSchema, true), ""), 400,
 			"Pattern must start with '^' and end with '$'", ""},
 		{"llama.cpp: json_object", fakeopenai.StructuredOutputLlamaCpp, formatBody("x", jsonObjectFormat, ""), 200, "", ""},
