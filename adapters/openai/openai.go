@@ -100,6 +100,13 @@ type Config struct {
 	// older vLLM and llama.cpp releases). OpenAI's reasoning models reject
 	// max_tokens.
 	LegacyMaxTokens bool
+	// StructuredOutput is how structured output is asked of models that
+	// StructuredOutputByModel does not name: StructuredStrict when empty.
+	StructuredOutput StructuredOutput
+	// StructuredOutputByModel is the structured output capability of
+	// particular models, by the model (for Azure, the deployment) a request
+	// is sent to.
+	StructuredOutputByModel map[string]StructuredOutput
 
 	// RealtimeModel is the model of realtime sessions that do not name one,
 	// DefaultRealtimeModel when empty.
@@ -145,6 +152,9 @@ type Client struct {
 	maxRetries      int
 	legacyMaxTokens bool
 
+	structured        StructuredOutput
+	structuredByModel map[string]StructuredOutput
+
 	apiType           APIType
 	baseURL           string // without a trailing slash
 	hc                *http.Client
@@ -174,7 +184,8 @@ var (
 
 // New returns a Client for cfg. It returns an internal Error when Model is
 // missing, BaseURL is not an http(s) URL, APIType is unknown, APIKey is
-// missing where the provider needs one, or RealtimeExpiry is out of range.
+// missing where the provider needs one, RealtimeExpiry is out of range, or a
+// structured output capability is unknown.
 func New(cfg Config) (*Client, error) {
 	if cfg.Model == "" {
 		return nil, ports.Errorf(ports.KindInternal, "openai: no model configured")
@@ -182,6 +193,19 @@ func New(cfg Config) (*Client, error) {
 	if e := cfg.RealtimeExpiry; e != 0 && (e < MinRealtimeExpiry || e > MaxRealtimeExpiry) {
 		return nil, ports.Errorf(ports.KindInternal, "openai: realtime expiry %s is not between %s and %s",
 			e, MinRealtimeExpiry, MaxRealtimeExpiry)
+	}
+	if cfg.StructuredOutput == "" {
+		cfg.StructuredOutput = StructuredStrict
+	}
+	byModel := make(map[string]StructuredOutput, len(cfg.StructuredOutputByModel))
+	for model, s := range cfg.StructuredOutputByModel {
+		if !s.Valid() {
+			return nil, ports.Errorf(ports.KindInternal, "openai: unknown structured output %q for model %q", s, model)
+		}
+		byModel[model] = s
+	}
+	if !cfg.StructuredOutput.Valid() {
+		return nil, ports.Errorf(ports.KindInternal, "openai: unknown structured output %q", cfg.StructuredOutput)
 	}
 	if cfg.APIType == "" {
 		cfg.APIType = APITypeOpenAI
@@ -238,6 +262,9 @@ func New(cfg Config) (*Client, error) {
 		maxRetryWait:    30 * time.Second,
 		sleep:           sleepCtx,
 		newCallID:       func() string { return "call_" + crand.Text() },
+
+		structured:        cfg.StructuredOutput,
+		structuredByModel: byModel,
 
 		apiType:           cfg.APIType,
 		baseURL:           strings.TrimRight(cfg.BaseURL, "/"),

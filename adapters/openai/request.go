@@ -91,20 +91,8 @@ func (c *Client) buildRequest(req ports.ChatRequest) (*call, error) {
 	}
 	cl.tools = tools
 	if f := req.ResponseFormat; f != nil {
-		if len(f.Schema) == 0 || !json.Valid(f.Schema) {
-			return cl, invalidRequest("the response format schema is not valid JSON")
-		}
-		name := f.Name
-		if name == "" {
-			name = "response"
-		}
-		out.ResponseFormat = &goopenai.ChatCompletionResponseFormat{
-			Type: goopenai.ChatCompletionResponseFormatTypeJSONSchema,
-			JSONSchema: &goopenai.ChatCompletionResponseFormatJSONSchema{
-				Name:   name,
-				Schema: f.Schema,
-				Strict: f.Strict,
-			},
+		if err := responseFormat(out, f, c.structuredOutput(out.Model)); err != nil {
+			return cl, err
 		}
 	}
 	return cl, nil
