@@ -64,8 +64,12 @@ func TestToolsRegister(t *testing.T) {
 			Required   []string                   `json:"required"`
 			Properties map[string]json.RawMessage `json:"properties"`
 		}
-		if err := json.Unmarshal(d.Parameters, &schema); err != nil {
+		if err := json.Unmarshal(tool.Schema, &schema); err != nil {
 			t.Errorf("tool %s: %v", d.Name, err)
+		}
+		// The model is shown the strict form of the schema.
+		if p := assistant.StrictProblem(d.Parameters); p != "" || !d.Strict {
+			t.Errorf("tool %s is not strict (%v): %s", d.Name, d.Strict, p)
 		}
 		// account_id is optional: needed only where several accounts fit.
 		if _, ok := schema.Properties["account_id"]; d.Name != "list_cloud_accounts" && (!ok || slices.Contains(schema.Required, "account_id")) {
@@ -200,7 +204,7 @@ func TestWriteToolsAskFirst(t *testing.T) {
 			"Scale service checkout in cluster prod to 0 tasks, stopping it (account %s)."},
 		{"deploy_service", `{"account_id":%q,"cluster":"prod","service":"check\nout"}`,
 			"Force a new deployment of service check out in cluster prod (account %s)."},
-		{"invoke_function", `{"account_id":%q,"name":"resize","payload":{"image": "cat.png"}}`,
+		{"invoke_function", `{"account_id":%q,"name":"resize","payload":"{\"image\": \"cat.png\"}"}`,
 			"Invoke function resize with a 19-byte payload (account %s)."},
 		{"invoke_function", `{"account_id":%q,"name":"resize"}`,
 			"Invoke function resize with an empty payload (account %s)."},
@@ -244,7 +248,7 @@ func TestWriteToolsRun(t *testing.T) {
 	tests := []struct{ tool, args, want string }{
 		{"scale_service", `{"account_id":%q,"cluster":"prod","service":"checkout","desired_count":3}`, `"desired":3`},
 		{"deploy_service", `{"account_id":%q,"cluster":"prod","service":"checkout"}`, `{"deployment_id":"ecs-svc/2","status":"PRIMARY"}`},
-		{"invoke_function", `{"account_id":%q,"name":"resize","payload":{"image":"cat.png"}}`, `"payload":{"ok":true}`},
+		{"invoke_function", `{"account_id":%q,"name":"resize","payload":"{\"image\":\"cat.png\"}"}`, `"payload":{"ok":true}`},
 		{"deploy_app", `{"account_id":%q,"app_id":"d1abc","branch":"main"}`, `"job_id":"8"`},
 	}
 	for _, tt := range tests {

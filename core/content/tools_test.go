@@ -62,6 +62,15 @@ func TestToolsRegister(t *testing.T) {
 		if err := json.Unmarshal(d.Parameters, &schema); err != nil || schema.AdditionalProperties == nil || *schema.AdditionalProperties {
 			t.Errorf("tool %s allows additional properties", d.Name)
 		}
+		if p := assistant.StrictProblem(d.Parameters); p != "" || !d.Strict {
+			t.Errorf("tool %s is not strict (%v): %s", d.Name, d.Strict, p)
+		}
+		if tool.Area != assistant.AreaContent {
+			t.Errorf("tool %s has area %q", d.Name, tool.Area)
+		}
+		if takesProject := strings.Contains(string(tool.Schema), `"project_id"`); takesProject != (tool.FillProject == "project_id") {
+			t.Errorf("tool %s fills %q", d.Name, tool.FillProject)
+		}
 	}
 }
 
@@ -116,7 +125,7 @@ func TestWriteToolSummaries(t *testing.T) {
 	tests := []struct {
 		tool, args, want string
 	}{
-		{"update_brand", `{"project_id":"web-site","name":"Acme","banned_words":["cheap"],"preferred_terms":{"utilize":"use","e-mail":"email"}}`,
+		{"update_brand", `{"project_id":"web-site","name":"Acme","banned_words":["cheap"],"preferred_terms":[{"avoid":"utilize","use":"use"},{"avoid":"e-mail","use":"email"}]}`,
 			`Replace the brand settings of project web-site ("Acme") with 1 banned word and 2 preferred terms; settings left out are cleared.`},
 		{"update_brand", `{"project_id":"web-site"}`,
 			`Replace the brand settings of project web-site with 0 banned words and 0 preferred terms; settings left out are cleared.`},

@@ -55,8 +55,12 @@ func TestToolsRegister(t *testing.T) {
 		var schema struct {
 			Required []string `json:"required"`
 		}
-		if err := json.Unmarshal(d.Parameters, &schema); err != nil {
+		if err := json.Unmarshal(tool.Schema, &schema); err != nil {
 			t.Fatal(err)
+		}
+		// The model is shown the strict form of the schema.
+		if p := assistant.StrictProblem(d.Parameters); p != "" || !d.Strict {
+			t.Errorf("tool %s is not strict (%v): %s", d.Name, d.Strict, p)
 		}
 		if got := strings.Join(schema.Required, ","); needsRepo && got != "repo_id" {
 			t.Errorf("tool %s requires %q", d.Name, got)
