@@ -55,6 +55,8 @@ type Server struct {
 	// structured is the kind of provider the fake plays for structured
 	// output (see SetStructuredOutput).
 	structured StructuredOutput
+	// contextLimit is SetContextLimit's window; 0 for none.
+	contextLimit int
 
 	realtime          []Response
 	realtimeReqs      []RealtimeRequest
@@ -292,6 +294,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.rejectStructured(w, &req) {
+		return
+	}
+	if resp, over := s.overContextLimit(&req); over {
+		serveChat(w, r, &req, resp, seq)
 		return
 	}
 	resp, ok := s.nextChat(&req)
