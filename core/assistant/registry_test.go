@@ -146,3 +146,46 @@ func TestDefinitionsFollowRegister(t *testing.T) {
 		t.Errorf("after another Register: %s", got)
 	}
 }
+
+// TestWireSchemasAreStrict: the model is shown each schema in strict form,
+// nested objects and arrays too, and a schema with no strict form is refused.
+func TestWireSchemasAreStrict(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, schema string
+		ok           bool
+	}{
+		{"flat", `{"type":"object","properties":{"a":{"type":"string","maxLength":5},"b":{"type":"integer"}},"required":["a"]}`, true},
+		{"nested", `{"type":"object","properties":{"len":{"type":"object","properties":{"min":{"type":"integer"}}},"tags":{"type":"array","items":{"type":"object","properties":{"k":{"type":"string","enum":["x","y"]}}}}}}`, true},
+		{"a map", `{"type":"object","properties":{"m":{"type":"object","additionalProperties":{"type":"string"}}}}`, false},
+		{"untyped", `{"type":"object","properties":{"any":{"description":"anything"}}}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := assistant.NewRegistry()
+			tool := validTool("t")
+			tool.Schema = json.RawMessage(tt.schema)
+			err := r.Register(tool)
+			if (err == nil) != tt.ok {
+				t.Fatalf("Register: %v, want ok %v", err, tt.ok)
+			}
+			if err != nil {
+				return
+			}
+			d := r.Definitions()[0]
+			if p := assistant.StrictProblem(d.Parameters); p != "" || !d.Strict {
+				t.Errorf("wire schema %s: %s", d.Parameters, p)
+			}
+			// null for what is left out is accepted and treated as absent.
+			args := map[string]string{"flat": `{"a":"x","b":null}`, "nested": `{"len":{"min":null},"tags":[{"k":null}]}`}[tt.name]
+			want := map[string]string{"flat": `{"a":"x"}`, "nested": `{"len":{},"tags":[{}]}`}[tt.name]
+			if got, _, problem := r.Check(ports.ToolCall{Name: "t", Arguments: args}); problem != "" || string(got) != want {
+				t.Errorf("Check(%s) = %s, %q; want %s", args, got, problem, want)
+			}
+		})
+	}
+	if p := assistant.StrictProblem(json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`)); p == "" {
+		t.Error("a non-strict schema passed StrictProblem")
+	}
+}
