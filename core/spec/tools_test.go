@@ -55,6 +55,9 @@ func TestToolsRegister(t *testing.T) {
 		if !ok || tool.Effect != want[d.Name] || d.Description == "" || !json.Valid(d.Parameters) {
 			t.Errorf("tool %s: %+v", d.Name, tool)
 		}
+		if p := assistant.StrictProblem(d.Parameters); p != "" || !d.Strict || tool.Area != assistant.AreaSpec {
+			t.Errorf("tool %s is not strict (%v) or of area %q: %s", d.Name, d.Strict, tool.Area, p)
+		}
 	}
 }
 
