@@ -2,14 +2,99 @@ package spec
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/devpilot/devpilot/ports"
 )
 
+// DefaultContextBudget is Config.ContextBudget's default, in estimated
+// tokens: well under the 128k-token window of the models devpilot is used
+// with, which leaves room for the answer and for text that takes more
+// tokens than estimateTokens counts (see there).
+const DefaultContextBudget = 48000
+
+// minContextBudget keeps a tiny budget from cutting the inputs into pieces
+// too small to say anything.
+const minContextBudget = 2000
+
+// estimateTokens estimates the tokens of text: 4 bytes a token, OpenAI's
+// rule of thumb for English. Text in other scripts takes more tokens per
+// byte (up to about twice as many for CJK); the default budget's distance
+// from the model's window is that margin, and a provider's context-length
+// error still takes the digest path.
+func estimateTokens(text string) int { return (len(text) + 3) / 4 }
+
+// perMessageTokens is what each message costs beyond its text (role and
+// framing), as OpenAI counts it.
+const perMessageTokens = 4
+
+// estimateRequest estimates the prompt tokens of a request: its messages
+// and the JSON Schema its answer must match.
+func estimateRequest(msgs []ports.Message, format *ports.JSONSchemaFormat) int {
+	n := 3 // the reply's priming
+	for _, m := range msgs {
+		n += perMessageTokens + estimateTokens(m.Content)
+	}
+	if format != nil {
+		n += estimateTokens(string(format.Schema))
+	}
+	return n
+}
+
+// minDigestTokens is the least estimated size of the inputs that a
+// context-length refusal sends down the digest path: a digest of less would
+// not make the request shorter.
+const minDigestTokens = 1000
+
+// inputTokens estimates the tokens of the inputs' text.
+func inputTokens(inputs []ports.SpecInput) int {
+	n := 0
+	for _, in := range inputs {
+		n += estimateTokens(in.Content)
+	}
+	return n
+}
+
+// isContextLength reports whether err is a provider's refusal of a request
+// too long for the model's context window.
+func isContextLength(err error) bool {
+	return errors.Is(err, &ports.Error{Kind: ports.KindInvalid, Code: ports.CodeContextLength})
+}
+
 // askWithinBudget asks for args.Stage from the raw inputs and the earlier
-// artifacts, repairing findings once.
+// artifacts, repairing findings once — unless the inputs are too long.
+// They are when the session has a current stored digest (made for an
+// earlier stage), when the request's estimated tokens exceed
+// Config.ContextBudget, or when the provider refuses the request as too
+// long for its context window. Then the stage is asked from the digest of
+// the inputs (made and stored once, see digest) and the earlier artifacts.
+// A refusal for inputs too small to digest (minDigestTokens) fails as
+// before.
 func (s *Service) askWithinBudget(ctx context.Context, args GenerateStageArgs, inputs []ports.SpecInput,
 	before map[ports.Stage]ports.SpecArtifact, standards []ports.Standard, findings findingsFunc, log *slog.Logger) (output, ports.ChatResult, error) {
-	return s.askRepairing(ctx, args.Stage, buildMessages(args.Stage, inputs, before, standards), findings, log)
+	st := args.Stage
+	d, ok, err := s.storedDigest(ctx, args.SessionID, inputs)
+	if err != nil {
+		return output{}, ports.ChatResult{}, err
+	}
+	if !ok {
+		msgs := buildMessages(st, inputs, before, standards)
+		n := estimateRequest(msgs, responseFormat(st))
+		if n <= s.cfg.ContextBudget {
+			out, res, err := s.askRepairing(ctx, st, msgs, findings, log)
+			if !isContextLength(err) || inputTokens(inputs) < minDigestTokens {
+				return out, res, err
+			}
+			log.WarnContext(ctx, "the model's context window is too small for the inputs; digesting them", "estimated_tokens", n, "err", err)
+		} else {
+			log.InfoContext(ctx, "the inputs exceed the context budget; digesting them", "estimated_tokens", n, "budget", s.cfg.ContextBudget)
+		}
+		if d, err = s.digest(ctx, args.SessionID, inputs, log); err != nil {
+			return output{}, ports.ChatResult{}, err
+		}
+	}
+	msgs := buildMessages(st, digestAsInputs(d), before, standards)
+	log.InfoContext(ctx, "asking from the digest of the inputs", "estimated_tokens", estimateRequest(msgs, responseFormat(st)))
+	return s.askRepairing(ctx, st, msgs, findings, log)
 }

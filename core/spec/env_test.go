@@ -82,13 +82,15 @@ type env struct {
 	m     *mem
 	reqMu sync.Mutex
 	reqs  []ports.ChatRequest
+	// digests is the store of the digests of long inputs.
+	digests *memDigests
 }
 
 // newEnv wires a Service to mocks backed by mem.
 func newEnv(t *testing.T, cfg spec.Config) *env {
 	t.Helper()
 	ctrl := gomock.NewController(t)
-	e := &env{t: t, llm: mocks.NewMockLLM(ctrl), clock: fixture.NewClock(), ids: &fixture.IDs{},
+	e := &env{t: t, llm: mocks.NewMockLLM(ctrl), clock: fixture.NewClock(), ids: &fixture.IDs{}, digests: &memDigests{},
 		m: &mem{sessions: map[string]ports.SpecSession{}}}
 	m := e.m
 	specs := mocks.NewMockSpecStore(ctrl)
@@ -288,7 +290,7 @@ func newEnv(t *testing.T, cfg spec.Config) *env {
 			return ports.NotFound("standard", id)
 		})
 
-	e.svc = spec.New(cfg, spec.Deps{Specs: specs, Standards: standards, Tx: tx, Jobs: jobs, LLM: e.llm, Clock: e.clock, IDs: e.ids})
+	e.svc = spec.New(cfg, spec.Deps{Specs: specs, Standards: standards, Tx: tx, Jobs: jobs, LLM: e.llm, Digests: e.digests, Clock: e.clock, IDs: e.ids})
 	return e
 }
 

@@ -34,6 +34,10 @@ type Config struct {
 	// MaxAttempts bounds how often the queue runs a generation job (5); the
 	// worker passes final=true to RunGeneration on the last one.
 	MaxAttempts int
+	// ContextBudget bounds the estimated tokens of a stage's request
+	// (DefaultContextBudget; at least 2000): inputs that do not fit are
+	// digested once and the stages are given the digest instead.
+	ContextBudget int
 }
 
 // The defaults of Config.
@@ -78,6 +82,10 @@ func (c Config) withDefaults() Config {
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = DefaultMaxAttempts
 	}
+	if c.ContextBudget <= 0 {
+		c.ContextBudget = DefaultContextBudget
+	}
+	c.ContextBudget = max(c.ContextBudget, minContextBudget)
 	return c
 }
 
@@ -88,9 +96,12 @@ type Deps struct {
 	Tx        ports.Transactor
 	Jobs      ports.JobQueue
 	LLM       ports.LLM
-	Clock     ports.Clock
-	IDs       ports.IDs
-	Logger    *slog.Logger
+	// Digests keeps the digests of inputs too long for the model; nil
+	// digests them again for every stage that needs it.
+	Digests ports.SpecDigestStore
+	Clock   ports.Clock
+	IDs     ports.IDs
+	Logger  *slog.Logger
 }
 
 // Service is the specification engine's use cases. Every method but
