@@ -1,6 +1,7 @@
 package demomodel
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -43,6 +44,9 @@ func (m *Model) assist(req *fakeopenai.Request) fakeopenai.Response {
 		tool, ok := req.Tool(p.name)
 		if !ok {
 			return fakeopenai.Text(fmt.Sprintf("I would need the %s tool for that, but it is not available here.", p.name))
+		}
+		if tool.Strict {
+			p.args = strictArgs(tool.Parameters, p.args)
 		}
 		if err := m.schemas.validate(tool.Parameters, p.args); err != nil {
 			return fakeopenai.Text(fmt.Sprintf("I could not put together valid arguments for %s (%s). Could you say it with the exact names?",
@@ -730,4 +734,34 @@ func cmpOr(a, b string) string {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
+}
+
+// strictArgs gives every property of a strict schema that args leave out a
+// null, as a model held to the schema does (nested objects too); args are
+// copied, not changed.
+func strictArgs(schema json.RawMessage, args map[string]any) map[string]any {
+	var doc map[string]any
+	if err := json.Unmarshal(schema, &doc); err != nil {
+		return args
+	}
+	return nullsFor(doc, args)
+}
+
+func nullsFor(schema, args map[string]any) map[string]any {
+	props, _ := schema["properties"].(map[string]any)
+	out := make(map[string]any, len(props))
+	for k, v := range args {
+		if sub, ok := v.(map[string]any); ok {
+			if ps, ok := props[k].(map[string]any); ok {
+				v = nullsFor(ps, sub)
+			}
+		}
+		out[k] = v
+	}
+	for k := range props {
+		if _, ok := out[k]; !ok {
+			out[k] = nil
+		}
+	}
+	return out
 }

@@ -209,13 +209,14 @@ type chat struct {
 	defs   []ports.ToolDefinition
 	box    sandbox
 	system string
+	page   *assistant.PageContext // where the user is, as the console says
 	msgs   []ports.Message
 	ids    map[string]bool
 }
 
 func newChat(t *testing.T, box sandbox) *chat {
 	reg := registry(t)
-	return &chat{t: t, llm: llm(t), reg: reg, defs: reg.Definitions(), box: box, system: assistant.DefaultSystemPrompt, ids: map[string]bool{}}
+	return &chat{t: t, llm: llm(t), reg: reg, box: box, system: assistant.DefaultSystemPrompt + "\n\n" + assistant.GroundRules + "\n\n" + assistant.ContextRule, ids: map[string]bool{}}
 }
 
 func (c *chat) say(message string) turn {
@@ -223,7 +224,23 @@ func (c *chat) say(message string) turn {
 	if len(c.msgs) == 0 {
 		c.msgs = append(c.msgs, ports.Message{Role: ports.MessageSystem, Content: c.system})
 	}
-	c.msgs = append(c.msgs, ports.Message{Role: ports.MessageUser, Content: message})
+	// As the assistant sends it: the request context before the last user
+	// message only, and the tools routed for the page and the message.
+	for i, m := range c.msgs {
+		if m.Role == ports.MessageUser {
+			_, c.msgs[i].Content, _ = strings.Cut(m.Content, "</request_context>\n\n")
+		}
+	}
+	project := "none"
+	if c.page != nil && c.page.SelectedProjectID != "" {
+		project = c.page.SelectedProjectID
+	}
+	c.msgs = append(c.msgs, ports.Message{Role: ports.MessageUser, Content: "<request_context>\ncurrent_page: none\nselected_project_id: " +
+		project + "\ncurrent_time: 2026-01-02T03:04:05Z\n</request_context>\n\n" + message})
+	c.defs = c.reg.Route(c.page, message, 0)
+	if n := len(c.defs); n > assistant.DefaultMaxTools {
+		c.t.Fatalf("%d tools offered", n)
+	}
 	var tr turn
 	for round := 0; ; round++ {
 		if round == 8 {
@@ -247,7 +264,11 @@ func (c *chat) say(message string) turn {
 			}
 			c.ids[call.ID] = true
 			tr.calls = append(tr.calls, call)
-			args, tool, problem := c.reg.Check(call)
+			known := assistant.Known{}
+			if c.page != nil {
+				known.ProjectID = c.page.SelectedProjectID
+			}
+			args, tool, problem := c.reg.CheckWith(call, known)
 			if problem != "" {
 				c.t.Fatalf("%q: call %s(%s) is refused: %s", message, call.Name, call.Arguments, problem)
 			}
@@ -267,7 +288,7 @@ func TestAssistantRoutes(t *testing.T) {
 	tests := []struct {
 		name    string
 		box     sandbox
-		system  string // context added to the system prompt
+		project string // the selected project
 		message string
 		calls   []string
 		args    map[string]map[string]any // per tool, arguments that must be as given
@@ -409,7 +430,7 @@ func TestAssistantRoutes(t *testing.T) {
 			text: []string{"Which project's brand settings should I show?"},
 		},
 		{
-			name: "briefs of the selected project", system: "\n\nContext of this request:\n- Selected project id: acme", message: "list the briefs",
+			name: "briefs of the selected project", project: "acme", message: "list the briefs",
 			calls: []string{"list_briefs"},
 			args:  map[string]map[string]any{"list_briefs": {"project_id": "acme"}},
 			text:  []string{"There are 2 briefs:", "**Spring launch** (article, blog, project acme)"},
@@ -484,7 +505,9 @@ func TestAssistantRoutes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c := newChat(t, tt.box)
-			c.system += tt.system
+			if tt.project != "" {
+				c.page = &assistant.PageContext{SelectedProjectID: tt.project}
+			}
 			tr := c.say(tt.message)
 			if got := tr.names(); !slices.Equal(got, tt.calls) {
 				t.Errorf("calls %v, want %v", got, tt.calls)

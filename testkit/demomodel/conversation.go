@@ -53,6 +53,9 @@ type result struct {
 type conversation struct {
 	req    *fakeopenai.Request
 	system string
+	// context is the request context the assistant puts before the last
+	// user message ("" when it has none).
+	context string
 	// user is the last user message; msg is it in lower case with its
 	// spaces collapsed.
 	user, msg string
@@ -83,7 +86,8 @@ func parseConversation(req *fakeopenai.Request) *conversation {
 				c.system = msg.Content
 			}
 		case "user":
-			c.user, c.userIndex = msg.Content, i
+			c.context, c.user = splitContext(msg.Content)
+			c.userIndex = i
 		case "assistant":
 			for _, call := range msg.ToolCalls {
 				calls[call.ID] = call
@@ -189,18 +193,42 @@ func normalise(v any) any {
 	return v
 }
 
-// selectedProject is the project the user is looking at, as the system
-// prompt's request context names it.
+// selectedProject is the project the user is looking at, as the request
+// context before the last user message names it (or, from an older
+// assistant, the system prompt).
 func (c *conversation) selectedProject() string {
-	_, rest, ok := strings.Cut(c.system, selectedProjectKey)
+	for _, text := range []string{c.context, c.system} {
+		for _, key := range []string{selectedProjectField, selectedProjectKey} {
+			_, rest, ok := strings.Cut(text, key)
+			if !ok {
+				continue
+			}
+			if fields := strings.Fields(rest); len(fields) > 0 && fields[0] != "none" {
+				return fields[0]
+			}
+		}
+	}
+	return ""
+}
+
+// The request context block the assistant puts before the last user message.
+const (
+	contextOpen          = "<request_context>"
+	contextClose         = "</request_context>"
+	selectedProjectField = "selected_project_id:"
+)
+
+// splitContext separates the request context from what the user wrote.
+func splitContext(content string) (context, user string) {
+	rest, ok := strings.CutPrefix(strings.TrimLeft(content, " \n"), contextOpen)
 	if !ok {
-		return ""
+		return "", content
 	}
-	fields := strings.Fields(rest)
-	if len(fields) == 0 {
-		return ""
+	context, user, ok = strings.Cut(rest, contextClose)
+	if !ok {
+		return "", content
 	}
-	return fields[0]
+	return context, strings.TrimLeft(user, "\n")
 }
 
 // mentions reports whether the lower-cased message names s (in any case) as
