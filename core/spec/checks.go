@@ -2,7 +2,9 @@ package spec
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 
 	"github.com/devpilot/devpilot/ports"
 )
@@ -14,6 +16,9 @@ type earlier struct {
 	prd     *prdDoc
 	epics   *epicsDoc
 	stories *storiesDoc
+	// repo is the linked repository's files and commands, nil when the
+	// session is not linked or the repository could not be read.
+	repo *repoView
 }
 
 func earlierDocs(current map[ports.Stage]ports.SpecArtifact) earlier {
@@ -68,8 +73,10 @@ func traceability(doc any, e earlier) []string {
 		epicsChecks(&c, d, e.prd)
 	case *storiesDoc:
 		storiesChecks(&c, d, e.epics, e.prd)
+		storyRules(&c, d, e.epics)
 	case *prpsDoc:
 		prpsChecks(&c, d, e.stories)
+		groundingChecks(&c, d, e.repo)
 	}
 	return c.list
 }
@@ -172,6 +179,76 @@ func prpsChecks(c *checks, d *prpsDoc, stories *storiesDoc) {
 	for _, s := range stories.Stories {
 		if !slices.ContainsFunc(d.PRPs, func(p prp) bool { return p.StoryID == s.ID }) {
 			c.add("%s is not covered by any PRP", s.ID)
+		}
+	}
+	byID := map[string]story{}
+	for _, s := range stories.Stories {
+		byID[s.ID] = s
+	}
+	for _, p := range d.PRPs {
+		if s, ok := byID[p.StoryID]; ok && len(p.AcceptanceCriteria) != len(s.AcceptanceCriteria) {
+			c.add("%s carries %d acceptance criteria; its story %s has %d", p.ID, len(p.AcceptanceCriteria), s.ID, len(s.AcceptanceCriteria))
+		}
+	}
+}
+
+// maxStoryPoints is the largest estimate a story keeps; a larger one is to
+// be split (BMAD: a story fits one focused session of work).
+const maxStoryPoints = 8
+
+// andClause finds an outcome that joins two outcomes with "and".
+var andClause = regexp.MustCompile(`(?i)\band\b`)
+
+// storyRules checks what makes stories executable one at a time, in order
+// (BMAD's sequencing, spec-kit's independent stories): no dependency on a
+// later or unknown story, one outcome per acceptance criterion, and no
+// story too large to deliver at once.
+func storyRules(c *checks, d *storiesDoc, epics *epicsDoc) {
+	epicOrder := map[string]int{}
+	if epics != nil {
+		for _, e := range epics.Epics {
+			epicOrder[e.ID] = e.Order
+		}
+	}
+	type pos struct{ epic, n int }
+	position := func(s story) (pos, bool) {
+		m := storyIDPattern.FindStringSubmatch(s.ID)
+		if m == nil {
+			return pos{}, false
+		}
+		e, _ := strconv.Atoi(m[1])
+		if o, ok := epicOrder[s.EpicID]; ok {
+			e = o
+		}
+		n, _ := strconv.Atoi(m[2])
+		return pos{e, n}, true
+	}
+	byID := map[string]story{}
+	for _, s := range d.Stories {
+		byID[s.ID] = s
+	}
+	for _, s := range d.Stories {
+		me, ok := position(s)
+		for _, dep := range s.DependsOn {
+			other, known := byID[dep]
+			switch {
+			case dep == s.ID:
+				c.add("%s depends on itself", s.ID)
+			case !known:
+				c.add("%s depends on unknown story %s", s.ID, dep)
+			case ok:
+				if them, ok := position(other); ok && (them.epic > me.epic || them.epic == me.epic && them.n > me.n) {
+					c.add("%s depends on %s, which comes after it (a forward dependency); reorder or split the stories", s.ID, dep)
+				}
+			}
+		}
+		for i, cr := range s.AcceptanceCriteria {
+			if andClause.MatchString(cr.Then) {
+				c.add("%s acceptance criterion %d joins outcomes with \"and\"; make it one criterion per outcome", s.ID, i+1)
+			}
+		}
+		if s.Estimate > maxStoryPoints {
+			c.add("%s is estimated at %d points; split it into stories of at most %d", s.ID, s.Estimate, maxStoryPoints)
 		}
 	}
 }

@@ -51,7 +51,8 @@ const (
 	// maxSplits bounds how often a chunk the provider finds too long is
 	// halved.
 	maxSplits = 3
-	// maxDigestFacts is asked of the reduce calls.
+	// maxDigestFacts bounds the facts asked of the reduce calls; fewer for
+	// a small budget (see Service.maxDigestFacts).
 	maxDigestFacts = 60
 )
 
@@ -148,7 +149,7 @@ func (s *Service) digest(ctx context.Context, sessionID string, inputs []ports.S
 	}
 	parts := slices.Concat(partials...)
 
-	doc, model, err := s.reduce(ctx, parts, known, chunkBytes, log)
+	doc, model, err := s.reduce(ctx, parts, known, s.cfg.ContextBudget*3, log)
 	if err != nil {
 		return ports.SpecDigest{}, err
 	}
@@ -260,8 +261,10 @@ func (s *Service) mapChunk(ctx context.Context, c chunk, splits int, log *slog.L
 	return []digestDoc{doc}, nil
 }
 
-// reduce merges partial digests, in groups of at most maxBytes of JSON,
-// until one is left. It returns the digest and the model that wrote it.
+// reduce merges partial digests, in groups of at most maxBytes of JSON
+// (three quarters of the budget), until one is left; when no two fit
+// together, each is condensed on its own first. It returns the digest and
+// the model that wrote it.
 func (s *Service) reduce(ctx context.Context, parts []digestDoc, known map[string]bool, maxBytes int, log *slog.Logger) (digestDoc, string, error) {
 	model := ""
 	for level := 0; len(parts) > 1; level++ {
@@ -271,11 +274,12 @@ func (s *Service) reduce(ctx context.Context, parts []digestDoc, known map[strin
 				Message: fmt.Sprintf("the inputs could not be digested to fit the model's context budget in %d rounds; shorten them or raise the budget", maxReduceLevels)}
 		}
 		groups := groupDigests(parts, maxBytes)
+		merging := len(groups) < len(parts)
 		log.InfoContext(ctx, "merging partial digests", "round", level+1, "partials", len(parts), "groups", len(groups))
 		next := make([]digestDoc, len(groups))
 		for i, g := range groups {
-			if len(g) == 1 && len(groups) > 1 {
-				next[i] = g[0] // nothing to merge it with in this round
+			if len(g) == 1 && merging {
+				next[i] = g[0] // merged with others in a later round
 				continue
 			}
 			var u strings.Builder
@@ -285,7 +289,7 @@ func (s *Service) reduce(ctx context.Context, parts []digestDoc, known map[strin
 			}
 			u.WriteString("Merge these partial digests into one now.")
 			msgs := []ports.Message{
-				{Role: ports.MessageSystem, Content: fmt.Sprintf(digestReducePrompt, maxDigestFacts)},
+				{Role: ports.MessageSystem, Content: fmt.Sprintf(digestReducePrompt, s.maxDigestFacts())},
 				{Role: ports.MessageUser, Content: u.String()},
 			}
 			doc, res, err := s.askDigest(ctx, DigestReduceSchema, msgs, log)
@@ -415,4 +419,11 @@ func digestAsInputs(d ports.SpecDigest) []ports.SpecInput {
 		Title:   fmt.Sprintf("Digest of %d input%s", len(d.InputIDs), plural(len(d.InputIDs))),
 		Content: d.Content, Size: int64(len(d.Content)), CreatedAt: d.CreatedAt,
 	}}
+}
+
+// maxDigestFacts is how many facts a merged digest may hold: about a
+// quarter of the context budget at some 25 tokens a fact, from 10 to
+// maxDigestFacts, so the digest leaves room for the earlier artifacts.
+func (s *Service) maxDigestFacts() int {
+	return min(max(s.cfg.ContextBudget/100, 10), maxDigestFacts)
 }

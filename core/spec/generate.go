@@ -211,11 +211,11 @@ func (s *Service) generate(ctx context.Context, args GenerateStageArgs, log *slo
 	}
 	prior := earlierDocs(before)
 	findings := func(doc any) []string { return traceability(doc, prior) }
-	out, res, err := s.askWithinBudget(ctx, args, inputs, before, standards, findings, log)
+	out, res, notes, err := s.askStage(ctx, args, sess, inputs, before, standards, &prior, findings, log)
 	if err != nil {
 		return err
 	}
-	checks := traceability(out.doc, prior)
+	checks := append(notes, traceability(out.doc, prior)...)
 	if checks == nil {
 		checks = []string{}
 	}

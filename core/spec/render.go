@@ -141,6 +141,14 @@ func renderPRD(m *md, d *prdDoc) {
 	m.bullets(d.NonGoals)
 	m.heading(2, "Assumptions")
 	m.bullets(d.Assumptions)
+	m.heading(2, "Edge cases")
+	m.bullets(d.EdgeCases)
+	m.heading(2, "Glossary")
+	m.bullets(mapIDs(d.Glossary, func(t term) string { return "**" + line(t.Term) + "**: " + t.Definition }))
+	m.heading(2, "Needs clarification")
+	m.bullets(mapIDs(d.Clarifications, func(c clarification) string {
+		return "[NEEDS CLARIFICATION] " + line(c.Question) + " _Impact:_ " + c.Impact
+	}))
 }
 
 func renderEpics(m *md, d *epicsDoc) {
@@ -170,15 +178,54 @@ func renderStories(m *md, d *storiesDoc) {
 			}
 			m.heading(3, "%s: %s", s.ID, s.Title)
 			m.para(fmt.Sprintf("**As a** %s, **I want** %s, **so that** %s.", line(s.AsA), line(s.IWant), strings.TrimRight(line(s.SoThat), ".")))
-			m.fields("Epic", s.EpicID, "Requirements", idList(s.RequirementIDs), "Estimate", fmt.Sprintf("%d points", s.Estimate))
+			m.fields("Epic", s.EpicID, "Requirements", idList(s.RequirementIDs), "Estimate", fmt.Sprintf("%d points", s.Estimate),
+				"Depends on", idList(s.DependsOn))
 			m.heading(4, "Acceptance criteria")
-			m.numbered(mapIDs(s.AcceptanceCriteria, func(c criterion) string {
-				return fmt.Sprintf("**Given** %s, **when** %s, **then** %s", line(c.Given), line(c.When), line(c.Then))
-			}))
+			m.numbered(mapIDs(s.AcceptanceCriteria, criterionLine))
+			m.heading(4, "Independent test")
+			m.para(s.IndependentTest)
+			m.heading(4, "Edge cases")
+			m.bullets(s.EdgeCases)
 		}
 	}
 }
 
+func criterionLine(c criterion) string {
+	return fmt.Sprintf("**Given** %s, **when** %s, **then** %s", line(c.Given), line(c.When), line(c.Then))
+}
+
+// code writes a fenced code block of shell commands; a command holding a
+// fence gets a longer one.
+func (m *md) code(commands []string) {
+	fence := "```"
+	for _, c := range commands {
+		for strings.Contains(c, fence) {
+			fence += "`"
+		}
+	}
+	m.b.WriteString("\n" + fence + "sh\n")
+	for _, c := range commands {
+		m.b.WriteString(strings.TrimSpace(c) + "\n")
+	}
+	m.b.WriteString(fence + "\n")
+}
+
+// inlineCode writes s as inline code, with a longer backtick run when s
+// holds backticks.
+func inlineCode(s string) string {
+	s = line(s)
+	ticks := "`"
+	for strings.Contains(s, ticks) {
+		ticks += "`"
+	}
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return ticks + s + ticks
+}
+
+// renderPRPs writes each PRP as a document of its own under a level-2
+// heading, in the PRP base template's order, with commands in code blocks.
 func renderPRPs(m *md, d *prpsDoc) {
 	m.heading(1, "PRPs")
 	for _, p := range d.PRPs {
@@ -190,28 +237,49 @@ func renderPRPs(m *md, d *prpsDoc) {
 		m.para(p.Deliverable)
 		m.heading(3, "Why")
 		m.bullets(p.Why)
+		m.heading(3, "Acceptance criteria")
+		m.numbered(mapIDs(p.AcceptanceCriteria, criterionLine))
 		m.heading(3, "All needed context")
 		m.heading(4, "References")
-		m.bullets(mapIDs(p.Context.References, func(r reference) string { return "**" + line(r.Source) + "**: " + r.Why }))
+		m.bullets(mapIDs(p.Context.References, func(r reference) string {
+			target := line(r.Target)
+			if r.Kind == refFile {
+				target = inlineCode(r.Target)
+			}
+			return fmt.Sprintf("**%s** %s (%s): %s", r.Kind, target, line(r.Section), line(r.Why))
+		}))
 		m.heading(4, "Codebase")
 		m.bullets(p.Context.Codebase)
 		m.heading(4, "Gotchas")
 		m.bullets(p.Context.Gotchas)
-		m.heading(3, "Implementation blueprint")
-		m.numbered(mapIDs(p.Blueprint, func(t task) string {
-			s := "**" + line(t.Task) + "**: " + t.Details
-			if len(t.Files) > 0 {
-				s += " (files: " + strings.Join(t.Files, ", ") + ")"
+		m.heading(3, "Implementation tasks")
+		for _, t := range p.Tasks {
+			m.heading(4, "%s: %s %s", t.ID, strings.ToUpper(t.Action), t.Path)
+			m.fields("Pattern", t.Pattern, "Depends on", idList(t.DependsOn))
+			m.para(t.Details)
+			if strings.TrimSpace(t.Validation) != "" {
+				m.code([]string{t.Validation})
 			}
-			return s
-		}))
+		}
 		m.heading(3, "Validation")
-		for _, level := range []struct {
-			name  string
-			items []string
-		}{{"Syntax", p.Validation.Syntax}, {"Unit", p.Validation.Unit}, {"Integration", p.Validation.Integration}, {"Domain", p.Validation.Domain}} {
-			m.heading(4, "%s", level.name)
-			m.bullets(level.items)
+		if len(p.Validation.Commands) == 0 {
+			m.para("_No validation commands: " + line(p.Validation.NoneReason) + "_")
+		}
+		for _, level := range []string{"syntax", "unit", "integration", "domain"} {
+			var cmds []check
+			for _, c := range p.Validation.Commands {
+				if c.Level == level {
+					cmds = append(cmds, c)
+				}
+			}
+			if len(cmds) == 0 {
+				continue
+			}
+			m.heading(4, "%s", strings.ToUpper(level[:1])+level[1:])
+			for _, c := range cmds {
+				m.code([]string{c.Command})
+				m.para("Expect: " + line(c.Expect))
+			}
 		}
 		m.heading(3, "Success checklist")
 		m.checklist(p.SuccessChecklist)

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"time"
 
 	"github.com/devpilot/devpilot/ports"
 )
@@ -29,8 +30,20 @@ type Config struct {
 	MaxSessionBytes int64
 	// Model overrides the LLM adapter's model when not empty.
 	Model string
-	// MaxTokens bounds each model call; 0 leaves it to the provider.
+	// MaxTokens bounds each model call's output; 0 leaves it to the
+	// provider. It is the spec engine's own, not the chat's.
 	MaxTokens int
+	// CallTimeout bounds one model exchange of a stage (one call with its
+	// repair turn, or one batch's); 0 leaves it to the LLM adapter.
+	CallTimeout time.Duration
+	// BatchConcurrency, when above 0, generates stories one call per epic
+	// and PRPs one call per story, that many calls at a time, each given
+	// only its own context, and assembles them into one stage version; 0
+	// asks for each stage in one call.
+	BatchConcurrency int
+	// SCMProvider names the provider of the connections linked repositories
+	// are read with ("github").
+	SCMProvider string
 	// MaxAttempts bounds how often the queue runs a generation job (5); the
 	// worker passes final=true to RunGeneration on the last one.
 	MaxAttempts int
@@ -86,10 +99,15 @@ func (c Config) withDefaults() Config {
 		c.ContextBudget = DefaultContextBudget
 	}
 	c.ContextBudget = max(c.ContextBudget, minContextBudget)
+	if c.SCMProvider == "" {
+		c.SCMProvider = "github"
+	}
 	return c
 }
 
-// Deps are the ports a Service needs. Logger nil discards logs.
+// Deps are the ports a Service needs. Logger nil discards logs. Repos, SCM
+// and Cipher read the repository a session is linked to; without them
+// sessions cannot be linked and PRPs are not grounded.
 type Deps struct {
 	Specs     ports.SpecStore
 	Standards ports.StandardStore
@@ -102,6 +120,9 @@ type Deps struct {
 	Clock   ports.Clock
 	IDs     ports.IDs
 	Logger  *slog.Logger
+	Repos   ports.SCMStore
+	SCM     ports.SCMProvider
+	Cipher  ports.Cipher
 }
 
 // Service is the specification engine's use cases. Every method but

@@ -135,8 +135,8 @@ func (s *Service) newInput(sessionID string, in NewInput) ports.SpecInput {
 // (fields name, inputs — more than MaxInputsPerRequest —, inputs[i].kind,
 // inputs[i].title, inputs[i].content_type, inputs[i].content);
 // payload_too_large when an input or all of them exceed the limits, saying by
-// how much.
-func (s *Service) CreateSession(ctx context.Context, name string, inputs []NewInput) (View, error) {
+// how much; with InRepository, invalid (repo_id) as SetRepository.
+func (s *Service) CreateSession(ctx context.Context, name string, inputs []NewInput, opts ...SessionOption) (View, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
 		return View{}, err
@@ -159,8 +159,17 @@ func (s *Service) CreateSession(ctx context.Context, name string, inputs []NewIn
 		cleaned[i], fs = checkInput(in, fmt.Sprintf("inputs[%d].", i))
 		fields = append(fields, fs...)
 	}
+	var o sessionOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if err := invalid(fields); err != nil {
 		return View{}, err
+	}
+	if o.repoID != "" {
+		if err := s.checkRepository(ctx, p, o.repoID); err != nil {
+			return View{}, err
+		}
 	}
 	var total int64
 	for i, in := range cleaned {
@@ -173,7 +182,7 @@ func (s *Service) CreateSession(ctx context.Context, name string, inputs []NewIn
 		return View{}, err
 	}
 	now := s.d.Clock.Now()
-	sess := ports.SpecSession{ID: s.d.IDs.NewID(), OrgID: p.OrgID, UserID: p.UserID, Name: name,
+	sess := ports.SpecSession{ID: s.d.IDs.NewID(), OrgID: p.OrgID, UserID: p.UserID, Name: name, RepoID: o.repoID,
 		Status: ports.SpecDraft, CreatedAt: now, UpdatedAt: now}
 	stored := make([]ports.SpecInput, len(cleaned))
 	for i, in := range cleaned {

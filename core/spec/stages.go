@@ -51,7 +51,28 @@ type prdDoc struct {
 	SuccessMetrics []validatingGoal `json:"success_metrics"`
 	NonGoals       []string         `json:"non_goals"`
 	Assumptions    []string         `json:"assumptions"`
+	Glossary       []term           `json:"glossary"`
+	EdgeCases      []string         `json:"edge_cases"`
+	Clarifications []clarification  `json:"clarifications"`
 }
+
+// term is a word of the domain and what it means here (BMAD's PRD and
+// spec-kit's key entities: a shared vocabulary for every later stage).
+type term struct {
+	Term       string `json:"term"`
+	Definition string `json:"definition"`
+}
+
+// clarification is an explicit marker where the material is silent on
+// something that matters (spec-kit's [NEEDS CLARIFICATION]), instead of a
+// silent invention; a PRD has at most maxClarifications.
+type clarification struct {
+	Question string `json:"question"`
+	Impact   string `json:"impact"`
+}
+
+// maxClarifications bounds a PRD's clarification markers, as spec-kit does.
+const maxClarifications = 3
 
 type requirement struct {
 	ID          string `json:"id"`
@@ -106,6 +127,12 @@ type story struct {
 	AcceptanceCriteria []criterion `json:"acceptance_criteria"`
 	RequirementIDs     []string    `json:"requirement_ids"`
 	Estimate           int         `json:"estimate"`
+	// IndependentTest is how the story alone is shown to work (spec-kit).
+	IndependentTest string   `json:"independent_test"`
+	EdgeCases       []string `json:"edge_cases"`
+	// DependsOn names the stories that must be done first, never a later
+	// one (BMAD's sequencing rule).
+	DependsOn []string `json:"depends_on"`
 }
 
 type criterion struct {
@@ -119,17 +146,20 @@ type prpsDoc struct {
 }
 
 type prp struct {
-	ID               string     `json:"id"`
-	StoryID          string     `json:"story_id"`
-	Title            string     `json:"title"`
-	Goal             string     `json:"goal"`
-	Deliverable      string     `json:"deliverable"`
-	Why              []string   `json:"why"`
-	Context          prpContext `json:"context"`
-	Blueprint        []task     `json:"blueprint"`
-	Validation       prpLevels  `json:"validation"`
-	SuccessChecklist []string   `json:"success_checklist"`
-	AntiPatterns     []string   `json:"anti_patterns"`
+	ID          string   `json:"id"`
+	StoryID     string   `json:"story_id"`
+	Title       string   `json:"title"`
+	Goal        string   `json:"goal"`
+	Deliverable string   `json:"deliverable"`
+	Why         []string `json:"why"`
+	// AcceptanceCriteria are the story's, carried over (PRP base: success
+	// criteria; BMAD: the story's acceptance criteria travel with it).
+	AcceptanceCriteria []criterion `json:"acceptance_criteria"`
+	Context            prpContext  `json:"context"`
+	Tasks              []task      `json:"tasks"`
+	Validation         validation  `json:"validation"`
+	SuccessChecklist   []string    `json:"success_checklist"`
+	AntiPatterns       []string    `json:"anti_patterns"`
 }
 
 type prpContext struct {
@@ -138,22 +168,56 @@ type prpContext struct {
 	Gotchas    []string    `json:"gotchas"`
 }
 
+// The kinds of a PRP reference, as the PRP base template types them.
+const (
+	refFile = "file"
+	refURL  = "url"
+	refDoc  = "doc"
+)
+
+// reference is something the implementer must read: a file of the
+// repository, a URL, or a document, with the section or pattern to take
+// from it (PRP base template: file/url/doc with why and section).
 type reference struct {
-	Source string `json:"source"`
-	Why    string `json:"why"`
+	Kind    string `json:"kind"`
+	Target  string `json:"target"`
+	Section string `json:"section"`
+	Why     string `json:"why"`
 }
 
+// The actions of a PRP task (PRP base template: CREATE / MODIFY).
+const (
+	actionCreate = "create"
+	actionModify = "modify"
+)
+
+// task is one step of the implementation, in dependency order (PRP base
+// template: action, path, the pattern to follow, dependencies, and a
+// validation command per task).
 type task struct {
-	Task    string   `json:"task"`
-	Details string   `json:"details"`
-	Files   []string `json:"files"`
+	ID         string   `json:"id"`
+	Action     string   `json:"action"`
+	Path       string   `json:"path"`
+	Pattern    string   `json:"pattern"`
+	Details    string   `json:"details"`
+	DependsOn  []string `json:"depends_on"`
+	Validation string   `json:"validation"`
 }
 
-type prpLevels struct {
-	Syntax      []string `json:"syntax"`
-	Unit        []string `json:"unit"`
-	Integration []string `json:"integration"`
-	Domain      []string `json:"domain"`
+// validation is the PRP's validation loop: commands with what they must
+// show, or none with the reason (no invented commands when the stack is
+// unknown).
+type validation struct {
+	Commands   []check `json:"commands"`
+	NoneReason string  `json:"none_reason"`
+}
+
+// check is one validation command (PRP base template: level, command,
+// expected result).
+type check struct {
+	Level   string `json:"level"`
+	Command string `json:"command"`
+	Expect  string `json:"expect"`
 }
 
 // newDoc returns an empty document of the stage's type.
@@ -234,6 +298,7 @@ func decodeDoc(st ports.Stage, data json.RawMessage) any {
 }
 
 var (
+	taskIDPattern  = regexp.MustCompile(`^T([1-9][0-9]*)$`)
 	storyIDPattern = regexp.MustCompile(`^ST-([1-9][0-9]*)\.([1-9][0-9]*)$`)
 	prpIDPattern   = regexp.MustCompile(`^PRP-([1-9][0-9]*)\.([1-9][0-9]*)$`)
 	epicIDPattern  = regexp.MustCompile(`^EP-([1-9][0-9]*)$`)
@@ -257,6 +322,9 @@ func idRules(doc any) []string {
 	case *prdDoc:
 		unique("requirement", mapIDs(d.Functional, func(r requirement) string { return r.ID }))
 		unique("non-functional requirement", mapIDs(d.NonFunctional, func(r nfRequirement) string { return r.ID }))
+		if n := len(d.Clarifications); n > maxClarifications {
+			problems = append(problems, fmt.Sprintf("at '/clarifications': %d clarification markers; keep at most %d, the ones that matter most, and state the rest as assumptions", n, maxClarifications))
+		}
 	case *epicsDoc:
 		unique("epic", mapIDs(d.Epics, func(e epic) string { return e.ID }))
 	case *storiesDoc:
@@ -274,6 +342,7 @@ func idRules(doc any) []string {
 			if pm != nil && p.StoryID != "ST-"+pm[1]+"."+pm[2] {
 				problems = append(problems, fmt.Sprintf("at '/prps/%d/id': %s implements story %s, so its id must be PRP-%s", i, p.ID, p.StoryID, strings.TrimPrefix(p.StoryID, "ST-")))
 			}
+			problems = append(problems, prpRules(i, p)...)
 		}
 	}
 	return problems
@@ -285,4 +354,31 @@ func mapIDs[T any](items []T, id func(T) string) []string {
 		out[i] = id(it)
 	}
 	return out
+}
+
+// prpRules checks a PRP's tasks and validation: task ids T1, T2, … in order,
+// each depending only on tasks before it, and either validation commands or
+// the reason there are none.
+func prpRules(i int, p prp) []string {
+	var problems []string
+	seen := map[string]bool{}
+	for j, t := range p.Tasks {
+		if want := fmt.Sprintf("T%d", j+1); t.ID != want {
+			problems = append(problems, fmt.Sprintf("at '/prps/%d/tasks/%d/id': the tasks of %s are numbered T1, T2, … in order, so this one is %s", i, j, p.ID, want))
+		}
+		for _, dep := range t.DependsOn {
+			if !seen[dep] {
+				problems = append(problems, fmt.Sprintf("at '/prps/%d/tasks/%d/depends_on': %s of %s depends on %s, which is not a task before it; order the tasks so that each depends only on earlier ones", i, j, t.ID, p.ID, dep))
+			}
+		}
+		seen[t.ID] = true
+	}
+	v := p.Validation
+	switch {
+	case len(v.Commands) == 0 && strings.TrimSpace(v.NoneReason) == "":
+		problems = append(problems, fmt.Sprintf("at '/prps/%d/validation': %s has no validation commands and no none_reason; give the commands the project uses, or say why none are known", i, p.ID))
+	case len(v.Commands) > 0 && strings.TrimSpace(v.NoneReason) != "":
+		problems = append(problems, fmt.Sprintf("at '/prps/%d/validation/none_reason': %s has validation commands, so none_reason must be empty", i, p.ID))
+	}
+	return problems
 }

@@ -47,6 +47,7 @@ type Config struct {
 	LLMModel      string
 	LLM           LLMConfig
 	Assistant     AssistantConfig
+	Spec          SpecConfig
 	// WorkerJobs is how many background jobs a worker runs at once.
 	WorkerJobs int
 	// JobRescueAfter bounds how long a background job stays running once the
@@ -178,6 +179,17 @@ type VoiceConfig struct {
 	TranscribeModel string
 }
 
+// SpecConfig bounds the specification engine's model calls, apart from the
+// chat's: DEVPILOT_SPEC_MAX_TOKENS (output tokens per call, 16384),
+// DEVPILOT_SPEC_CALL_TIMEOUT (one exchange, 0 = the LLM timeout only) and
+// DEVPILOT_SPEC_CONCURRENCY (story and PRP calls at a time, 4; 0 asks for
+// each stage in one call).
+type SpecConfig struct {
+	MaxTokens   int
+	CallTimeout time.Duration
+	Concurrency int
+}
+
 // AssistantConfig bounds the assistant loop.
 type AssistantConfig struct {
 	MaxToolRounds   int
@@ -204,6 +216,9 @@ const (
 	EnvOpenAIBaseURL  = "OPENAI_BASE_URL"
 	EnvLLMTimeout     = "DEVPILOT_LLM_TIMEOUT"
 	EnvMaxToolRounds  = "DEVPILOT_MAX_TOOL_ROUNDS"
+	EnvSpecMaxTokens  = "DEVPILOT_SPEC_MAX_TOKENS"
+	EnvSpecTimeout    = "DEVPILOT_SPEC_CALL_TIMEOUT"
+	EnvSpecParallel   = "DEVPILOT_SPEC_CONCURRENCY"
 	EnvMaxTokens      = "DEVPILOT_MAX_TOKENS"
 	EnvConfirmTTL     = "DEVPILOT_CONFIRMATION_TTL"
 	EnvAWSEndpoint    = "AWS_ENDPOINT_URL"
@@ -290,6 +305,11 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	}
 	c.HTTPAddr = r.addr(EnvHTTPAddr, defaultAddr)
 	c.LLMModel = r.str(EnvLLMModel, "gpt-4o-mini")
+	c.Spec = SpecConfig{
+		MaxTokens:   int(r.number(EnvSpecMaxTokens, 16384, 1, 1<<20)),
+		CallTimeout: r.duration(EnvSpecTimeout, 0),
+		Concurrency: int(r.number(EnvSpecParallel, 4, 0, 32)),
+	}
 	c.LLM = LLMConfig{
 		APIKey:  r.str(EnvOpenAIKey, ""),
 		BaseURL: r.url(EnvOpenAIBaseURL),

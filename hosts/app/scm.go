@@ -104,6 +104,12 @@ func (unconfiguredSCM) ListPulls(context.Context, string, string, string, ports.
 func (unconfiguredSCM) SearchCommits(context.Context, string, string, ports.Page) ([]ports.SCMCommit, string, error) {
 	return nil, "", errNoGitHub
 }
+func (unconfiguredSCM) ReadTree(context.Context, string, string, string, string) ([]ports.SCMTreeEntry, bool, error) {
+	return nil, false, errNoGitHub
+}
+func (unconfiguredSCM) ReadFile(context.Context, string, string, string, string, string, int) (ports.SCMFile, error) {
+	return ports.SCMFile{}, errNoGitHub
+}
 func (unconfiguredSCM) ListActivity(context.Context, string, string, string, ports.Page) ([]ports.SCMActivity, string, error) {
 	return nil, "", errNoGitHub
 }

@@ -33,12 +33,17 @@ type SpecParams struct {
 	LLM       ports.LLM
 	Clock     ports.Clock
 	IDs       ports.IDs
+	// Repos, SCM and Cipher read the repository a session is linked to.
+	Repos  ports.SCMStore
+	SCM    ports.SCMProvider
+	Cipher ports.Cipher
 }
 
 // NewSpec returns the specification engine.
 func NewSpec(p SpecParams) *spec.Service {
-	return spec.New(spec.Config{Model: p.Config.LLMModel}, spec.Deps{
+	return spec.New(spec.Config{Model: p.Config.LLMModel, MaxTokens: p.Config.Spec.MaxTokens,
+		CallTimeout: p.Config.Spec.CallTimeout, BatchConcurrency: p.Config.Spec.Concurrency}, spec.Deps{
 		Specs: p.Specs, Standards: p.Standards, Tx: p.Tx, Jobs: p.Jobs, LLM: p.LLM,
-		Clock: p.Clock, IDs: p.IDs, Logger: p.Logger,
+		Clock: p.Clock, IDs: p.IDs, Logger: p.Logger, Repos: p.Repos, SCM: p.SCM, Cipher: p.Cipher,
 	})
 }

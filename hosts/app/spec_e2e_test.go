@@ -127,8 +127,13 @@ func TestSpecEndToEnd(t *testing.T) {
 				t.Fatalf("another user's session: %d", code)
 			}
 
+			// Stories come one call per epic (2) and PRPs one per story (3);
+			// each call keeps its own part of the sample.
+			calls := map[string]int{"scope": 1, "prd": 1, "epics": 1, "stories": 2, "prps": 3}
 			for _, stage := range []string{"scope", "prd", "epics", "stories", "prps"} {
-				st.model.Enqueue(stageOutput(t, stage))
+				for range calls[stage] {
+					st.model.Enqueue(stageOutput(t, stage))
+				}
 				code, body, _ := st.call(member, "POST", "/pse/sessions/"+id+"/generate", nil)
 				if code != 202 || !bytes.Contains(body, []byte(`"stage":"`+stage+`"`)) || !bytes.Contains(body, []byte(`"status":"generating"`)) {
 					t.Fatalf("generate %s: %d %s", stage, code, body)

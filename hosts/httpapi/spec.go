@@ -21,7 +21,8 @@ import (
 
 // Spec is the specification engine as the transport calls it.
 type Spec interface {
-	CreateSession(ctx context.Context, name string, inputs []spec.NewInput) (spec.View, error)
+	CreateSession(ctx context.Context, name string, inputs []spec.NewInput, opts ...spec.SessionOption) (spec.View, error)
+	SetRepository(ctx context.Context, sessionID, repoID string) (spec.View, error)
 	AddInput(ctx context.Context, sessionID string, in spec.NewInput) (ports.SpecInput, error)
 	Generate(ctx context.Context, sessionID string, stage ports.Stage) (ports.SpecSession, error)
 	GetSession(ctx context.Context, id string) (spec.View, error)
@@ -46,6 +47,7 @@ func (s *Server) specRoutes() {
 		s.handle(http.MethodGet, p+"/pse/sessions/:session_id", s.getSpecSession)
 		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/inputs", s.addSpecInput, maxBody(specUploadLimit))
 		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/generate", s.generateSpec)
+		s.handle(http.MethodPut, p+"/pse/sessions/:session_id/repository", s.setSpecRepository)
 		s.handle(http.MethodGet, p+"/pse/standards", s.listStandards)
 		s.handle(http.MethodPost, p+"/pse/standards", s.createStandard)
 		s.handle(http.MethodPut, p+"/pse/standards", s.updateStandard)
@@ -68,11 +70,12 @@ func (in specInputJSON) input() spec.NewInput {
 
 type createSpecRequest struct {
 	Name   *string         `json:"name"`
+	RepoID *string         `json:"repo_id"`
 	Inputs []specInputJSON `json:"inputs"`
 }
 
 func (s *Server) createSpecSession(w http.ResponseWriter, r *http.Request) error {
-	var name string
+	var name, repoID string
 	var inputs []spec.NewInput
 	if isMultipart(r) {
 		form, err := readSpecForm(r)
@@ -82,7 +85,7 @@ func (s *Server) createSpecSession(w http.ResponseWriter, r *http.Request) error
 		if form.name == "" {
 			return missing("name")
 		}
-		name, inputs = form.name, form.inputs
+		name, inputs, repoID = form.name, form.inputs, form.repoID
 	} else {
 		var req createSpecRequest
 		if err := decodeJSON(w, r, &req); err != nil {
@@ -92,15 +95,40 @@ func (s *Server) createSpecSession(w http.ResponseWriter, r *http.Request) error
 			return missing("name")
 		}
 		name = *req.Name
+		if req.RepoID != nil {
+			repoID = *req.RepoID
+		}
 		for _, in := range req.Inputs {
 			inputs = append(inputs, in.input())
 		}
 	}
-	view, err := s.d.Spec.CreateSession(r.Context(), name, inputs)
+	view, err := s.d.Spec.CreateSession(r.Context(), name, inputs, spec.InRepository(repoID))
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusCreated, specSessionOut(view))
+}
+
+type repositoryRequest struct {
+	RepoID *string `json:"repo_id"`
+}
+
+// setSpecRepository links a session to a connected repository, or unlinks
+// it with "repo_id": null, and answers the session.
+func (s *Server) setSpecRepository(w http.ResponseWriter, r *http.Request) error {
+	var req repositoryRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	repoID := ""
+	if req.RepoID != nil {
+		repoID = *req.RepoID
+	}
+	view, err := s.d.Spec.SetRepository(r.Context(), pathParam(r, "session_id"), repoID)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, specSessionOut(view))
 }
 
 func (s *Server) addSpecInput(w http.ResponseWriter, r *http.Request) error {
@@ -177,6 +205,7 @@ func (s *Server) listSpecSessions(w http.ResponseWriter, r *http.Request) error 
 // specForm is what a multipart PSE request carries.
 type specForm struct {
 	name   string
+	repoID string
 	inputs []spec.NewInput
 }
 
@@ -207,6 +236,12 @@ func readSpecForm(r *http.Request) (specForm, error) {
 				return specForm{}, err
 			}
 			form.name = v
+		case "repo_id":
+			v, err := readField(part)
+			if err != nil {
+				return specForm{}, err
+			}
+			form.repoID = v
 		case "kind":
 			v, err := readField(part)
 			if err != nil {
@@ -326,6 +361,7 @@ type artifactJSON struct {
 type specSessionJSON struct {
 	ID           string              `json:"id"`
 	Name         string              `json:"name"`
+	RepoID       *string             `json:"repo_id"`
 	Status       string              `json:"status"`
 	CurrentStage *string             `json:"current_stage"`
 	NextStage    *string             `json:"next_stage"`
@@ -334,6 +370,13 @@ type specSessionJSON struct {
 	Error        *ports.SpecError    `json:"error,omitempty"`
 	CreatedAt    time.Time           `json:"created_at"`
 	UpdatedAt    time.Time           `json:"updated_at"`
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func optStage(st ports.Stage) *string {
@@ -346,7 +389,7 @@ func optStage(st ports.Stage) *string {
 
 func specSessionOut(v spec.View) specSessionJSON {
 	out := specSessionJSON{
-		ID: v.Session.ID, Name: v.Session.Name, Status: string(v.Session.Status),
+		ID: v.Session.ID, Name: v.Session.Name, RepoID: optString(v.Session.RepoID), Status: string(v.Session.Status),
 		CurrentStage: optStage(v.Session.CurrentStage), NextStage: optStage(v.NextStage),
 		Error: v.Session.Error, CreatedAt: v.Session.CreatedAt.UTC(), UpdatedAt: v.Session.UpdatedAt.UTC(),
 	}

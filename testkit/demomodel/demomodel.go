@@ -13,6 +13,11 @@
 //     spec_epics, spec_stories, spec_prps) built from the raw material and
 //     the earlier stages in the prompt, with ids and traceability that pass
 //     the specification engine's checks;
+//   - digests long specification inputs as core/spec asks when they exceed
+//     its context budget (input_digest_map: the key facts of a chunk, each
+//     citing its input; input_digest_reduce: partial digests merged);
+//   - answers a repair or revision turn as it answered the first request,
+//     which passes the checks already;
 //   - writes content drafts (content_draft) from the brief in the prompt,
 //     within its length and without the brand's banned words;
 //   - names conversations from their first message;
@@ -61,9 +66,12 @@ func New(opts ...Option) *Model {
 // fakeopenai.Server.SetResponder's argument. It never fails: a request it
 // cannot make sense of gets a short text.
 func (m *Model) Respond(req *fakeopenai.Request) fakeopenai.Response {
+	if kind := digestKind(req); kind != "" {
+		return jsonResponse(digestAnswer(kind, req))
+	}
 	switch name := req.ResponseSchemaName(); {
 	case strings.HasPrefix(name, specSchemaPrefix):
-		return jsonResponse(specArtifact(strings.TrimPrefix(name, specSchemaPrefix), req))
+		return jsonResponse(specArtifact(strings.TrimPrefix(name, specSchemaPrefix), withoutCitations(req)))
 	case name == contentSchemaName:
 		return jsonResponse(contentDraft(req))
 	case name != "":

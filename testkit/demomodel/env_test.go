@@ -76,6 +76,18 @@ func (m *memSpecs) GetSpecSession(_ context.Context, o ports.Owner, id string) (
 	return s, nil
 }
 
+func (m *memSpecs) SetSpecRepository(_ context.Context, o ports.Owner, id, repoID string, at time.Time) (ports.SpecSession, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok || s.OrgID != o.OrgID || s.UserID != o.UserID {
+		return ports.SpecSession{}, ports.NotFound("specification session", id)
+	}
+	s.RepoID, s.UpdatedAt = repoID, at
+	m.sessions[id] = s
+	return s, nil
+}
+
 func (m *memSpecs) ListSpecSessions(context.Context, ports.Owner, ports.Page) ([]ports.SpecSession, string, error) {
 	return nil, "", nil
 }

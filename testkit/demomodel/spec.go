@@ -3,7 +3,9 @@ package demomodel
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -56,6 +58,19 @@ type prdDoc struct {
 	SuccessMetrics []prdMetric     `json:"success_metrics"`
 	NonGoals       []string        `json:"non_goals"`
 	Assumptions    []string        `json:"assumptions"`
+	Glossary       []term          `json:"glossary"`
+	EdgeCases      []string        `json:"edge_cases"`
+	Clarifications []clarification `json:"clarifications"`
+}
+
+type term struct {
+	Term       string `json:"term"`
+	Definition string `json:"definition"`
+}
+
+type clarification struct {
+	Question string `json:"question"`
+	Impact   string `json:"impact"`
 }
 
 type requirement struct {
@@ -111,6 +126,9 @@ type story struct {
 	AcceptanceCriteria []criterion `json:"acceptance_criteria"`
 	RequirementIDs     []string    `json:"requirement_ids"`
 	Estimate           int         `json:"estimate"`
+	IndependentTest    string      `json:"independent_test"`
+	EdgeCases          []string    `json:"edge_cases"`
+	DependsOn          []string    `json:"depends_on"`
 }
 
 type criterion struct {
@@ -124,17 +142,18 @@ type prpsDoc struct {
 }
 
 type prp struct {
-	ID               string     `json:"id"`
-	StoryID          string     `json:"story_id"`
-	Title            string     `json:"title"`
-	Goal             string     `json:"goal"`
-	Deliverable      string     `json:"deliverable"`
-	Why              []string   `json:"why"`
-	Context          prpContext `json:"context"`
-	Blueprint        []task     `json:"blueprint"`
-	Validation       prpLevels  `json:"validation"`
-	SuccessChecklist []string   `json:"success_checklist"`
-	AntiPatterns     []string   `json:"anti_patterns"`
+	ID                 string      `json:"id"`
+	StoryID            string      `json:"story_id"`
+	Title              string      `json:"title"`
+	Goal               string      `json:"goal"`
+	Deliverable        string      `json:"deliverable"`
+	Why                []string    `json:"why"`
+	AcceptanceCriteria []criterion `json:"acceptance_criteria"`
+	Context            prpContext  `json:"context"`
+	Tasks              []task      `json:"tasks"`
+	Validation         validation  `json:"validation"`
+	SuccessChecklist   []string    `json:"success_checklist"`
+	AntiPatterns       []string    `json:"anti_patterns"`
 }
 
 type prpContext struct {
@@ -144,21 +163,31 @@ type prpContext struct {
 }
 
 type reference struct {
-	Source string `json:"source"`
-	Why    string `json:"why"`
+	Kind    string `json:"kind"`
+	Target  string `json:"target"`
+	Section string `json:"section"`
+	Why     string `json:"why"`
 }
 
 type task struct {
-	Task    string   `json:"task"`
-	Details string   `json:"details"`
-	Files   []string `json:"files"`
+	ID         string   `json:"id"`
+	Action     string   `json:"action"`
+	Path       string   `json:"path"`
+	Pattern    string   `json:"pattern"`
+	Details    string   `json:"details"`
+	DependsOn  []string `json:"depends_on"`
+	Validation string   `json:"validation"`
 }
 
-type prpLevels struct {
-	Syntax      []string `json:"syntax"`
-	Unit        []string `json:"unit"`
-	Integration []string `json:"integration"`
-	Domain      []string `json:"domain"`
+type validation struct {
+	Commands   []check `json:"commands"`
+	NoneReason string  `json:"none_reason"`
+}
+
+type check struct {
+	Level   string `json:"level"`
+	Command string `json:"command"`
+	Expect  string `json:"expect"`
 }
 
 // The prompt core/spec writes: the raw material as <input> elements, then
@@ -177,6 +206,93 @@ type specPrompt struct {
 	prd      *prdDoc
 	epics    *epicsDoc
 	stories  *storiesDoc
+}
+
+// The parts of a batch call core/spec makes: one epic's stories, or one
+// story's PRP, with the linked repository's tree, files and commands.
+var (
+	prdSummaryPattern = regexp.MustCompile(`(?s)<prd_summary>\n(.*?)\n</prd_summary>`)
+	epicPattern       = regexp.MustCompile(`(?s)<epic>\n(.*?)\n</epic>`)
+	reqsPattern       = regexp.MustCompile(`(?s)<requirements>\n(.*?)\n</requirements>`)
+	storyPattern      = regexp.MustCompile(`(?s)<story>\n(.*?)\n</story>`)
+	treePattern       = regexp.MustCompile(`(?s)<tree[^>]*>\n(.*?)\n</tree>`)
+	filePattern       = regexp.MustCompile(`<file path="([^"]+)">`)
+	commandsPattern   = regexp.MustCompile(`(?s)<commands[^>]*>\n(.*?)\n</commands>`)
+)
+
+// repoPrompt is the linked repository as a PRP call shows it.
+type repoPrompt struct {
+	tree     map[string]bool
+	files    []string // the files shown as similar to the story's, most relevant first
+	commands []string
+}
+
+func (r *repoPrompt) has(p string) bool { return r.tree[p] }
+
+// batchPrompt is a batch call's context: an epic with its requirements, or
+// a story with the repository.
+type batchPrompt struct {
+	prd   *prdDoc
+	epic  *epic
+	story *story
+	repo  *repoPrompt
+}
+
+func readBatchPrompt(req *fakeopenai.Request) (batchPrompt, bool) {
+	var b batchPrompt
+	for _, msg := range req.Messages {
+		if msg.Role != "user" || !strings.Contains(msg.Content, "<prd_summary>") {
+			continue
+		}
+		c := msg.Content
+		if m := prdSummaryPattern.FindStringSubmatch(c); m != nil {
+			b.prd = decodeInto[prdDoc]([]byte(m[1]))
+		}
+		if b.prd == nil {
+			b.prd = &prdDoc{}
+		}
+		if m := reqsPattern.FindStringSubmatch(c); m != nil {
+			if reqs := decodeInto[[]requirement]([]byte(m[1])); reqs != nil {
+				b.prd.Functional = *reqs
+			}
+		}
+		if m := epicPattern.FindStringSubmatch(c); m != nil {
+			b.epic = decodeInto[epic]([]byte(m[1]))
+		}
+		if m := storyPattern.FindStringSubmatch(c); m != nil {
+			b.story = decodeInto[story]([]byte(m[1]))
+		}
+		if m := treePattern.FindStringSubmatch(c); m != nil {
+			r := &repoPrompt{tree: map[string]bool{}}
+			for _, l := range strings.Split(m[1], "\n") {
+				if l = strings.TrimSpace(l); l != "" {
+					r.tree[l] = true
+				}
+			}
+			for _, f := range filePattern.FindAllStringSubmatch(c, -1) {
+				r.files = append(r.files, f[1])
+			}
+			if len(r.files) == 0 {
+				for l := range r.tree {
+					if strings.Contains(l, "/") && strings.Contains(path.Base(l), ".") && !strings.HasPrefix(l, ".") {
+						r.files = append(r.files, l)
+					}
+				}
+				sort.Strings(r.files)
+				r.files = r.files[:min(len(r.files), 1)]
+			}
+			if cm := commandsPattern.FindStringSubmatch(c); cm != nil {
+				for _, l := range strings.Split(cm[1], "\n") {
+					if l = strings.TrimSpace(l); l != "" {
+						r.commands = append(r.commands, l)
+					}
+				}
+			}
+			b.repo = r
+		}
+		return b, b.epic != nil || b.story != nil
+	}
+	return b, false
 }
 
 func readSpecPrompt(req *fakeopenai.Request) specPrompt {
@@ -222,6 +338,14 @@ func decodeInto[T any](data []byte) *T {
 // from the earlier stage's artifact when the prompt has it, or else from a
 // stage the model derives itself the same way from the raw material.
 func specArtifact(stage string, req *fakeopenai.Request) any {
+	if b, ok := readBatchPrompt(req); ok {
+		switch {
+		case stage == "stories" && b.epic != nil:
+			return buildStories(epicsDoc{Epics: []epic{*b.epic}}, *b.prd)
+		case stage == "prps" && b.story != nil:
+			return buildPRPs(storiesDoc{Stories: []story{*b.story}}, b.repo)
+		}
+	}
 	p := readSpecPrompt(req)
 	scope := func() scopeDoc {
 		if p.scope != nil {
@@ -257,7 +381,7 @@ func specArtifact(stage string, req *fakeopenai.Request) any {
 	case "stories":
 		return buildStories(epics(), prd())
 	case "prps":
-		return buildPRPs(stories())
+		return buildPRPs(stories(), nil)
 	}
 	if f := req.ResponseFormat; f != nil && f.JSONSchema != nil {
 		return instanceOf(f.JSONSchema.Schema)
@@ -315,6 +439,26 @@ func buildPRD(s scopeDoc) prdDoc {
 		},
 		NonGoals:    nonNil(nonBlank(s.OutOfScope)),
 		Assumptions: []string{"The users named in the scope sign in with accounts they already have.", "Volumes stay within what the team handles today."},
+		Glossary: []term{{Term: cmpOr(strings.TrimSpace(s.Title), "The product"),
+			Definition: sentence(cmpOr(strings.TrimSpace(s.Problem), "What this specification describes"))}},
+		EdgeCases: []string{
+			"What happens when a user sends incomplete or invalid input?",
+			"What happens when two users change the same record at once?",
+			"What happens when a dependency the product relies on is unavailable?",
+		},
+		Clarifications: []clarification{},
+	}
+	for _, u := range s.Users {
+		if p := strings.TrimSpace(u.Persona); p != "" && len(d.Glossary) < 4 {
+			d.Glossary = append(d.Glossary, term{Term: p, Definition: sentence(cmpOr(strings.TrimSpace(u.Needs), "A user of the product"))})
+		}
+	}
+	for _, q := range nonBlank(s.OpenQuestions) {
+		if len(d.Clarifications) == 3 {
+			break
+		}
+		d.Clarifications = append(d.Clarifications, clarification{Question: sentence(q),
+			Impact: "It changes what is built; until it is answered the PRD assumes the simplest reading of the material."})
 	}
 	for i, it := range items {
 		priority := "could"
@@ -485,19 +629,28 @@ func buildStories(e epicsDoc, p prdDoc) storiesDoc {
 			persona := strings.ToLower(cmpOr(personaOf[id], "user"))
 			want := wantOf(r)
 			s := story{
-				ID:     fmt.Sprintf("ST-%s.%d", em[1], n+1),
-				EpicID: ep.ID,
-				Title:  cmpOr(strings.TrimSpace(r.Title), "Story"),
-				AsA:    persona,
-				IWant:  "to " + want,
-				SoThat: "my work no longer depends on workarounds",
-				AcceptanceCriteria: []criterion{
-					{Given: "I am signed in as " + article(persona), When: "I " + want,
-						Then: fmt.Sprintf("the outcome is what %s describes: %s", cmpOr(id, ep.ID), lowerFirst(strings.TrimRight(cmpOr(strings.TrimSpace(r.Description), "it works"), ".")))},
-					{Given: "I am signed in as " + article(persona), When: "I try to " + want + " with incomplete or invalid input", Then: "I am told what to correct and nothing is changed"},
-				},
-				RequirementIDs: []string{},
-				Estimate:       estimate(r.Description),
+				ID:              fmt.Sprintf("ST-%s.%d", em[1], n+1),
+				EpicID:          ep.ID,
+				Title:           cmpOr(strings.TrimSpace(r.Title), "Story"),
+				AsA:             persona,
+				IWant:           "to " + want,
+				SoThat:          "my work no longer depends on workarounds",
+				RequirementIDs:  []string{},
+				Estimate:        estimate(r.Description),
+				IndependentTest: fmt.Sprintf("Sign in as %s with nothing else of the epic built, %s, and check the outcome %s describes.", article(persona), want, cmpOr(id, ep.ID)),
+				EdgeCases:       []string{"Incomplete or invalid input", "The same action sent twice in a row"},
+				DependsOn:       []string{},
+			}
+			// One outcome per criterion: a description joining outcomes
+			// with "and" gives one criterion each.
+			for _, part := range andParts.Split(strings.TrimRight(cmpOr(strings.TrimSpace(r.Description), "it works"), "."), -1) {
+				s.AcceptanceCriteria = append(s.AcceptanceCriteria, criterion{Given: "I am signed in as " + article(persona), When: "I " + want,
+					Then: fmt.Sprintf("the outcome is what %s describes: %s", cmpOr(id, ep.ID), lowerFirst(strings.TrimSpace(part)))})
+			}
+			s.AcceptanceCriteria = append(s.AcceptanceCriteria, criterion{Given: "I am signed in as " + article(persona),
+				When: "I try to " + want + " with incomplete or invalid input", Then: "I am told what to correct; nothing is changed"})
+			if n > 0 {
+				s.DependsOn = []string{fmt.Sprintf("ST-%s.%d", em[1], n)}
 			}
 			if known {
 				s.RequirementIDs = []string{id}
@@ -507,6 +660,9 @@ func buildStories(e epicsDoc, p prdDoc) storiesDoc {
 	}
 	return d
 }
+
+// andParts splits a statement at its "and"s.
+var andParts = regexp.MustCompile(`(?i)[,;]?\s+and\s+`)
 
 func estimate(desc string) int {
 	switch n := len(strings.Fields(desc)); {
@@ -520,7 +676,7 @@ func estimate(desc string) int {
 	return 8
 }
 
-func buildPRPs(s storiesDoc) prpsDoc {
+func buildPRPs(s storiesDoc, repo *repoPrompt) prpsDoc {
 	var d prpsDoc
 	for _, st := range s.Stories {
 		sm := storyIDPattern.FindStringSubmatch(st.ID)
@@ -534,44 +690,95 @@ func buildPRPs(s storiesDoc) prpsDoc {
 			reqs = strings.Join(st.RequirementIDs, ", ")
 		}
 		p := prp{
-			ID:          fmt.Sprintf("PRP-%s.%s", sm[1], sm[2]),
-			StoryID:     st.ID,
-			Title:       cmpOr(strings.TrimSpace(st.Title), st.ID),
-			Goal:        fmt.Sprintf("Let %s %s, as story %s describes.", article(asA), want, st.ID),
-			Deliverable: fmt.Sprintf("A tested increment in which %s can %s, meeting every acceptance criterion of %s.", article(asA), want, st.ID),
-			Why:         []string{sentence("So that " + cmpOr(strings.TrimSpace(st.SoThat), "the story's value is delivered")), fmt.Sprintf("It delivers %s.", reqs)},
+			ID:                 fmt.Sprintf("PRP-%s.%s", sm[1], sm[2]),
+			StoryID:            st.ID,
+			Title:              cmpOr(strings.TrimSpace(st.Title), st.ID),
+			Goal:               fmt.Sprintf("Let %s %s, as story %s describes.", article(asA), want, st.ID),
+			Deliverable:        fmt.Sprintf("A tested increment in which %s can %s, meeting every acceptance criterion of %s.", article(asA), want, st.ID),
+			Why:                []string{sentence("So that " + cmpOr(strings.TrimSpace(st.SoThat), "the story's value is delivered")), fmt.Sprintf("It delivers %s.", reqs)},
+			AcceptanceCriteria: st.AcceptanceCriteria,
 			Context: prpContext{
 				References: []reference{
-					{Source: "PRD: " + reqs, Why: "The requirement the story delivers, its priority and the metrics it serves."},
-					{Source: "Story " + st.ID, Why: "The acceptance criteria the work must meet."},
+					{Kind: "doc", Target: "PRD: " + reqs, Section: "The requirement and its success metrics", Why: "The requirement the story delivers, its priority and the metrics it serves."},
+					{Kind: "doc", Target: "Story " + st.ID, Section: "Acceptance criteria and edge cases", Why: "What the work must meet, including the failure cases."},
 				},
 				Codebase: []string{"Follow the existing structure and conventions of the code being changed; keep the change to the modules this feature touches."},
 				Gotchas:  []string{"Handle the failure cases of the acceptance criteria, not only the happy path."},
 			},
-			Blueprint: []task{
-				{Task: "Data and storage", Details: "Add or extend the records the story needs, with a migration if the schema changes.", Files: []string{}},
-				{Task: "Behaviour", Details: sentence("Implement the use case: " + want), Files: []string{}},
-				{Task: "Interface", Details: "Expose the behaviour where the user meets it (API and screen), with clear errors for invalid input.", Files: []string{}},
-				{Task: "Tests", Details: "Cover every acceptance criterion with an automated test.", Files: []string{}},
-			},
-			Validation: prpLevels{
-				Syntax:      []string{"Run the project's formatter and linters with no new findings."},
-				Unit:        []string{fmt.Sprintf("Unit tests for each acceptance criterion of %s.", st.ID)},
-				Integration: []string{"An integration test of the whole flow against real dependencies where practical."},
-			},
 			AntiPatterns: []string{"Do not build more than the story's acceptance criteria ask for.", "Do not leave the failure cases untested."},
 		}
+		if p.AcceptanceCriteria == nil {
+			p.AcceptanceCriteria = []criterion{}
+		}
 		for _, c := range st.AcceptanceCriteria {
-			p.Validation.Domain = append(p.Validation.Domain, sentence(fmt.Sprintf("Given %s, when %s, then %s", lowerFirst(c.Given), lowerFirst(c.When), lowerFirst(c.Then))))
 			p.SuccessChecklist = append(p.SuccessChecklist, sentence(c.Then))
 		}
-		if len(p.Validation.Domain) == 0 {
-			p.Validation.Domain = []string{sentence(fmt.Sprintf("%s can %s", capitalise(article(asA)), want))}
+		if len(p.SuccessChecklist) == 0 {
 			p.SuccessChecklist = []string{sentence(fmt.Sprintf("%s can %s", capitalise(article(asA)), want))}
 		}
+		groundPRP(&p, st, want, repo)
 		d.PRPs = append(d.PRPs, p)
 	}
 	return d
+}
+
+// groundPRP fills a PRP's tasks and validation: from the repository the
+// prompt shows when there is one (its files as references and the files to
+// change, its commands as the validation), or else generic tasks and no
+// commands, with the reason.
+func groundPRP(p *prp, st story, want string, repo *repoPrompt) {
+	if repo == nil || len(repo.files) == 0 {
+		p.Tasks = []task{
+			{ID: "T1", Action: "create", Path: "the module this feature belongs in", Pattern: "The project's existing modules", Details: sentence("Implement the use case: " + want), DependsOn: []string{}},
+			{ID: "T2", Action: "create", Path: "the tests beside it", Pattern: "The project's existing tests", Details: fmt.Sprintf("Cover every acceptance criterion of %s with an automated test.", st.ID), DependsOn: []string{"T1"}},
+		}
+		p.Validation = validation{Commands: []check{}, NoneReason: "No repository is linked to this specification, so its test and build commands are unknown; link one to get them."}
+		return
+	}
+	first := repo.files[0]
+	dir := first[:strings.LastIndex(first, "/")+1]
+	ext := first[strings.LastIndex(first, "."):]
+	slug := strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(shortTitle(st.Title)), "_"), "_")
+	if slug == "" {
+		slug = "feature"
+	}
+	created := dir + slug + ext
+	for repo.has(created) {
+		created = dir + slug + "_" + strings.ReplaceAll(strings.ToLower(st.ID), ".", "_") + ext
+	}
+	for _, f := range repo.files {
+		p.Context.References = append(p.Context.References, reference{Kind: "file", Target: f, Section: "Its structure, naming and error handling", Why: "The closest existing code to what this story changes; follow its pattern."})
+	}
+	p.Context.Codebase = []string{fmt.Sprintf("The code this story touches lives beside %s; keep new code in the same package and style.", first)}
+	unit, syntax := "", ""
+	for _, c := range repo.commands {
+		switch lc := strings.ToLower(c); {
+		case strings.Contains(lc, "lint") || strings.Contains(lc, "vet") || strings.Contains(lc, "fmt") || strings.Contains(lc, "typecheck"):
+			if syntax == "" {
+				syntax = c
+			}
+			p.Validation.Commands = append(p.Validation.Commands, check{Level: "syntax", Command: c, Expect: "No findings."})
+		case strings.Contains(lc, "test"):
+			if unit == "" {
+				unit = c
+			}
+			level := "unit"
+			if strings.Contains(lc, "e2e") || strings.Contains(lc, "integration") {
+				level = "integration"
+			}
+			p.Validation.Commands = append(p.Validation.Commands, check{Level: level, Command: c, Expect: "Every test passes, including the new ones for " + st.ID + "."})
+		case strings.Contains(lc, "build"):
+			p.Validation.Commands = append(p.Validation.Commands, check{Level: "syntax", Command: c, Expect: "It builds with no errors."})
+		}
+	}
+	if p.Validation.Commands == nil {
+		p.Validation.NoneReason = "The repository shows no test, lint or build commands."
+		p.Validation.Commands = []check{}
+	}
+	p.Tasks = []task{
+		{ID: "T1", Action: "create", Path: created, Pattern: "Follow " + first, Details: sentence("Implement the use case: " + want), DependsOn: []string{}, Validation: cmpOr(syntax, unit)},
+		{ID: "T2", Action: "modify", Path: first, Pattern: "Keep its existing structure", Details: "Wire the new behaviour in where the user meets it, with clear errors for invalid input.", DependsOn: []string{"T1"}, Validation: cmpOr(unit, syntax)},
+	}
 }
 
 func article(noun string) string {

@@ -1,0 +1,283 @@
+package spec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// askStage asks for args.Stage. With Config.BatchConcurrency set, stories
+// come from one call per epic and PRPs from one call per story, each call
+// given only its own context (its epic or story, the requirements it names,
+// the PRD's summary and glossary, and for a PRP the linked repository), run
+// at most BatchConcurrency at a time and assembled into one document; every
+// other stage, and a stage whose earlier artifact cannot be read, is one
+// call (askWithinBudget). For the PRP stage it reads the linked repository
+// into prior.repo, so the checks see it. notes are findings about the
+// generation itself to keep with the artifact.
+func (s *Service) askStage(ctx context.Context, args GenerateStageArgs, sess ports.SpecSession, inputs []ports.SpecInput,
+	before map[ports.Stage]ports.SpecArtifact, standards []ports.Standard, prior *earlier, findings findingsFunc, log *slog.Logger) (output, ports.ChatResult, []string, error) {
+	var notes []string
+	if args.Stage == ports.StagePRPs {
+		var note string
+		prior.repo, note = s.loadRepo(ctx, ports.Owner{OrgID: args.OrgID, UserID: args.UserID}, sess, log)
+		if note != "" {
+			notes = append(notes, note)
+		}
+	}
+	if s.cfg.BatchConcurrency > 0 {
+		switch {
+		case args.Stage == ports.StageStories && prior.epics != nil && prior.prd != nil && len(prior.epics.Epics) > 0:
+			out, res, err := s.askStoriesByEpic(ctx, standards, prior, log)
+			return out, res, notes, err
+		case args.Stage == ports.StagePRPs && prior.stories != nil && len(prior.stories.Stories) > 0:
+			out, res, err := s.askPRPsByStory(ctx, standards, prior, log)
+			return out, res, notes, err
+		}
+	}
+	ctx, cancel := s.callContext(ctx)
+	defer cancel()
+	out, res, err := s.askWithinBudget(ctx, args, inputs, before, standards, findings, log)
+	return out, res, notes, err
+}
+
+// callContext bounds one model exchange by Config.CallTimeout.
+func (s *Service) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.cfg.CallTimeout > 0 {
+		return context.WithTimeout(ctx, s.cfg.CallTimeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// batchResult is one batch's answer.
+type batchResult struct {
+	out output
+	res ports.ChatResult
+	err error
+}
+
+// runBatches runs ask for each of n batches, at most BatchConcurrency at a
+// time, and returns their results in order, or the first batch's error.
+func (s *Service) runBatches(ctx context.Context, n int, ask func(ctx context.Context, i int) (output, ports.ChatResult, error)) ([]batchResult, ports.ChatResult, error) {
+	ctx, cancelAll := context.WithCancel(ctx)
+	defer cancelAll()
+	results := make([]batchResult, n)
+	sem := make(chan struct{}, s.cfg.BatchConcurrency)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				results[i].err = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			cctx, cancel := s.callContext(ctx)
+			defer cancel()
+			r := &results[i]
+			r.out, r.res, r.err = ask(cctx, i)
+			if r.err != nil {
+				cancelAll()
+			}
+		}()
+	}
+	wg.Wait()
+	var total ports.ChatResult
+	var firstErr error
+	for _, r := range results {
+		if r.err != nil && firstErr == nil {
+			firstErr = r.err
+		}
+		if total.Model == "" {
+			total.Model = r.res.Model
+		}
+		total.Usage.PromptTokens += r.res.Usage.PromptTokens
+		total.Usage.CompletionTokens += r.res.Usage.CompletionTokens
+	}
+	// A batch cancelled because another failed reports the other's error.
+	for _, r := range results {
+		if r.err != nil && !errors.Is(r.err, context.Canceled) {
+			return results, total, r.err
+		}
+	}
+	return results, total, firstErr
+}
+
+// assemble validates the document the batches made as the stage's answer.
+func assemble(st ports.Stage, doc any) (output, error) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return output{}, ports.Wrap(ports.KindInternal, err, "encode the assembled "+string(st))
+	}
+	out, problems := parseOutput(st, string(b))
+	if problems != nil {
+		return output{}, &failure{Code: CodeInvalidOutput, Message: invalidOutputMessage(st, problems)}
+	}
+	return out, nil
+}
+
+// prdBrief is the part of the PRD every batch call gets: title, summary,
+// glossary and the non-functional requirements.
+func prdBrief(p *prdDoc) string {
+	brief := struct {
+		Title         string          `json:"title"`
+		Summary       string          `json:"summary"`
+		Glossary      []term          `json:"glossary"`
+		NonFunctional []nfRequirement `json:"non_functional_requirements"`
+	}{p.Title, p.Summary, p.Glossary, p.NonFunctional}
+	b, _ := json.Marshal(brief)
+	return "<prd_summary>\n" + fenced(string(b), "prd_summary") + "\n</prd_summary>\n"
+}
+
+func requirementsOf(p *prdDoc, ids []string) []requirement {
+	var out []requirement
+	for _, r := range p.Functional {
+		for _, id := range ids {
+			if r.ID == id {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func tagged(tag string, v any) string {
+	b, _ := json.Marshal(v)
+	return "<" + tag + ">\n" + fenced(string(b), tag) + "\n</" + tag + ">\n"
+}
+
+// batchMessages is a batch call: the stage's system message (with its
+// standards) and a user message of the batch's own context.
+func batchMessages(st ports.Stage, standards []ports.Standard, user string) []ports.Message {
+	system := buildMessages(st, nil, nil, standards)[0]
+	return []ports.Message{system, {Role: ports.MessageUser, Content: user}}
+}
+
+// askStoriesByEpic writes the stories one epic per call.
+func (s *Service) askStoriesByEpic(ctx context.Context, standards []ports.Standard, prior *earlier, log *slog.Logger) (output, ports.ChatResult, error) {
+	epics := prior.epics.Epics
+	outline := make([]map[string]any, len(epics))
+	for i, e := range epics {
+		outline[i] = map[string]any{"id": e.ID, "title": e.Title, "order": e.Order, "depends_on": e.DependsOn}
+	}
+	results, total, err := s.runBatches(ctx, len(epics), func(ctx context.Context, i int) (output, ports.ChatResult, error) {
+		ep := epics[i]
+		n := strings.TrimPrefix(ep.ID, "EP-")
+		var u strings.Builder
+		u.WriteString("# PRD\n" + prdBrief(prior.prd))
+		u.WriteString("\n# The epic to break into stories\n" + tagged("epic", ep))
+		u.WriteString("\n# Its requirements\n" + tagged("requirements", requirementsOf(prior.prd, ep.RequirementIDs)))
+		u.WriteString("\n# All epics, for dependencies\n" + tagged("epics", outline))
+		fmt.Fprintf(&u, "\nWrite the stories of %s only, numbered ST-%s.1, ST-%s.2, … with epic_id %s. A story's depends_on names earlier stories of %s, or stories ST-d.n of the epics %s depends on.", ep.ID, n, n, ep.ID, ep.ID, ep.ID)
+		only := &epicsDoc{Epics: []epic{ep}}
+		findings := func(doc any) []string {
+			// Stories of other epics are left out, not repaired.
+			var c checks
+			storiesChecks(&c, &storiesDoc{Stories: storiesOf(doc.(*storiesDoc), ep.ID)}, only, prior.prd)
+			return c.list
+		}
+		return s.askRepairing(ctx, ports.StageStories, batchMessages(ports.StageStories, standards, u.String()), findings, log.With("epic", ep.ID))
+	})
+	if err != nil {
+		return output{}, ports.ChatResult{}, err
+	}
+	var all storiesDoc
+	for i, r := range results {
+		mine := storiesOf(r.out.doc.(*storiesDoc), epics[i].ID)
+		if len(mine) == 0 {
+			return output{}, ports.ChatResult{}, &failure{Code: CodeInvalidOutput, Message: fmt.Sprintf("the model's stories for %s named none of that epic", epics[i].ID)}
+		}
+		all.Stories = append(all.Stories, mine...)
+	}
+	log.InfoContext(ctx, "stories assembled", "calls", len(epics), "stories", len(all.Stories))
+	out, err := assemble(ports.StageStories, &all)
+	return out, total, err
+}
+
+func storiesOf(d *storiesDoc, epicID string) []story {
+	var out []story
+	for _, s := range d.Stories {
+		if s.EpicID == epicID {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// askPRPsByStory writes the PRPs one story per call, each grounded in the
+// linked repository when there is one.
+func (s *Service) askPRPsByStory(ctx context.Context, standards []ports.Standard, prior *earlier, log *slog.Logger) (output, ports.ChatResult, error) {
+	stories := prior.stories.Stories
+	epicByID := map[string]epic{}
+	if prior.epics != nil {
+		for _, e := range prior.epics.Epics {
+			epicByID[e.ID] = e
+		}
+	}
+	results, total, err := s.runBatches(ctx, len(stories), func(ctx context.Context, i int) (output, ports.ChatResult, error) {
+		st := stories[i]
+		want := "PRP-" + strings.TrimPrefix(st.ID, "ST-")
+		var u strings.Builder
+		if prior.prd != nil {
+			u.WriteString("# PRD\n" + prdBrief(prior.prd))
+			u.WriteString("\n# The story's requirements\n" + tagged("requirements", requirementsOf(prior.prd, st.RequirementIDs)))
+		}
+		if e, ok := epicByID[st.EpicID]; ok {
+			u.WriteString("\n# Its epic\n" + tagged("epic", map[string]any{"id": e.ID, "title": e.Title, "goal": e.Goal}))
+		}
+		u.WriteString("\n# The story\n" + tagged("story", st))
+		if prior.repo != nil {
+			u.WriteString(prior.repo.groundingSection(ctx, st))
+		} else {
+			u.WriteString("\nNo repository is linked: reference no file paths as facts, name the files to create by the conventions the material states, and leave validation.commands empty with the reason in none_reason unless the material names the project's commands.\n")
+		}
+		fmt.Fprintf(&u, "\nWrite the PRP of %s only: id %s, story_id %s, its acceptance criteria carried over word for word.", st.ID, want, st.ID)
+		findings := func(doc any) []string {
+			d := doc.(*prpsDoc)
+			var c checks
+			mine := prpsOf(d, st.ID)
+			if len(mine) == 0 {
+				c.add("the answer has no PRP for %s; write %s", st.ID, want)
+			}
+			groundingChecks(&c, &prpsDoc{PRPs: mine}, prior.repo)
+			return c.list
+		}
+		return s.askRepairing(ctx, ports.StagePRPs, batchMessages(ports.StagePRPs, standards, u.String()), findings, log.With("story", st.ID))
+	})
+	if err != nil {
+		return output{}, ports.ChatResult{}, err
+	}
+	var all prpsDoc
+	for i, r := range results {
+		mine := prpsOf(r.out.doc.(*prpsDoc), stories[i].ID)
+		if len(mine) == 0 {
+			return output{}, ports.ChatResult{}, &failure{Code: CodeInvalidOutput, Message: "the model's PRP for " + stories[i].ID + " was for another story"}
+		}
+		p := mine[0]
+		p.AcceptanceCriteria = stories[i].AcceptanceCriteria
+		all.PRPs = append(all.PRPs, p)
+	}
+	log.InfoContext(ctx, "PRPs assembled", "calls", len(stories), "prps", len(all.PRPs), "grounded", prior.repo != nil)
+	out, err := assemble(ports.StagePRPs, &all)
+	return out, total, err
+}
+
+func prpsOf(d *prpsDoc, storyID string) []prp {
+	var out []prp
+	for _, p := range d.PRPs {
+		if p.StoryID == storyID {
+			out = append(out, p)
+		}
+	}
+	return out
+}
