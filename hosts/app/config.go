@@ -16,8 +16,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/devpilot/devpilot/adapters/openai"
 	"github.com/devpilot/devpilot/adapters/queue"
 	"github.com/devpilot/devpilot/adapters/secretbox"
+	"github.com/devpilot/devpilot/core/spec"
 )
 
 // Mode is how the binary was started; some defaults depend on it.
@@ -48,6 +50,11 @@ type Config struct {
 	LLM           LLMConfig
 	Assistant     AssistantConfig
 	Spec          SpecConfig
+	// SpecContextBudget bounds the estimated tokens of a specification
+	// stage's request to the spec model (DEVPILOT_SPEC_CONTEXT_BUDGET,
+	// default spec.DefaultContextBudget): longer inputs are digested once
+	// and the stages are given the digest (spec.Config.ContextBudget).
+	SpecContextBudget int
 	// WorkerJobs is how many background jobs a worker runs at once.
 	WorkerJobs int
 	// JobRescueAfter bounds how long a background job stays running once the
@@ -159,6 +166,13 @@ type LLMConfig struct {
 	APIKey  string
 	BaseURL string // "" is OpenAI's
 	Timeout time.Duration
+	// StructuredOutput is how structured output is asked of the models
+	// StructuredOutputByModel does not name (DEVPILOT_LLM_STRUCTURED_OUTPUT):
+	// strict for OpenAI's API and the sandbox, lenient for any other server.
+	StructuredOutput openai.StructuredOutput
+	// StructuredOutputByModel holds the MODEL=MODE entries of
+	// DEVPILOT_LLM_STRUCTURED_OUTPUT; nil when there are none.
+	StructuredOutputByModel map[string]openai.StructuredOutput
 }
 
 // GitHubConfig configures the GitHub integration: an OAuth app, its web and
@@ -215,6 +229,7 @@ const (
 	EnvOpenAIKey      = "OPENAI_API_KEY"
 	EnvOpenAIBaseURL  = "OPENAI_BASE_URL"
 	EnvLLMTimeout     = "DEVPILOT_LLM_TIMEOUT"
+	EnvLLMStructured  = "DEVPILOT_LLM_STRUCTURED_OUTPUT"
 	EnvMaxToolRounds  = "DEVPILOT_MAX_TOOL_ROUNDS"
 	EnvSpecMaxTokens  = "DEVPILOT_SPEC_MAX_TOKENS"
 	EnvSpecTimeout    = "DEVPILOT_SPEC_CALL_TIMEOUT"
@@ -235,6 +250,10 @@ const (
 	EnvWorkerJobs     = "DEVPILOT_WORKER_CONCURRENCY"
 	EnvJobRescueAfter = "DEVPILOT_JOB_RESCUE_AFTER"
 )
+
+// EnvSpecContextBudget is the variable of Config.SpecContextBudget, in
+// tokens.
+const EnvSpecContextBudget = "DEVPILOT_SPEC_CONTEXT_BUDGET"
 
 // ProviderVariables returns the settings of real providers: any of them
 // set turns the sandbox off in run mode, unless its value is the public
@@ -315,11 +334,20 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 		BaseURL: r.url(EnvOpenAIBaseURL),
 		Timeout: r.duration(EnvLLMTimeout, 2*time.Minute),
 	}
+	// OpenAI's API (and the sandbox's fake of it) enforces schemas in strict
+	// mode; other OpenAI-compatible servers mostly compile them into
+	// grammars, which lenient mode is for.
+	defaultStructured := openai.StructuredLenient
+	if c.Sandbox || c.LLM.BaseURL == "" {
+		defaultStructured = openai.StructuredStrict
+	}
+	c.LLM.StructuredOutput, c.LLM.StructuredOutputByModel = r.structuredOutput(EnvLLMStructured, defaultStructured)
 	c.Assistant = AssistantConfig{
 		MaxToolRounds:   int(r.number(EnvMaxToolRounds, 8, 1, 64)),
 		MaxTokens:       int(r.number(EnvMaxTokens, 4096, 1, 1<<20)),
 		ConfirmationTTL: r.duration(EnvConfirmTTL, 15*time.Minute),
 	}
+	c.SpecContextBudget = int(r.number(EnvSpecContextBudget, spec.DefaultContextBudget, 2000, 10_000_000))
 	c.WorkerJobs = int(r.number(EnvWorkerJobs, queue.DefaultMaxWorkers, 1, 1000))
 	c.JobRescueAfter = r.duration(EnvJobRescueAfter, queue.DefaultRescueAfter)
 	switch jobTimeout := queue.JobTimeout(c.JobRescueAfter); {
@@ -491,6 +519,58 @@ func (r *reader) sandbox(mode Mode, flag bool) (bool, string) {
 		return false, set[0] + " is set"
 	}
 	return true, "no provider settings in the environment (" + EnvOpenAIKey + ", AWS, GitHub)"
+}
+
+// structuredOutput reads a structured output setting: comma-separated
+// entries, each a mode (the default of every model not named) or MODEL=MODE
+// (that model's), where a mode is strict, lenient or json_object. Model
+// names are the provider's, case and all; at most one entry names no model
+// and at most one names each model.
+func (r *reader) structuredOutput(name string, def openai.StructuredOutput) (openai.StructuredOutput, map[string]openai.StructuredOutput) {
+	v := r.str(name, "")
+	if v == "" {
+		return def, nil
+	}
+	modes := make([]string, len(openai.StructuredOutputs))
+	for i, m := range openai.StructuredOutputs {
+		modes[i] = string(m)
+	}
+	allowed := strings.Join(modes, ", ")
+	var byModel map[string]openai.StructuredOutput
+	bare := false
+	for entry := range strings.SplitSeq(v, ",") {
+		entry = strings.TrimSpace(entry)
+		model, mode, named := "", entry, false
+		if i := strings.LastIndex(entry, "="); i >= 0 {
+			model, mode, named = strings.TrimSpace(entry[:i]), strings.TrimSpace(entry[i+1:]), true
+		}
+		m := openai.StructuredOutput(mode)
+		switch {
+		case entry == "":
+			r.fail(name, fmt.Sprintf("%q has an empty entry", v))
+			return def, nil
+		case !m.Valid():
+			r.fail(name, fmt.Sprintf("%q: %q is not one of %s", v, mode, allowed))
+			return def, nil
+		case named && model == "":
+			r.fail(name, fmt.Sprintf("%q: %q names no model before =", v, entry))
+			return def, nil
+		case !named && bare:
+			r.fail(name, fmt.Sprintf("%q gives the default mode twice", v))
+			return def, nil
+		case !named:
+			def, bare = m, true
+		case byModel[model] != "":
+			r.fail(name, fmt.Sprintf("%q gives model %q a mode twice", v, model))
+			return def, nil
+		default:
+			if byModel == nil {
+				byModel = map[string]openai.StructuredOutput{}
+			}
+			byModel[model] = m
+		}
+	}
+	return def, byModel
 }
 
 func (r *reader) oneOf(name, def string, allowed ...string) string {

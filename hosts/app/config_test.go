@@ -3,12 +3,14 @@ package app_test
 import (
 	"encoding/base64"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/devpilot/devpilot/adapters/openai"
 	"github.com/devpilot/devpilot/hosts/app"
 )
 
@@ -100,7 +102,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		app.EnvLogLevel: "debug", app.EnvRequestTimeout: "5s", app.EnvShutdownGrace: "1s", app.EnvBodyLimit: "2048",
 		app.EnvOpenAIKey: "sk-x", app.EnvOpenAIBaseURL: "http://127.0.0.1:11434/v1/", app.EnvLLMTimeout: "9s",
 		app.EnvMaxToolRounds: "3", app.EnvMaxTokens: "100", app.EnvConfirmTTL: "5m", app.EnvWorkerJobs: "40",
-		app.EnvAuthCacheTTL: "0", app.EnvBodyTimeout: "7s",
+		app.EnvAuthCacheTTL: "0", app.EnvBodyTimeout: "7s", app.EnvLLMStructured: "json_object",
 	}))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -108,10 +110,79 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 	if cfg.DatabaseURL != "postgres://db/x" || cfg.HTTPAddr != ":0" || len(cfg.SecretKeys) != 2 || cfg.LLMModel != "m" ||
 		cfg.PublicURL != "https://dp.example" || cfg.LogFormat != "text" || cfg.LogLevel != slog.LevelDebug ||
 		cfg.RequestTimeout != 5*time.Second || cfg.ShutdownGrace != time.Second || cfg.BodyLimit != 2048 ||
-		cfg.LLM != (app.LLMConfig{APIKey: "sk-x", BaseURL: "http://127.0.0.1:11434/v1", Timeout: 9 * time.Second}) ||
+		cfg.LLM.APIKey != "sk-x" || cfg.LLM.BaseURL != "http://127.0.0.1:11434/v1" || cfg.LLM.Timeout != 9*time.Second ||
+		cfg.LLM.StructuredOutput != openai.StructuredJSONObject || cfg.LLM.StructuredOutputByModel != nil ||
 		cfg.Assistant != (app.AssistantConfig{MaxToolRounds: 3, MaxTokens: 100, ConfirmationTTL: 5 * time.Minute}) ||
 		cfg.WorkerJobs != 40 || cfg.AuthCacheTTL != 0 || cfg.BodyReadTimeout != 7*time.Second {
 		t.Fatalf("config = %+v", cfg)
+	}
+}
+
+func TestLoadStructuredOutput(t *testing.T) {
+	t.Parallel()
+	local := "http://127.0.0.1:8081/v1"
+	tests := []struct {
+		name    string
+		mode    app.Mode
+		vars    map[string]string
+		want    openai.StructuredOutput
+		byModel map[string]openai.StructuredOutput
+		err     string
+	}{
+		{name: "the sandbox is strict", mode: app.ModeRun, want: openai.StructuredStrict},
+		{name: "the sandbox is strict whatever the base URL", mode: app.ModeRun,
+			vars: map[string]string{app.EnvSandbox: "1", app.EnvOpenAIBaseURL: local}, want: openai.StructuredStrict},
+		{name: "OpenAI's API is strict", mode: app.ModeServe,
+			vars: map[string]string{app.EnvOpenAIKey: "sk-x"}, want: openai.StructuredStrict},
+		{name: "OpenAI's base URL is strict", mode: app.ModeServe,
+			vars: map[string]string{app.EnvOpenAIKey: "sk-x", app.EnvOpenAIBaseURL: "https://api.openai.com/v1"}, want: openai.StructuredStrict},
+		{name: "another server is lenient", mode: app.ModeServe,
+			vars: map[string]string{app.EnvOpenAIBaseURL: local}, want: openai.StructuredLenient},
+		{name: "one mode for all", mode: app.ModeServe,
+			vars: map[string]string{app.EnvOpenAIBaseURL: local, app.EnvLLMStructured: " json_object "}, want: openai.StructuredJSONObject},
+		{name: "per model", mode: app.ModeServe,
+			vars: map[string]string{app.EnvLLMStructured: "gpt-4o=strict, llama-3.1=json_object,qwen2.5:7b = lenient"},
+			want: openai.StructuredStrict,
+			byModel: map[string]openai.StructuredOutput{
+				"gpt-4o": openai.StructuredStrict, "llama-3.1": openai.StructuredJSONObject, "qwen2.5:7b": openai.StructuredLenient}},
+		{name: "per model with a default", mode: app.ModeServe,
+			vars:    map[string]string{app.EnvOpenAIKey: "sk-x", app.EnvLLMStructured: "gpt-4o=strict,lenient"},
+			want:    openai.StructuredLenient,
+			byModel: map[string]openai.StructuredOutput{"gpt-4o": openai.StructuredStrict}},
+		{name: "unknown mode", mode: app.ModeServe, vars: map[string]string{app.EnvLLMStructured: "loose"},
+			err: app.EnvLLMStructured + ` "loose": "loose" is not one of strict, lenient, json_object`},
+		{name: "unknown mode of a model", mode: app.ModeServe, vars: map[string]string{app.EnvLLMStructured: "gpt-4o=Strict"},
+			err: `"Strict" is not one of strict, lenient, json_object`},
+		{name: "no model", mode: app.ModeServe, vars: map[string]string{app.EnvLLMStructured: "=strict"},
+			err: `"=strict" names no model before =`},
+		{name: "two defaults", mode: app.ModeServe, vars: map[string]string{app.EnvLLMStructured: "strict,lenient"},
+			err: "gives the default mode twice"},
+		{name: "a model twice", mode: app.ModeServe, vars: map[string]string{app.EnvLLMStructured: "m=strict,m=strict"},
+			err: `gives model "m" a mode twice`},
+		{name: "an empty entry", mode: app.ModeServe, vars: map[string]string{app.EnvLLMStructured: "m=strict,,lenient"},
+			err: "has an empty entry"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			vars := map[string]string{app.EnvSecretKey: validKey}
+			for k, v := range tt.vars {
+				vars[k] = v
+			}
+			cfg, err := app.Load(tt.mode, env(vars))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one saying %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.LLM.StructuredOutput != tt.want || !maps.Equal(cfg.LLM.StructuredOutputByModel, tt.byModel) {
+				t.Errorf("structured output %q %v, want %q %v", cfg.LLM.StructuredOutput, cfg.LLM.StructuredOutputByModel, tt.want, tt.byModel)
+			}
+		})
 	}
 }
 

@@ -36,6 +36,9 @@ func NewOpenAI(cfg Config, logger *slog.Logger) (*openai.Client, error) {
 		RealtimeVoice:   cfg.Voice.RealtimeVoice,
 		RealtimeExpiry:  cfg.Voice.TokenTTL,
 		TranscribeModel: cfg.Voice.TranscribeModel,
+
+		StructuredOutput:        cfg.LLM.StructuredOutput,
+		StructuredOutputByModel: cfg.LLM.StructuredOutputByModel,
 	})
 }
 
