@@ -127,8 +127,10 @@ func TestContentEndToEnd(t *testing.T) {
 				t.Fatalf("generating from another org's brief: %d", code)
 			}
 
-			// Generate: the worker drafts it and flags the banned word.
-			st.model.Enqueue(fakeopenai.Text(`{"title":"Spring plans are here","body":"Our cheap plans help every team ship faster this spring."}`))
+			// Generate: the worker drafts it, gives the banned word one
+			// revision pass (which changes nothing here) and flags it.
+			cheap := `{"title":"Spring plans are here","body":"Our cheap plans help every team ship faster this spring."}`
+			st.model.Enqueue(fakeopenai.Text(cheap), fakeopenai.Text(cheap))
 			id := st.generate(member, brief.ID)
 			v := st.waitDrafted(member, id)
 			if v.Status != "draft" || v.Title != "Spring plans are here" || !hasCheck(v.Checks, "banned_word", "cheap") {

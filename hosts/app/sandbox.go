@@ -691,6 +691,7 @@ var sandboxRepos = []struct {
 	id                int64
 	commits           []string // oldest first
 	pulls             []fakegithub.Pull
+	files             map[string]string // the default branch's tree, for grounded PRPs
 }{
 	{
 		name: "storefront", id: 810001, description: "The shop's web front end (Next.js), hosted on Amplify",
@@ -699,6 +700,19 @@ var sandboxRepos = []struct {
 		pulls: []fakegithub.Pull{
 			{Title: "Lazy-load product images", Author: "ana-lopez", Merged: true},
 			{Title: "Add Apple Pay to the checkout page", Author: "demo-dev"},
+		},
+		files: map[string]string{
+			"package.json":                   `{"name":"storefront","private":true,"scripts":{"dev":"next dev","build":"next build","lint":"next lint","test":"vitest run","typecheck":"tsc --noEmit"}}` + "\n",
+			"package-lock.json":              "{}\n",
+			"tsconfig.json":                  `{"compilerOptions":{"strict":true,"jsx":"preserve"}}` + "\n",
+			".github/workflows/ci.yml":       "name: ci\non: [push, pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: npm ci\n      - run: npm run lint\n      - run: npm test\n",
+			"src/app/page.tsx":               "export default function Home() {\n  return <ProductList />;\n}\n",
+			"src/app/cart/page.tsx":          "import { CartTotal } from \"@/components/CartTotal\";\n\nexport default function CartPage() {\n  return <CartTotal />;\n}\n",
+			"src/app/checkout/page.tsx":      "export default function CheckoutPage() {\n  return <form action=\"/api/checkout\" />;\n}\n",
+			"src/components/ProductList.tsx": "export function ProductList() {\n  return <ul />;\n}\n",
+			"src/components/CartTotal.tsx":   "import { formatMoney } from \"@/lib/money\";\n\nexport function CartTotal({ cents = 0 }) {\n  return <p>{formatMoney(cents)}</p>;\n}\n",
+			"src/lib/money.ts":               "export function formatMoney(cents: number): string {\n  return (cents / 100).toFixed(2);\n}\n",
+			"src/lib/money.test.ts":          "import { formatMoney } from \"./money\";\n\ntest(\"rounds\", () => expect(formatMoney(105)).toBe(\"1.05\"));\n",
 		},
 	},
 	{
@@ -709,6 +723,16 @@ var sandboxRepos = []struct {
 			{Title: "Bump Go to 1.26", Author: "sam-k", Merged: true},
 			{Title: "Retry payment captures with backoff", Author: "demo-dev"},
 			{Title: "Experiment: capture payments asynchronously", Author: "sam-k", State: "closed"},
+		},
+		files: map[string]string{
+			"go.mod":                            "module github.com/demo/checkout-api\n\ngo 1.26\n",
+			"Makefile":                          ".PHONY: test lint build\n\ntest:\n\tgo test -race ./...\n\nlint:\n\tgo vet ./...\n\nbuild:\n\tgo build -o bin/checkout-api ./cmd/checkout-api\n",
+			".github/workflows/ci.yml":          "name: ci\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: make lint\n      - run: make test\n",
+			"cmd/checkout-api/main.go":          "package main\n\nfunc main() {}\n",
+			"internal/checkout/handler.go":      "package checkout\n\n// Handler serves POST /api/checkout.\ntype Handler struct{}\n",
+			"internal/checkout/handler_test.go": "package checkout\n",
+			"internal/payment/capture.go":       "package payment\n\n// Capture captures an authorised payment, retrying with backoff.\nfunc Capture(orderID string) error { return nil }\n",
+			"internal/order/order.go":           "package order\n\n// Order is a customer's order.\ntype Order struct{ ID string }\n",
 		},
 	},
 	{
@@ -746,6 +770,9 @@ func seedSandboxGitHub(gh *fakegithub.Server, now time.Time) {
 			repo.Pull(p)
 		}
 		repo.Activity(fakegithub.Activity{Actor: authors[ri%len(authors)], At: now.Add(-time.Duration(ri+1) * 3 * time.Hour)})
+		if r.files != nil {
+			repo.Files(r.files)
+		}
 	}
 }
 

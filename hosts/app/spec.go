@@ -15,7 +15,7 @@ import (
 // with the assistant.
 var SpecModule = fx.Module("spec",
 	fx.Provide(
-		fx.Annotate(sqlstore.NewSpec, fx.As(new(ports.SpecStore)), fx.As(new(ports.StandardStore))),
+		fx.Annotate(sqlstore.NewSpec, fx.As(new(ports.SpecStore)), fx.As(new(ports.StandardStore)), fx.As(new(ports.SpecDigestStore))),
 		NewSpec,
 	),
 	fx.Invoke(func(r *assistant.Registry, s *spec.Service) error { return r.Register(s.Tools()...) }),
@@ -28,6 +28,7 @@ type SpecParams struct {
 	Logger    *slog.Logger
 	Specs     ports.SpecStore
 	Standards ports.StandardStore
+	Digests   ports.SpecDigestStore
 	Tx        ports.Transactor
 	Jobs      ports.JobQueue
 	LLM       ports.LLM
@@ -41,9 +42,9 @@ type SpecParams struct {
 
 // NewSpec returns the specification engine.
 func NewSpec(p SpecParams) *spec.Service {
-	return spec.New(spec.Config{Model: p.Config.LLMModel, MaxTokens: p.Config.Spec.MaxTokens,
+	return spec.New(spec.Config{Model: p.Config.LLMModel, ContextBudget: p.Config.SpecContextBudget, MaxTokens: p.Config.Spec.MaxTokens,
 		CallTimeout: p.Config.Spec.CallTimeout, BatchConcurrency: p.Config.Spec.Concurrency}, spec.Deps{
-		Specs: p.Specs, Standards: p.Standards, Tx: p.Tx, Jobs: p.Jobs, LLM: p.LLM,
+		Specs: p.Specs, Standards: p.Standards, Digests: p.Digests, Tx: p.Tx, Jobs: p.Jobs, LLM: p.LLM,
 		Clock: p.Clock, IDs: p.IDs, Logger: p.Logger, Repos: p.Repos, SCM: p.SCM, Cipher: p.Cipher,
 	})
 }
