@@ -271,9 +271,25 @@ func TestAssistantEndToEnd(t *testing.T) {
 			if st.scales.Load() != 0 {
 				t.Fatal("the write ran before approval")
 			}
-			sys := st.model.Requests()[0].Messages[0]
-			if sys.Role != "system" || !strings.Contains(sys.Content, "Answer in one sentence.") || !strings.Contains(sys.Content, "/cloud") {
+			// The request the model got: the date and the preferences in the
+			// system prompt, the page in the last user message, at most 20
+			// strict tools chosen for the page (issue 20, item 7).
+			first := st.model.Requests()[0]
+			sys, lastMsg := first.Messages[0], first.Messages[len(first.Messages)-1]
+			if sys.Role != "system" || !strings.Contains(sys.Content, "Answer in one sentence.") || !strings.Contains(sys.Content, "Today is ") ||
+				strings.Contains(sys.Content, "current_page: /cloud") {
 				t.Fatalf("system prompt = %q", sys.Content)
+			}
+			if lastMsg.Role != "user" || !strings.Contains(lastMsg.Content, "current_page: /cloud\n") || !strings.HasSuffix(lastMsg.Content, "scale checkout to 3") {
+				t.Fatalf("last user message = %q", lastMsg.Content)
+			}
+			if n := len(first.Tools); n == 0 || n > assistant.DefaultMaxTools {
+				t.Fatalf("%d tools offered", n)
+			}
+			for _, tool := range first.Tools {
+				if !tool.Strict || assistant.StrictProblem(tool.Parameters) != "" {
+					t.Fatalf("tool %s is not strict: %s", tool.Name, tool.Parameters)
+				}
 			}
 
 			// Someone else cannot see or decide it.
