@@ -70,16 +70,18 @@ func (s *Service) runBatches(ctx context.Context, n int, ask func(ctx context.Co
 	results := make([]batchResult, n)
 	sem := make(chan struct{}, s.cfg.BatchConcurrency)
 	var wg sync.WaitGroup
+	// Batches start in order, so with a bound of 1 they run one after the
+	// other in document order.
 	for i := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			results[i].err = ctx.Err()
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				results[i].err = ctx.Err()
-				return
-			}
 			defer func() { <-sem }()
 			cctx, cancel := s.callContext(ctx)
 			defer cancel()

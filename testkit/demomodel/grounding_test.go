@@ -199,10 +199,15 @@ func TestGroundedPRPs(t *testing.T) {
 			if !strings.Contains(a.Content, "```sh\nmake test\n```") || !strings.Contains(a.Content, "`internal/") {
 				t.Errorf("the PRP Markdown lacks its commands in code blocks or its file references:\n%s", a.Content)
 			}
-			prompt := calls[0].Messages[len(calls[0].Messages)-1].Content
+			var prompt string
+			for _, r := range calls {
+				if c := r.Messages[len(r.Messages)-1].Content; strings.Contains(c, `<story>`+"\n"+`{"id":"ST-1.1"`) {
+					prompt = c
+				}
+			}
 			for _, want := range []string{"# Repository acme/shop", "internal/expense/submit.go", "<commands", "make test", "go test -race ./..."} {
 				if !strings.Contains(prompt, want) {
-					t.Errorf("a PRP prompt lacks %q", want)
+					t.Errorf("a PRP prompt lacks %q:\n%s", want, prompt)
 				}
 			}
 		}
