@@ -5,9 +5,9 @@
 // A voice session is a chat session too (titled "Voice session"), so the
 // history shows what was done by voice: StartSession creates it and mints a
 // realtime client secret whose instructions carry the user's standing
-// instructions and whose tools are routed as the chat routes them (at most
-// 20, chosen for the page). The browser
-// talks to the provider directly and hands each tool call to ToolCall, which
+// instructions and whose tools are every tool of the assistant, or, when the
+// client names its page, those the chat routes there. The browser talks to
+// the provider directly and hands each tool call to ToolCall, which
 // runs reads at once and turns writes (and reads the organisation marked
 // always_confirm) into pending confirmations, decided through the
 // assistant's Confirm like any other.
@@ -117,14 +117,24 @@ func (s *Service) StartSession(ctx context.Context) (Session, error) {
 	return s.StartSessionOn(ctx, nil)
 }
 
+// tools are the realtime session's function definitions: every assistant
+// tool without a page, as API.md §4.5 fixes it (the session lasts and the
+// user may ask anything); with a page, those the chat routes there.
+func (s *Service) tools(page *assistant.PageContext) []ports.ToolDefinition {
+	if page == nil || (page.CurrentPage == "" && page.SelectedProjectID == "") {
+		return s.d.Assistant.Registry().Definitions()
+	}
+	return s.d.Assistant.Registry().Route(page, "", assistant.DefaultMaxTools)
+}
+
 // StartSessionOn starts a voice session for the caller on a console page
 // (nil for none): it mints a realtime client secret whose instructions are
 // the base instructions followed by the assistant's ground rules, today's
 // date and the caller's standing instructions, and whose tools are those the
 // chat would offer on that page (at most assistant.DefaultMaxTools, routed by
-// the assistant's Registry.Route; without a page, the core reads and every
-// area's reads), then creates the chat session titled "Voice session" that
-// records what is done by voice. Errors: the Realtime port's (rate_limited,
+// the assistant's Registry.Route; without a page, every tool), then creates
+// the chat session titled "Voice session" that records what is done by
+// voice. Errors: the Realtime port's (rate_limited,
 // unavailable, timeout, upstream, invalid) pass through; the stores'.
 func (s *Service) StartSessionOn(ctx context.Context, page *assistant.PageContext) (Session, error) {
 	p, err := ports.RequirePrincipal(ctx)
@@ -139,7 +149,7 @@ func (s *Service) StartSessionOn(ctx context.Context, page *assistant.PageContex
 		Model:        s.cfg.Model,
 		Voice:        s.cfg.Voice,
 		Instructions: assistant.Instructions(s.cfg.Instructions, prefs, s.d.Clock.Now().UTC()),
-		Tools:        s.d.Assistant.Registry().Route(page, "", assistant.DefaultMaxTools),
+		Tools:        s.tools(page),
 		ExpiresIn:    s.cfg.Expiry,
 	})
 	if err != nil {

@@ -104,17 +104,20 @@ func TestStartSessionNeedsPrincipal(t *testing.T) {
 	}
 }
 
-// TestStartSessionRoutesTools: a voice session is offered the tools the chat
-// would offer on the same page, at most 20, never the whole catalogue.
+// TestStartSessionRoutesTools: a voice session started on a page is offered
+// the tools the chat would offer there, at most 20; one started without a
+// page every tool, as API.md §4.5 fixes it.
 func TestStartSessionRoutesTools(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
 		page *assistant.PageContext
+		max  int
 		want func(assistant.Tool) bool
 	}{
-		{"cloud page", &assistant.PageContext{CurrentPage: "/cloud"}, func(t assistant.Tool) bool { return t.Area == assistant.AreaCloud || t.Core || t.Area == "" }},
-		{"no page: reads", nil, func(t assistant.Tool) bool { return t.Effect == assistant.EffectRead || t.Area == "" }},
+		{"cloud page", &assistant.PageContext{CurrentPage: "/cloud"}, assistant.DefaultMaxTools, func(t assistant.Tool) bool { return t.Area == assistant.AreaCloud || t.Core || t.Area == "" }},
+		{"no page: every tool", nil, 0, func(assistant.Tool) bool { return true }},
+		{"empty page: every tool", &assistant.PageContext{}, 0, func(assistant.Tool) bool { return true }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,8 +141,11 @@ func TestStartSessionRoutesTools(t *testing.T) {
 			e.prefs.EXPECT().GetPreferences(gomock.Any(), gomock.Any()).Return(nil, nil, nil)
 			e.realtime.EXPECT().CreateClientSecret(gomock.Any(), gomock.Any()).DoAndReturn(
 				func(_ context.Context, cfg ports.RealtimeSessionConfig) (ports.RealtimeSecret, error) {
-					if n := len(cfg.Tools); n == 0 || n > assistant.DefaultMaxTools {
-						t.Errorf("%d tools offered", n)
+					n := len(cfg.Tools)
+					if all := len(e.reg.Definitions()); tt.max == 0 && n != all {
+						t.Errorf("%d tools offered, want all %d", n, all)
+					} else if tt.max > 0 && (n == 0 || n > tt.max) {
+						t.Errorf("%d tools offered, want 1 to %d", n, tt.max)
 					}
 					for _, d := range cfg.Tools {
 						tool, _ := e.reg.Lookup(d.Name)

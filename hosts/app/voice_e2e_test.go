@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
+	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
@@ -53,17 +54,34 @@ func TestVoiceEndToEnd(t *testing.T) {
 				}
 				sent = append(sent, tool.Name)
 			}
-			// Routed as the chat is (issue 20, item 7): without a page, at most
-			// 20 of the registered tools, the reads, never the whole catalogue.
-			routed := st.reg.Route(nil, "", 0)
+			// Without a page, every assistant tool (API.md §4.5).
 			var want []string
-			for _, def := range routed {
+			for _, def := range st.reg.Definitions() {
 				want = append(want, def.Name)
 			}
 			slices.Sort(sent)
 			slices.Sort(want)
-			if !slices.Equal(sent, want) || len(sent) > 20 || len(sent) >= len(st.reg.Definitions()) || !slices.Contains(sent, "list_widgets") {
-				t.Fatalf("tools sent %v, routed %v", sent, want)
+			if !slices.Equal(sent, want) || !slices.Contains(sent, "list_widgets") {
+				t.Fatalf("tools sent %v, want every tool %v", sent, want)
+			}
+
+			// On a page, the tools the chat routes there (issue 20, item 7).
+			if code, body, _ := st.call(alice, "POST", "/api/v1/voice/session", map[string]any{"context": map[string]string{"current_page": "/cloud"}}); code != 200 {
+				t.Fatalf("voice session on a page: %d %s", code, body)
+			}
+			reqs = st.model.RealtimeRequests()
+			var onPage []string
+			for _, tool := range reqs[len(reqs)-1].Tools {
+				onPage = append(onPage, tool.Name)
+			}
+			var routed []string
+			for _, def := range st.reg.Route(&assistant.PageContext{CurrentPage: "/cloud"}, "", 0) {
+				routed = append(routed, def.Name)
+			}
+			slices.Sort(onPage)
+			slices.Sort(routed)
+			if !slices.Equal(onPage, routed) || len(onPage) > 20 {
+				t.Fatalf("tools sent on /cloud %v, routed %v", onPage, routed)
 			}
 
 			// A read runs at once and returns its output.

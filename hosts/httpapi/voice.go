@@ -11,13 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/voice"
 	"github.com/devpilot/devpilot/ports"
 )
 
 // Voice is voice and audio as the transport calls it.
 type Voice interface {
-	StartSession(ctx context.Context) (voice.Session, error)
+	StartSessionOn(ctx context.Context, page *assistant.PageContext) (voice.Session, error)
 	ToolCall(ctx context.Context, in voice.ToolCallInput) (voice.ToolCallResult, error)
 	Transcribe(ctx context.Context, in voice.TranscribeInput) (ports.Transcription, error)
 }
@@ -40,14 +41,28 @@ func (s *Server) voiceRoutes() {
 	}
 }
 
+// voiceSessionRequest is the optional body of POST /api/v1/voice/session:
+// the page the session starts on, as a chat's context, which routes the
+// session's tools as the chat's; without it the session gets every tool.
+type voiceSessionRequest struct {
+	Context *struct {
+		CurrentPage       string `json:"current_page"`
+		SelectedProjectID string `json:"selected_project_id"`
+	} `json:"context"`
+}
+
 func (s *Server) voiceSession(w http.ResponseWriter, r *http.Request) error {
-	if r.ContentLength != 0 { // the body is optional and, when sent, an empty object
-		var req struct{}
+	var req voiceSessionRequest
+	if r.ContentLength != 0 { // the body is optional
 		if err := decodeJSON(w, r, &req); err != nil {
 			return err
 		}
 	}
-	sess, err := s.d.Voice.StartSession(r.Context())
+	var page *assistant.PageContext
+	if req.Context != nil {
+		page = &assistant.PageContext{CurrentPage: req.Context.CurrentPage, SelectedProjectID: req.Context.SelectedProjectID}
+	}
+	sess, err := s.d.Voice.StartSessionOn(r.Context(), page)
 	if err != nil {
 		return err
 	}
