@@ -85,7 +85,7 @@ func (c *Client) buildRequest(req ports.ChatRequest) (*call, error) {
 		}
 		out.Messages = append(out.Messages, msg)
 	}
-	tools, err := c.mapTools(req.Tools)
+	tools, err := c.mapTools(req.Tools, c.structuredOutput(out.Model))
 	if err != nil {
 		return cl, err
 	}
@@ -98,9 +98,11 @@ func (c *Client) buildRequest(req ports.ChatRequest) (*call, error) {
 	return cl, nil
 }
 
-// toolSet is a list of tool definitions and their encoding, a JSON array.
+// toolSet is a list of tool definitions, encoded for a structured output
+// mode, and their encoding, a JSON array.
 type toolSet struct {
 	defs []ports.ToolDefinition
+	mode StructuredOutput
 	json []byte
 }
 
@@ -108,11 +110,14 @@ type toolSet struct {
 // the same tools on every call, so the last encoding is reused while the
 // definitions are the same. It returns nil for no tools, and an invalid
 // Error for a tool without a name or with parameters that are not JSON.
-func (c *Client) mapTools(defs []ports.ToolDefinition) (*toolSet, error) {
+// Only a strict provider gets a tool's strict flag; under lenient and
+// json_object a tool's schema loses what StructuredLenient strips, as a
+// response schema does, since such servers compile both into grammars.
+func (c *Client) mapTools(defs []ports.ToolDefinition, mode StructuredOutput) (*toolSet, error) {
 	if len(defs) == 0 {
 		return nil, nil
 	}
-	if last := c.lastTools.Load(); last != nil && sameTools(last.defs, defs) {
+	if last := c.lastTools.Load(); last != nil && last.mode == mode && sameTools(last.defs, defs) {
 		return last, nil
 	}
 	tools := make([]goopenai.Tool, len(defs))
@@ -126,13 +131,21 @@ func (c *Client) mapTools(defs []ports.ToolDefinition) (*toolSet, error) {
 		} else if !json.Valid(params) {
 			return nil, invalidRequest(fmt.Sprintf("tool %s: the parameters schema is not valid JSON", t.Name))
 		}
+		strict := t.Strict && mode == StructuredStrict
+		if mode != StructuredStrict {
+			lenient, err := LenientSchema(params)
+			if err != nil {
+				return nil, invalidRequest(fmt.Sprintf("tool %s: %v", t.Name, err))
+			}
+			params = lenient
+		}
 		tools[i] = goopenai.Tool{
 			Type: goopenai.ToolTypeFunction,
 			Function: &goopenai.FunctionDefinition{
 				Name:        t.Name,
 				Description: t.Description,
 				Parameters:  params,
-				Strict:      t.Strict,
+				Strict:      strict,
 			},
 		}
 	}
@@ -140,7 +153,7 @@ func (c *Client) mapTools(defs []ports.ToolDefinition) (*toolSet, error) {
 	if err != nil {
 		return nil, invalidRequest(fmt.Sprintf("the tools cannot be encoded: %v", err))
 	}
-	set := &toolSet{defs: defs, json: b}
+	set := &toolSet{defs: defs, mode: mode, json: b}
 	c.lastTools.Store(set)
 	return set, nil
 }

@@ -353,3 +353,33 @@ func TestStructuredOutputConfig(t *testing.T) {
 		}
 	}
 }
+
+// Tools follow the provider's structured output mode too: only a strict
+// provider gets the strict flag, and the others get the lenient wire schema.
+func TestToolsFollowStructuredOutput(t *testing.T) {
+	t.Parallel()
+	schema := json.RawMessage(`{"type":"object","properties":{"service":{"type":"string","pattern":"\\S","maxLength":64}},"required":["service"],"additionalProperties":false}`)
+	for _, tt := range []struct {
+		mode       StructuredOutput
+		strict     bool
+		keepsLimit bool
+	}{
+		{StructuredStrict, true, true},
+		{StructuredLenient, false, false},
+		{StructuredJSONObject, false, false},
+	} {
+		f := fakeopenai.New(t)
+		f.Enqueue(fakeopenai.Text("ok"))
+		c, _ := newTestClient(t, f, func(cfg *Config) { cfg.StructuredOutput = tt.mode })
+		req := userSays("scale it")
+		req.Tools = []ports.ToolDefinition{{Name: "scale", Description: "Scales.", Parameters: schema, Strict: true}}
+		if _, err := c.Chat(t.Context(), req, nil); err != nil {
+			t.Fatalf("%s: %v", tt.mode, err)
+		}
+		sent := f.Requests()[0].Tools
+		if len(sent) != 1 || sent[0].Strict != tt.strict || bytes.Contains(sent[0].Parameters, []byte("maxLength")) != tt.keepsLimit ||
+			bytes.Contains(sent[0].Parameters, []byte("pattern")) != tt.keepsLimit {
+			t.Errorf("%s: tool sent %+v (%s)", tt.mode, sent, sent[0].Parameters)
+		}
+	}
+}
