@@ -786,7 +786,10 @@ func article(noun string) string {
 	if noun == "" {
 		return "a user"
 	}
-	if strings.ContainsRune("aeiouAEIOU", rune(noun[0])) {
+	lower := strings.ToLower(noun)
+	// "a user", "a euro", "a one-off": a vowel letter that sounds like a consonant.
+	if strings.ContainsRune("aeiou", rune(lower[0])) && !strings.HasPrefix(lower, "us") && !strings.HasPrefix(lower, "uni") &&
+		!strings.HasPrefix(lower, "eu") && !strings.HasPrefix(lower, "one") {
 		return "an " + noun
 	}
 	return "a " + noun
