@@ -35,7 +35,10 @@ func TestConsoleSpecs(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			// Create: a name, a note, and an uploaded .md document.
+			// Create: a name, the storefront repository (so the PRPs are
+			// grounded in it), a note, and an uploaded .md document.
+			b.waitFor("the repository picker", `[...document.querySelectorAll('#spec-repo option')].some(o => o.textContent === 'demo/storefront')`, 10*time.Second)
+			b.do(chromedp.Evaluate[chromedp.Void](`(s => { s.value = [...s.options].find(o => o.textContent === 'demo/storefront').value; })(document.querySelector('#spec-repo'))`))
 			b.do(chromedp.SendKeys(chromedp.ID("spec-name"), "Gift cards", chromedp.NodeVisible),
 				chromedp.SendKeys(chromedp.CSS(`.spec-input[data-kind="note"] .spec-in-title`), "Kickoff notes"),
 				chromedp.SendKeys(chromedp.CSS(`.spec-input[data-kind="note"] .spec-in-content`), "- Admins see a monthly report of gift card sales\n"),
@@ -68,6 +71,14 @@ func TestConsoleSpecs(t *testing.T) {
 			b.waitFor("the pipeline complete", `document.querySelector('#spec-generate-next').disabled && document.querySelector('.spec-status').textContent.includes('All five stages')`, 5*time.Second)
 			if got := b.text(`.spec-sessions a[aria-current="true"]`); !strings.Contains(got, "ready") || !strings.Contains(got, "all stages done") {
 				t.Errorf("the list entry was not updated: %q", got)
+			}
+
+			// The PRPs are grounded in the linked repository: they name its
+			// files and the commands its package.json shows.
+			b.do(chromedp.Click(chromedp.ID("step-prps"), chromedp.NodeVisible))
+			b.waitFor("the PRPs document", `document.querySelector('.stage[data-stage="prps"] .spec-doc h2')`, 5*time.Second)
+			if got := b.text(`.stage[data-stage="prps"] .spec-doc`); !strings.Contains(got, "src/app/") || !strings.Contains(got, "npm run") {
+				t.Errorf("the PRPs are not grounded in demo/storefront: %.600q", got)
 			}
 
 			// Each stage's document, version and data.

@@ -2,7 +2,7 @@
 // offers a new one; #/specs/{id}[/{stage|trace|inputs}] opens a session (see
 // specs/session.js); #/specs/standards manages the organisation's standards.
 
-import { list } from '../api.js';
+import { api, list } from '../api.js';
 import { h, mount, loading, empty, errorBox, toast, field, button } from '../ui.js';
 import { sessionView, statusBadge, STAGE_NAMES } from './specs/session.js';
 import { standardsView } from './specs/standards.js';
@@ -106,10 +106,20 @@ function createForm(el) {
     if (focus) (row.el.querySelector('input, textarea')).focus();
   };
   add('note', false);
+  // The connected repositories, for grounding the PRPs; none when GitHub is
+  // not connected (or not configured), and the picker then stays hidden.
+  const repo = h('select', { id: 'spec-repo', name: 'repo_id' }, h('option', { value: '' }, 'None'));
+  const repoField = field('Repository', repo, 'PRPs name real files of it and the commands it shows (Makefile, package scripts, CI).');
+  repoField.hidden = true;
+  api('GET', '/scm/repos').then((page) => {
+    for (const r of (page && page.items) || []) repo.append(h('option', { value: r.id }, r.full_name));
+    repoField.hidden = repo.options.length < 2;
+  }).catch(() => {});
   const form = h('form', { class: 'card spec-create', 'aria-labelledby': 'spec-create-title' },
     h('h2', { id: 'spec-create-title' }, 'New specification'),
     h('p', { class: 'muted' }, 'Give it a name and the raw material — notes, meeting transcripts, documents. devpilot turns it into a scope, a PRD, epics, stories and PRPs, one stage at a time.'),
     field('Name', name),
+    repoField,
     rowsEl,
     h('div', { class: 'row spec-add-buttons' },
       h('button', { type: 'button', id: 'spec-add-note', onclick: () => add('note', true) }, '+ Note'),
@@ -129,7 +139,7 @@ function createForm(el) {
     submit.disabled = true;
     submit.setAttribute('aria-busy', 'true');
     try {
-      const s = await createSession(name.value.trim(), values);
+      const s = await createSession(name.value.trim(), values, repo.value);
       toast(`Specification “${s.name}” created.`);
       location.hash = `#/specs/${encodeURIComponent(s.id)}`;
     } catch (e) {

@@ -45,17 +45,19 @@ export function inputRow(kind, label, onRemove) {
   return { el, kind, value };
 }
 
-// createSession creates a session named name from the values of input rows
-// and returns it. Files (if any) go in one multipart request, so a file the
+// createSession creates a session named name from the values of input rows,
+// linked to the repository repoID when given (its PRPs are then grounded in
+// it), and returns it. Files (if any) go in one multipart request, so a file the
 // API refuses leaves nothing behind; text inputs then follow as JSON.
-export async function createSession(name, values) {
+export async function createSession(name, values, repoID) {
   const files = values.filter((v) => v.file);
   const texts = values.filter((v) => !v.file);
   if (files.length === 0) {
-    return api('POST', '/pse/sessions', { name, inputs: texts });
+    return api('POST', '/pse/sessions', repoID ? { name, inputs: texts, repo_id: repoID } : { name, inputs: texts });
   }
   const form = new FormData();
   form.append('name', name);
+  if (repoID) form.append('repo_id', repoID);
   form.append('kind', 'document');
   for (const v of files) form.append('file', v.file, v.file.name);
   const session = await api('POST', '/pse/sessions', form);
