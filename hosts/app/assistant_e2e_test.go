@@ -70,6 +70,9 @@ func startStack(t *testing.T, dialect string) *stack {
 		app.EnvHTTPAddr:      "127.0.0.1:0",
 		app.EnvOpenAIKey:     "sk-test",
 		app.EnvOpenAIBaseURL: st.model.URL(),
+		// The fake plays OpenAI, which enforces schemas (another base URL
+		// defaults to lenient).
+		app.EnvLLMStructured: "strict",
 	}
 	cfg, err := app.Load(app.ModeRun, func(k string) string { return env[k] })
 	if err != nil {
