@@ -41,10 +41,17 @@ func (s *Service) askStage(ctx context.Context, args GenerateStageArgs, sess por
 			return out, res, notes, err
 		}
 	}
-	ctx, cancel := s.callContext(ctx)
-	defer cancel()
 	out, res, err := s.askWithinBudget(ctx, args, inputs, before, standards, findings, log)
 	return out, res, notes, err
+}
+
+// chat makes one model exchange, bounded by Config.CallTimeout: each call of
+// a stage (a batch, a repair turn, a digest's map or reduce step) gets the
+// whole timeout, not a share of one.
+func (s *Service) chat(ctx context.Context, req ports.ChatRequest) (ports.ChatResult, error) {
+	ctx, cancel := s.callContext(ctx)
+	defer cancel()
+	return s.d.LLM.Chat(ctx, req, nil)
 }
 
 // callContext bounds one model exchange by Config.CallTimeout.
@@ -83,10 +90,8 @@ func (s *Service) runBatches(ctx context.Context, n int, ask func(ctx context.Co
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			cctx, cancel := s.callContext(ctx)
-			defer cancel()
 			r := &results[i]
-			r.out, r.res, r.err = ask(cctx, i)
+			r.out, r.res, r.err = ask(ctx, i)
 			if r.err != nil {
 				cancelAll()
 			}

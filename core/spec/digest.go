@@ -353,7 +353,7 @@ func (s *Service) askDigest(ctx context.Context, schema string, msgs []ports.Mes
 		ResponseFormat: &ports.JSONSchemaFormat{Name: schema, Schema: json.RawMessage(digestSchema), Strict: true}}
 	var problem string
 	for attempt := 1; attempt <= 2; attempt++ {
-		res, err := s.d.LLM.Chat(ctx, req, nil)
+		res, err := s.chat(ctx, req)
 		if err != nil {
 			if transient(err) {
 				return digestDoc{}, ports.ChatResult{}, err

@@ -43,7 +43,7 @@ func (s *Service) askRepairing(ctx context.Context, st ports.Stage, msgs []ports
 		lastProblems []string
 	)
 	for {
-		res, err := s.d.LLM.Chat(ctx, req, nil)
+		res, err := s.chat(ctx, req)
 		if err != nil {
 			if best != nil {
 				log.WarnContext(ctx, "the repair call failed; keeping the first answer", "err", err)

@@ -33,8 +33,9 @@ type Config struct {
 	// MaxTokens bounds each model call's output; 0 leaves it to the
 	// provider. It is the spec engine's own, not the chat's.
 	MaxTokens int
-	// CallTimeout bounds one model exchange of a stage (one call with its
-	// repair turn, or one batch's); 0 leaves it to the LLM adapter.
+	// CallTimeout bounds each model call of a stage (a call, its repair
+	// turn, a batch's call, a digest step) on its own; 0 leaves it to the
+	// LLM adapter.
 	CallTimeout time.Duration
 	// BatchConcurrency, when above 0, generates stories one call per epic
 	// and PRPs one call per story, that many calls at a time, each given
