@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -54,20 +52,7 @@ func TestConsoleRepos(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			delivery := fakegithub.NewDelivery("push", json.RawMessage(payload)).Signed([]byte(app.SandboxWebhookSecret))
-			req, err := delivery.Request(t.Context(), b.base+"/webhooks/scm")
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusAccepted {
-				t.Fatalf("webhook = %d %s", resp.StatusCode, raw)
-			}
+			deliverSandboxPush(t, b.base, payload)
 			// The worker records it in the background: refresh (at most
 			// twice a second) until it shows.
 			b.waitFor("the pushed activity", `(() => {

@@ -611,20 +611,7 @@ func (hc *hostileClient) webhookTextIsCleaned() {
 		t.Fatal(err)
 	}
 	payload = bytes.ReplaceAll(payload, []byte("PLACEHOLDER"), []byte(`-nul\u0000-bell\u0007-lone\ud800-bom\ufeff-bidi\u202e`))
-	d := fakegithub.NewDelivery("push", json.RawMessage(payload)).Signed([]byte(app.SandboxWebhookSecret))
-	req, err := d.Request(t.Context(), hc.base+"/webhooks/scm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("a push with hostile text = %d %s, want 202", resp.StatusCode, raw)
-	}
+	deliverSandboxPush(t, hc.base, payload)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		status, body := hc.send(http.MethodGet, "/scm/repos/"+repo.ID+"/activity", "", nil)
@@ -643,5 +630,25 @@ func (hc *hostileClient) webhookTextIsCleaned() {
 			t.Fatalf("the push never became activity: %s", body)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// deliverSandboxPush posts a push delivery with payload to a sandbox stack at
+// base, signed with the sandbox's webhook secret, and wants 202.
+func deliverSandboxPush(t *testing.T, base string, payload []byte) {
+	t.Helper()
+	d := fakegithub.NewDelivery("push", json.RawMessage(payload)).Signed([]byte(app.SandboxWebhookSecret))
+	req, err := d.Request(t.Context(), base+"/webhooks/scm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("push delivery = %d %s, want 202", resp.StatusCode, raw)
 	}
 }
