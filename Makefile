@@ -6,7 +6,7 @@ BIN      := bin/devpilot
 RACE     ?= $(if $(and $(filter 1,$(shell $(GO) env CGO_ENABLED)),$(shell command -v $$($(GO) env CC) 2>/dev/null)),-race,)
 PKGS     := ./...
 
-.PHONY: all build run test test-postgres generate check-generate lint fmt bench fuzz clean
+.PHONY: all build run test test-postgres generate check-generate check-tidy lint fmt bench fuzz clean
 
 all: lint test
 
@@ -34,6 +34,10 @@ generate:
 check-generate: generate
 	@git diff --exit-code --stat -- testkit/mocks || { echo "mocks are stale: run 'make generate' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- testkit/mocks)" || { git status --short -- testkit/mocks; echo "mocks are stale: run 'make generate' and commit"; exit 1; }
+
+## check-tidy: fail when go mod tidy would change go.mod or go.sum.
+check-tidy:
+	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit"; exit 1; }
 
 ## lint: go vet and a gofmt check.
 lint:
