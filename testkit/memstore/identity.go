@@ -1,0 +1,234 @@
+package memstore
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+var (
+	_ ports.OrgStore   = (*Store)(nil)
+	_ ports.UserStore  = (*Store)(nil)
+	_ ports.TokenStore = (*Store)(nil)
+)
+
+type identityData struct {
+	orgs   map[string]ports.Org
+	users  map[string]ports.User
+	tokens map[string]ports.APIToken
+}
+
+func (d *identityData) init() {
+	d.orgs = map[string]ports.Org{}
+	d.users = map[string]ports.User{}
+	d.tokens = map[string]ports.APIToken{}
+}
+
+// CreateOrg stores a new org; conflict when the id or name is taken.
+func (s *Store) CreateOrg(ctx context.Context, org ports.Org) error {
+	defer s.lock()()
+	if _, ok := s.identity.orgs[org.ID]; ok {
+		return ports.Errorf(ports.KindConflict, "org %s exists already", org.ID)
+	}
+	for _, o := range s.identity.orgs {
+		if o.Name == org.Name {
+			return ports.Errorf(ports.KindConflict, "org name %q is taken", org.Name)
+		}
+	}
+	org.CreatedAt = utc(org.CreatedAt)
+	put(ctx, s, s.identity.orgs, org.ID, org)
+	return nil
+}
+
+// GetOrg returns the org with the id; not_found when absent.
+func (s *Store) GetOrg(_ context.Context, id string) (ports.Org, error) {
+	defer s.lock()()
+	if o, ok := s.identity.orgs[id]; ok {
+		return o, nil
+	}
+	return ports.Org{}, ports.NotFound("org", id)
+}
+
+// GetOrgByName returns the org with the name; not_found when absent.
+func (s *Store) GetOrgByName(_ context.Context, name string) (ports.Org, error) {
+	defer s.lock()()
+	for _, o := range s.identity.orgs {
+		if o.Name == name {
+			return o, nil
+		}
+	}
+	return ports.Org{}, ports.NotFound("org", name)
+}
+
+// CreateUser stores a new user; conflict when the id or email (in any case)
+// is taken; not_found when the org does not exist.
+func (s *Store) CreateUser(ctx context.Context, user ports.User) error {
+	defer s.lock()()
+	if _, ok := s.identity.orgs[user.OrgID]; !ok {
+		return ports.NotFound("org", user.OrgID)
+	}
+	if _, ok := s.identity.users[user.ID]; ok {
+		return ports.Errorf(ports.KindConflict, "user %s exists already", user.ID)
+	}
+	if _, ok := s.userByEmail(user.Email); ok {
+		return ports.Errorf(ports.KindConflict, "email %q is taken", user.Email)
+	}
+	user.CreatedAt = utc(user.CreatedAt)
+	put(ctx, s, s.identity.users, user.ID, user)
+	return nil
+}
+
+// userByEmail returns the user with the email, compared case-insensitively (s.mu held).
+func (s *Store) userByEmail(email string) (ports.User, bool) {
+	for _, u := range s.identity.users {
+		if strings.EqualFold(u.Email, email) {
+			return u, true
+		}
+	}
+	return ports.User{}, false
+}
+
+// GetUser returns the user with the id; not_found when absent.
+func (s *Store) GetUser(_ context.Context, id string) (ports.User, error) {
+	defer s.lock()()
+	if u, ok := s.identity.users[id]; ok {
+		return u, nil
+	}
+	return ports.User{}, ports.NotFound("user", id)
+}
+
+// GetUserByEmail returns the user with the email (compared
+// case-insensitively); not_found when absent.
+func (s *Store) GetUserByEmail(_ context.Context, email string) (ports.User, error) {
+	defer s.lock()()
+	if u, ok := s.userByEmail(email); ok {
+		return u, nil
+	}
+	return ports.User{}, ports.NotFound("user", email)
+}
+
+func cloneToken(t ports.APIToken) ports.APIToken {
+	t.Hash = bytes.Clone(t.Hash)
+	t.ExpiresAt, t.LastUsedAt, t.RevokedAt = utcPtr(t.ExpiresAt), utcPtr(t.LastUsedAt), utcPtr(t.RevokedAt)
+	return t
+}
+
+// CreateToken stores a new token; conflict when the id or hash exists
+// already; not_found when the user does not exist.
+func (s *Store) CreateToken(ctx context.Context, token ports.APIToken) error {
+	defer s.lock()()
+	if _, ok := s.identity.users[token.UserID]; !ok {
+		return ports.NotFound("user", token.UserID)
+	}
+	if _, ok := s.identity.tokens[token.ID]; ok {
+		return ports.Errorf(ports.KindConflict, "token %s exists already", token.ID)
+	}
+	for _, t := range s.identity.tokens {
+		if bytes.Equal(t.Hash, token.Hash) {
+			return ports.Errorf(ports.KindConflict, "token hash exists already")
+		}
+	}
+	token = cloneToken(token)
+	token.CreatedAt = utc(token.CreatedAt)
+	put(ctx, s, s.identity.tokens, token.ID, token)
+	return nil
+}
+
+// GetTokenByHash returns the token with the hash, revoked or not, and its
+// user; not_found when absent.
+func (s *Store) GetTokenByHash(_ context.Context, hash []byte) (ports.APIToken, ports.User, error) {
+	defer s.lock()()
+	for _, t := range s.identity.tokens {
+		if bytes.Equal(t.Hash, hash) {
+			u, ok := s.identity.users[t.UserID]
+			if !ok {
+				break
+			}
+			return cloneToken(t), u, nil
+		}
+	}
+	return ports.APIToken{}, ports.User{}, &ports.Error{Kind: ports.KindNotFound, Message: "token not found"}
+}
+
+// GetToken returns the token with the id; not_found when absent.
+func (s *Store) GetToken(_ context.Context, id string) (ports.APIToken, error) {
+	defer s.lock()()
+	if t, ok := s.identity.tokens[id]; ok {
+		return cloneToken(t), nil
+	}
+	return ports.APIToken{}, ports.NotFound("token", id)
+}
+
+// ListTokens returns tokens newest first, filtered by org and user; an empty
+// orgID or userID does not filter.
+func (s *Store) ListTokens(_ context.Context, orgID, userID string) ([]ports.APIToken, error) {
+	defer s.lock()()
+	var out []ports.APIToken
+	for _, t := range s.identity.tokens {
+		if (orgID == "" || t.OrgID == orgID) && (userID == "" || t.UserID == userID) {
+			out = append(out, cloneToken(t))
+		}
+	}
+	slices.SortFunc(out, func(a, b ports.APIToken) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
+	})
+	return out, nil
+}
+
+// RevokeToken marks the org's token revoked at the time given; not_found
+// when absent or another org's, conflict when revoked already.
+func (s *Store) RevokeToken(ctx context.Context, orgID, id string, at time.Time) error {
+	defer s.lock()()
+	t, ok := s.identity.tokens[id]
+	if !ok || t.OrgID != orgID {
+		return ports.NotFound("token", id)
+	}
+	if t.RevokedAt != nil {
+		return ports.Errorf(ports.KindConflict, "token %s is revoked already", id)
+	}
+	t.RevokedAt = utcPtr(&at)
+	put(ctx, s, s.identity.tokens, id, t)
+	return nil
+}
+
+// TouchToken records a use at the time given, unless a use at or after
+// notBefore is recorded already; not_found when absent.
+func (s *Store) TouchToken(ctx context.Context, id string, at, notBefore time.Time) error {
+	defer s.lock()()
+	t, ok := s.identity.tokens[id]
+	if !ok {
+		return ports.NotFound("token", id)
+	}
+	if t.LastUsedAt != nil && !t.LastUsedAt.Before(notBefore) {
+		return nil
+	}
+	t.LastUsedAt = utcPtr(&at)
+	put(ctx, s, s.identity.tokens, id, t)
+	return nil
+}
+
+// DeleteExpiredTokens deletes tokens that expired, or were revoked, before
+// the time given and returns how many it deleted.
+func (s *Store) DeleteExpiredTokens(ctx context.Context, before time.Time) (int, error) {
+	defer s.lock()()
+	n := 0
+	for id, t := range s.identity.tokens {
+		if (t.ExpiresAt != nil && t.ExpiresAt.Before(before)) || (t.RevokedAt != nil && t.RevokedAt.Before(before)) {
+			del(ctx, s, s.identity.tokens, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// WatchRevocations returns errors.ErrUnsupported: a Store is one process's
+// memory, so there are no other processes' revocations to watch.
+func (s *Store) WatchRevocations(context.Context, func(string), func()) error {
+	return errors.ErrUnsupported
+}

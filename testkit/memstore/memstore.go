@@ -1,0 +1,124 @@
+// Package memstore keeps every store port of devpilot in memory, for tests
+// and for programs that embed devpilot without a database. It imports only
+// ports and the standard library, and passes the same storetest contract
+// suites as the SQL adapter.
+//
+// One Store implements every store port and ports.Transactor. Each method is
+// atomic. Transactions run one at a time (as on SQLite, whose writer is one
+// connection); a store call made with the context WithinTx gives fn joins
+// the transaction, and its changes are undone when fn fails or panics.
+// Calls made outside a transaction while one runs are not blocked, and may
+// see its uncommitted changes.
+package memstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// Store is an in-memory implementation of the store ports and of
+// ports.Transactor. Create it with New; the zero value is not usable.
+type Store struct {
+	txmu sync.Mutex // held by the transaction running, if any
+	mu   sync.Mutex // guards every field below
+
+	identity identityData
+}
+
+// New returns an empty Store.
+func New() *Store {
+	s := &Store{}
+	s.identity.init()
+	return s
+}
+
+var _ ports.Transactor = (*Store)(nil)
+
+type txKey struct{ s *Store }
+
+// txn is a running transaction: the changes to undo when it rolls back, last
+// first.
+type txn struct {
+	undo []func()
+}
+
+// WithinTx runs fn in a transaction carried by the context fn receives; it
+// commits when fn returns nil, rolls every change back when fn returns an
+// error (returned unchanged) or panics (re-panicked). When ctx carries a
+// transaction of this Store already, fn joins it. It waits for the
+// transaction running, if any, to end. It returns no error of its own.
+func (s *Store) WithinTx(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	if _, ok := ctx.Value(txKey{s}).(*txn); ok {
+		return fn(ctx)
+	}
+	s.txmu.Lock()
+	defer s.txmu.Unlock()
+	tx := &txn{}
+	committed := false
+	defer func() {
+		if !committed {
+			s.mu.Lock()
+			for i := len(tx.undo) - 1; i >= 0; i-- {
+				tx.undo[i]()
+			}
+			s.mu.Unlock()
+		}
+	}()
+	if err := fn(context.WithValue(ctx, txKey{s}, tx)); err != nil {
+		return err
+	}
+	committed = true
+	return nil
+}
+
+// record notes, while s.mu is held, how to undo a change when ctx carries a
+// transaction.
+func (s *Store) record(ctx context.Context, undo func()) {
+	if tx, ok := ctx.Value(txKey{s}).(*txn); ok {
+		tx.undo = append(tx.undo, undo)
+	}
+}
+
+// put sets m[k] = v (s.mu held), undoably.
+func put[K comparable, V any](ctx context.Context, s *Store, m map[K]V, k K, v V) {
+	old, had := m[k]
+	m[k] = v
+	s.record(ctx, func() {
+		if had {
+			m[k] = old
+		} else {
+			delete(m, k)
+		}
+	})
+}
+
+// del deletes m[k] (s.mu held), undoably.
+func del[K comparable, V any](ctx context.Context, s *Store, m map[K]V, k K) {
+	old, had := m[k]
+	if !had {
+		return
+	}
+	delete(m, k)
+	s.record(ctx, func() { m[k] = old })
+}
+
+// lock locks s.mu and returns its Unlock, for defer s.lock()().
+func (s *Store) lock() func() {
+	s.mu.Lock()
+	return s.mu.Unlock
+}
+
+// utc returns t in UTC.
+func utc(t time.Time) time.Time { return t.UTC() }
+
+// utcPtr returns a copy of *t in UTC, nil for nil.
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.UTC()
+	return &v
+}
