@@ -25,13 +25,17 @@ type Store struct {
 	txmu sync.Mutex // held by the transaction running, if any
 	mu   sync.Mutex // guards every field below
 
-	identity identityData
+	identity    identityData
+	policies    map[policyKey]ports.ToolPolicy
+	idempotency map[idemKey]ports.IdempotencyRecord
 }
 
 // New returns an empty Store.
 func New() *Store {
 	s := &Store{}
 	s.identity.init()
+	s.policies = map[policyKey]ports.ToolPolicy{}
+	s.idempotency = map[idemKey]ports.IdempotencyRecord{}
 	return s
 }
 

@@ -16,3 +16,19 @@ func TestIdentity(t *testing.T) {
 	s := memstore.New()
 	storetest.TestIdentity(t, func(*testing.T) storetest.IdentityStores { return identity(s) })
 }
+
+func TestToolPolicies(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	storetest.TestToolPolicies(t, func(*testing.T) storetest.ToolPolicyStores {
+		return storetest.ToolPolicyStores{Policies: s, Identity: identity(s)}
+	})
+}
+
+func TestIdempotency(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	storetest.TestIdempotency(t, func(*testing.T) storetest.IdempotencyStores {
+		return storetest.IdempotencyStores{Idempotency: s, Identity: identity(s)}
+	})
+}
