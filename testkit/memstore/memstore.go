@@ -28,12 +28,15 @@ type Store struct {
 	identity    identityData
 	policies    map[policyKey]ports.ToolPolicy
 	idempotency map[idemKey]ports.IdempotencyRecord
+	spec        specData
+	seq         int64 // the last insertion sequence number
 }
 
 // New returns an empty Store.
 func New() *Store {
 	s := &Store{}
 	s.identity.init()
+	s.spec.init()
 	s.policies = map[policyKey]ports.ToolPolicy{}
 	s.idempotency = map[idemKey]ports.IdempotencyRecord{}
 	return s

@@ -32,3 +32,21 @@ func TestIdempotency(t *testing.T) {
 		return storetest.IdempotencyStores{Idempotency: s, Identity: identity(s)}
 	})
 }
+
+func spec(s *memstore.Store) storetest.SpecStores {
+	return storetest.SpecStores{Specs: s, Standards: s, Tx: s, Identity: identity(s)}
+}
+
+func TestSpec(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	storetest.TestSpec(t, func(*testing.T) storetest.SpecStores { return spec(s) })
+}
+
+func TestSpecDigests(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	storetest.TestSpecDigests(t, func(*testing.T) storetest.SpecDigestStores {
+		return storetest.SpecDigestStores{Digests: s, Spec: spec(s)}
+	})
+}
