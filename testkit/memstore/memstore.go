@@ -29,6 +29,7 @@ type Store struct {
 	policies    map[policyKey]ports.ToolPolicy
 	idempotency map[idemKey]ports.IdempotencyRecord
 	spec        specData
+	content     contentData
 	seq         int64 // the last insertion sequence number
 }
 
@@ -37,6 +38,7 @@ func New() *Store {
 	s := &Store{}
 	s.identity.init()
 	s.spec.init()
+	s.content.init()
 	s.policies = map[policyKey]ports.ToolPolicy{}
 	s.idempotency = map[idemKey]ports.IdempotencyRecord{}
 	return s

@@ -50,3 +50,11 @@ func TestSpecDigests(t *testing.T) {
 		return storetest.SpecDigestStores{Digests: s, Spec: spec(s)}
 	})
 }
+
+func TestContent(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	storetest.TestContent(t, func(*testing.T) storetest.ContentStores {
+		return storetest.ContentStores{Content: s, Tx: s, Identity: identity(s)}
+	})
+}
