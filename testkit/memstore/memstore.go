@@ -30,6 +30,7 @@ type Store struct {
 	idempotency map[idemKey]ports.IdempotencyRecord
 	spec        specData
 	content     contentData
+	cloud       cloudData
 	seq         int64 // the last insertion sequence number
 }
 
@@ -39,6 +40,7 @@ func New() *Store {
 	s.identity.init()
 	s.spec.init()
 	s.content.init()
+	s.cloud.init()
 	s.policies = map[policyKey]ports.ToolPolicy{}
 	s.idempotency = map[idemKey]ports.IdempotencyRecord{}
 	return s

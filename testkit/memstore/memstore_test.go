@@ -58,3 +58,11 @@ func TestContent(t *testing.T) {
 		return storetest.ContentStores{Content: s, Tx: s, Identity: identity(s)}
 	})
 }
+
+func TestCloud(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	storetest.TestCloud(t, func(*testing.T) storetest.CloudStores {
+		return storetest.CloudStores{Accounts: s, Costs: s, Audit: s, Tx: s, Identity: identity(s)}
+	})
+}
