@@ -31,6 +31,7 @@ type Store struct {
 	spec        specData
 	content     contentData
 	cloud       cloudData
+	scm         scmData
 	seq         int64 // the last insertion sequence number
 }
 
@@ -41,6 +42,7 @@ func New() *Store {
 	s.spec.init()
 	s.content.init()
 	s.cloud.init()
+	s.scm.init()
 	s.policies = map[policyKey]ports.ToolPolicy{}
 	s.idempotency = map[idemKey]ports.IdempotencyRecord{}
 	return s

@@ -66,3 +66,11 @@ func TestCloud(t *testing.T) {
 		return storetest.CloudStores{Accounts: s, Costs: s, Audit: s, Tx: s, Identity: identity(s)}
 	})
 }
+
+func TestSCM(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	storetest.TestSCM(t, func(*testing.T) storetest.SCMStores {
+		return storetest.SCMStores{SCM: s, Tx: s, Identity: identity(s)}
+	})
+}
