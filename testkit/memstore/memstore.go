@@ -32,6 +32,7 @@ type Store struct {
 	content     contentData
 	cloud       cloudData
 	scm         scmData
+	assistant   assistantData
 	seq         int64 // the last insertion sequence number
 }
 
@@ -43,6 +44,7 @@ func New() *Store {
 	s.content.init()
 	s.cloud.init()
 	s.scm.init()
+	s.assistant.init()
 	s.policies = map[policyKey]ports.ToolPolicy{}
 	s.idempotency = map[idemKey]ports.IdempotencyRecord{}
 	return s

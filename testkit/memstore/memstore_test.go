@@ -74,3 +74,16 @@ func TestSCM(t *testing.T) {
 		return storetest.SCMStores{SCM: s, Tx: s, Identity: identity(s)}
 	})
 }
+
+func TestAssistant(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	var open func(*testing.T) storetest.AssistantStores
+	open = func(*testing.T) storetest.AssistantStores {
+		return storetest.AssistantStores{
+			Sessions: s, Messages: s, Confirmations: s, Events: s, Turns: s, Preferences: s, Tx: s,
+			Identity: identity(s), Reopen: open,
+		}
+	}
+	storetest.TestAssistant(t, open)
+}
