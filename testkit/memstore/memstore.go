@@ -1,14 +1,24 @@
 // Package memstore keeps every store port of devpilot in memory, for tests
 // and for programs that embed devpilot without a database. It imports only
 // ports and the standard library, and passes the same storetest contract
-// suites as the SQL adapter.
+// suites as the SQL adapter (SQLite and PostgreSQL).
 //
-// One Store implements every store port and ports.Transactor. Each method is
-// atomic. Transactions run one at a time (as on SQLite, whose writer is one
-// connection); a store call made with the context WithinTx gives fn joins
-// the transaction, and its changes are undone when fn fails or panics.
-// Calls made outside a transaction while one runs are not blocked, and may
-// see its uncommitted changes.
+// One Store, from New, implements every store port and ports.Transactor:
+// pass the same value wherever a core asks for a store or a Transactor.
+//
+// Each method is atomic. Transactions run one at a time (as on SQLite, whose
+// writer is one connection). A store call made with the context WithinTx
+// gives fn joins the transaction, and its changes are undone, newest first,
+// when fn returns an error or panics. Calls made outside the transaction
+// while it runs are not blocked: they may read its uncommitted changes, and
+// a record they write that the transaction also changed is set back to what
+// it was before the transaction if it rolls back. Inside fn, call WithinTx
+// only with the context fn received: a new transaction started from another
+// context waits for fn's to end.
+//
+// Times read back in UTC; the assistant's records keep them to the
+// microsecond, as PostgreSQL does. WatchRevocations is unsupported, as on
+// SQLite. A Store is never closed; drop it to free its memory.
 package memstore
 
 import (
