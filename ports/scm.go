@@ -2,10 +2,11 @@ package ports
 
 import (
 	"context"
+	"io"
 	"time"
 )
 
-//go:generate go tool mockgen -typed -destination ../testkit/mocks/scm.go -package mocks . SCMProvider,SCMStore
+//go:generate go tool mockgen -typed -destination ../testkit/mocks/scm.go -package mocks . SCMProvider,SCMStore,SCMWebhooks,SCMWebhookCheck
 
 // SCMToken is an OAuth token of a source-control provider.
 type SCMToken struct {
@@ -138,6 +139,74 @@ type SCMProvider interface {
 	// ""), its content cut to maxBytes. Errors: not_found when there is no
 	// such file; invalid for a path that is a directory or not a plain path.
 	ReadFile(ctx context.Context, token, owner, repo, ref, path string, maxBytes int) (SCMFile, error)
+}
+
+// SCMWebhooks reads a provider's webhook deliveries: their signature, the
+// encodings of their body and their payloads. It holds the provider's wire
+// format, so that what reaches the core is typed and provider-neutral.
+type SCMWebhooks interface {
+	// CheckWebhook starts checking a delivery signed with signature (the
+	// provider's signature header) under secret, whose body has
+	// contentType: the raw body is written to the check as it is read, so
+	// that a body need not be held whole before it is authenticated.
+	// Errors: unauthenticated when signature is missing (Message says so)
+	// or not of the provider's form; unsupported_media_type for a content
+	// type the provider does not send.
+	CheckWebhook(signature, contentType string, secret []byte) (SCMWebhookCheck, error)
+	// ParseWebhook reads the JSON payload of a delivery of event into what
+	// devpilot records of it: nil for an event it does not record. It takes
+	// nothing on trust: text is returned as the payload holds it. Errors:
+	// malformed when the payload cannot be read as event (reading it again
+	// would not help).
+	ParseWebhook(event string, payload []byte) (*SCMWebhookEvent, error)
+}
+
+// SCMWebhookCheck checks one delivery's signature over the raw body written
+// to it.
+type SCMWebhookCheck interface {
+	io.Writer
+	// Verify reports whether what was written is signed. Errors:
+	// unauthenticated when it is not.
+	Verify() error
+	// Payload returns the JSON payload of the raw body (all that was
+	// written), decoded from its content type. Errors: malformed when the
+	// body is not of its content type, or the payload is not JSON.
+	Payload(body []byte) ([]byte, error)
+}
+
+// SCMWebhookEvent is a webhook payload as devpilot records it: the fields
+// of the events it keeps (push, pull_request, create, delete, release,
+// issue_comment), whatever the provider. Text is as the payload holds it,
+// unbounded and uncleaned; a field the payload lacks is zero.
+type SCMWebhookEvent struct {
+	Kind    string // the event's name
+	Action  string // what happened within it ("opened", "published", ...)
+	RepoID  int64  // the provider's repository id
+	RepoURL string // the repository's web page
+	Actor   string // the sender's login
+	// Ref is a push's full ref ("refs/heads/main"), the name of the ref a
+	// create or delete event is about, a pull request's head branch, or a
+	// release's tag.
+	Ref     string
+	RefType string // create and delete: "branch" or "tag"
+	// A push's: whether it created, deleted or force-moved the ref, the
+	// compare URL, the commit the ref now points to, its head commit's id
+	// and how many commits it carries.
+	Created, Deleted, Forced bool
+	Compare                  string
+	After                    string
+	HeadCommit               string
+	Commits                  int
+	// Number is a pull request's or a commented issue's number: the
+	// payload's own for a pull request, else the pull request's.
+	Number int
+	Title  string // a pull request's
+	Merged bool   // a pull request's
+	// URL is the web page of the pull request, the release or the comment.
+	URL string
+	// HasPull, HasRelease and HasIssue report whether the payload holds the
+	// pull request, the release or the issue at all.
+	HasPull, HasRelease, HasIssue bool
 }
 
 // OAuthState is a pending OAuth authorisation: single use, bound to the

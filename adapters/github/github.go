@@ -1,6 +1,7 @@
 // Package github implements ports.SCMProvider for GitHub and GitHub
 // Enterprise Server with go-github (REST reads with the user's token) and
-// golang.org/x/oauth2 (the OAuth web flow with PKCE S256).
+// golang.org/x/oauth2 (the OAuth web flow with PKCE S256), and
+// ports.SCMWebhooks (Webhooks) for GitHub's webhook deliveries.
 //
 // Failures become ports.Error, with the cause kept for logs and the token
 // never in a message:
