@@ -56,7 +56,7 @@ bench:
 ## multipart uploads, Last-Event-ID, text cleaning, webhook payloads.
 FUZZTIME     ?= 15s
 FUZZ_TARGETS := ./hosts/httpapi:FuzzDecodeJSON ./hosts/httpapi:FuzzReadSpecForm ./hosts/httpapi:FuzzLastEventID \
-	./ports:FuzzCleanText ./core/scm:FuzzParseWebhook
+	./ports:FuzzCleanText ./adapters/github:FuzzParseWebhook
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "== $${t##*:} ($${t%%:*})"; \

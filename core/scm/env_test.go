@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/mock/gomock"
 
+	"github.com/devpilot/devpilot/adapters/github"
 	"github.com/devpilot/devpilot/core/scm"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
@@ -455,7 +456,9 @@ func newEnv(t testing.TB, cfg scm.Config) *env {
 	if cfg.WebhookSecret == nil {
 		cfg.WebhookSecret = []byte(secret)
 	}
-	e.deps = scm.Deps{Store: store, Provider: e.prov, Cipher: cipher, Jobs: jobs, Tx: tx, Clock: e.clock, IDs: e.ids}
+	// Webhooks are read by the GitHub adapter itself: it needs nothing but
+	// the bytes, and the tests then send what GitHub sends.
+	e.deps = scm.Deps{Store: store, Provider: e.prov, Webhooks: github.Webhooks{}, Cipher: cipher, Jobs: jobs, Tx: tx, Clock: e.clock, IDs: e.ids}
 	e.svc = scm.New(cfg, e.deps)
 	return e
 }

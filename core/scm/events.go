@@ -1,7 +1,6 @@
 package scm
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -29,75 +28,63 @@ const (
 	maxURLLen   = 2048
 )
 
-// unusable is a payload that lacks what its event needs: the delivery
-// fails, for good.
+// unusable is an event that lacks what it needs to be recorded: the
+// delivery fails, for good.
 type unusable string
 
 func (u unusable) Error() string { return string(u) }
 
-// parser reads the payload of one kind of event into activity entries
-// without ids, times or source; none means the payload says nothing worth
-// recording.
-type parser func(payload []byte) ([]ports.SCMActivity, error)
+// mapper turns one kind of event into activity entries without ids, times
+// or source; none means the event says nothing worth recording.
+type mapper func(e ports.SCMWebhookEvent) ([]ports.SCMActivity, error)
 
-var parsers = map[string]parser{
-	"push":          parsePush,
-	"pull_request":  parsePull,
-	"create":        parseRef("create", "created"),
-	"delete":        parseRef("delete", "deleted"),
-	"release":       parseRelease,
-	"issue_comment": parseComment,
+var mappers = map[string]mapper{
+	"push":          mapPush,
+	"pull_request":  mapPull,
+	"create":        mapRef("create", "created"),
+	"delete":        mapRef("delete", "deleted"),
+	"release":       mapRelease,
+	"issue_comment": mapComment,
 }
 
-// ParseWebhook reads the raw body of a delivery of event, JSON or a form
-// (as contentType says; see ReceiveWebhook), into the activity entries it
-// records, without ids, times or source: none for an event devpilot does
-// not record, or an action of one that says nothing worth recording. Text
-// taken from the payload is never refused for what it holds (control
-// characters, invalid UTF-8); it is made one line. Errors:
-// unsupported_media_type for another content type; malformed when the body
-// is not a form with one payload field, the payload is not JSON, or it lacks
-// what its event needs.
-func ParseWebhook(event, contentType string, body []byte) ([]ports.SCMActivity, error) {
-	form, err := isForm(contentType)
-	if err != nil {
-		return nil, err
-	}
-	if form {
-		if body, err = formPayload(body); err != nil {
-			return nil, err
-		}
-	}
-	if !json.Valid(body) {
-		return nil, &ports.Error{Kind: ports.KindMalformed, Message: "the webhook payload is not JSON"}
-	}
-	parse, ok := parsers[event]
+// entriesOf turns an event, as the provider's adapter read it, into the
+// activity entries it records, without ids, times or source: none for an
+// event devpilot does not record, or an action of one that says nothing
+// worth recording. Text taken from the event is never refused for what it
+// holds (control characters, invalid UTF-8); it is made one line and
+// bounded. Errors: an unusable when the event lacks what it needs.
+func entriesOf(e ports.SCMWebhookEvent) ([]ports.SCMActivity, error) {
+	m, ok := mappers[e.Kind]
 	if !ok {
 		return nil, nil
 	}
-	entries, err := parse(body)
-	if err != nil {
-		return nil, &ports.Error{Kind: ports.KindMalformed, Message: err.Error(), Err: err}
-	}
-	return entries, nil
+	return m(e)
 }
 
-// activityOf turns a delivery into activity entries, and says how its
-// processing ends: processed, ignored, or failed with the reason.
-func activityOf(d ports.WebhookDelivery) (entries []ports.SCMActivity, status, reason string) {
-	parse, ok := parsers[d.Event]
-	if !ok {
-		return nil, ports.DeliveryIgnored, ""
-	}
-	entries, err := parse(d.Payload)
+// activityOf reads a delivery's payload with Deps.Webhooks and turns it into
+// activity entries, and says how its processing ends: processed, ignored,
+// or failed with the reason. Errors: the adapter's other than malformed.
+func (s *Service) activityOf(d ports.WebhookDelivery) (entries []ports.SCMActivity, status, reason string, err error) {
+	ev, err := s.d.Webhooks.ParseWebhook(d.Event, d.Payload)
 	if err != nil {
-		return nil, ports.DeliveryFailed, err.Error()
+		if pe, ok := ports.AsError(err); ok && pe.Kind == ports.KindMalformed {
+			return nil, ports.DeliveryFailed, pe.Message, nil
+		}
+		return nil, "", "", err
+	}
+	if ev == nil {
+		return nil, ports.DeliveryIgnored, "", nil
+	}
+	ev.Kind = d.Event
+	entries, err = entriesOf(*ev)
+	if err != nil {
+		return nil, ports.DeliveryFailed, err.Error(), nil
 	}
 	if len(entries) == 0 {
-		return nil, ports.DeliveryIgnored, ""
+		return nil, ports.DeliveryIgnored, "", nil
 	}
 	stamp(d, entries)
-	return entries, ports.DeliveryProcessed, ""
+	return entries, ports.DeliveryProcessed, "", nil
 }
 
 // stamp gives a delivery's entries their ids, "delivery:<id>", or
@@ -114,59 +101,22 @@ func stamp(d ports.WebhookDelivery, entries []ports.SCMActivity) {
 	}
 }
 
-// common is what every recorded event needs: which repository, and who.
-type common struct {
-	Action     string `json:"action"`
-	Repository *struct {
-		ID      int64  `json:"id"`
-		HTMLURL string `json:"html_url"`
-	} `json:"repository"`
-	Sender *struct {
-		Login string `json:"login"`
-	} `json:"sender"`
+// entry starts an entry from what every recorded event needs: unusable
+// without a repository id or a sender.
+func entry(e ports.SCMWebhookEvent, action string) (ports.SCMActivity, error) {
+	if e.RepoID == 0 {
+		return ports.SCMActivity{}, unusable(e.Kind + " payload lacks repository.id")
+	}
+	if line(e.Actor, maxLoginLen) == "" {
+		return ports.SCMActivity{}, unusable(e.Kind + " payload lacks sender.login")
+	}
+	return ports.SCMActivity{RepoID: e.RepoID, Kind: e.Kind, Action: action, Actor: line(e.Actor, maxLoginLen)}, nil
 }
 
-// entry starts an entry from the common fields: unusable without a
-// repository id or a sender.
-func (c common) entry(kind, action string) (ports.SCMActivity, error) {
-	if c.Repository == nil || c.Repository.ID == 0 {
-		return ports.SCMActivity{}, unusable(kind + " payload lacks repository.id")
-	}
-	if c.Sender == nil || line(c.Sender.Login, maxLoginLen) == "" {
-		return ports.SCMActivity{}, unusable(kind + " payload lacks sender.login")
-	}
-	return ports.SCMActivity{RepoID: c.Repository.ID, Kind: kind, Action: action, Actor: line(c.Sender.Login, maxLoginLen)}, nil
-}
+func repoURL(e ports.SCMWebhookEvent) string { return clip(e.RepoURL, maxURLLen) }
 
-func (c common) repoURL() string { return clip(c.Repository.HTMLURL, maxURLLen) }
-
-// decode reads the fields v names; anything else in the payload is
-// tolerated.
-func decode(kind string, payload []byte, v any) error {
-	if err := json.Unmarshal(payload, v); err != nil {
-		return unusable(fmt.Sprintf("%s payload cannot be read: %v", kind, err))
-	}
-	return nil
-}
-
-func parsePush(payload []byte) ([]ports.SCMActivity, error) {
-	var p struct {
-		common
-		Ref     string     `json:"ref"`
-		Created bool       `json:"created"`
-		Deleted bool       `json:"deleted"`
-		Forced  bool       `json:"forced"`
-		Compare string     `json:"compare"`
-		After   string     `json:"after"`
-		Commits []struct{} `json:"commits"`
-		Head    *struct {
-			ID string `json:"id"`
-		} `json:"head_commit"`
-	}
-	if err := decode("push", payload, &p); err != nil {
-		return nil, err
-	}
-	n := len(p.Commits)
+func mapPush(p ports.SCMWebhookEvent) ([]ports.SCMActivity, error) {
+	n := p.Commits
 	// The create and delete events say it better.
 	if p.Deleted || (p.Created && n == 0) {
 		return nil, nil
@@ -175,7 +125,7 @@ func parsePush(payload []byte) ([]ports.SCMActivity, error) {
 	if p.Forced {
 		action = "forced"
 	}
-	e, err := p.entry("push", action)
+	e, err := entry(p, action)
 	if err != nil {
 		return nil, err
 	}
@@ -192,13 +142,13 @@ func parsePush(payload []byte) ([]ports.SCMActivity, error) {
 		verb = "force-pushed"
 	}
 	head := p.After
-	if p.Head != nil && p.Head.ID != "" {
-		head = p.Head.ID
+	if p.HeadCommit != "" {
+		head = p.HeadCommit
 	}
 	head = commitSHA(head)
 	e.Ref, e.URL = name, clip(line(p.Compare, maxURLLen), maxURLLen)
-	if e.URL == "" && head != "" && p.repoURL() != "" {
-		e.URL = p.repoURL() + "/commit/" + head
+	if e.URL == "" && head != "" && repoURL(p) != "" {
+		e.URL = repoURL(p) + "/commit/" + head
 	}
 	switch n {
 	case 0:
@@ -236,70 +186,40 @@ func refName(ref string) (string, bool) {
 	return name, false
 }
 
-func parsePull(payload []byte) ([]ports.SCMActivity, error) {
-	var p struct {
-		common
-		Number      int `json:"number"`
-		PullRequest *struct {
-			Number  int    `json:"number"`
-			Title   string `json:"title"`
-			HTMLURL string `json:"html_url"`
-			Merged  bool   `json:"merged"`
-			Head    *struct {
-				Ref string `json:"ref"`
-			} `json:"head"`
-		} `json:"pull_request"`
-	}
-	if err := decode("pull_request", payload, &p); err != nil {
-		return nil, err
-	}
+func mapPull(p ports.SCMWebhookEvent) ([]ports.SCMActivity, error) {
 	action := p.Action
 	switch action {
 	case "opened", "reopened":
 	case "closed":
-		if p.PullRequest != nil && p.PullRequest.Merged {
+		if p.Merged {
 			action = "merged"
 		}
 	default:
 		return nil, nil
 	}
-	e, err := p.entry("pull_request", action)
+	e, err := entry(p, action)
 	if err != nil {
 		return nil, err
 	}
-	if p.PullRequest == nil {
+	if !p.HasPull {
 		return nil, unusable("pull_request payload lacks pull_request")
 	}
-	pr := p.PullRequest
 	n := p.Number
-	if n == 0 {
-		n = pr.Number
-	}
 	if n <= 0 {
 		return nil, unusable("pull_request payload lacks number")
 	}
-	if pr.Head != nil {
-		e.Ref = line(pr.Head.Ref, maxRefLen)
-	}
-	e.URL = clip(pr.HTMLURL, maxURLLen)
+	e.Ref = line(p.Ref, maxRefLen)
+	e.URL = clip(p.URL, maxURLLen)
 	e.Summary = fmt.Sprintf("%s %s pull request #%d", e.Actor, action, n)
-	if title := line(pr.Title, maxTitleLen); action == "opened" && title != "" {
+	if title := line(p.Title, maxTitleLen); action == "opened" && title != "" {
 		e.Summary += ": " + title
 	}
 	return []ports.SCMActivity{e}, nil
 }
 
-// parseRef reads create and delete events, of a branch or a tag.
-func parseRef(kind, verb string) parser {
-	return func(payload []byte) ([]ports.SCMActivity, error) {
-		var p struct {
-			common
-			Ref     string `json:"ref"`
-			RefType string `json:"ref_type"`
-		}
-		if err := decode(kind, payload, &p); err != nil {
-			return nil, err
-		}
+// mapRef maps create and delete events, of a branch or a tag.
+func mapRef(kind, verb string) mapper {
+	return func(p ports.SCMWebhookEvent) ([]ports.SCMActivity, error) {
 		switch p.RefType {
 		case "branch", "tag":
 		case "":
@@ -307,14 +227,14 @@ func parseRef(kind, verb string) parser {
 		default:
 			return nil, nil
 		}
-		e, err := p.entry(kind, p.RefType)
+		e, err := entry(p, p.RefType)
 		if err != nil {
 			return nil, err
 		}
 		if e.Ref = line(p.Ref, maxRefLen); e.Ref == "" {
 			return nil, unusable(kind + " payload lacks ref")
 		}
-		e.URL = p.repoURL()
+		e.URL = repoURL(p)
 		if kind == "create" && e.URL != "" {
 			e.URL += "/tree/" + e.Ref
 		}
@@ -323,58 +243,34 @@ func parseRef(kind, verb string) parser {
 	}
 }
 
-func parseRelease(payload []byte) ([]ports.SCMActivity, error) {
-	var p struct {
-		common
-		Release *struct {
-			TagName string `json:"tag_name"`
-			HTMLURL string `json:"html_url"`
-		} `json:"release"`
-	}
-	if err := decode("release", payload, &p); err != nil {
-		return nil, err
-	}
+func mapRelease(p ports.SCMWebhookEvent) ([]ports.SCMActivity, error) {
 	if p.Action != "published" {
 		return nil, nil
 	}
-	e, err := p.entry("release", p.Action)
+	e, err := entry(p, p.Action)
 	if err != nil {
 		return nil, err
 	}
-	if p.Release == nil || line(p.Release.TagName, maxRefLen) == "" {
+	if !p.HasRelease || line(p.Ref, maxRefLen) == "" {
 		return nil, unusable("release payload lacks release.tag_name")
 	}
-	e.Ref, e.URL = line(p.Release.TagName, maxRefLen), clip(p.Release.HTMLURL, maxURLLen)
+	e.Ref, e.URL = line(p.Ref, maxRefLen), clip(p.URL, maxURLLen)
 	e.Summary = fmt.Sprintf("%s published release %s", e.Actor, e.Ref)
 	return []ports.SCMActivity{e}, nil
 }
 
-func parseComment(payload []byte) ([]ports.SCMActivity, error) {
-	var p struct {
-		common
-		Issue *struct {
-			Number int `json:"number"`
-		} `json:"issue"`
-		Comment *struct {
-			HTMLURL string `json:"html_url"`
-		} `json:"comment"`
-	}
-	if err := decode("issue_comment", payload, &p); err != nil {
-		return nil, err
-	}
+func mapComment(p ports.SCMWebhookEvent) ([]ports.SCMActivity, error) {
 	if p.Action != "created" {
 		return nil, nil
 	}
-	e, err := p.entry("issue_comment", p.Action)
+	e, err := entry(p, p.Action)
 	if err != nil {
 		return nil, err
 	}
-	if p.Issue == nil || p.Issue.Number <= 0 {
+	if !p.HasIssue || p.Number <= 0 {
 		return nil, unusable("issue_comment payload lacks issue.number")
 	}
-	if p.Comment != nil {
-		e.URL = clip(p.Comment.HTMLURL, maxURLLen)
-	}
-	e.Summary = fmt.Sprintf("%s commented on #%d", e.Actor, p.Issue.Number)
+	e.URL = clip(p.URL, maxURLLen)
+	e.Summary = fmt.Sprintf("%s commented on #%d", e.Actor, p.Number)
 	return []ports.SCMActivity{e}, nil
 }

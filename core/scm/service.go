@@ -138,6 +138,9 @@ func (c Config) withDefaults() Config {
 type Deps struct {
 	Store    ports.SCMStore
 	Provider ports.SCMProvider
+	// Webhooks reads the provider's webhook deliveries; without it
+	// ReceiveWebhook and ProcessDelivery are unavailable.
+	Webhooks ports.SCMWebhooks
 	Cipher   ports.Cipher
 	Jobs     ports.JobQueue
 	Tx       ports.Transactor

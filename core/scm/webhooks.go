@@ -2,14 +2,10 @@ package scm
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
-	"mime"
-	"net/url"
 	"strings"
 	"time"
 
@@ -39,10 +35,9 @@ func (ProcessDeliveryArgs) Kind() string { return "scm.process_delivery" }
 
 // The bounds of a delivery, and the defaults of reading them.
 const (
-	MaxWebhookBody  = 25 << 20
-	maxEventLen     = 64
-	maxDeliveryLen  = 128
-	signaturePrefix = "sha256="
+	MaxWebhookBody = 25 << 20
+	maxEventLen    = 64
+	maxDeliveryLen = 128
 	// DefaultWebhookReaders bounds the bodies read at once: with
 	// DefaultSpoolThreshold, at most 16 MiB of unauthenticated bodies in
 	// memory.
@@ -57,9 +52,6 @@ const (
 	// webhookRetryAfter is the RetryAfter of a delivery refused for want
 	// of a reader.
 	webhookRetryAfter = 5 * time.Second
-	// formPayloadField is the form field holding the JSON of a delivery
-	// sent as application/x-www-form-urlencoded.
-	formPayloadField = "payload"
 )
 
 // ReceiveWebhook verifies a delivery's signature while it reads the body,
@@ -71,10 +63,11 @@ const (
 // nothing is enqueued. It decodes nothing beyond checking the payload is
 // JSON, so it answers fast.
 //
-// The body is JSON (Content-Type application/json, or none), or a form
-// (application/x-www-form-urlencoded) whose "payload" field is the JSON, as
-// GitHub sends either; the signature covers the raw body, and the JSON is
-// what is stored. At most Config.WebhookReaders bodies are read at once, and
+// The signature's form, the body's encodings (for GitHub: JSON, or a form
+// whose "payload" field is the JSON) and the payloads are the provider's,
+// read by Deps.Webhooks; the signature covers the raw body, and the JSON
+// payload is what is stored. The body is read here, streamed through the
+// provider's check: at most Config.WebhookReaders bodies are read at once, and
 // of each at most Config.SpoolThreshold bytes are held in memory before its
 // signature is verified (the rest in a temporary file, removed before
 // ReceiveWebhook returns).
@@ -90,8 +83,8 @@ const (
 // but a transaction already under way with the delivery still commits; a
 // retry of the delivery is then a duplicate.
 //
-// Errors: unavailable when no webhook secret is configured, and (with
-// RetryAfter) when no reader was free within Config.WebhookReadWait;
+// Errors: unavailable when no webhook secret or Deps.Webhooks is
+// configured, and (with RetryAfter) when no reader was free within Config.WebhookReadWait;
 // unauthenticated when the signature is missing or is not the HMAC-SHA256
 // of the body with the secret; unsupported_media_type for a Content-Type
 // other than JSON or a form; malformed when the event or delivery id is
@@ -100,21 +93,14 @@ const (
 // store's and the queue's errors; ctx's error. Nothing is stored when it
 // fails, except as said when ctx ends.
 func (s *Service) ReceiveWebhook(ctx context.Context, in WebhookInput) (duplicate bool, err error) {
-	if len(s.cfg.WebhookSecret) == 0 {
+	if len(s.cfg.WebhookSecret) == 0 || s.d.Webhooks == nil {
 		return false, &ports.Error{Kind: ports.KindUnavailable, Message: "webhooks are not configured"}
 	}
-	if in.Signature == "" {
-		return false, &ports.Error{Kind: ports.KindUnauthenticated, Message: "the X-Hub-Signature-256 signature is missing"}
-	}
-	sig, ok := parseSignature(in.Signature)
-	if !ok {
-		return false, errBadSignature
-	}
-	form, err := isForm(in.ContentType)
+	check, err := s.d.Webhooks.CheckWebhook(in.Signature, in.ContentType, s.cfg.WebhookSecret)
 	if err != nil {
 		return false, err
 	}
-	body, digest, err := s.readSigned(ctx, in.Event, sig, in.Body)
+	body, digest, err := s.readSigned(ctx, in.Event, check, in.Body)
 	if err != nil {
 		return false, err
 	}
@@ -128,14 +114,9 @@ func (s *Service) ReceiveWebhook(ctx context.Context, in WebhookInput) (duplicat
 	if err := fieldsError(ports.KindMalformed, fields...); err != nil {
 		return false, err
 	}
-	payload := body
-	if form {
-		if payload, err = formPayload(body); err != nil {
-			return false, err
-		}
-	}
-	if !json.Valid(payload) {
-		return false, &ports.Error{Kind: ports.KindMalformed, Message: "the webhook payload is not JSON"}
+	payload, err := check.Payload(body)
+	if err != nil {
+		return false, err
 	}
 	d := ports.WebhookDelivery{ID: in.DeliveryID, Event: in.Event, Payload: payload, Status: ports.DeliveryPending, ReceivedAt: s.d.Clock.Now()}
 	stored, err := s.ingest.Do(ctx, pendingDelivery{WebhookDelivery: d, digest: digest})
@@ -145,56 +126,19 @@ func (s *Service) ReceiveWebhook(ctx context.Context, in WebhookInput) (duplicat
 	return !stored, nil
 }
 
-var errBadSignature = &ports.Error{Kind: ports.KindUnauthenticated, Message: "the X-Hub-Signature-256 signature does not match the body"}
-
-// parseSignature returns the HMAC of an X-Hub-Signature-256 value,
-// "sha256=<64 hex digits>".
-func parseSignature(sig string) ([]byte, bool) {
-	h, ok := strings.CutPrefix(sig, signaturePrefix)
-	if !ok || len(h) != hex.EncodedLen(sha256.Size) {
-		return nil, false
-	}
-	got, err := hex.DecodeString(h)
-	return got, err == nil
-}
-
-// isForm reports whether a delivery's Content-Type is a form rather than
-// JSON; any other type is unsupported_media_type.
-func isForm(contentType string) (bool, error) {
-	if strings.TrimSpace(contentType) == "" {
-		return false, nil
-	}
-	mt, _, err := mime.ParseMediaType(contentType)
-	switch {
-	case err != nil:
-	case mt == "application/json":
-		return false, nil
-	case mt == "application/x-www-form-urlencoded":
-		return true, nil
-	}
-	return false, &ports.Error{Kind: ports.KindUnsupportedMedia,
-		Message: "a webhook delivery is application/json or application/x-www-form-urlencoded, not " + line(contentType, 100)}
-}
-
-// formPayload is the JSON in the "payload" field of a form body.
-func formPayload(body []byte) ([]byte, error) {
-	form, err := url.ParseQuery(string(body))
-	if err != nil {
-		return nil, &ports.Error{Kind: ports.KindMalformed, Message: "the webhook body is not a form: " + line(err.Error(), 200)}
-	}
-	p, ok := form[formPayloadField]
-	if !ok || len(p) != 1 {
-		return nil, fieldsError(ports.KindMalformed, ports.FieldError{Field: formPayloadField, Reason: "required once: the JSON payload"})
-	}
-	return []byte(p[0]), nil
-}
-
-// readSigned reads a delivery's body, once a reader is free, hashing it as
-// it goes, and returns it when sig is its HMAC-SHA256 with the webhook
-// secret, with the hex SHA-256 of event, a NUL and the body. What it holds
-// of the body before that is known stays within Config.SpoolThreshold in
-// memory; the rest is in a temporary file, removed before it returns.
-func (s *Service) readSigned(ctx context.Context, event string, sig []byte, body io.Reader) ([]byte, string, error) {
+// readSigned reads a delivery's body, once a reader is free, writing it to
+// check (the provider's signature check) as it goes, and returns it when
+// check verifies it, with the hex SHA-256 of event, a NUL and the body. What
+// it holds of the body before that is known stays within
+// Config.SpoolThreshold in memory; the rest is in a temporary file, removed
+// before it returns.
+//
+// The provider's adapter knows the signature's form and how the body
+// encodes the payload; the reading stays here, streamed through the check,
+// so that the bound on unauthenticated bytes in memory and the bound on
+// bodies read at once (Config.WebhookReaders) hold whatever the provider:
+// go-github's ValidatePayload would read the whole body into memory first.
+func (s *Service) readSigned(ctx context.Context, event string, check ports.SCMWebhookCheck, body io.Reader) ([]byte, string, error) {
 	release, err := s.acquireReader(ctx)
 	if err != nil {
 		return nil, "", err
@@ -203,13 +147,12 @@ func (s *Service) readSigned(ctx context.Context, event string, sig []byte, body
 	if body == nil {
 		body = strings.NewReader("")
 	}
-	mac := hmac.New(sha256.New, s.cfg.WebhookSecret)
 	dig := sha256.New()
 	dig.Write([]byte(event))
 	dig.Write([]byte{0})
 	sp := newSpool(s.cfg.SpoolThreshold, s.cfg.SpoolDir, s.buffered)
 	defer sp.Close()
-	n, err := io.Copy(io.MultiWriter(mac, dig, sp), io.LimitReader(body, MaxWebhookBody+1))
+	n, err := io.Copy(io.MultiWriter(check, dig, sp), io.LimitReader(body, MaxWebhookBody+1))
 	if err != nil {
 		if _, ok := ports.AsError(err); ok {
 			return nil, "", err // the spool's
@@ -222,8 +165,8 @@ func (s *Service) readSigned(ctx context.Context, event string, sig []byte, body
 	if n > MaxWebhookBody {
 		return nil, "", &ports.Error{Kind: ports.KindPayloadTooLarge, Message: "a webhook delivery may be at most 25 MiB"}
 	}
-	if !hmac.Equal(mac.Sum(nil), sig) {
-		return nil, "", errBadSignature
+	if err := check.Verify(); err != nil {
+		return nil, "", err
 	}
 	b, err := sp.Bytes()
 	if err != nil {
@@ -276,9 +219,11 @@ func headerToken(v string, n int) bool {
 // worth recording, are kept and marked ignored; a payload that lacks what
 // its event needs is marked failed with the reason, and no error is
 // returned, since running again would not help. Processing again adds no
-// entry twice: their ids derive from the delivery's. Errors: the store's, so
-// that the job runs again; a delivery that does not exist is logged and
-// dropped.
+// entry twice: their ids derive from the delivery's. The payload is read by
+// Deps.Webhooks into a typed event; the mapping to activity is this
+// package's. Errors: unavailable without Deps.Webhooks; the store's, and
+// Deps.Webhooks' other than malformed, so that the job runs again; a
+// delivery that does not exist is logged and dropped.
 func (s *Service) ProcessDelivery(ctx context.Context, deliveryID string) error {
 	log := s.log.With("delivery_id", deliveryID)
 	d, err := s.d.Store.GetDelivery(ctx, deliveryID)
@@ -289,7 +234,13 @@ func (s *Service) ProcessDelivery(ctx context.Context, deliveryID string) error 
 	if err != nil {
 		return err
 	}
-	entries, status, reason := activityOf(d)
+	if s.d.Webhooks == nil {
+		return &ports.Error{Kind: ports.KindUnavailable, Message: "webhooks are not configured"}
+	}
+	entries, status, reason, err := s.activityOf(d)
+	if err != nil {
+		return err
+	}
 	if len(entries) > 0 {
 		if err := s.d.Store.AppendActivity(ctx, entries...); err != nil {
 			return err

@@ -20,6 +20,7 @@ var SCMModule = fx.Module("scm",
 	fx.Provide(
 		fx.Annotate(sqlstore.NewSCM, fx.As(new(ports.SCMStore))),
 		NewSCMProvider,
+		NewSCMWebhooks,
 		NewSCM,
 	),
 	fx.Invoke(func(r *assistant.Registry, s *scm.Service) error { return r.Register(s.Tools()...) }),
@@ -43,6 +44,10 @@ func NewSCMProvider(cfg Config, logger *slog.Logger) (ports.SCMProvider, error) 
 	})
 }
 
+// NewSCMWebhooks returns the reader of GitHub's webhook deliveries. It needs
+// no OAuth app: webhooks work with GITHUB_WEBHOOK_SECRET alone.
+func NewSCMWebhooks() ports.SCMWebhooks { return github.Webhooks{} }
+
 // SCMParams are what the GitHub integration is built from.
 type SCMParams struct {
 	fx.In
@@ -50,6 +55,7 @@ type SCMParams struct {
 	Logger   *slog.Logger
 	Store    ports.SCMStore
 	Provider ports.SCMProvider
+	Webhooks ports.SCMWebhooks
 	Cipher   ports.Cipher
 	Jobs     ports.JobQueue
 	Tx       ports.Transactor
@@ -74,7 +80,7 @@ func NewSCM(p SCMParams) *scm.Service {
 		writers = 1
 	}
 	return scm.New(scm.Config{PublicURL: publicURL, WebhookSecret: []byte(p.Config.GitHub.WebhookSecret), WebhookWriters: writers}, scm.Deps{
-		Store: p.Store, Provider: p.Provider, Cipher: p.Cipher, Jobs: p.Jobs, Tx: p.Tx,
+		Store: p.Store, Provider: p.Provider, Webhooks: p.Webhooks, Cipher: p.Cipher, Jobs: p.Jobs, Tx: p.Tx,
 		Clock: p.Clock, IDs: p.IDs, Logger: p.Logger,
 	})
 }
