@@ -3,6 +3,7 @@ package ports
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -23,6 +24,26 @@ func (p Principal) Owner() Owner { return Owner{OrgID: p.OrgID, UserID: p.UserID
 type Page struct {
 	Limit  int
 	Cursor string
+}
+
+// The paging rule of every list (API.md, "Lists"): DefaultPageLimit items
+// when no limit is asked for, at most MaxPageLimit.
+const (
+	DefaultPageLimit = 50
+	MaxPageLimit     = 200
+)
+
+// Checked returns p with the default limit when it has none, or an invalid
+// Error naming the field limit when its limit is outside 1..MaxPageLimit.
+func (p Page) Checked() (Page, error) {
+	if p.Limit == 0 {
+		p.Limit = DefaultPageLimit
+	}
+	if p.Limit < 1 || p.Limit > MaxPageLimit {
+		return p, Invalid(fmt.Sprintf("limit must be a whole number from 1 to %d", MaxPageLimit),
+			FieldError{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxPageLimit)})
+	}
+	return p, nil
 }
 
 // ChatSession is a conversation with the assistant.

@@ -78,8 +78,8 @@ const (
 	MaxPreferences    = 50
 	MaxInstructionLen = 500
 	MaxReasonLen      = 1000
-	DefaultPageLimit  = 50
-	MaxPageLimit      = 200
+	DefaultPageLimit  = ports.DefaultPageLimit
+	MaxPageLimit      = ports.MaxPageLimit
 )
 
 func (c Config) withDefaults() Config {
@@ -234,11 +234,9 @@ func (s *Service) ListSessions(ctx context.Context, page ports.Page) ([]ports.Ch
 	if err != nil {
 		return nil, "", err
 	}
-	if page.Limit == 0 {
-		page.Limit = DefaultPageLimit
-	}
-	if page.Limit < 1 || page.Limit > MaxPageLimit {
-		return nil, "", ports.Invalid("invalid page", ports.FieldError{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxPageLimit)})
+	page, err = page.Checked()
+	if err != nil {
+		return nil, "", err
 	}
 	return s.d.Sessions.ListSessions(ctx, p.Owner(), page)
 }

@@ -39,8 +39,8 @@ const (
 	// Config.MaxCostLookback is zero.
 	DefaultLookbackMonths = 13
 	MaxAccountNameLen     = 100
-	DefaultPageLimit      = 50
-	MaxPageLimit          = 200
+	DefaultPageLimit      = ports.DefaultPageLimit
+	MaxPageLimit          = ports.MaxPageLimit
 	DefaultLogLimit       = 100
 	MaxLogLimit           = 1000
 	MaxDesiredCount       = 1000
@@ -120,15 +120,7 @@ func required(pairs ...string) []ports.FieldError {
 	return fields
 }
 
-func checkPage(page ports.Page) (ports.Page, error) {
-	if page.Limit == 0 {
-		page.Limit = DefaultPageLimit
-	}
-	if page.Limit < 1 || page.Limit > MaxPageLimit {
-		return page, ports.Invalid("invalid page", ports.FieldError{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxPageLimit)})
-	}
-	return page, nil
-}
+func checkPage(page ports.Page) (ports.Page, error) { return page.Checked() }
 
 // admin returns the caller when it administers its organisation; forbidden
 // otherwise.

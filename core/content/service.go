@@ -66,8 +66,8 @@ const (
 	MaxVariants   = 3
 	DefaultFormat = "article"
 
-	DefaultPageLimit = 50
-	MaxPageLimit     = 200
+	DefaultPageLimit = ports.DefaultPageLimit
+	MaxPageLimit     = ports.MaxPageLimit
 )
 
 // Error codes set as ports.Error.Code.
@@ -163,15 +163,7 @@ func invalid(fields []ports.FieldError) error {
 }
 
 // checkPage applies the default page size and bounds it.
-func checkPage(page ports.Page) (ports.Page, error) {
-	if page.Limit == 0 {
-		page.Limit = DefaultPageLimit
-	}
-	if page.Limit < 1 || page.Limit > MaxPageLimit {
-		return page, ports.Invalid("invalid page", ports.FieldError{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxPageLimit)})
-	}
-	return page, nil
-}
+func checkPage(page ports.Page) (ports.Page, error) { return page.Checked() }
 
 func itemNotFound(id string) error  { return ports.NotFound("content item", id) }
 func briefNotFound(id string) error { return ports.NotFound("content brief", id) }

@@ -46,12 +46,12 @@ func TestReadsCallTheProviderWithTheToken(t *testing.T) {
 	e := newEnv(t, scm.Config{})
 	ids := e.seed(alice, "gho_alice", webRepo)
 	at := fixture.Epoch
-	e.prov.EXPECT().ListCommits(gomock.Any(), "gho_alice", "acme", "web", ports.Page{Limit: 30}).
+	e.prov.EXPECT().ListCommits(gomock.Any(), "gho_alice", "acme", "web", ports.Page{Limit: ports.DefaultPageLimit}).
 		Return([]ports.SCMCommit{{SHA: "abc", Message: "Fix login", CommittedAt: at}}, "opaque-2", nil)
 	e.prov.EXPECT().ListCommits(gomock.Any(), "gho_alice", "acme", "web", ports.Page{Limit: 5, Cursor: "opaque-2"}).Return(nil, "", nil)
 	e.prov.EXPECT().ListPulls(gomock.Any(), "gho_alice", "acme", "web", ports.Page{Limit: 100}).
 		Return([]ports.SCMPull{{Number: 12, Title: "Add login"}}, "", nil)
-	e.prov.EXPECT().SearchCommits(gomock.Any(), "gho_alice", "fix login repo:acme/web", ports.Page{Limit: 30}).
+	e.prov.EXPECT().SearchCommits(gomock.Any(), "gho_alice", "fix login repo:acme/web", ports.Page{Limit: ports.DefaultPageLimit}).
 		Return([]ports.SCMCommit{{SHA: "abc", Repo: "acme/web"}}, "s2", nil)
 
 	commits, next, err := e.svc.ListCommits(as(alice), ids[0], ports.Page{})

@@ -15,7 +15,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
@@ -71,11 +70,11 @@ type Config struct {
 const (
 	DefaultStateTTL  = 10 * time.Minute
 	DefaultProvider  = "github"
-	DefaultPageLimit = 30
+	DefaultPageLimit = ports.DefaultPageLimit
 	// MaxPageLimit is the largest limit a list accepts (API.md's 200);
 	// pages from the provider hold at most ProviderPageLimit items, so a
 	// larger limit is served as that many with a next cursor.
-	MaxPageLimit      = 200
+	MaxPageLimit      = ports.MaxPageLimit
 	ProviderPageLimit = 100
 	MaxQueryLen       = 256
 	MaxRedirectLen    = 2048
@@ -215,11 +214,9 @@ func fieldsError(kind ports.Kind, fields ...ports.FieldError) error {
 }
 
 func checkPage(page ports.Page) (ports.Page, error) {
-	if page.Limit == 0 {
-		page.Limit = DefaultPageLimit
-	}
-	if page.Limit < 1 || page.Limit > MaxPageLimit {
-		return page, fieldsError(ports.KindInvalid, ports.FieldError{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxPageLimit)})
+	page, err := page.Checked()
+	if err != nil {
+		return page, err
 	}
 	page.Limit = min(page.Limit, ProviderPageLimit)
 	return page, nil

@@ -99,10 +99,10 @@ func TestToolsRun(t *testing.T) {
 	e.prov.EXPECT().ListCommits(gomock.Any(), "gho_alice", "acme", "web", ports.Page{Limit: 5}).Return([]ports.SCMCommit{{
 		SHA: "abc123", Message: "Fix login\n\n" + strings.Repeat("x", 3000) + "\n", AuthorName: "Alice", AuthorLogin: "alice",
 		HTMLURL: "https://github.com/acme/web/commit/abc123", CommittedAt: at}}, "c2", nil)
-	e.prov.EXPECT().ListPulls(gomock.Any(), "gho_alice", "acme", "web", ports.Page{Limit: 30}).Return([]ports.SCMPull{{
+	e.prov.EXPECT().ListPulls(gomock.Any(), "gho_alice", "acme", "web", ports.Page{Limit: ports.DefaultPageLimit}).Return([]ports.SCMPull{{
 		Number: 12, Title: "Add login", State: "open", AuthorLogin: "alice", HeadRef: "feature-login", BaseRef: "main", Draft: true,
 		CreatedAt: at, UpdatedAt: at}}, "", nil)
-	e.prov.EXPECT().SearchCommits(gomock.Any(), "gho_alice", "login repo:acme/web", ports.Page{Limit: 30, Cursor: "s1"}).
+	e.prov.EXPECT().SearchCommits(gomock.Any(), "gho_alice", "login repo:acme/web", ports.Page{Limit: ports.DefaultPageLimit, Cursor: "s1"}).
 		Return([]ports.SCMCommit{{SHA: "abc123", Repo: "acme/web", Message: "Fix login"}}, "", nil)
 	e.prov.EXPECT().ListActivity(gomock.Any(), "gho_alice", "acme", "web", gomock.Any()).
 		Return([]ports.SCMActivity{{ID: "event:1", RepoID: 101, Kind: "push", Actor: "alice", Ref: "main", Summary: "alice pushed 1 commit to main", At: at, Source: "api"}}, "", nil)

@@ -68,8 +68,8 @@ const (
 	MaxContentTypeLen   = 255
 	MaxStandardTitleLen = 200
 	MaxStandardBodyLen  = 20000
-	DefaultPageLimit    = 50
-	MaxPageLimit        = 200
+	DefaultPageLimit    = ports.DefaultPageLimit
+	MaxPageLimit        = ports.MaxPageLimit
 )
 
 // Error codes set as ports.Error.Code, and as SpecError.Code on a failed session.

@@ -282,11 +282,9 @@ func (s *Service) ListSessions(ctx context.Context, page ports.Page) ([]ports.Sp
 	if err != nil {
 		return nil, "", err
 	}
-	if page.Limit == 0 {
-		page.Limit = DefaultPageLimit
-	}
-	if page.Limit < 1 || page.Limit > MaxPageLimit {
-		return nil, "", ports.Invalid("invalid page", ports.FieldError{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxPageLimit)})
+	page, err = page.Checked()
+	if err != nil {
+		return nil, "", err
 	}
 	return s.d.Specs.ListSpecSessions(ctx, p.Owner(), page)
 }

@@ -9,25 +9,19 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// List pages: ?limit= (default 50, at most 200) and ?cursor=.
-const (
-	defaultPageLimit = 50
-	maxPageLimit     = 200
-)
-
-// pageParams reads ?limit and ?cursor; a limit outside 1..200 is invalid.
+// pageParams reads ?limit and ?cursor, with the paging rule of every list
+// (ports.Page.Checked: 50 by default, 1 to 200).
 func pageParams(r *http.Request) (ports.Page, error) {
 	q := r.URL.Query()
-	page := ports.Page{Limit: defaultPageLimit, Cursor: q.Get("cursor")}
+	page := ports.Page{Cursor: q.Get("cursor")}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxPageLimit {
-			return page, ports.Invalid("limit must be a whole number from 1 to 200",
-				ports.FieldError{Field: "limit", Reason: "must be from 1 to 200"})
+		if err != nil || n == 0 {
+			n = -1 // not a whole number from 1: refused with the rule's message
 		}
 		page.Limit = n
 	}
-	return page, nil
+	return page.Checked()
 }
 
 // listJSON is the shape of every list response.
