@@ -84,3 +84,21 @@ func TestCleanJSON(t *testing.T) {
 		})
 	}
 }
+
+func TestIsID(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]bool{
+		"01a2146f-2c0d-79be-93ff-5cf1a77bd210":  true,
+		"01A2146F-2C0D-79BE-93FF-5CF1A77BD210":  true,
+		"":                                      false,
+		"01a2146f2c0d79be93ff5cf1a77bd210":      false,
+		"01a2146f-2c0d-79be-93ff-5cf1a77bd21g":  false,
+		"01a2146f-2c0d-79be-93ff_5cf1a77bd210":  false,
+		"01a2146f-2c0d-79be-93ff-5cf1a77bd2100": false,
+		"x1a2146f-2c0d-79be-93ff-5cf1a77bd210":  false,
+	} {
+		if got := ports.IsID(s); got != want {
+			t.Errorf("IsID(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -46,7 +46,7 @@ func (in ChatInput) validate() (string, *PageContext, error) {
 		if utf8.RuneCountInString(page.CurrentPage) > MaxPageLen {
 			fields = append(fields, ports.FieldError{Field: "context.current_page", Reason: fmt.Sprintf("must be at most %d characters", MaxPageLen)})
 		}
-		if page.SelectedProjectID != "" && !isUUID(page.SelectedProjectID) {
+		if page.SelectedProjectID != "" && !ports.IsID(page.SelectedProjectID) {
 			fields = append(fields, ports.FieldError{Field: "context.selected_project_id", Reason: "must be a UUID"})
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -194,17 +193,13 @@ func (s *Service) storeEvents(ctx context.Context, batches [][]Event) ([]struct{
 // Registry returns the registry the service calls tools from.
 func (s *Service) Registry() *Registry { return s.d.Registry }
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-func isUUID(s string) bool { return uuidPattern.MatchString(s) }
-
 // requireID checks an id given in a request body: invalid on field when it
 // is missing or not a UUID.
 func requireID(field, id string) *ports.FieldError {
 	switch {
 	case id == "":
 		return &ports.FieldError{Field: field, Reason: "required"}
-	case !isUUID(id):
+	case !ports.IsID(id):
 		return &ports.FieldError{Field: field, Reason: "must be a UUID"}
 	}
 	return nil
@@ -220,7 +215,7 @@ func invalid(fields []ports.FieldError) error {
 // session returns the owner's session; an id that is not a UUID cannot be
 // one, so it is not_found too.
 func (s *Service) session(ctx context.Context, owner ports.Owner, id string) (ports.ChatSession, error) {
-	if !isUUID(id) {
+	if !ports.IsID(id) {
 		return ports.ChatSession{}, ports.NotFound("chat session", id)
 	}
 	return s.d.Sessions.GetSession(ctx, owner, id)
@@ -284,7 +279,7 @@ func (s *Service) DeleteSession(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if !isUUID(id) {
+	if !ports.IsID(id) {
 		return ports.NotFound("chat session", id)
 	}
 	err = s.d.Sessions.DeleteSession(ctx, p.Owner(), id, s.d.Clock.Now().Add(-s.cfg.TurnStaleAfter))

@@ -84,7 +84,7 @@ func (s *Service) auditedAccount(ctx context.Context, p ports.Principal, id stri
 	if !ports.IsKind(err, ports.KindNotFound) {
 		return err
 	}
-	if !isUUID(id) {
+	if !ports.IsID(id) {
 		return err
 	}
 	entries, _, lerr := s.d.Audit.ListAudit(ctx, p.OrgID, id, ports.Page{Limit: 1})

@@ -447,7 +447,7 @@ func (s *Service) BuildLogs(ctx context.Context, in BuildQuery) (ports.Build, er
 	if err := fieldsError(ports.KindMalformed, required("app_id", in.AppID, "build_id", in.BuildID)); err != nil {
 		return ports.Build{}, err
 	}
-	if isUUID(in.BuildID) {
+	if ports.IsID(in.BuildID) {
 		// devpilot's ids are UUIDs, Amplify's job ids numbers.
 		return s.rememberedBuild(ctx, p, in)
 	}

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strings"
 	"time"
 
@@ -88,10 +87,6 @@ func New(cfg Config, d Deps) *Service {
 	return &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "cloud")}
 }
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-func isUUID(s string) bool { return uuidPattern.MatchString(s) }
-
 // fieldsError is an error of the kind listing the fields, with a message that
 // names them too (the assistant's model sees only the message).
 func fieldsError(kind ports.Kind, fields []ports.FieldError) error {
@@ -138,7 +133,7 @@ func admin(ctx context.Context) (ports.Principal, error) {
 // account returns the caller's organisation's account, as stored (with its
 // sealed secret): not_found when absent or another organisation's.
 func (s *Service) account(ctx context.Context, p ports.Principal, id string) (ports.CloudAccount, error) {
-	if !isUUID(id) {
+	if !ports.IsID(id) {
 		return ports.CloudAccount{}, ports.NotFound("cloud account", id)
 	}
 	return s.d.Accounts.GetCloudAccount(ctx, p.OrgID, id)

@@ -85,7 +85,7 @@ func (s *Service) Brief(ctx context.Context, id string) (ports.Brief, error) {
 	if err != nil {
 		return ports.Brief{}, err
 	}
-	if !isUUID(id) {
+	if !ports.IsID(id) {
 		return ports.Brief{}, briefNotFound(id)
 	}
 	return s.d.Store.GetBrief(ctx, p.OrgID, id)

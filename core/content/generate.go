@@ -42,7 +42,7 @@ func (s *Service) Generate(ctx context.Context, briefID string, variants int) ([
 	if variants < 1 || variants > MaxVariants {
 		return nil, ports.Invalid("invalid number of variants", ports.FieldError{Field: "variants", Reason: fmt.Sprintf("must be 1 to %d", MaxVariants)})
 	}
-	if !isUUID(briefID) {
+	if !ports.IsID(briefID) {
 		return nil, briefNotFound(briefID)
 	}
 	brief, err := s.d.Store.GetBrief(ctx, p.OrgID, briefID)
@@ -148,7 +148,7 @@ func (s *Service) recordFailure(ctx context.Context, args GenerateContentArgs, c
 }
 
 func (s *Service) generate(ctx context.Context, args GenerateContentArgs, log *slog.Logger) error {
-	if args.OrgID == "" || !isUUID(args.ItemID) {
+	if args.OrgID == "" || !ports.IsID(args.ItemID) {
 		log.ErrorContext(ctx, "content generation dropped: malformed job")
 		return nil
 	}

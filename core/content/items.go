@@ -58,7 +58,7 @@ func (s *Service) Item(ctx context.Context, id string) (ports.ContentItem, error
 	if err != nil {
 		return ports.ContentItem{}, err
 	}
-	if !isUUID(id) {
+	if !ports.IsID(id) {
 		return ports.ContentItem{}, itemNotFound(id)
 	}
 	return s.d.Store.GetContentItem(ctx, p.OrgID, id)
@@ -80,7 +80,7 @@ func (s *Service) ListItems(ctx context.Context, f ports.ContentFilter, page por
 			fields = append(fields, *fe)
 		}
 	}
-	if f.BriefID != "" && !isUUID(f.BriefID) {
+	if f.BriefID != "" && !ports.IsID(f.BriefID) {
 		fields.add("brief_id", "must be a UUID")
 	}
 	if f.Status != "" && !knownStatus(f.Status) {
@@ -131,7 +131,7 @@ func (s *Service) UpdateItem(ctx context.Context, id string, in UpdateInput) (po
 	if err != nil {
 		return ports.ContentItem{}, err
 	}
-	if !isUUID(id) {
+	if !ports.IsID(id) {
 		return ports.ContentItem{}, itemNotFound(id)
 	}
 	if in.Version == 0 {
@@ -250,7 +250,7 @@ func (s *Service) DeleteItem(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if !isUUID(id) {
+	if !ports.IsID(id) {
 		return itemNotFound(id)
 	}
 	return s.d.Store.DeleteContentItem(ctx, p.OrgID, id)

@@ -129,12 +129,7 @@ func New(cfg Config, d Deps) *Service {
 	return &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "content")}
 }
 
-var (
-	uuidPattern      = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-	projectIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]+$`)
-)
-
-func isUUID(s string) bool { return uuidPattern.MatchString(s) }
+var projectIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]+$`)
 
 // checkProjectID returns the problem with a project id, if any.
 func checkProjectID(id string) *ports.FieldError {

@@ -97,7 +97,7 @@ func (s *Service) repoCall(ctx context.Context, repoID string, page ports.Page) 
 // repository returns the caller's repository: not_found when absent or
 // another user's.
 func (s *Service) repository(ctx context.Context, p ports.Principal, id string) (ports.Repository, error) {
-	if !isUUID(id) {
+	if !ports.IsID(id) {
 		return ports.Repository{}, ports.NotFound("repository", id)
 	}
 	return s.d.Store.GetRepository(ctx, p.Owner(), id)

@@ -18,7 +18,6 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
@@ -191,10 +190,6 @@ func (s *Service) providerName() string {
 	}
 	return s.cfg.Provider
 }
-
-var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-func isUUID(s string) bool { return uuidPattern.MatchString(s) }
 
 // fieldsError is an error of the kind listing the fields, with a message that
 // names them too (the assistant's model sees only the message).

@@ -45,7 +45,7 @@ func (s *Service) Generate(ctx context.Context, sessionID string, stage ports.St
 	if stage != "" && !knownStage(stage) {
 		return ports.SpecSession{}, ports.Invalid("unknown stage", ports.FieldError{Field: "stage", Reason: "must be one of " + stageList()})
 	}
-	if !isUUID(sessionID) {
+	if !ports.IsID(sessionID) {
 		return ports.SpecSession{}, ports.NotFound("specification session", sessionID)
 	}
 	sess, err := s.d.Specs.GetSpecSession(ctx, p.Owner(), sessionID)

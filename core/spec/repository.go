@@ -32,7 +32,7 @@ func (s *Service) SetRepository(ctx context.Context, sessionID, repoID string) (
 	if err != nil {
 		return View{}, err
 	}
-	if !isUUID(sessionID) {
+	if !ports.IsID(sessionID) {
 		return View{}, ports.NotFound("specification session", sessionID)
 	}
 	if _, err := s.d.Specs.GetSpecSession(ctx, p.Owner(), sessionID); err != nil {
@@ -58,7 +58,7 @@ func (s *Service) checkRepository(ctx context.Context, p ports.Principal, repoID
 	if s.d.Repos == nil {
 		return bad("repositories cannot be linked: no source-control integration is configured")
 	}
-	if !isUUID(repoID) {
+	if !ports.IsID(repoID) {
 		return bad("unknown repository")
 	}
 	_, err := s.d.Repos.GetRepository(ctx, p.Owner(), repoID)

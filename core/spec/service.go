@@ -15,7 +15,6 @@ package spec
 import (
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"time"
 
@@ -142,10 +141,6 @@ func New(cfg Config, d Deps) *Service {
 	}
 	return &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "spec")}
 }
-
-var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-func isUUID(s string) bool { return uuidPattern.MatchString(s) }
 
 func invalid(fields []ports.FieldError) error {
 	if len(fields) == 0 {

@@ -206,7 +206,7 @@ func (s *Service) AddInput(ctx context.Context, sessionID string, in NewInput) (
 	if err != nil {
 		return ports.SpecInput{}, err
 	}
-	if !isUUID(sessionID) {
+	if !ports.IsID(sessionID) {
 		return ports.SpecInput{}, ports.NotFound("specification session", sessionID)
 	}
 	in, fields := checkInput(in, "")
@@ -253,7 +253,7 @@ func (s *Service) GetSession(ctx context.Context, id string) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	if !isUUID(id) {
+	if !ports.IsID(id) {
 		return View{}, ports.NotFound("specification session", id)
 	}
 	sess, err := s.d.Specs.GetSpecSession(ctx, p.Owner(), id)

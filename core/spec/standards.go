@@ -84,7 +84,7 @@ func (s *Service) GetStandard(ctx context.Context, id string) (ports.Standard, e
 	if err != nil {
 		return ports.Standard{}, err
 	}
-	if !isUUID(id) {
+	if !ports.IsID(id) {
 		return ports.Standard{}, ports.NotFound("standard", id)
 	}
 	return s.d.Standards.GetStandard(ctx, p.OrgID, id)
@@ -122,7 +122,7 @@ func (s *Service) UpdateStandard(ctx context.Context, id string, in StandardInpu
 	if in, err = in.check(); err != nil {
 		return ports.Standard{}, err
 	}
-	if !isUUID(id) {
+	if !ports.IsID(id) {
 		return ports.Standard{}, ports.NotFound("standard", id)
 	}
 	var std ports.Standard
@@ -148,7 +148,7 @@ func (s *Service) DeleteStandard(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if !isUUID(id) {
+	if !ports.IsID(id) {
 		return ports.NotFound("standard", id)
 	}
 	return s.d.Standards.DeleteStandard(ctx, p.OrgID, id)

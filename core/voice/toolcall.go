@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"time"
 	"unicode/utf8"
 
@@ -148,15 +147,13 @@ func normaliseArgs(raw json.RawMessage) (string, bool) {
 	return string(ports.CleanJSON(b.Bytes())), true
 }
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
 // voiceSession picks the chat session a call is recorded in: the one named
 // (whose owner ExecuteTool checks), else the caller's latest voice session
 // among the most recently active ones, else a new one, which the caller must
 // store (fresh).
 func (s *Service) voiceSession(ctx context.Context, p ports.Principal, id string) (sess ports.ChatSession, fresh bool, err error) {
 	if id != "" {
-		if !uuidPattern.MatchString(id) {
+		if !ports.IsID(id) {
 			return ports.ChatSession{}, false, ports.NotFound("chat session", id)
 		}
 		return ports.ChatSession{ID: id}, false, nil
