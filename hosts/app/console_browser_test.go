@@ -151,23 +151,48 @@ func (b *browser) readmeShot(name string) {
 	b.saveScreenshot(filepath.Join("..", "httpapi", "console", "screenshots"), name)
 }
 
-// do runs actions, failing the test on an error.
+// do runs actions, failing the test on an error. A single action whose
+// node the page replaced between finding and using it (a redraw) is tried
+// again, up to three times: it did nothing the first time.
 func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	if err := chromedp.Do(b.ctx, actions...); err != nil {
+	for attempt := 1; ; attempt++ {
+		err := chromedp.Do(b.ctx, actions...)
+		if err == nil {
+			return
+		}
+		if len(actions) == 1 && attempt < 3 && staleNode(err) {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
 		b.t.Fatalf("browser: %v", err)
 	}
 }
 
-// text returns the text of the first element sel (CSS) matches, waiting
-// for it to be visible.
+// staleNode reports whether err says a node the action had found is gone.
+func staleNode(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "No node with given id") || strings.Contains(msg, "Could not find node with given id")
+}
+
+// text returns the text (innerText) of the first element sel (CSS)
+// matches, waiting up to 10 s for it to be rendered. The element is found and
+// read in one evaluation, so a page that redraws it meanwhile (a poll, a
+// stream) cannot leave the test holding a node that is gone.
 func (b *browser) text(sel string) string {
 	b.t.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel), chromedp.NodeVisible))
-	if err != nil {
-		b.t.Fatalf("browser: text of %s: %v", sel, err)
+	expr := fmt.Sprintf(`(e => e && e.getClientRects().length > 0 ? e.innerText : null)(document.querySelector(%q))`, sel)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := chromedp.Run(b.ctx, chromedp.Evaluate[*string](expr))
+		if err == nil && s != nil {
+			return *s
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("browser: text of %s: not shown (%v)", sel, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return s
 }
 
 // eval evaluates a JavaScript expression of the test's own (trusted) and
