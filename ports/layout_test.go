@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,9 +27,14 @@ func pureHelper(path string) bool {
 	return false
 }
 
+// sharedCore are the packages under core that belong to no area: what
+// several areas share (DESIGN.md). Every other package under core/X is area X's.
+var sharedCore = []string{"tool", "internal"}
+
 // TestDependencyRule enforces DESIGN.md: core → ports (and the pure helpers);
-// ports → standard library; adapters and testkit never import core or hosts; nothing outside
-// hosts imports hosts.
+// one area of core never imports another's package, and core's shared
+// packages import no area; ports → standard library; adapters and testkit
+// never import core or hosts; nothing outside hosts imports hosts.
 func TestDependencyRule(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...")
@@ -51,9 +57,8 @@ func TestDependencyRule(t *testing.T) {
 			t.Fatal(err)
 		}
 		seen++
-		area := layer(pkg.ImportPath)
 		for _, imp := range pkg.Imports {
-			if reason := forbidden(area, imp); reason != "" {
+			if reason := forbidden(pkg.ImportPath, imp); reason != "" {
 				t.Errorf("%s imports %s: %s", pkg.ImportPath, imp, reason)
 			}
 		}
@@ -73,13 +78,28 @@ func layer(path string) string {
 	return top
 }
 
+// coreArea returns the area a package under core belongs to ("assistant"
+// for core/assistant/…), "" for a shared package or one outside core.
+func coreArea(path string) string {
+	rest, ok := strings.CutPrefix(path, module+"/core/")
+	if !ok {
+		return ""
+	}
+	first, _, _ := strings.Cut(rest, "/")
+	if slices.Contains(sharedCore, first) {
+		return ""
+	}
+	return first
+}
+
 func standard(path string) bool {
 	first, _, _ := strings.Cut(path, "/")
 	return !strings.Contains(first, ".")
 }
 
-func forbidden(from, imp string) string {
-	to := layer(imp)
+// forbidden says why the package pkg may not import imp, "" when it may.
+func forbidden(pkg, imp string) string {
+	from, to := layer(pkg), layer(imp)
 	switch {
 	case to == "hosts" && from != "hosts":
 		return "nothing outside hosts/ may import hosts/"
@@ -89,6 +109,8 @@ func forbidden(from, imp string) string {
 		return "core may import only ports, the standard library and the listed pure helpers"
 	case (from == "adapters" || from == "testkit") && to == "core":
 		return from + " may not import core"
+	case from == "core" && to == "core" && coreArea(imp) != "" && coreArea(imp) != coreArea(pkg):
+		return "one area of core may not import another area's package (nor may core's shared packages); share through ports or core/tool"
 	}
 	return ""
 }
@@ -99,21 +121,29 @@ func TestForbidden(t *testing.T) {
 		from, imp string
 		bad       bool
 	}{
-		{"core", module + "/ports", false},
-		{"core", "context", false},
-		{"core", "github.com/jmoiron/sqlx", true},
-		{"core", "github.com/santhosh-tekuri/jsonschema/v6", false},
-		{"core", "github.com/santhosh-tekuri/jsonschema/v6/kind", false},
-		{"core", "github.com/sashabaranov/go-openai", true},
-		{"core", module + "/adapters/sqlstore", true},
+		{"core/spec", module + "/ports", false},
+		{"core/spec", "context", false},
+		{"core/spec", "github.com/jmoiron/sqlx", true},
+		{"core/tool", "github.com/santhosh-tekuri/jsonschema/v6", false},
+		{"core/tool", "github.com/santhosh-tekuri/jsonschema/v6/kind", false},
+		{"core/assistant", "github.com/sashabaranov/go-openai", true},
+		{"core/spec", module + "/adapters/sqlstore", true},
+		{"core/spec", module + "/core/tool", false},
+		{"core/spec", module + "/core/internal/genjob", false},
+		{"core/spec", module + "/core/spec/internal/x", false},
+		{"core/voice", module + "/core/assistant", true},
+		{"core/cloud", module + "/core/assistant", true},
+		{"core/tool", module + "/core/assistant", true},
+		{"core/internal/genjob", module + "/core/spec", true},
 		{"ports", "github.com/google/uuid", true},
-		{"adapters", module + "/hosts/app", true},
-		{"adapters", module + "/core/identity", true},
-		{"testkit", module + "/hosts/httpapi", true},
-		{"hosts", module + "/core/identity", false},
+		{"adapters/aws", module + "/hosts/app", true},
+		{"adapters/aws", module + "/core/identity", true},
+		{"testkit/fakeaws", module + "/hosts/httpapi", true},
+		{"hosts/app", module + "/core/identity", false},
+		{"hosts/app", module + "/core/assistant", false},
 	}
 	for _, tt := range tests {
-		if got := forbidden(tt.from, tt.imp) != ""; got != tt.bad {
+		if got := forbidden(module+"/"+tt.from, tt.imp) != ""; got != tt.bad {
 			t.Errorf("forbidden(%s, %s) = %v, want %v", tt.from, tt.imp, got, tt.bad)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -120,7 +121,7 @@ func shorten(m *ports.Message, keep int) int {
 		cut--
 	}
 	text := m.Content[:cut] + "… (cut short to fit the model's context; call the tool again for all of it)"
-	if o := outcomeOf(m.Content); o.OK || o.Error != m.Content {
+	if o := tool.Outcome(m.Content); o.OK || o.Error != m.Content {
 		// Ours: keep it a tool message the model can read as JSON.
 		b, _ := json.Marshal(map[string]any{"ok": o.OK, "truncated": true, "partial": text})
 		text = string(b)

@@ -9,24 +9,19 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
-
-// PageContext is where the user is in the product when they write.
-type PageContext struct {
-	CurrentPage       string
-	SelectedProjectID string
-}
 
 // ChatInput is a message to the assistant. Without SessionID a new session
 // is created.
 type ChatInput struct {
 	SessionID string
 	Message   string
-	Context   *PageContext
+	Context   *tool.PageContext
 }
 
-func (in ChatInput) validate() (string, *PageContext, error) {
+func (in ChatInput) validate() (string, *tool.PageContext, error) {
 	var fields []ports.FieldError
 	msg := strings.TrimSpace(in.Message)
 	switch n := utf8.RuneCountInString(msg); {
@@ -40,9 +35,9 @@ func (in ChatInput) validate() (string, *PageContext, error) {
 			fields = append(fields, *f)
 		}
 	}
-	var page *PageContext
+	var page *tool.PageContext
 	if in.Context != nil {
-		page = &PageContext{CurrentPage: strings.TrimSpace(in.Context.CurrentPage), SelectedProjectID: in.Context.SelectedProjectID}
+		page = &tool.PageContext{CurrentPage: strings.TrimSpace(in.Context.CurrentPage), SelectedProjectID: in.Context.SelectedProjectID}
 		if utf8.RuneCountInString(page.CurrentPage) > MaxPageLen {
 			fields = append(fields, ports.FieldError{Field: "context.current_page", Reason: fmt.Sprintf("must be at most %d characters", MaxPageLen)})
 		}
@@ -64,7 +59,7 @@ type Run struct {
 	turn     ports.Turn
 	lastSeq  int64
 	prefs    []ports.Preference
-	page     *PageContext
+	page     *tool.PageContext
 	history  []ports.ChatMessage
 	confs    []ports.Confirmation
 	prologue []ports.ChatMessage // decided answers to report first (Continue)

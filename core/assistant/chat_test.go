@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -170,8 +171,8 @@ func TestChatAsksToConfirmWritesWithoutRunningThem(t *testing.T) {
 func TestChatRefusesBadToolCallsAndGoesOn(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name, tool, args, problem string
-		rawArgs                   bool
+		name, tl, args, problem string
+		rawArgs                 bool
 	}{
 		{"arguments not JSON", "get_project", `{"project_id": `, "not valid JSON", true},
 		{"arguments not JSON at all", "get_project", `deploy it`, "not valid JSON", true},
@@ -188,7 +189,7 @@ func TestChatRefusesBadToolCallsAndGoesOn(t *testing.T) {
 			e := newEnv(t, assistant.Config{})
 			var reads, writes counter
 			e.register(readTool("get_project", &reads, "x"), writeTool("deploy_service", &writes, "x"))
-			e.script(call("c1", tt.tool, tt.args), say("Sorry."))
+			e.script(call("c1", tt.tl, tt.args), say("Sorry."))
 
 			sid, evs := e.chat(as(alice), assistant.ChatInput{Message: "go"})
 
@@ -583,11 +584,11 @@ func TestChatToleratesOddModelOutput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, assistant.Config{})
 	var runs counter
-	e.register(readTool("get_project", &runs, "x"), assistant.Tool{
-		Name: "explode", Description: "panics", Schema: json.RawMessage(`{"type":"object"}`), Effect: assistant.EffectRead,
+	e.register(readTool("get_project", &runs, "x"), tool.Tool{
+		Name: "explode", Description: "panics", Schema: json.RawMessage(`{"type":"object"}`), Effect: tool.EffectRead,
 		Run: func(context.Context, json.RawMessage) (any, error) { panic("boom") },
-	}, assistant.Tool{
-		Name: "leak", Description: "fails", Schema: json.RawMessage(`{"type":"object"}`), Effect: assistant.EffectRead,
+	}, tool.Tool{
+		Name: "leak", Description: "fails", Schema: json.RawMessage(`{"type":"object"}`), Effect: tool.EffectRead,
 		Run: func(context.Context, json.RawMessage) (any, error) { return nil, errors.New("password=hunter2") },
 	})
 	e.script(
@@ -637,8 +638,8 @@ func TestChatValidatesInput(t *testing.T) {
 		{"blank", assistant.ChatInput{Message: " \n\t "}, "message"},
 		{"too long", assistant.ChatInput{Message: strings.Repeat("é", 32001)}, "message"},
 		{"bad session id", assistant.ChatInput{Message: "hi", SessionID: "abc"}, "session_id"},
-		{"bad project id", assistant.ChatInput{Message: "hi", Context: &assistant.PageContext{SelectedProjectID: "p1"}}, "context.selected_project_id"},
-		{"long page", assistant.ChatInput{Message: "hi", Context: &assistant.PageContext{CurrentPage: strings.Repeat("x", 2049)}}, "context.current_page"},
+		{"bad project id", assistant.ChatInput{Message: "hi", Context: &tool.PageContext{SelectedProjectID: "p1"}}, "context.selected_project_id"},
+		{"long page", assistant.ChatInput{Message: "hi", Context: &tool.PageContext{CurrentPage: strings.Repeat("x", 2049)}}, "context.current_page"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -717,7 +718,7 @@ func TestPromptCarriesPreferencesContextAndOrderedAnswers(t *testing.T) {
 
 	e.script(say("ok"))
 	e.chat(as(alice), assistant.ChatInput{SessionID: sid, Message: "status?",
-		Context: &assistant.PageContext{CurrentPage: "/projects/apollo", SelectedProjectID: projectID}})
+		Context: &tool.PageContext{CurrentPage: "/projects/apollo", SelectedProjectID: projectID}})
 
 	msgs := e.requests()[2].Messages
 	sys := msgs[0].Content

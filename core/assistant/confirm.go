@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -94,7 +95,7 @@ func (s *Service) Confirm(ctx context.Context, in ConfirmInput) (ConfirmResult, 
 			}
 		}
 		answer := ports.ChatMessage{ID: s.d.IDs.NewID(), SessionID: c.SessionID, TurnID: c.TurnID, CreatedAt: at,
-			Message: ports.Message{Role: ports.MessageTool, Content: toolContent(outcome), ToolCallID: c.ToolCallID, Name: c.ToolName}}
+			Message: ports.Message{Role: ports.MessageTool, Content: tool.Content(outcome), ToolCallID: c.ToolCallID, Name: c.ToolName}}
 		if err := s.d.Messages.AppendMessages(ctx, answer); err != nil {
 			return err
 		}
@@ -133,24 +134,24 @@ func decideError(c ports.Confirmation, err error) error {
 // marked always_confirm, checking its arguments again in case the tool
 // changed since it was asked for.
 func (s *Service) execute(ctx context.Context, c ports.Confirmation) ports.ToolOutcome {
-	args, tool, problem := s.d.Registry.check(ports.ToolCall{ID: c.ToolCallID, Name: c.ToolName, Arguments: string(c.Arguments)}, Known{})
+	args, def, problem := s.d.Registry.CheckWith(ports.ToolCall{ID: c.ToolCallID, Name: c.ToolName, Arguments: string(c.Arguments)}, tool.Known{})
 	if problem != "" {
 		return failed(problem)
 	}
-	return s.runTool(ctx, tool, args)
+	return s.runTool(ctx, def, args)
 }
 
 // runTool runs a tool whose arguments passed its schema. A panic, an error
 // that is not a ports.Error and a result that does not encode are failures
 // the model sees as "internal error"; their cause is logged.
-func (s *Service) runTool(ctx context.Context, tool Tool, args json.RawMessage) (out ports.ToolOutcome) {
+func (s *Service) runTool(ctx context.Context, def tool.Tool, args json.RawMessage) (out ports.ToolOutcome) {
 	defer func() {
 		if v := recover(); v != nil {
-			s.log.Error("tool panicked", "tool", tool.Name, "panic", v)
+			s.log.Error("tool panicked", "tool", def.Name, "panic", v)
 			out = failed("internal error")
 		}
 	}()
-	v, err := tool.Run(ctx, args)
+	v, err := def.Run(ctx, args)
 	if err != nil {
 		if e, ok := ports.AsError(err); ok && e.Kind != ports.KindInternal {
 			if e.Message == "" {
@@ -161,12 +162,12 @@ func (s *Service) runTool(ctx context.Context, tool Tool, args json.RawMessage) 
 		if ctx.Err() != nil {
 			return failed("cancelled")
 		}
-		s.log.Error("tool failed", "tool", tool.Name, "err", err)
+		s.log.Error("tool failed", "tool", def.Name, "err", err)
 		return failed("internal error")
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		s.log.Error("encoding a tool result", "tool", tool.Name, "err", err)
+		s.log.Error("encoding a tool result", "tool", def.Name, "err", err)
 		return failed("internal error: the result could not be encoded")
 	}
 	return ports.ToolOutcome{OK: true, Result: b}
@@ -176,40 +177,30 @@ const maxSummaryLen = 500
 
 // newConfirmation is a pending confirmation of a call: a write, or a read
 // marked always_confirm.
-func (s *Service) newConfirmation(p ports.Principal, sessionID, turnID string, call ports.ToolCall, tool Tool, args json.RawMessage) ports.Confirmation {
+func (s *Service) newConfirmation(p ports.Principal, sessionID, turnID string, call ports.ToolCall, def tool.Tool, args json.RawMessage) ports.Confirmation {
 	now := s.d.Clock.Now()
 	return ports.Confirmation{
 		ID: s.d.IDs.NewID(), SessionID: sessionID, OrgID: p.OrgID, UserID: p.UserID, TurnID: turnID,
-		ToolCallID: call.ID, ToolName: tool.Name, Arguments: args, Summary: s.summarise(tool, args),
+		ToolCallID: call.ID, ToolName: def.Name, Arguments: args, Summary: s.summarise(def, args),
 		Status: ports.ConfirmationPending, CreatedAt: now, ExpiresAt: now.Add(s.cfg.ConfirmationTTL),
 	}
 }
 
-func (s *Service) summarise(tool Tool, args json.RawMessage) (sum string) {
-	if tool.Summary == nil { // a read an organisation marked always_confirm
-		return truncate(oneLine(fmt.Sprintf("Run %s with %s.", tool.Name, args)), maxSummaryLen, "…")
+func (s *Service) summarise(def tool.Tool, args json.RawMessage) (sum string) {
+	if def.Summary == nil { // a read an organisation marked always_confirm
+		return truncate(oneLine(fmt.Sprintf("Run %s with %s.", def.Name, args)), maxSummaryLen, "…")
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			s.log.Error("tool summary panicked", "tool", tool.Name, "panic", v)
+			s.log.Error("tool summary panicked", "tool", def.Name, "panic", v)
 			sum = ""
 		}
 		if sum = oneLine(sum); sum == "" {
-			sum = fmt.Sprintf("Run %s with %s.", tool.Name, args)
+			sum = fmt.Sprintf("Run %s with %s.", def.Name, args)
 		}
 		sum = truncate(sum, maxSummaryLen, "…")
 	}()
-	return tool.Summary(args)
-}
-
-// ToolExecution is what ExecuteTool did with a call: ran it (Outcome, also
-// for a call refused for its name or arguments) or asked for a confirmation
-// (Confirmation). Arguments is the call's JSON when it parses.
-type ToolExecution struct {
-	Call         ports.ToolCall
-	Arguments    json.RawMessage
-	Outcome      *ports.ToolOutcome
-	Confirmation *ports.Confirmation
+	return def.Summary(args)
 }
 
 // ExecuteTool carries out one tool call outside the chat loop (the voice
@@ -219,8 +210,8 @@ type ToolExecution struct {
 // organisation's tool policy is read once, and only for a read. Nothing
 // else is stored. Errors: not_found when the session is absent or another's;
 // the stores' errors.
-func (s *Service) ExecuteTool(ctx context.Context, sessionID string, call ports.ToolCall) (ToolExecution, error) {
-	return s.ExecuteToolUnder(ctx, sessionID, call, Policy{})
+func (s *Service) ExecuteTool(ctx context.Context, sessionID string, call ports.ToolCall) (tool.Execution, error) {
+	return s.ExecuteToolUnder(ctx, sessionID, call, tool.Policy{})
 }
 
 // ExecuteToolUnder is ExecuteTool under pol, the policy the caller read with
@@ -228,35 +219,35 @@ func (s *Service) ExecuteTool(ctx context.Context, sessionID string, call ports.
 // wait, and reads the policy once for both. A policy of another
 // organisation, such as the zero Policy, is not used: the caller's is read
 // instead.
-func (s *Service) ExecuteToolUnder(ctx context.Context, sessionID string, call ports.ToolCall, pol Policy) (ToolExecution, error) {
+func (s *Service) ExecuteToolUnder(ctx context.Context, sessionID string, call ports.ToolCall, pol tool.Policy) (tool.Execution, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
-		return ToolExecution{}, err
+		return tool.Execution{}, err
 	}
 	if _, err := s.session(ctx, p.Owner(), sessionID); err != nil {
-		return ToolExecution{}, err
+		return tool.Execution{}, err
 	}
 	if call.ID == "" {
 		call.ID = "call_" + s.d.IDs.NewID()
 	}
-	args, tool, problem := s.d.Registry.check(call, Known{})
-	if problem == "" && tool.Effect == EffectRead && pol.orgID != p.OrgID {
+	args, def, problem := s.d.Registry.CheckWith(call, tool.Known{})
+	if problem == "" && def.Effect == tool.EffectRead && pol.OrgID() != p.OrgID {
 		if pol, err = s.policy(ctx, p.OrgID); err != nil {
-			return ToolExecution{}, err
+			return tool.Execution{}, err
 		}
 	}
-	ex := ToolExecution{Call: call, Arguments: args}
+	ex := tool.Execution{Call: call, Arguments: args}
 	switch {
 	case problem != "":
 		o := failed(problem)
 		ex.Outcome = &o
-	case !pol.Confirms(tool):
-		o := s.runTool(ctx, tool, args)
+	case !pol.Confirms(def):
+		o := s.runTool(ctx, def, args)
 		ex.Outcome = &o
 	default:
-		conf := s.newConfirmation(p, sessionID, "", call, tool, args)
+		conf := s.newConfirmation(p, sessionID, "", call, def, args)
 		if err := s.d.Confirmations.CreateConfirmation(ctx, conf); err != nil {
-			return ToolExecution{}, err
+			return tool.Execution{}, err
 		}
 		ex.Confirmation = &conf
 	}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
 	"github.com/devpilot/devpilot/testkit/mocks"
@@ -108,7 +109,7 @@ func (m *mem) startTurnLocked(tr ports.Turn, staleBefore time.Time) error {
 type env struct {
 	t     *testing.T
 	svc   *assistant.Service
-	reg   *assistant.Registry
+	reg   *tool.Registry
 	llm   *mocks.MockLLM
 	clock *fixture.Clock
 	ids   *fixture.IDs
@@ -130,7 +131,7 @@ func newEnv(t *testing.T, cfg assistant.Config, with ...func(*assistant.Deps)) *
 		cfg.ReplayPoll = time.Millisecond
 	}
 	e := &env{
-		t: t, reg: assistant.NewRegistry(), llm: mocks.NewMockLLM(ctrl),
+		t: t, reg: tool.NewRegistry(), llm: mocks.NewMockLLM(ctrl),
 		clock: fixture.NewClock(), ids: &fixture.IDs{},
 		m: &mem{sessions: map[string]ports.ChatSession{}, ended: map[string]int{},
 			prefs: map[ports.Owner][]ports.Preference{}, prefsAt: map[ports.Owner]time.Time{}, titles: map[string]string{}},
@@ -490,17 +491,17 @@ func (c *counter) runs() int { return int(c.n.Load()) }
 const projectSchema = `{"type":"object","properties":{"project_id":{"type":"string","format":"uuid"}},"required":["project_id"],"additionalProperties":false}`
 
 // readTool returns a read tool returning result.
-func readTool(name string, c *counter, result any) assistant.Tool {
-	return assistant.Tool{
-		Name: name, Description: "reads " + name, Schema: json.RawMessage(projectSchema), Effect: assistant.EffectRead,
+func readTool(name string, c *counter, result any) tool.Tool {
+	return tool.Tool{
+		Name: name, Description: "reads " + name, Schema: json.RawMessage(projectSchema), Effect: tool.EffectRead,
 		Run: func(context.Context, json.RawMessage) (any, error) { c.n.Add(1); return result, nil },
 	}
 }
 
 // writeTool returns a write tool returning result.
-func writeTool(name string, c *counter, result any) assistant.Tool {
-	return assistant.Tool{
-		Name: name, Description: "changes " + name, Schema: json.RawMessage(projectSchema), Effect: assistant.EffectWrite,
+func writeTool(name string, c *counter, result any) tool.Tool {
+	return tool.Tool{
+		Name: name, Description: "changes " + name, Schema: json.RawMessage(projectSchema), Effect: tool.EffectWrite,
 		Summary: func(args json.RawMessage) string {
 			var a struct {
 				ProjectID string `json:"project_id"`
@@ -512,7 +513,7 @@ func writeTool(name string, c *counter, result any) assistant.Tool {
 	}
 }
 
-func (e *env) register(tools ...assistant.Tool) {
+func (e *env) register(tools ...tool.Tool) {
 	e.t.Helper()
 	if err := e.reg.Register(tools...); err != nil {
 		e.t.Fatalf("Register: %v", err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
 	"github.com/devpilot/devpilot/testkit/memstore"
@@ -46,12 +47,12 @@ func must[T any](v T, err error) T { check(err); return v }
 // write waits for a human, so the turn ends asking for a confirmation.
 // Approved, the tool runs; Continue then lets the model answer.
 func Example() {
-	store, tools := memstore.New(), assistant.NewRegistry()
+	store, tools := memstore.New(), tool.NewRegistry()
 	ctx := ports.WithPrincipal(context.Background(), ports.Principal{UserID: "user-1", OrgID: "org-1", Role: ports.RoleMember})
 	check(errors.Join(
 		store.CreateOrg(ctx, ports.Org{ID: "org-1", Name: "Acme"}),
 		store.CreateUser(ctx, ports.User{ID: "user-1", OrgID: "org-1", Email: "ada@example.com", Role: ports.RoleMember}),
-		tools.Register(assistant.Tool{Name: "restart_service", Description: "Restarts a service.", Effect: assistant.EffectWrite,
+		tools.Register(tool.Tool{Name: "restart_service", Description: "Restarts a service.", Effect: tool.EffectWrite,
 			Schema:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
 			Summary: func(args json.RawMessage) string { return "Restart the service " + string(args) + "." },
 			Run:     func(context.Context, json.RawMessage) (any, error) { return "restarted", nil },

@@ -1,11 +1,12 @@
 package assistant
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -63,7 +64,7 @@ func dateLine(now time.Time) string {
 
 // contextBlock is the request context put before the last user message:
 // where the user is and when they wrote.
-func contextBlock(page *PageContext, at time.Time) string {
+func contextBlock(page *tool.PageContext, at time.Time) string {
 	var b strings.Builder
 	b.WriteString("<request_context>\n")
 	if page != nil && page.CurrentPage != "" {
@@ -83,7 +84,7 @@ func contextBlock(page *PageContext, at time.Time) string {
 
 // withContext puts the request context before the last user message of
 // msgs, in place.
-func withContext(msgs []ports.Message, page *PageContext, at time.Time) {
+func withContext(msgs []ports.Message, page *tool.PageContext, at time.Time) {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == ports.MessageUser {
 			msgs[i].Content = contextBlock(page, at) + msgs[i].Content
@@ -141,7 +142,7 @@ func buildMessages(system string, history []ports.ChatMessage, confs []ports.Con
 				a, ok := answers[call.ID]
 				if !ok {
 					a = ports.Message{Role: ports.MessageTool, ToolCallID: call.ID, Name: call.Name,
-						Content: toolContent(failed(unanswered(byCall, call.ID, now)))}
+						Content: tool.Content(failed(unanswered(byCall, call.ID, now)))}
 				}
 				out = append(out, a)
 			}
@@ -178,47 +179,14 @@ func effectiveStatus(c ports.Confirmation, now time.Time) ports.ConfirmationStat
 
 func failed(reason string) ports.ToolOutcome { return ports.ToolOutcome{OK: false, Error: reason} }
 
-// toolMessage is the JSON a tool message carries: {"ok":true,"result":…} or
-// {"ok":false,"error":"…"}.
-type toolMessage struct {
-	OK     bool            `json:"ok"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  string          `json:"error,omitempty"`
-}
-
-func toolContent(o ports.ToolOutcome) string {
-	m := toolMessage{OK: o.OK, Error: o.Error}
-	if o.OK {
-		m.Result = o.Result
-		if len(m.Result) == 0 {
-			m.Result = json.RawMessage("null")
-		}
+// Instructions are base followed by the ground rules, today's date and the
+// caller's standing instructions, worded as the chat's system prompt words
+// them; voice gives them to realtime sessions. Errors: unauthenticated; the
+// preference store's.
+func (s *Service) Instructions(ctx context.Context, base string) (string, error) {
+	prefs, _, err := s.Preferences(ctx)
+	if err != nil {
+		return "", err
 	}
-	b, err := json.Marshal(m)
-	if err != nil { // a Result that is not JSON
-		b, _ = json.Marshal(toolMessage{Error: "the result could not be encoded"})
-	}
-	return string(b)
+	return systemPrompt(base, prefs, s.d.Clock.Now().UTC()), nil
 }
-
-// outcomeOf reads a tool message back; content that is not ours is a failure
-// described by the content itself.
-func outcomeOf(content string) ports.ToolOutcome {
-	var m toolMessage
-	if err := json.Unmarshal([]byte(content), &m); err != nil {
-		return failed(content)
-	}
-	return ports.ToolOutcome{OK: m.OK, Result: m.Result, Error: m.Error}
-}
-
-// Instructions are a base prompt followed by the ground rules, the date of
-// now and the user's standing instructions, worded as the chat system prompt
-// words them; the voice host gives them to realtime sessions.
-func Instructions(base string, prefs []ports.Preference, now time.Time) string {
-	return systemPrompt(base, prefs, now)
-}
-
-// ToolContent encodes an outcome as the chat loop stores it in a tool
-// message ({"ok":true,"result":…} or {"ok":false,"error":"…"}), so that a
-// call answered elsewhere (by voice) reads back the same in later turns.
-func ToolContent(o ports.ToolOutcome) string { return toolContent(o) }

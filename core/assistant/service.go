@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/devpilot/devpilot/core/internal/groupcommit"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -95,7 +96,7 @@ func (c Config) withDefaults() Config {
 		c.SystemPrompt = DefaultSystemPrompt
 	}
 	if c.MaxTools <= 0 {
-		c.MaxTools = DefaultMaxTools
+		c.MaxTools = tool.DefaultMaxTools
 	}
 	if c.HistoryTokens <= 0 {
 		c.HistoryTokens = DefaultHistoryTokens
@@ -139,7 +140,7 @@ type Deps struct {
 	LLM           ports.LLM
 	Clock         ports.Clock
 	IDs           ports.IDs
-	Registry      *Registry
+	Registry      *tool.Registry
 	Logger        *slog.Logger
 }
 
@@ -155,7 +156,7 @@ type Service struct {
 // New returns a Service over the given ports.
 func New(cfg Config, d Deps) *Service {
 	if d.Registry == nil {
-		d.Registry = NewRegistry()
+		d.Registry = tool.NewRegistry()
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
@@ -191,7 +192,7 @@ func (s *Service) storeEvents(ctx context.Context, batches [][]Event) ([]struct{
 }
 
 // Registry returns the registry the service calls tools from.
-func (s *Service) Registry() *Registry { return s.d.Registry }
+func (s *Service) Registry() *tool.Registry { return s.d.Registry }
 
 // requireID checks an id given in a request body: invalid on field when it
 // is missing or not a UUID.

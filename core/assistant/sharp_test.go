@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -23,16 +24,16 @@ func catalogue(e *env, ran *atomic.Value) {
 			return "ok", nil
 		}
 	}
-	var tools []assistant.Tool
-	add := func(area assistant.Area, reads, writes int) {
+	var tools []tool.Tool
+	add := func(area tool.Area, reads, writes int) {
 		for i := range reads + writes {
-			t := assistant.Tool{Name: fmt.Sprintf("%s_%d", area, i), Description: "a tool of " + string(area), Area: area,
-				Effect: assistant.EffectRead, Core: i == 0, Run: run(fmt.Sprintf("%s_%d", area, i)),
+			t := tool.Tool{Name: fmt.Sprintf("%s_%d", area, i), Description: "a tool of " + string(area), Area: area,
+				Effect: tool.EffectRead, Core: i == 0, Run: run(fmt.Sprintf("%s_%d", area, i)),
 				Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"limit":{"type":"integer","minimum":1}}}`)}
 			if i >= reads {
-				t.Effect, t.Summary = assistant.EffectWrite, func(json.RawMessage) string { return "change" }
+				t.Effect, t.Summary = tool.EffectWrite, func(json.RawMessage) string { return "change" }
 			}
-			if area == assistant.AreaContent {
+			if area == tool.AreaContent {
 				t.Schema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["project_id"],"properties":{
 "project_id":{"type":"string","minLength":1,"maxLength":100},"limit":{"type":"integer","minimum":1}}}`)
 				t.FillProject = "project_id"
@@ -40,10 +41,10 @@ func catalogue(e *env, ran *atomic.Value) {
 			tools = append(tools, t)
 		}
 	}
-	add(assistant.AreaCloud, 9, 4)
-	add(assistant.AreaContent, 4, 5)
-	add(assistant.AreaSpec, 2, 2)
-	add(assistant.AreaSCM, 5, 0)
+	add(tool.AreaCloud, 9, 4)
+	add(tool.AreaContent, 4, 5)
+	add(tool.AreaSpec, 2, 2)
+	add(tool.AreaSCM, 5, 0)
 	e.register(tools...)
 }
 
@@ -64,17 +65,17 @@ func TestChatRoutesTools(t *testing.T) {
 		name    string
 		page    string
 		message string
-		area    assistant.Area // every tool of it is offered
-		others  bool           // tools of other areas beyond the core reads
+		area    tool.Area // every tool of it is offered
+		others  bool      // tools of other areas beyond the core reads
 	}{
-		{"cloud page", "/cloud", "how are things?", assistant.AreaCloud, false},
-		{"specs page", "/specs/0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "what next?", assistant.AreaSpec, false},
-		{"pse page", "#/pse", "what next?", assistant.AreaSpec, false},
-		{"content page", "/content/briefs", "hello", assistant.AreaContent, false},
-		{"repos page", "/repos", "hello", assistant.AreaSCM, false},
-		{"scm page", "/scm", "hello", assistant.AreaSCM, false},
-		{"cloud page, message on repos", "/cloud", "and the latest commits of the repo?", assistant.AreaCloud, true},
-		{"no page, message on content", "", "write a blog post from the brief", assistant.AreaContent, false},
+		{"cloud page", "/cloud", "how are things?", tool.AreaCloud, false},
+		{"specs page", "/specs/0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "what next?", tool.AreaSpec, false},
+		{"pse page", "#/pse", "what next?", tool.AreaSpec, false},
+		{"content page", "/content/briefs", "hello", tool.AreaContent, false},
+		{"repos page", "/repos", "hello", tool.AreaSCM, false},
+		{"scm page", "/scm", "hello", tool.AreaSCM, false},
+		{"cloud page, message on repos", "/cloud", "and the latest commits of the repo?", tool.AreaCloud, true},
+		{"no page, message on content", "", "write a blog post from the brief", tool.AreaContent, false},
 		{"no page, no clue", "", "hello there", "", true},
 	}
 	for _, tt := range tests {
@@ -86,30 +87,30 @@ func TestChatRoutesTools(t *testing.T) {
 			e.script(say("ok"))
 			in := assistant.ChatInput{Message: tt.message}
 			if tt.page != "" {
-				in.Context = &assistant.PageContext{CurrentPage: tt.page}
+				in.Context = &tool.PageContext{CurrentPage: tt.page}
 			}
 			e.chat(as(alice), in)
 			req := e.requests()[0]
-			if n := len(req.Tools); n == 0 || n > assistant.DefaultMaxTools {
+			if n := len(req.Tools); n == 0 || n > tool.DefaultMaxTools {
 				t.Fatalf("%d tools offered: %v", n, toolNames(req))
 			}
 			offered := map[string]bool{}
 			for _, d := range req.Tools {
 				offered[d.Name] = true
-				if !d.Strict || assistant.StrictProblem(d.Parameters) != "" {
-					t.Errorf("tool %s is not strict: %s", d.Name, assistant.StrictProblem(d.Parameters))
+				if !d.Strict || tool.StrictProblem(d.Parameters) != "" {
+					t.Errorf("tool %s is not strict: %s", d.Name, tool.StrictProblem(d.Parameters))
 				}
 			}
 			others := false
-			for _, tool := range e.reg.Tools() {
+			for _, tl := range e.reg.Tools() {
 				switch {
-				case tool.Area == tt.area && !offered[tool.Name]:
-					t.Errorf("tool %s of the page's area is not offered", tool.Name)
-				case tool.Core && !offered[tool.Name]:
-					t.Errorf("core tool %s is not offered", tool.Name)
-				case tt.area == "" && tool.Effect == assistant.EffectWrite && offered[tool.Name]:
-					t.Errorf("write %s offered without a page or a clue", tool.Name)
-				case tool.Area != tt.area && !tool.Core && offered[tool.Name]:
+				case tl.Area == tt.area && !offered[tl.Name]:
+					t.Errorf("tool %s of the page's area is not offered", tl.Name)
+				case tl.Core && !offered[tl.Name]:
+					t.Errorf("core tool %s is not offered", tl.Name)
+				case tt.area == "" && tl.Effect == tool.EffectWrite && offered[tl.Name]:
+					t.Errorf("write %s offered without a page or a clue", tl.Name)
+				case tl.Area != tt.area && !tl.Core && offered[tl.Name]:
 					others = true
 				}
 			}
@@ -127,10 +128,10 @@ func TestRouteBoundsTools(t *testing.T) {
 	e := newEnv(t, assistant.Config{})
 	var ran atomic.Value
 	catalogue(e, &ran)
-	page := &assistant.PageContext{CurrentPage: "/cloud"}
+	page := &tool.PageContext{CurrentPage: "/cloud"}
 	msg := "costs, commits, briefs, specs and every repo and post"
 	a, b := e.reg.Route(page, msg, 0), e.reg.Route(page, msg, 0)
-	if len(a) != assistant.DefaultMaxTools || fmt.Sprint(a) != fmt.Sprint(b) {
+	if len(a) != tool.DefaultMaxTools || fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Errorf("%d tools; stable: %v", len(a), fmt.Sprint(a) == fmt.Sprint(b))
 	}
 	if got := e.reg.Route(nil, "", 5); len(got) != 5 {
@@ -146,10 +147,10 @@ func TestSystemPromptStableContextInLastUserMessage(t *testing.T) {
 	e := newEnv(t, assistant.Config{})
 	e.script(say("one"), say("two"))
 	sid, _ := e.chat(as(alice), assistant.ChatInput{Message: "first",
-		Context: &assistant.PageContext{CurrentPage: "/cloud", SelectedProjectID: projectID}})
+		Context: &tool.PageContext{CurrentPage: "/cloud", SelectedProjectID: projectID}})
 	e.clock.Advance(3 * 60e9)
 	e.chat(as(alice), assistant.ChatInput{SessionID: sid, Message: "second",
-		Context: &assistant.PageContext{CurrentPage: "/content"}})
+		Context: &tool.PageContext{CurrentPage: "/content"}})
 	reqs := e.requests()
 	sys1, sys2 := reqs[0].Messages[0].Content, reqs[1].Messages[0].Content
 	if sys1 != sys2 {
@@ -200,9 +201,9 @@ func TestSelectedProjectFilledByCode(t *testing.T) {
 			var ran atomic.Value
 			catalogue(e, &ran)
 			e.script(call("c1", "content_0", tt.args), say("done"))
-			var page *assistant.PageContext
+			var page *tool.PageContext
 			if tt.selected != "" {
-				page = &assistant.PageContext{CurrentPage: "/content", SelectedProjectID: tt.selected}
+				page = &tool.PageContext{CurrentPage: "/content", SelectedProjectID: tt.selected}
 			}
 			_, evs := e.chat(as(alice), assistant.ChatInput{Message: "list the briefs", Context: page})
 			res := only[assistant.ToolResultData](t, evs, assistant.EventToolResult)

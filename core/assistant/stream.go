@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -89,7 +90,7 @@ type turnRun struct {
 	budget        int // of each model call's prompt, in estimated tokens
 	// policy is the organisation's tool policy, read at the first read call
 	// of the turn (policyRead) and kept for the rest of it, failure included.
-	policy     Policy
+	policy     tool.Policy
 	policyErr  error
 	policyRead bool
 }
@@ -144,7 +145,7 @@ func (t *turnRun) loop() ending {
 // reportPrologue sends the tool results a continued turn starts with.
 func (t *turnRun) reportPrologue() {
 	for _, m := range t.prologue {
-		o := outcomeOf(m.Content)
+		o := tool.Outcome(m.Content)
 		t.em.send(EventToolResult, ToolResultData{SessionID: t.session.ID, ToolCallID: m.ToolCallID, Name: m.Name,
 			OK: o.OK, Result: o.Result, Error: o.Error})
 	}
@@ -155,7 +156,7 @@ func (t *turnRun) reportPrologue() {
 func (t *turnRun) tooManyRounds(calls []ports.ToolCall, rounds int) ending {
 	reason := fmt.Sprintf("not run: the limit of %d tool rounds in one reply was reached", rounds)
 	for _, c := range calls {
-		args, _, _ := t.s.d.Registry.check(c, t.known())
+		args, _, _ := t.s.d.Registry.CheckWith(c, t.known())
 		t.announce(c, args)
 		t.answer(c, failed(reason))
 	}
@@ -254,11 +255,11 @@ func lastUserText(history []ports.ChatMessage) string {
 }
 
 // known are the arguments code fills in for the model this turn.
-func (t *turnRun) known() Known {
+func (t *turnRun) known() tool.Known {
 	if t.page == nil {
-		return Known{}
+		return tool.Known{}
 	}
-	return Known{ProjectID: t.page.SelectedProjectID}
+	return tool.Known{ProjectID: t.page.SelectedProjectID}
 }
 
 // reply records the outcome of a model call whose streamed text is text.
@@ -310,10 +311,10 @@ func (t *turnRun) append(m ports.ChatMessage) {
 // confirmations it asked for.
 func (t *turnRun) runCalls(calls []ports.ToolCall) (asked int) {
 	for _, c := range calls {
-		args, tool, problem := t.s.d.Registry.check(c, t.known())
+		args, def, problem := t.s.d.Registry.CheckWith(c, t.known())
 		t.announce(c, args)
 		if problem == "" && !t.em.stopped() && t.ctx.Err() == nil {
-			problem = t.readPolicy(tool)
+			problem = t.readPolicy(def)
 		}
 		switch {
 		case problem != "":
@@ -321,10 +322,10 @@ func (t *turnRun) runCalls(calls []ports.ToolCall) (asked int) {
 			t.answer(c, failed(problem))
 		case t.em.stopped() || t.ctx.Err() != nil:
 			t.answer(c, failed("not run: the reply was cancelled"))
-		case !t.policy.Confirms(tool):
-			t.answer(c, t.s.runTool(t.ctx, tool, args))
+		case !t.policy.Confirms(def):
+			t.answer(c, t.s.runTool(t.ctx, def, args))
 		default:
-			if t.askConfirmation(c, tool, args) {
+			if t.askConfirmation(c, def, args) {
 				asked++
 			}
 		}
@@ -336,8 +337,8 @@ func (t *turnRun) runCalls(calls []ports.ToolCall) (asked int) {
 // tool is first called (a write needs no policy: it is always confirmed).
 // It returns the problem, worded for the model, when the policy cannot be
 // read: the read then does not run, since it may be one that must wait.
-func (t *turnRun) readPolicy(tool Tool) (problem string) {
-	if tool.Effect != EffectRead {
+func (t *turnRun) readPolicy(def tool.Tool) (problem string) {
+	if def.Effect != tool.EffectRead {
 		return ""
 	}
 	if !t.policyRead {
@@ -373,14 +374,14 @@ func eventArgs(c ports.ToolCall, args json.RawMessage) json.RawMessage {
 // answer stores a call's result for the model and reports it.
 func (t *turnRun) answer(c ports.ToolCall, o ports.ToolOutcome) {
 	t.append(ports.ChatMessage{ID: t.s.d.IDs.NewID(), SessionID: t.session.ID, TurnID: t.turn.ID,
-		Message:   ports.Message{Role: ports.MessageTool, Content: toolContent(o), ToolCallID: c.ID, Name: c.Name},
+		Message:   ports.Message{Role: ports.MessageTool, Content: tool.Content(o), ToolCallID: c.ID, Name: c.Name},
 		CreatedAt: t.s.d.Clock.Now()})
 	t.em.send(EventToolResult, ToolResultData{SessionID: t.session.ID, ToolCallID: c.ID, Name: c.Name,
 		OK: o.OK, Result: o.Result, Error: o.Error})
 }
 
-func (t *turnRun) askConfirmation(c ports.ToolCall, tool Tool, args json.RawMessage) bool {
-	conf := t.s.newConfirmation(t.p, t.session.ID, t.turn.ID, c, tool, args)
+func (t *turnRun) askConfirmation(c ports.ToolCall, def tool.Tool, args json.RawMessage) bool {
+	conf := t.s.newConfirmation(t.p, t.session.ID, t.turn.ID, c, def, args)
 	if err := t.s.d.Confirmations.CreateConfirmation(t.store, conf); err != nil {
 		t.em.fail(err)
 		return false

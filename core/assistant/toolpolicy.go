@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -15,57 +16,41 @@ const CodeWriteAlwaysConfirms = "write_always_confirms"
 type ToolInfo struct {
 	Name        string
 	Description string
-	Effect      Effect
+	Effect      tool.Effect
 	// AlwaysConfirm says every call of the tool waits for a human decision:
 	// true for every write, and for a read the organisation marked so.
 	AlwaysConfirm bool
 }
 
-// Policy is an organisation's tool policy, read once for a turn or a call:
-// which reads it marked always_confirm.
-type Policy struct {
-	orgID  string
-	marked map[string]bool
-}
-
-// Confirms reports whether a call of tool waits for a human decision under
-// the policy: every write does, and a read the organisation marked.
-func (p Policy) Confirms(tool Tool) bool {
-	return tool.Effect != EffectRead || p.marked[tool.Name]
-}
-
 // Policy reads the tool policy of the caller's organisation; without a
 // policy store (Deps.Policies nil) no tool is marked. Errors:
 // unauthenticated; the store's.
-func (s *Service) Policy(ctx context.Context) (Policy, error) {
+func (s *Service) Policy(ctx context.Context) (tool.Policy, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
-		return Policy{}, err
+		return tool.Policy{}, err
 	}
 	return s.policy(ctx, p.OrgID)
 }
 
-func (s *Service) policy(ctx context.Context, orgID string) (Policy, error) {
-	pol := Policy{orgID: orgID}
+func (s *Service) policy(ctx context.Context, orgID string) (tool.Policy, error) {
 	if s.d.Policies == nil {
-		return pol, nil
+		return tool.NewPolicy(orgID), nil
 	}
 	rules, err := s.d.Policies.ListToolPolicies(ctx, orgID)
 	if err != nil {
-		return Policy{}, err
+		return tool.Policy{}, err
 	}
+	var marked []string
 	for _, r := range rules {
 		if r.AlwaysConfirm {
-			if pol.marked == nil {
-				pol.marked = map[string]bool{}
-			}
-			pol.marked[r.Tool] = true
+			marked = append(marked, r.Tool)
 		}
 	}
-	return pol, nil
+	return tool.NewPolicy(orgID, marked...), nil
 }
 
-func toolInfo(t Tool, pol Policy) ToolInfo {
+func toolInfo(t tool.Tool, pol tool.Policy) ToolInfo {
 	return ToolInfo{Name: t.Name, Description: t.Description, Effect: t.Effect, AlwaysConfirm: pol.Confirms(t)}
 }
 
@@ -99,11 +84,11 @@ func (s *Service) SetToolPolicy(ctx context.Context, name string, alwaysConfirm 
 	if !p.IsAdmin() {
 		return ToolInfo{}, &ports.Error{Kind: ports.KindForbidden, Message: "only an organisation admin may change tool policies"}
 	}
-	tool, ok := s.d.Registry.Lookup(name)
+	def, ok := s.d.Registry.Lookup(name)
 	if !ok {
 		return ToolInfo{}, ports.NotFound("tool", name)
 	}
-	if tool.Effect == EffectWrite && !alwaysConfirm {
+	if def.Effect == tool.EffectWrite && !alwaysConfirm {
 		return ToolInfo{}, &ports.Error{Kind: ports.KindInvalid, Code: CodeWriteAlwaysConfirms,
 			Message: fmt.Sprintf("tool %s is a write: it always needs confirmation", name),
 			Fields:  []ports.FieldError{{Field: "always_confirm", Reason: "a write tool always needs confirmation"}}}
@@ -114,6 +99,6 @@ func (s *Service) SetToolPolicy(ctx context.Context, name string, alwaysConfirm 
 	if err := s.d.Policies.SetAlwaysConfirm(ctx, p.OrgID, name, alwaysConfirm, p.UserID, s.d.Clock.Now()); err != nil {
 		return ToolInfo{}, err
 	}
-	return ToolInfo{Name: tool.Name, Description: tool.Description, Effect: tool.Effect,
-		AlwaysConfirm: alwaysConfirm || tool.Effect == EffectWrite}, nil
+	return ToolInfo{Name: def.Name, Description: def.Description, Effect: def.Effect,
+		AlwaysConfirm: alwaysConfirm || def.Effect == tool.EffectWrite}, nil
 }

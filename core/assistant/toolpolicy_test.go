@@ -11,6 +11,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/mocks"
 )
@@ -36,8 +37,8 @@ func newPolicyEnv(t *testing.T, rules map[string]map[string]bool) (*env, *polici
 	pol := &policies{rules: map[string]map[string]bool{}}
 	for org, tools := range rules {
 		pol.rules[org] = map[string]bool{}
-		for tool, on := range tools {
-			pol.rules[org][tool] = on
+		for tl, on := range tools {
+			pol.rules[org][tl] = on
 		}
 	}
 	e := newEnv(t, assistant.Config{}, func(d *assistant.Deps) {
@@ -51,20 +52,20 @@ func newPolicyEnv(t *testing.T, rules map[string]map[string]bool) (*env, *polici
 					return nil, pol.fail
 				}
 				var out []ports.ToolPolicy
-				for tool, on := range pol.rules[orgID] {
-					out = append(out, ports.ToolPolicy{OrgID: orgID, Tool: tool, AlwaysConfirm: on})
+				for tl, on := range pol.rules[orgID] {
+					out = append(out, ports.ToolPolicy{OrgID: orgID, Tool: tl, AlwaysConfirm: on})
 				}
 				return out, nil
 			})
 		store.EXPECT().SetAlwaysConfirm(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-			func(_ context.Context, orgID, tool string, on bool, by string, at time.Time) error {
+			func(_ context.Context, orgID, tl string, on bool, by string, at time.Time) error {
 				pol.mu.Lock()
 				defer pol.mu.Unlock()
 				if pol.rules[orgID] == nil {
 					pol.rules[orgID] = map[string]bool{}
 				}
-				pol.rules[orgID][tool] = on
-				pol.sets = append(pol.sets, ports.ToolPolicy{OrgID: orgID, Tool: tool, AlwaysConfirm: on, UpdatedBy: by, UpdatedAt: at})
+				pol.rules[orgID][tl] = on
+				pol.sets = append(pol.sets, ports.ToolPolicy{OrgID: orgID, Tool: tl, AlwaysConfirm: on, UpdatedBy: by, UpdatedAt: at})
 				return nil
 			})
 		d.Policies = store
@@ -307,18 +308,18 @@ func TestSetToolPolicy(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		as       ports.Principal
-		tool     string
+		tl       string
 		on       bool
 		wantKind ports.Kind
 		wantCode string
 		want     assistant.ToolInfo
 	}{
 		{"admin marks a read", carol, "get_project", true, "", "",
-			assistant.ToolInfo{Name: "get_project", Description: "reads get_project", Effect: assistant.EffectRead, AlwaysConfirm: true}},
+			assistant.ToolInfo{Name: "get_project", Description: "reads get_project", Effect: tool.EffectRead, AlwaysConfirm: true}},
 		{"admin unmarks a read", carol, "get_project", false, "", "",
-			assistant.ToolInfo{Name: "get_project", Description: "reads get_project", Effect: assistant.EffectRead}},
+			assistant.ToolInfo{Name: "get_project", Description: "reads get_project", Effect: tool.EffectRead}},
 		{"admin marks a write", carol, "deploy_service", true, "", "",
-			assistant.ToolInfo{Name: "deploy_service", Description: "changes deploy_service", Effect: assistant.EffectWrite, AlwaysConfirm: true}},
+			assistant.ToolInfo{Name: "deploy_service", Description: "changes deploy_service", Effect: tool.EffectWrite, AlwaysConfirm: true}},
 		{"a write cannot be unmarked", carol, "deploy_service", false, ports.KindInvalid, assistant.CodeWriteAlwaysConfirms, assistant.ToolInfo{}},
 		{"a member cannot set policy", alice, "get_project", true, ports.KindForbidden, "forbidden", assistant.ToolInfo{}},
 		{"a member cannot unmark either", alice, "get_project", false, ports.KindForbidden, "forbidden", assistant.ToolInfo{}},
@@ -330,7 +331,7 @@ func TestSetToolPolicy(t *testing.T) {
 			var runs counter
 			e.register(readTool("get_project", &runs, "apollo"), writeTool("deploy_service", &runs, "ok"))
 
-			got, err := e.svc.SetToolPolicy(as(tc.as), tc.tool, tc.on)
+			got, err := e.svc.SetToolPolicy(as(tc.as), tc.tl, tc.on)
 			if tc.wantKind != "" {
 				e, ok := ports.AsError(err)
 				if !ok || e.Kind != tc.wantKind || e.ErrorCode() != tc.wantCode {
@@ -344,7 +345,7 @@ func TestSetToolPolicy(t *testing.T) {
 			if err != nil || got != tc.want {
 				t.Fatalf("SetToolPolicy = %+v, %v; want %+v", got, err, tc.want)
 			}
-			want := []ports.ToolPolicy{{OrgID: tc.as.OrgID, Tool: tc.tool, AlwaysConfirm: tc.on, UpdatedBy: tc.as.UserID, UpdatedAt: e.clock.Now()}}
+			want := []ports.ToolPolicy{{OrgID: tc.as.OrgID, Tool: tc.tl, AlwaysConfirm: tc.on, UpdatedBy: tc.as.UserID, UpdatedAt: e.clock.Now()}}
 			if sets := pol.setCalls(); !slices.Equal(sets, want) {
 				t.Errorf("stored %+v, want %+v", sets, want)
 			}
@@ -370,10 +371,10 @@ func TestListTools(t *testing.T) {
 			t.Fatal(err)
 		}
 		var order, marked []string
-		for _, tool := range tools {
-			order = append(order, tool.Name)
-			if tool.AlwaysConfirm {
-				marked = append(marked, tool.Name)
+		for _, tl := range tools {
+			order = append(order, tl.Name)
+			if tl.AlwaysConfirm {
+				marked = append(marked, tl.Name)
 			}
 		}
 		if want := []string{"deploy_service", "get_project", "list_projects"}; !slices.Equal(order, want) {
@@ -382,7 +383,7 @@ func TestListTools(t *testing.T) {
 		if !slices.Equal(marked, tc.marked) {
 			t.Errorf("%s: marked %v, want %v", tc.as.UserID, marked, tc.marked)
 		}
-		if tools[0].Effect != assistant.EffectWrite || tools[0].Description != "changes deploy_service" {
+		if tools[0].Effect != tool.EffectWrite || tools[0].Description != "changes deploy_service" {
 			t.Errorf("%+v", tools[0])
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/cloud"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
 	"github.com/devpilot/devpilot/testkit/mocks"
@@ -22,10 +23,10 @@ const chatID = "00000000-0000-7000-8000-00000000c0de"
 
 // toolEnv registers the cloud tools in a registry and an assistant service
 // that carries out calls the way the chat loop does.
-func toolEnv(t *testing.T) (*env, *assistant.Registry, *assistant.Service) {
+func toolEnv(t *testing.T) (*env, *tool.Registry, *assistant.Service) {
 	t.Helper()
 	e := newEnv(t, cloud.Config{})
-	reg := assistant.NewRegistry()
+	reg := tool.NewRegistry()
 	if err := reg.Register(e.svc.Tools()...); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
@@ -44,31 +45,31 @@ func toolEnv(t *testing.T) (*env, *assistant.Registry, *assistant.Service) {
 func TestToolsRegister(t *testing.T) {
 	t.Parallel()
 	_, reg, _ := toolEnv(t)
-	want := map[string]assistant.Effect{
-		"list_cloud_accounts": assistant.EffectRead, "get_costs": assistant.EffectRead, "list_clusters": assistant.EffectRead,
-		"list_services": assistant.EffectRead, "get_service_logs": assistant.EffectRead, "list_functions": assistant.EffectRead,
-		"get_function_logs": assistant.EffectRead, "list_apps": assistant.EffectRead, "get_build_logs": assistant.EffectRead,
-		"deploy_service": assistant.EffectWrite, "scale_service": assistant.EffectWrite,
-		"invoke_function": assistant.EffectWrite, "deploy_app": assistant.EffectWrite,
+	want := map[string]tool.Effect{
+		"list_cloud_accounts": tool.EffectRead, "get_costs": tool.EffectRead, "list_clusters": tool.EffectRead,
+		"list_services": tool.EffectRead, "get_service_logs": tool.EffectRead, "list_functions": tool.EffectRead,
+		"get_function_logs": tool.EffectRead, "list_apps": tool.EffectRead, "get_build_logs": tool.EffectRead,
+		"deploy_service": tool.EffectWrite, "scale_service": tool.EffectWrite,
+		"invoke_function": tool.EffectWrite, "deploy_app": tool.EffectWrite,
 	}
 	defs := reg.Definitions()
 	if len(defs) != len(want) {
 		t.Fatalf("%d definitions, want %d", len(defs), len(want))
 	}
 	for _, d := range defs {
-		tool, ok := reg.Lookup(d.Name)
-		if !ok || tool.Effect != want[d.Name] || d.Description == "" {
-			t.Errorf("tool %s: %+v", d.Name, tool)
+		tl, ok := reg.Lookup(d.Name)
+		if !ok || tl.Effect != want[d.Name] || d.Description == "" {
+			t.Errorf("tool %s: %+v", d.Name, tl)
 		}
 		var schema struct {
 			Required   []string                   `json:"required"`
 			Properties map[string]json.RawMessage `json:"properties"`
 		}
-		if err := json.Unmarshal(tool.Schema, &schema); err != nil {
+		if err := json.Unmarshal(tl.Schema, &schema); err != nil {
 			t.Errorf("tool %s: %v", d.Name, err)
 		}
 		// The model is shown the strict form of the schema.
-		if p := assistant.StrictProblem(d.Parameters); p != "" || !d.Strict {
+		if p := tool.StrictProblem(d.Parameters); p != "" || !d.Strict {
 			t.Errorf("tool %s is not strict (%v): %s", d.Name, d.Strict, p)
 		}
 		// account_id is optional: needed only where several accounts fit.
@@ -85,7 +86,7 @@ func TestToolArgumentsAreValidated(t *testing.T) {
 	t.Parallel()
 	e, _, asst := toolEnv(t)
 	id := e.add(roleAccount("Production"))
-	tests := []struct{ tool, args string }{
+	tests := []struct{ tl, args string }{
 		{"list_cloud_accounts", `{"limit":500}`},
 		{"list_clusters", `{"acount_id":"x"}`},
 		{"list_clusters", `{"account_id":"production"}`},
@@ -99,12 +100,12 @@ func TestToolArgumentsAreValidated(t *testing.T) {
 		{"invoke_function", fmt.Sprintf(`{"account_id":%q,"name":"f","qualifier":"1"}`, id)},
 	}
 	for _, tt := range tests {
-		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tool, Arguments: tt.args})
+		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tl, Arguments: tt.args})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if ex.Outcome == nil || ex.Outcome.OK || !strings.Contains(ex.Outcome.Error, "schema") {
-			t.Errorf("%s %s: %+v, want refused for its schema", tt.tool, tt.args, ex.Outcome)
+			t.Errorf("%s %s: %+v, want refused for its schema", tt.tl, tt.args, ex.Outcome)
 		}
 	}
 }
@@ -133,9 +134,9 @@ func TestReadTools(t *testing.T) {
 	e.prov.EXPECT().ListClusters(gomock.Any(), c).Return(nil, &ports.Error{Kind: ports.KindUpstream, Message: "ecs: AccessDeniedException"})
 
 	tests := []struct {
-		tool, args string
-		contains   []string
-		lacks      []string
+		tl, args string
+		contains []string
+		lacks    []string
 	}{
 		{"list_cloud_accounts", ``, []string{`"id":"` + id + `"`, `"name":"Production"`, `"auth_mode":"access_key"`, `"status":"untested"`, `"next_cursor":""`},
 			[]string{"sealed", keyID}},
@@ -150,20 +151,20 @@ func TestReadTools(t *testing.T) {
 		{"get_build_logs", fmt.Sprintf(`{"account_id":%q,"app_id":"d1abc","branch":"main","build_id":"7"}`, id), []string{`"status":"FAILED"`, `npm ERR! missing script: build"`, `"log":"…x`}, nil},
 	}
 	for _, tt := range tests {
-		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tool, Arguments: tt.args})
+		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tl, Arguments: tt.args})
 		if err != nil || ex.Outcome == nil || !ex.Outcome.OK {
-			t.Errorf("%s = %+v, %v", tt.tool, ex.Outcome, err)
+			t.Errorf("%s = %+v, %v", tt.tl, ex.Outcome, err)
 			continue
 		}
 		out := string(ex.Outcome.Result)
 		for _, s := range tt.contains {
 			if !strings.Contains(out, s) {
-				t.Errorf("%s: %s lacks %s", tt.tool, clipped(out), s)
+				t.Errorf("%s: %s lacks %s", tt.tl, clipped(out), s)
 			}
 		}
 		for _, s := range tt.lacks {
 			if strings.Contains(out, s) {
-				t.Errorf("%s: %s contains %s", tt.tool, clipped(out), clipped(s))
+				t.Errorf("%s: %s contains %s", tt.tl, clipped(out), clipped(s))
 			}
 		}
 	}
@@ -195,7 +196,7 @@ func TestWriteToolsAskFirst(t *testing.T) {
 	t.Parallel()
 	e, _, asst := toolEnv(t)
 	id := e.add(roleAccount("Production"))
-	tests := []struct{ tool, args, summary string }{
+	tests := []struct{ tl, args, summary string }{
 		{"scale_service", `{"account_id":%q,"cluster":"prod","service":"checkout","desired_count":3}`,
 			"Scale service checkout in cluster prod to 3 tasks (account %s)."},
 		{"scale_service", `{"account_id":%q,"cluster":"prod","service":"checkout","desired_count":1}`,
@@ -218,9 +219,9 @@ func TestWriteToolsAskFirst(t *testing.T) {
 			"Scale service checkout in the one cluster that runs it to 2 tasks (in the one cloud account that has it).%.0s"},
 	}
 	for _, tt := range tests {
-		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tool, Arguments: fmt.Sprintf(tt.args, id)})
+		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tl, Arguments: fmt.Sprintf(tt.args, id)})
 		if err != nil || ex.Confirmation == nil || ex.Outcome != nil {
-			t.Errorf("%s = %+v, %v; want a confirmation", tt.tool, ex, err)
+			t.Errorf("%s = %+v, %v; want a confirmation", tt.tl, ex, err)
 			continue
 		}
 		if want := fmt.Sprintf(tt.summary, id); ex.Confirmation.Summary != want {
@@ -245,21 +246,21 @@ func TestWriteToolsRun(t *testing.T) {
 		Return(ports.Invocation{StatusCode: 200, Payload: json.RawMessage(`{"ok":true}`), FunctionError: "", LogTail: "START RequestId"}, nil)
 	e.prov.EXPECT().DeployApp(gomock.Any(), c, "d1abc", "main").Return(ports.Build{ID: "8", AppID: "d1abc", Branch: "main", Status: "PENDING"}, nil)
 
-	tests := []struct{ tool, args, want string }{
+	tests := []struct{ tl, args, want string }{
 		{"scale_service", `{"account_id":%q,"cluster":"prod","service":"checkout","desired_count":3}`, `"desired":3`},
 		{"deploy_service", `{"account_id":%q,"cluster":"prod","service":"checkout"}`, `{"deployment_id":"ecs-svc/2","status":"PRIMARY"}`},
 		{"invoke_function", `{"account_id":%q,"name":"resize","payload":"{\"image\":\"cat.png\"}"}`, `"payload":{"ok":true}`},
 		{"deploy_app", `{"account_id":%q,"app_id":"d1abc","branch":"main"}`, `"job_id":"8"`},
 	}
 	for _, tt := range tests {
-		tool, _ := reg.Lookup(tt.tool)
-		res, err := tool.Run(as(alice), json.RawMessage(fmt.Sprintf(tt.args, id)))
+		tl, _ := reg.Lookup(tt.tl)
+		res, err := tl.Run(as(alice), json.RawMessage(fmt.Sprintf(tt.args, id)))
 		if err != nil {
-			t.Errorf("%s: %v", tt.tool, err)
+			t.Errorf("%s: %v", tt.tl, err)
 			continue
 		}
 		if b, _ := json.Marshal(res); !strings.Contains(string(b), tt.want) {
-			t.Errorf("%s result %s, want %s", tt.tool, b, tt.want)
+			t.Errorf("%s result %s, want %s", tt.tl, b, tt.want)
 		}
 	}
 	if log := e.auditLog(); len(log) != 5 || log[1].Action != "ecs.scale_service" || log[1].UserID != alice.UserID {
@@ -270,8 +271,8 @@ func TestWriteToolsRun(t *testing.T) {
 	ro := roleAccount("Archive")
 	ro.ReadOnly = true
 	roID := e.add(ro)
-	tool, _ := reg.Lookup("deploy_app")
-	if _, err := tool.Run(as(alice), json.RawMessage(fmt.Sprintf(`{"account_id":%q,"app_id":"d1abc","branch":"main"}`, roID))); err == nil || err.Error() != "cloud account Archive is read-only" {
+	tl, _ := reg.Lookup("deploy_app")
+	if _, err := tl.Run(as(alice), json.RawMessage(fmt.Sprintf(`{"account_id":%q,"app_id":"d1abc","branch":"main"}`, roID))); err == nil || err.Error() != "cloud account Archive is read-only" {
 		t.Errorf("deploy on a read-only account: %v", err)
 	}
 }

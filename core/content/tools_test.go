@@ -12,6 +12,7 @@ import (
 
 	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/content"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/mocks"
 )
@@ -20,10 +21,10 @@ const chatID = "00000000-0000-7000-8000-00000000c0de"
 
 // toolEnv registers the content tools in a registry and an assistant
 // service that carries out calls the way the chat loop does.
-func toolEnv(t *testing.T) (*env, *assistant.Registry, *assistant.Service) {
+func toolEnv(t *testing.T) (*env, *tool.Registry, *assistant.Service) {
 	t.Helper()
 	e := newEnv(t, content.Config{})
-	reg := assistant.NewRegistry()
+	reg := tool.NewRegistry()
 	if err := reg.Register(e.svc.Tools()...); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
@@ -42,19 +43,19 @@ func toolEnv(t *testing.T) (*env, *assistant.Registry, *assistant.Service) {
 func TestToolsRegister(t *testing.T) {
 	t.Parallel()
 	_, reg, _ := toolEnv(t)
-	want := map[string]assistant.Effect{
-		"get_brand": assistant.EffectRead, "list_briefs": assistant.EffectRead, "list_content": assistant.EffectRead,
-		"get_content": assistant.EffectRead, "update_brand": assistant.EffectWrite, "create_brief": assistant.EffectWrite,
-		"generate_content": assistant.EffectWrite, "update_content": assistant.EffectWrite, "delete_content": assistant.EffectWrite,
+	want := map[string]tool.Effect{
+		"get_brand": tool.EffectRead, "list_briefs": tool.EffectRead, "list_content": tool.EffectRead,
+		"get_content": tool.EffectRead, "update_brand": tool.EffectWrite, "create_brief": tool.EffectWrite,
+		"generate_content": tool.EffectWrite, "update_content": tool.EffectWrite, "delete_content": tool.EffectWrite,
 	}
 	defs := reg.Definitions()
 	if len(defs) != len(want) {
 		t.Fatalf("definitions %+v", defs)
 	}
 	for _, d := range defs {
-		tool, ok := reg.Lookup(d.Name)
-		if !ok || tool.Effect != want[d.Name] || d.Description == "" || !json.Valid(d.Parameters) {
-			t.Errorf("tool %s: %+v", d.Name, tool)
+		tl, ok := reg.Lookup(d.Name)
+		if !ok || tl.Effect != want[d.Name] || d.Description == "" || !json.Valid(d.Parameters) {
+			t.Errorf("tool %s: %+v", d.Name, tl)
 		}
 		var schema struct {
 			AdditionalProperties *bool `json:"additionalProperties"`
@@ -62,14 +63,14 @@ func TestToolsRegister(t *testing.T) {
 		if err := json.Unmarshal(d.Parameters, &schema); err != nil || schema.AdditionalProperties == nil || *schema.AdditionalProperties {
 			t.Errorf("tool %s allows additional properties", d.Name)
 		}
-		if p := assistant.StrictProblem(d.Parameters); p != "" || !d.Strict {
+		if p := tool.StrictProblem(d.Parameters); p != "" || !d.Strict {
 			t.Errorf("tool %s is not strict (%v): %s", d.Name, d.Strict, p)
 		}
-		if tool.Area != assistant.AreaContent {
-			t.Errorf("tool %s has area %q", d.Name, tool.Area)
+		if tl.Area != tool.AreaContent {
+			t.Errorf("tool %s has area %q", d.Name, tl.Area)
 		}
-		if takesProject := strings.Contains(string(tool.Schema), `"project_id"`); takesProject != (tool.FillProject == "project_id") {
-			t.Errorf("tool %s fills %q", d.Name, tool.FillProject)
+		if takesProject := strings.Contains(string(tl.Schema), `"project_id"`); takesProject != (tl.FillProject == "project_id") {
+			t.Errorf("tool %s fills %q", d.Name, tl.FillProject)
 		}
 	}
 }
@@ -79,7 +80,7 @@ func TestToolArgumentsAreValidated(t *testing.T) {
 	e, _, asst := toolEnv(t)
 	it := e.seedItem(alice, ports.ContentDraft)
 	tests := []struct {
-		tool, args string
+		tl, args string
 	}{
 		{"get_brand", `{}`},
 		{"get_brand", `{"project_id":"a b"}`},
@@ -105,12 +106,12 @@ func TestToolArgumentsAreValidated(t *testing.T) {
 		{"delete_content", `{"content_id":"nope"}`},
 	}
 	for _, tt := range tests {
-		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tool, Arguments: tt.args})
+		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tl, Arguments: tt.args})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if ex.Outcome == nil || ex.Outcome.OK || !strings.Contains(ex.Outcome.Error, "schema") {
-			t.Errorf("%s %s: %+v, want refused for its schema", tt.tool, tt.args, ex.Outcome)
+			t.Errorf("%s %s: %+v, want refused for its schema", tt.tl, tt.args, ex.Outcome)
 		}
 	}
 	if len(e.jobs()) != 0 || e.updates() != 0 {
@@ -123,7 +124,7 @@ func TestWriteToolSummaries(t *testing.T) {
 	e, _, asst := toolEnv(t)
 	it := e.seedItem(alice, ports.ContentDraft)
 	tests := []struct {
-		tool, args, want string
+		tl, args, want string
 	}{
 		{"update_brand", `{"project_id":"web-site","name":"Acme","banned_words":["cheap"],"preferred_terms":[{"avoid":"utilize","use":"use"},{"avoid":"e-mail","use":"email"}]}`,
 			`Replace the brand settings of project web-site ("Acme") with 1 banned word and 2 preferred terms; settings left out are cleared.`},
@@ -144,12 +145,12 @@ func TestWriteToolSummaries(t *testing.T) {
 		{"delete_content", fmt.Sprintf(`{"content_id":%q}`, it.ID), fmt.Sprintf("Delete content item %s permanently.", it.ID)},
 	}
 	for _, tt := range tests {
-		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tool, Arguments: tt.args})
+		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tl, Arguments: tt.args})
 		if err != nil || ex.Confirmation == nil {
-			t.Fatalf("%s = %+v, %v; want a confirmation", tt.tool, ex, err)
+			t.Fatalf("%s = %+v, %v; want a confirmation", tt.tl, ex, err)
 		}
 		if ex.Confirmation.Summary != tt.want {
-			t.Errorf("%s summary\n%q\nwant\n%q", tt.tool, ex.Confirmation.Summary, tt.want)
+			t.Errorf("%s summary\n%q\nwant\n%q", tt.tl, ex.Confirmation.Summary, tt.want)
 		}
 	}
 	if len(e.jobs()) != 0 || e.updates() != 0 || len(e.m.items) != 1 {
@@ -166,11 +167,11 @@ func TestReadTools(t *testing.T) {
 	e.m.items[it.ID] = it
 	e.m.mu.Unlock()
 	e.seedItem(olga, ports.ContentDraft)
-	run := func(p ports.Principal, tool, args string) *ports.ToolOutcome {
+	run := func(p ports.Principal, tl, args string) *ports.ToolOutcome {
 		t.Helper()
-		ex, err := asst.ExecuteTool(as(p), chatID, ports.ToolCall{Name: tool, Arguments: args})
+		ex, err := asst.ExecuteTool(as(p), chatID, ports.ToolCall{Name: tl, Arguments: args})
 		if err != nil || ex.Outcome == nil {
-			t.Fatalf("%s = %+v, %v", tool, ex, err)
+			t.Fatalf("%s = %+v, %v", tl, ex, err)
 		}
 		return ex.Outcome
 	}
@@ -225,7 +226,7 @@ func TestReadTools(t *testing.T) {
 func TestWriteToolsRun(t *testing.T) {
 	t.Parallel()
 	e, reg, _ := toolEnv(t)
-	tool := func(name string) assistant.Tool {
+	tl := func(name string) tool.Tool {
 		tl, ok := reg.Lookup(name)
 		if !ok {
 			t.Fatalf("no tool %s", name)
@@ -240,18 +241,18 @@ func TestWriteToolsRun(t *testing.T) {
 		return string(b)
 	}
 
-	res, err := tool("update_brand").Run(as(alice), json.RawMessage(`{"project_id":"web-site","name":"Acme","banned_words":["cheap"],"preferred_terms":{"utilize":"use"}}`))
+	res, err := tl("update_brand").Run(as(alice), json.RawMessage(`{"project_id":"web-site","name":"Acme","banned_words":["cheap"],"preferred_terms":{"utilize":"use"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s := encode(res); !strings.Contains(s, `"version":1`) || !strings.Contains(s, `"banned_words":["cheap"]`) {
 		t.Errorf("update_brand %s", s)
 	}
-	if _, err := tool("update_brand").Run(as(alice), json.RawMessage(`{"project_id":"web-site","version":0}`)); errCode(err) != content.CodeStaleVersion {
+	if _, err := tl("update_brand").Run(as(alice), json.RawMessage(`{"project_id":"web-site","version":0}`)); errCode(err) != content.CodeStaleVersion {
 		t.Errorf("update_brand from a stale version: %v", err)
 	}
 
-	res, err = tool("create_brief").Run(as(alice), json.RawMessage(`{"project_id":"web-site","title":"Faster approvals","keywords":["expenses"],"length":{"min_words":3,"max_words":500}}`))
+	res, err = tl("create_brief").Run(as(alice), json.RawMessage(`{"project_id":"web-site","title":"Faster approvals","keywords":["expenses"],"length":{"min_words":3,"max_words":500}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +268,7 @@ func TestWriteToolsRun(t *testing.T) {
 		t.Errorf("create_brief %s", encode(res))
 	}
 
-	res, err = tool("generate_content").Run(as(alice), json.RawMessage(`{"brief_id":"`+brief.ID+`","variants":2}`))
+	res, err = tl("generate_content").Run(as(alice), json.RawMessage(`{"brief_id":"`+brief.ID+`","variants":2}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,24 +290,24 @@ func TestWriteToolsRun(t *testing.T) {
 	if err := e.svc.RunGeneration(t.Context(), e.jobs()[0].args.(content.GenerateContentArgs), false); err != nil {
 		t.Fatal(err)
 	}
-	res, err = tool("update_content").Run(as(alice), json.RawMessage(fmt.Sprintf(`{"content_id":%q,"version":2,"body":"A cheap way to approve.","status":"in_review"}`, id)))
+	res, err = tl("update_content").Run(as(alice), json.RawMessage(fmt.Sprintf(`{"content_id":%q,"version":2,"body":"A cheap way to approve.","status":"in_review"}`, id)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s := encode(res); !strings.Contains(s, `"status":"in_review"`) || !strings.Contains(s, `"version":3`) || !strings.Contains(s, `"kind":"banned_word"`) {
 		t.Errorf("update_content %s", s)
 	}
-	if _, err := tool("update_content").Run(as(alice), json.RawMessage(fmt.Sprintf(`{"content_id":%q,"version":2,"status":"approved"}`, id))); errCode(err) != content.CodeStaleVersion {
+	if _, err := tl("update_content").Run(as(alice), json.RawMessage(fmt.Sprintf(`{"content_id":%q,"version":2,"status":"approved"}`, id))); errCode(err) != content.CodeStaleVersion {
 		t.Errorf("update_content from a stale version: %v", err)
 	}
-	if _, err := tool("update_content").Run(as(alice), json.RawMessage(fmt.Sprintf(`{"content_id":%q,"version":3,"status":"published"}`, id))); errCode(err) != content.CodeInvalidTransition {
+	if _, err := tl("update_content").Run(as(alice), json.RawMessage(fmt.Sprintf(`{"content_id":%q,"version":3,"status":"published"}`, id))); errCode(err) != content.CodeInvalidTransition {
 		t.Errorf("update_content in_review → published: %v", err)
 	}
 
-	if _, err := tool("delete_content").Run(as(olga), json.RawMessage(fmt.Sprintf(`{"content_id":%q}`, id))); !errors.Is(err, ports.ErrNotFound) {
+	if _, err := tl("delete_content").Run(as(olga), json.RawMessage(fmt.Sprintf(`{"content_id":%q}`, id))); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("olga deletes alice's item: %v", err)
 	}
-	res, err = tool("delete_content").Run(as(alice), json.RawMessage(fmt.Sprintf(`{"content_id":%q}`, id)))
+	res, err = tl("delete_content").Run(as(alice), json.RawMessage(fmt.Sprintf(`{"content_id":%q}`, id)))
 	if err != nil || encode(res) != fmt.Sprintf(`{"deleted":%q}`, id) {
 		t.Errorf("delete_content = %s, %v", encode(res), err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/scm"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
 	"github.com/devpilot/devpilot/testkit/mocks"
@@ -21,10 +22,10 @@ const chatID = "00000000-0000-7000-8000-00000000c0de"
 
 // toolEnv registers the SCM tools in a registry and an assistant service
 // that carries out calls the way the chat loop does.
-func toolEnv(t *testing.T) (*env, *assistant.Registry, *assistant.Service) {
+func toolEnv(t *testing.T) (*env, *tool.Registry, *assistant.Service) {
 	t.Helper()
 	e := newEnv(t, scm.Config{})
-	reg := assistant.NewRegistry()
+	reg := tool.NewRegistry()
 	if err := reg.Register(e.svc.Tools()...); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
@@ -47,19 +48,19 @@ func TestToolsRegister(t *testing.T) {
 		t.Fatalf("%d definitions, want %d", len(defs), len(want))
 	}
 	for _, d := range defs {
-		tool, ok := reg.Lookup(d.Name)
+		tl, ok := reg.Lookup(d.Name)
 		needsRepo, known := want[d.Name]
-		if !ok || !known || tool.Effect != assistant.EffectRead || d.Description == "" {
-			t.Errorf("tool %s: %+v", d.Name, tool)
+		if !ok || !known || tl.Effect != tool.EffectRead || d.Description == "" {
+			t.Errorf("tool %s: %+v", d.Name, tl)
 		}
 		var schema struct {
 			Required []string `json:"required"`
 		}
-		if err := json.Unmarshal(tool.Schema, &schema); err != nil {
+		if err := json.Unmarshal(tl.Schema, &schema); err != nil {
 			t.Fatal(err)
 		}
 		// The model is shown the strict form of the schema.
-		if p := assistant.StrictProblem(d.Parameters); p != "" || !d.Strict {
+		if p := tool.StrictProblem(d.Parameters); p != "" || !d.Strict {
 			t.Errorf("tool %s is not strict (%v): %s", d.Name, d.Strict, p)
 		}
 		if got := strings.Join(schema.Required, ","); needsRepo && got != "repo_id" {
@@ -71,7 +72,7 @@ func TestToolsRegister(t *testing.T) {
 func TestToolArgumentsAreValidated(t *testing.T) {
 	t.Parallel()
 	_, _, asst := toolEnv(t)
-	for _, tt := range []struct{ tool, args string }{
+	for _, tt := range []struct{ tl, args string }{
 		{"list_repos", `{"limit":101}`},
 		{"list_commits", `{}`},
 		{"list_commits", `{"repo_id":"acme/web"}`},
@@ -80,12 +81,12 @@ func TestToolArgumentsAreValidated(t *testing.T) {
 		{"search_commits", fmt.Sprintf(`{"q":%q}`, strings.Repeat("x", 257))},
 		{"get_repo_activity", `{"repo_id":"00000000-0000-7000-8000-000000000002","since":"yesterday"}`},
 	} {
-		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tool, Arguments: tt.args})
+		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tl, Arguments: tt.args})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if ex.Outcome == nil || ex.Outcome.OK || !strings.Contains(ex.Outcome.Error, "schema") {
-			t.Errorf("%s %s: %+v, want refused for its schema", tt.tool, tt.args, ex.Outcome)
+			t.Errorf("%s %s: %+v, want refused for its schema", tt.tl, tt.args, ex.Outcome)
 		}
 	}
 }
@@ -108,9 +109,9 @@ func TestToolsRun(t *testing.T) {
 		Return([]ports.SCMActivity{{ID: "event:1", RepoID: 101, Kind: "push", Actor: "alice", Ref: "main", Summary: "alice pushed 1 commit to main", At: at, Source: "api"}}, "", nil)
 
 	tests := []struct {
-		tool, args string
-		contains   []string
-		lacks      []string
+		tl, args string
+		contains []string
+		lacks    []string
 	}{
 		{"list_repos", ``, []string{`"id":"` + web + `"`, `"full_name":"acme/web"`, `"full_name":"acme/api"`, `"private":true`,
 			`"default_branch":"main"`, `"description":"The website"`, `"next_cursor":""`}, []string{"sealed", "gho_alice", "connection"}},
@@ -123,20 +124,20 @@ func TestToolsRun(t *testing.T) {
 			`"actor":"alice"`, `"ref":"main"`, `"source":"api"`, `"at":"2026-01-02T03:00:00Z"`}, nil},
 	}
 	for _, tt := range tests {
-		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tool, Arguments: tt.args})
+		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tl, Arguments: tt.args})
 		if err != nil || ex.Outcome == nil || !ex.Outcome.OK {
-			t.Errorf("%s: %+v, %v", tt.tool, ex.Outcome, err)
+			t.Errorf("%s: %+v, %v", tt.tl, ex.Outcome, err)
 			continue
 		}
 		out := string(ex.Outcome.Result)
 		for _, s := range tt.contains {
 			if !strings.Contains(out, s) {
-				t.Errorf("%s: %.400s lacks %s", tt.tool, out, s)
+				t.Errorf("%s: %.400s lacks %s", tt.tl, out, s)
 			}
 		}
 		for _, s := range tt.lacks {
 			if strings.Contains(out, s) {
-				t.Errorf("%s: %.400s contains %s", tt.tool, out, s)
+				t.Errorf("%s: %.400s contains %s", tt.tl, out, s)
 			}
 		}
 	}

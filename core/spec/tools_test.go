@@ -12,6 +12,7 @@ import (
 
 	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/spec"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/mocks"
 )
@@ -20,10 +21,10 @@ const chatID = "00000000-0000-7000-8000-00000000c0de"
 
 // toolEnv registers the spec tools in a registry and an assistant service
 // that carries out calls the way the chat loop does.
-func toolEnv(t *testing.T) (*env, *assistant.Registry, *assistant.Service) {
+func toolEnv(t *testing.T) (*env, *tool.Registry, *assistant.Service) {
 	t.Helper()
 	e := newEnv(t, spec.Config{})
-	reg := assistant.NewRegistry()
+	reg := tool.NewRegistry()
 	if err := reg.Register(e.svc.Tools()...); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
@@ -42,21 +43,21 @@ func toolEnv(t *testing.T) (*env, *assistant.Registry, *assistant.Service) {
 func TestToolsRegister(t *testing.T) {
 	t.Parallel()
 	_, reg, _ := toolEnv(t)
-	want := map[string]assistant.Effect{
-		"add_spec_input": assistant.EffectWrite, "generate_spec_stage": assistant.EffectWrite,
-		"get_spec_session": assistant.EffectRead, "list_spec_sessions": assistant.EffectRead,
+	want := map[string]tool.Effect{
+		"add_spec_input": tool.EffectWrite, "generate_spec_stage": tool.EffectWrite,
+		"get_spec_session": tool.EffectRead, "list_spec_sessions": tool.EffectRead,
 	}
 	defs := reg.Definitions()
 	if len(defs) != len(want) {
 		t.Fatalf("definitions %+v", defs)
 	}
 	for _, d := range defs {
-		tool, ok := reg.Lookup(d.Name)
-		if !ok || tool.Effect != want[d.Name] || d.Description == "" || !json.Valid(d.Parameters) {
-			t.Errorf("tool %s: %+v", d.Name, tool)
+		tl, ok := reg.Lookup(d.Name)
+		if !ok || tl.Effect != want[d.Name] || d.Description == "" || !json.Valid(d.Parameters) {
+			t.Errorf("tool %s: %+v", d.Name, tl)
 		}
-		if p := assistant.StrictProblem(d.Parameters); p != "" || !d.Strict || tool.Area != assistant.AreaSpec {
-			t.Errorf("tool %s is not strict (%v) or of area %q: %s", d.Name, d.Strict, tool.Area, p)
+		if p := tool.StrictProblem(d.Parameters); p != "" || !d.Strict || tl.Area != tool.AreaSpec {
+			t.Errorf("tool %s is not strict (%v) or of area %q: %s", d.Name, d.Strict, tl.Area, p)
 		}
 	}
 }
@@ -66,7 +67,7 @@ func TestToolArgumentsAreValidated(t *testing.T) {
 	e, _, asst := toolEnv(t)
 	sid := e.newSession(alice)
 	tests := []struct {
-		tool, args string
+		tl, args string
 	}{
 		{"list_spec_sessions", `{"limit":0}`},
 		{"list_spec_sessions", `{"limit":500}`},
@@ -80,12 +81,12 @@ func TestToolArgumentsAreValidated(t *testing.T) {
 		{"generate_spec_stage", `{"stage":"prd"}`},
 	}
 	for _, tt := range tests {
-		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tool, Arguments: tt.args})
+		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tl, Arguments: tt.args})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if ex.Outcome == nil || ex.Outcome.OK || !strings.Contains(ex.Outcome.Error, "schema") {
-			t.Errorf("%s %s: %+v, want refused for its schema", tt.tool, tt.args, ex.Outcome)
+			t.Errorf("%s %s: %+v, want refused for its schema", tt.tl, tt.args, ex.Outcome)
 		}
 	}
 	if len(e.jobs()) != 0 || len(e.m.inputs) != 1 {

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/core/voice"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
@@ -35,7 +36,7 @@ func withinTx(ctx context.Context) bool { return ctx.Value(inTx{}) != nil }
 type env struct {
 	t           *testing.T
 	svc         *voice.Service
-	reg         *assistant.Registry
+	reg         *tool.Registry
 	sessions    *mocks.MockChatSessionStore
 	messages    *mocks.MockChatMessageStore
 	confs       *mocks.MockConfirmationStore
@@ -64,14 +65,14 @@ func newEnv(t *testing.T, cfg voice.Config, with ...func(*assistant.Deps)) *env 
 	t.Helper()
 	ctrl := gomock.NewController(t)
 	e := &env{
-		t: t, reg: assistant.NewRegistry(),
+		t: t, reg: tool.NewRegistry(),
 		sessions: mocks.NewMockChatSessionStore(ctrl), messages: mocks.NewMockChatMessageStore(ctrl),
 		confs: mocks.NewMockConfirmationStore(ctrl), prefs: mocks.NewMockPreferenceStore(ctrl),
 		tx: mocks.NewMockTransactor(ctrl), realtime: mocks.NewMockRealtime(ctrl), transcriber: mocks.NewMockTranscriber(ctrl),
 		clock: fixture.NewClock(), ids: &fixture.IDs{},
 	}
 	err := e.reg.Register(
-		assistant.Tool{Name: "get_project", Description: "reads a project", Schema: json.RawMessage(projectSchema), Effect: assistant.EffectRead,
+		tool.Tool{Name: "get_project", Description: "reads a project", Schema: json.RawMessage(projectSchema), Effect: tool.EffectRead,
 			Run: func(_ context.Context, args json.RawMessage) (any, error) {
 				e.reads.Add(1)
 				var a struct {
@@ -83,9 +84,9 @@ func newEnv(t *testing.T, cfg voice.Config, with ...func(*assistant.Deps)) *env 
 				}
 				return map[string]string{"name": "Apollo"}, nil
 			}},
-		assistant.Tool{Name: "list_projects", Description: "lists projects", Schema: json.RawMessage(`{"type":"object"}`), Effect: assistant.EffectRead,
+		tool.Tool{Name: "list_projects", Description: "lists projects", Schema: json.RawMessage(`{"type":"object"}`), Effect: tool.EffectRead,
 			Run: func(context.Context, json.RawMessage) (any, error) { return []string{"Apollo"}, nil }},
-		assistant.Tool{Name: "deploy_project", Description: "deploys a project", Schema: json.RawMessage(projectSchema), Effect: assistant.EffectWrite,
+		tool.Tool{Name: "deploy_project", Description: "deploys a project", Schema: json.RawMessage(projectSchema), Effect: tool.EffectWrite,
 			Summary: func(json.RawMessage) string { return "Deploy project Apollo." },
 			Run:     func(context.Context, json.RawMessage) (any, error) { e.writes.Add(1); return "deployed", nil }},
 	)

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -44,7 +44,7 @@ const DefaultMaxAudioBytes = 25 << 20
 
 // DefaultInstructions are the base instructions of a voice session when
 // Config.Instructions is empty.
-// The assistant's ground rules (assistant.GroundRules) and the date follow
+// The assistant's ground rules (see Assistant.Instructions) and the date follow
 // them.
 const DefaultInstructions = `You are devpilot, the voice assistant of a product team. You help with specifications, cloud services, content and code repositories, using the tools you are given. Changes wait for the user's approval on screen: after calling such a tool, tell the user it is waiting for their approval. Speak briefly and naturally, in short sentences without lists or markup.`
 
@@ -74,10 +74,27 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Assistant is what voice needs of the assistant (*assistant.Service has
+// it): the tools it offers, the instructions it gives the model, the
+// caller's organisation's tool policy, and carrying out a call in a chat
+// session.
+type Assistant interface {
+	// Registry holds the tools, routed per page as the chat routes them.
+	Registry() *tool.Registry
+	// Instructions are base followed by the ground rules every session
+	// keeps, today's date and the caller's standing instructions.
+	Instructions(ctx context.Context, base string) (string, error)
+	// Policy reads the tool policy of the caller's organisation.
+	Policy(ctx context.Context) (tool.Policy, error)
+	// ExecuteToolUnder checks a call and runs a read at once or makes a
+	// write (or a read pol marks) a pending confirmation of the session.
+	ExecuteToolUnder(ctx context.Context, sessionID string, call ports.ToolCall, pol tool.Policy) (tool.Execution, error)
+}
+
 // Deps are the ports and services a Service needs. Logger nil discards logs.
 type Deps struct {
 	// Assistant provides the tools, runs them and keeps the preferences.
-	Assistant   *assistant.Service
+	Assistant   Assistant
 	Sessions    ports.ChatSessionStore
 	Messages    ports.ChatMessageStore
 	Realtime    ports.Realtime
@@ -120,35 +137,35 @@ func (s *Service) StartSession(ctx context.Context) (Session, error) {
 // tools are the realtime session's function definitions: every assistant
 // tool without a page, as API.md §4.5 fixes it (the session lasts and the
 // user may ask anything); with a page, those the chat routes there.
-func (s *Service) tools(page *assistant.PageContext) []ports.ToolDefinition {
+func (s *Service) tools(page *tool.PageContext) []ports.ToolDefinition {
 	if page == nil || (page.CurrentPage == "" && page.SelectedProjectID == "") {
 		return s.d.Assistant.Registry().Definitions()
 	}
-	return s.d.Assistant.Registry().Route(page, "", assistant.DefaultMaxTools)
+	return s.d.Assistant.Registry().Route(page, "", tool.DefaultMaxTools)
 }
 
 // StartSessionOn starts a voice session for the caller on a console page
 // (nil for none): it mints a realtime client secret whose instructions are
 // the base instructions followed by the assistant's ground rules, today's
 // date and the caller's standing instructions, and whose tools are those the
-// chat would offer on that page (at most assistant.DefaultMaxTools, routed by
+// chat would offer on that page (at most tool.DefaultMaxTools, routed by
 // the assistant's Registry.Route; without a page, every tool), then creates
 // the chat session titled "Voice session" that records what is done by
 // voice. Errors: the Realtime port's (rate_limited,
 // unavailable, timeout, upstream, invalid) pass through; the stores'.
-func (s *Service) StartSessionOn(ctx context.Context, page *assistant.PageContext) (Session, error) {
+func (s *Service) StartSessionOn(ctx context.Context, page *tool.PageContext) (Session, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
 		return Session{}, err
 	}
-	prefs, _, err := s.d.Assistant.Preferences(ctx)
+	instructions, err := s.d.Assistant.Instructions(ctx, s.cfg.Instructions)
 	if err != nil {
 		return Session{}, err
 	}
 	secret, err := s.d.Realtime.CreateClientSecret(ctx, ports.RealtimeSessionConfig{
 		Model:        s.cfg.Model,
 		Voice:        s.cfg.Voice,
-		Instructions: assistant.Instructions(s.cfg.Instructions, prefs, s.d.Clock.Now().UTC()),
+		Instructions: instructions,
 		Tools:        s.tools(page),
 		ExpiresIn:    s.cfg.Expiry,
 	})

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/core/voice"
 	"github.com/devpilot/devpilot/ports"
 )
@@ -37,7 +38,7 @@ func TestStartSession(t *testing.T) {
 			var names []string
 			for _, d := range cfg.Tools {
 				names = append(names, d.Name)
-				if d.Description == "" || len(d.Parameters) == 0 || assistant.StrictProblem(d.Parameters) != "" {
+				if d.Description == "" || len(d.Parameters) == 0 || tool.StrictProblem(d.Parameters) != "" {
 					t.Errorf("tool %+v is not fully described", d)
 				}
 			}
@@ -111,26 +112,26 @@ func TestStartSessionRoutesTools(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		page *assistant.PageContext
+		page *tool.PageContext
 		max  int
-		want func(assistant.Tool) bool
+		want func(tool.Tool) bool
 	}{
-		{"cloud page", &assistant.PageContext{CurrentPage: "/cloud"}, assistant.DefaultMaxTools, func(t assistant.Tool) bool { return t.Area == assistant.AreaCloud || t.Core || t.Area == "" }},
-		{"no page: every tool", nil, 0, func(assistant.Tool) bool { return true }},
-		{"empty page: every tool", &assistant.PageContext{}, 0, func(assistant.Tool) bool { return true }},
+		{"cloud page", &tool.PageContext{CurrentPage: "/cloud"}, tool.DefaultMaxTools, func(t tool.Tool) bool { return t.Area == tool.AreaCloud || t.Core || t.Area == "" }},
+		{"no page: every tool", nil, 0, func(tool.Tool) bool { return true }},
+		{"empty page: every tool", &tool.PageContext{}, 0, func(tool.Tool) bool { return true }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, voice.Config{})
-			var tools []assistant.Tool
-			for _, a := range []assistant.Area{assistant.AreaCloud, assistant.AreaContent, assistant.AreaSpec, assistant.AreaSCM} {
+			var tools []tool.Tool
+			for _, a := range []tool.Area{tool.AreaCloud, tool.AreaContent, tool.AreaSpec, tool.AreaSCM} {
 				for i := range 8 {
-					effect := assistant.EffectRead
+					effect := tool.EffectRead
 					if i >= 5 {
-						effect = assistant.EffectWrite
+						effect = tool.EffectWrite
 					}
-					tools = append(tools, assistant.Tool{Name: fmt.Sprintf("%s_%d", a, i), Description: "x", Area: a, Effect: effect,
+					tools = append(tools, tool.Tool{Name: fmt.Sprintf("%s_%d", a, i), Description: "x", Area: a, Effect: effect,
 						Schema: json.RawMessage(`{"type":"object"}`), Summary: func(json.RawMessage) string { return "x" },
 						Run: func(context.Context, json.RawMessage) (any, error) { return nil, nil }})
 				}
@@ -148,9 +149,9 @@ func TestStartSessionRoutesTools(t *testing.T) {
 						t.Errorf("%d tools offered, want 1 to %d", n, tt.max)
 					}
 					for _, d := range cfg.Tools {
-						tool, _ := e.reg.Lookup(d.Name)
-						if !tt.want(tool) {
-							t.Errorf("tool %s (area %q, %s) offered", d.Name, tool.Area, tool.Effect)
+						tl, _ := e.reg.Lookup(d.Name)
+						if !tt.want(tl) {
+							t.Errorf("tool %s (area %q, %s) offered", d.Name, tl.Area, tl.Effect)
 						}
 					}
 					return ports.RealtimeSecret{Value: "ek_1"}, nil

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -68,7 +68,7 @@ func (s *Service) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallResul
 	if err != nil {
 		return ToolCallResult{}, err
 	}
-	call, tool, err := s.validCall(ctx, in)
+	call, def, err := s.validCall(ctx, in)
 	if err != nil {
 		return ToolCallResult{}, err
 	}
@@ -78,13 +78,13 @@ func (s *Service) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallResul
 	}
 	// The policy is read once, here, and decides both the path taken and
 	// what ExecuteToolUnder does; a write needs none.
-	var pol assistant.Policy
-	if tool.Effect == assistant.EffectRead {
+	var pol tool.Policy
+	if def.Effect == tool.EffectRead {
 		if pol, err = s.d.Assistant.Policy(ctx); err != nil {
 			return ToolCallResult{}, err
 		}
 	}
-	if !pol.Confirms(tool) {
+	if !pol.Confirms(def) {
 		return s.read(ctx, sess, fresh, call, pol)
 	}
 	return s.write(ctx, sess, fresh, call, pol)
@@ -92,7 +92,7 @@ func (s *Service) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallResul
 
 // validCall checks a call's fields, then its name and arguments against the
 // registry, and returns it as the chat loop would have received it.
-func (s *Service) validCall(ctx context.Context, in ToolCallInput) (ports.ToolCall, assistant.Tool, error) {
+func (s *Service) validCall(ctx context.Context, in ToolCallInput) (ports.ToolCall, tool.Tool, error) {
 	var fields []ports.FieldError
 	if in.Name == "" {
 		fields = append(fields, ports.FieldError{Field: "name", Reason: "required"})
@@ -105,19 +105,19 @@ func (s *Service) validCall(ctx context.Context, in ToolCallInput) (ports.ToolCa
 		fields = append(fields, ports.FieldError{Field: "arguments", Reason: "must be a JSON object, or a string holding one"})
 	}
 	if len(fields) > 0 {
-		return ports.ToolCall{}, assistant.Tool{}, ports.Invalid("invalid tool call", fields...)
+		return ports.ToolCall{}, tool.Tool{}, ports.Invalid("invalid tool call", fields...)
 	}
 	call := ports.ToolCall{ID: in.CallID, Name: in.Name, Arguments: args}
-	tool, ok := s.d.Assistant.Registry().Lookup(in.Name)
+	def, ok := s.d.Assistant.Registry().Lookup(in.Name)
 	if !ok {
-		return call, tool, ports.Invalid(fmt.Sprintf("unknown tool %q", in.Name),
+		return call, def, ports.Invalid(fmt.Sprintf("unknown tool %q", in.Name),
 			ports.FieldError{Field: "name", Reason: fmt.Sprintf("unknown tool %q; call one of the tools you were given", in.Name)})
 	}
 	if _, _, problem := s.d.Assistant.Registry().Check(call); problem != "" {
-		return call, tool, ports.Invalid(fmt.Sprintf("invalid arguments for tool %q", in.Name),
+		return call, def, ports.Invalid(fmt.Sprintf("invalid arguments for tool %q", in.Name),
 			ports.FieldError{Field: "arguments", Reason: problem})
 	}
-	return call, tool, nil
+	return call, def, nil
 }
 
 // normaliseArgs returns the arguments as the compact text of a JSON object:
@@ -171,7 +171,7 @@ func (s *Service) voiceSession(ctx context.Context, p ports.Principal, id string
 }
 
 // read runs a read call, then records it with its outcome.
-func (s *Service) read(ctx context.Context, sess ports.ChatSession, fresh bool, call ports.ToolCall, pol assistant.Policy) (ToolCallResult, error) {
+func (s *Service) read(ctx context.Context, sess ports.ChatSession, fresh bool, call ports.ToolCall, pol tool.Policy) (ToolCallResult, error) {
 	if fresh {
 		if err := s.d.Sessions.CreateSession(ctx, sess); err != nil {
 			return ToolCallResult{}, err
@@ -186,7 +186,7 @@ func (s *Service) read(ctx context.Context, sess ports.ChatSession, fresh bool, 
 	if ex.Outcome == nil {
 		return ToolCallResult{}, ports.Errorf(ports.KindInternal, "read tool %q gave no outcome", call.Name)
 	}
-	content := assistant.ToolContent(*ex.Outcome)
+	content := tool.Content(*ex.Outcome)
 	now := s.d.Clock.Now()
 	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
 		answer := ports.ChatMessage{ID: s.d.IDs.NewID(), SessionID: sess.ID, CreatedAt: now,
@@ -205,7 +205,7 @@ func (s *Service) read(ctx context.Context, sess ports.ChatSession, fresh bool, 
 
 // write asks for a confirmation of a write call (or of a read marked
 // always_confirm) and records the call, in one transaction.
-func (s *Service) write(ctx context.Context, sess ports.ChatSession, fresh bool, call ports.ToolCall, pol assistant.Policy) (ToolCallResult, error) {
+func (s *Service) write(ctx context.Context, sess ports.ChatSession, fresh bool, call ports.ToolCall, pol tool.Policy) (ToolCallResult, error) {
 	var conf *ports.Confirmation
 	err := s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
 		if fresh {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -20,7 +21,7 @@ var AssistantModule = fx.Module("assistant",
 			fx.As(new(ports.ConfirmationStore)), fx.As(new(ports.StreamEventStore)),
 			fx.As(new(ports.TurnStore)), fx.As(new(ports.PreferenceStore))),
 		fx.Annotate(sqlstore.NewToolPolicies, fx.As(new(ports.ToolPolicyStore))),
-		assistant.NewRegistry,
+		tool.NewRegistry,
 		NewAssistant,
 	),
 )
@@ -41,7 +42,7 @@ type AssistantParams struct {
 	LLM           ports.LLM
 	Clock         ports.Clock
 	IDs           ports.IDs
-	Registry      *assistant.Registry
+	Registry      *tool.Registry
 	DB            *sqlstore.DB `optional:"true"`
 }
 

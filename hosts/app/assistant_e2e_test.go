@@ -20,8 +20,8 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
-	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/hosts/app"
 	"github.com/devpilot/devpilot/testkit/fakeaws"
 	"github.com/devpilot/devpilot/testkit/fakeopenai"
@@ -54,7 +54,7 @@ type stack struct {
 	aws    *fakeaws.Server
 	scales atomic.Int32
 	id     *identity.Service
-	reg    *assistant.Registry
+	reg    *tool.Registry
 	// h2c, when set, sends call's requests over HTTP/2 without TLS, and
 	// call insists that they are answered so; else http.DefaultClient.
 	h2c *http.Client
@@ -81,7 +81,7 @@ func startStack(t *testing.T, dialect string) *stack {
 	logs := &addrWatch{addr: make(chan string, 1)}
 	fxApp := fx.New(
 		app.Options(cfg, app.NewLogger(cfg, logs)),
-		fx.Invoke(func(r *assistant.Registry) error { return r.Register(st.tools()...) }),
+		fx.Invoke(func(r *tool.Registry) error { return r.Register(st.tools()...) }),
 		fx.Populate(&st.id, &st.reg),
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -104,17 +104,17 @@ func startStack(t *testing.T, dialect string) *stack {
 	return st
 }
 
-func (st *stack) tools() []assistant.Tool {
-	return []assistant.Tool{
+func (st *stack) tools() []tool.Tool {
+	return []tool.Tool{
 		{
-			Name: "list_widgets", Description: "Lists the widgets.", Effect: assistant.EffectRead,
+			Name: "list_widgets", Description: "Lists the widgets.", Effect: tool.EffectRead,
 			Schema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 			Run: func(context.Context, json.RawMessage) (any, error) {
 				return map[string]any{"services": []string{"checkout", "search"}}, nil
 			},
 		},
 		{
-			Name: "resize_widget", Description: "Resizes a widget.", Effect: assistant.EffectWrite,
+			Name: "resize_widget", Description: "Resizes a widget.", Effect: tool.EffectWrite,
 			Schema: json.RawMessage(`{"type":"object","properties":{"service":{"type":"string"},
 				"desired_count":{"type":"integer","minimum":0,"maximum":1000}},
 				"required":["service","desired_count"],"additionalProperties":false}`),
@@ -286,12 +286,12 @@ func TestAssistantEndToEnd(t *testing.T) {
 			if lastMsg.Role != "user" || !strings.Contains(lastMsg.Content, "current_page: /cloud\n") || !strings.HasSuffix(lastMsg.Content, "scale checkout to 3") {
 				t.Fatalf("last user message = %q", lastMsg.Content)
 			}
-			if n := len(first.Tools); n == 0 || n > assistant.DefaultMaxTools {
+			if n := len(first.Tools); n == 0 || n > tool.DefaultMaxTools {
 				t.Fatalf("%d tools offered", n)
 			}
-			for _, tool := range first.Tools {
-				if !tool.Strict || assistant.StrictProblem(tool.Parameters) != "" {
-					t.Fatalf("tool %s is not strict: %s", tool.Name, tool.Parameters)
+			for _, tl := range first.Tools {
+				if !tl.Strict || tool.StrictProblem(tl.Parameters) != "" {
+					t.Fatalf("tool %s is not strict: %s", tl.Name, tl.Parameters)
 				}
 			}
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/aws"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
-	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/cloud"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -22,7 +22,7 @@ var CloudModule = fx.Module("cloud",
 		NewCloudProvider,
 		NewCloud,
 	),
-	fx.Invoke(func(r *assistant.Registry, c *cloud.Service) error { return r.Register(c.Tools()...) }),
+	fx.Invoke(func(r *tool.Registry, c *cloud.Service) error { return r.Register(c.Tools()...) }),
 )
 
 // NewCloudProvider returns the AWS adapter over the SDK's default

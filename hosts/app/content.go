@@ -6,8 +6,8 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore"
-	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/content"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -18,7 +18,7 @@ var ContentModule = fx.Module("content",
 		fx.Annotate(sqlstore.NewContent, fx.As(new(ports.ContentStore))),
 		NewContent,
 	),
-	fx.Invoke(func(r *assistant.Registry, s *content.Service) error { return r.Register(s.Tools()...) }),
+	fx.Invoke(func(r *tool.Registry, s *content.Service) error { return r.Register(s.Tools()...) }),
 )
 
 // ContentParams are what the content engine is built from.

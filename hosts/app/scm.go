@@ -9,8 +9,8 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/github"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
-	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/scm"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -23,7 +23,7 @@ var SCMModule = fx.Module("scm",
 		NewSCMWebhooks,
 		NewSCM,
 	),
-	fx.Invoke(func(r *assistant.Registry, s *scm.Service) error { return r.Register(s.Tools()...) }),
+	fx.Invoke(func(r *tool.Registry, s *scm.Service) error { return r.Register(s.Tools()...) }),
 )
 
 // NewSCMProvider returns the GitHub adapter, or, without an OAuth app

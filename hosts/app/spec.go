@@ -6,8 +6,8 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore"
-	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/spec"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -18,7 +18,7 @@ var SpecModule = fx.Module("spec",
 		fx.Annotate(sqlstore.NewSpec, fx.As(new(ports.SpecStore)), fx.As(new(ports.StandardStore)), fx.As(new(ports.SpecDigestStore))),
 		NewSpec,
 	),
-	fx.Invoke(func(r *assistant.Registry, s *spec.Service) error { return r.Register(s.Tools()...) }),
+	fx.Invoke(func(r *tool.Registry, s *spec.Service) error { return r.Register(s.Tools()...) }),
 )
 
 // SpecParams are what the specification engine is built from.

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
-	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
@@ -48,11 +48,11 @@ func TestVoiceEndToEnd(t *testing.T) {
 				t.Fatalf("realtime requests: %+v", reqs)
 			}
 			var sent []string
-			for _, tool := range reqs[0].Tools {
-				if len(tool.Parameters) == 0 {
-					t.Errorf("tool %s sent without a schema", tool.Name)
+			for _, tl := range reqs[0].Tools {
+				if len(tl.Parameters) == 0 {
+					t.Errorf("tool %s sent without a schema", tl.Name)
 				}
-				sent = append(sent, tool.Name)
+				sent = append(sent, tl.Name)
 			}
 			// Without a page, every assistant tool (API.md §4.5).
 			var want []string
@@ -71,11 +71,11 @@ func TestVoiceEndToEnd(t *testing.T) {
 			}
 			reqs = st.model.RealtimeRequests()
 			var onPage []string
-			for _, tool := range reqs[len(reqs)-1].Tools {
-				onPage = append(onPage, tool.Name)
+			for _, tl := range reqs[len(reqs)-1].Tools {
+				onPage = append(onPage, tl.Name)
 			}
 			var routed []string
-			for _, def := range st.reg.Route(&assistant.PageContext{CurrentPage: "/cloud"}, "", 0) {
+			for _, def := range st.reg.Route(&tool.PageContext{CurrentPage: "/cloud"}, "", 0) {
 				routed = append(routed, def.Name)
 			}
 			slices.Sort(onPage)

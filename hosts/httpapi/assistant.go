@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -62,7 +63,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	}
 	in := assistant.ChatInput{SessionID: req.SessionID, Message: *req.Message}
 	if req.Context != nil {
-		in.Context = &assistant.PageContext{CurrentPage: req.Context.CurrentPage, SelectedProjectID: req.Context.SelectedProjectID}
+		in.Context = &tool.PageContext{CurrentPage: req.Context.CurrentPage, SelectedProjectID: req.Context.SelectedProjectID}
 	}
 	run, err := s.d.Assistant.Chat(r.Context(), in)
 	if err != nil {
@@ -416,9 +417,9 @@ func (s *Server) setToolPolicy(w http.ResponseWriter, r *http.Request) error {
 	if req.AlwaysConfirm == nil {
 		return missing("always_confirm")
 	}
-	tool, err := s.d.Assistant.SetToolPolicy(r.Context(), pathParam(r, "name"), *req.AlwaysConfirm)
+	tl, err := s.d.Assistant.SetToolPolicy(r.Context(), pathParam(r, "name"), *req.AlwaysConfirm)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, toolOut(tool))
+	return writeJSON(w, http.StatusOK, toolOut(tl))
 }

@@ -11,14 +11,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/core/voice"
 	"github.com/devpilot/devpilot/ports"
 )
 
 // Voice is voice and audio as the transport calls it.
 type Voice interface {
-	StartSessionOn(ctx context.Context, page *assistant.PageContext) (voice.Session, error)
+	StartSessionOn(ctx context.Context, page *tool.PageContext) (voice.Session, error)
 	ToolCall(ctx context.Context, in voice.ToolCallInput) (voice.ToolCallResult, error)
 	Transcribe(ctx context.Context, in voice.TranscribeInput) (ports.Transcription, error)
 }
@@ -58,9 +58,9 @@ func (s *Server) voiceSession(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	var page *assistant.PageContext
+	var page *tool.PageContext
 	if req.Context != nil {
-		page = &assistant.PageContext{CurrentPage: req.Context.CurrentPage, SelectedProjectID: req.Context.SelectedProjectID}
+		page = &tool.PageContext{CurrentPage: req.Context.CurrentPage, SelectedProjectID: req.Context.SelectedProjectID}
 	}
 	sess, err := s.d.Voice.StartSessionOn(r.Context(), page)
 	if err != nil {

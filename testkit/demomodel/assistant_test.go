@@ -13,16 +13,17 @@ import (
 	"github.com/devpilot/devpilot/core/content"
 	"github.com/devpilot/devpilot/core/scm"
 	"github.com/devpilot/devpilot/core/spec"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
 // registry is the assistant's real tool catalogue: the model is offered
 // its definitions, and every call it makes is checked by it as the chat
 // loop does.
-func registry(t *testing.T) *assistant.Registry {
+func registry(t *testing.T) *tool.Registry {
 	t.Helper()
-	reg := assistant.NewRegistry()
-	for _, tools := range [][]assistant.Tool{
+	reg := tool.NewRegistry()
+	for _, tools := range [][]tool.Tool{
 		cloud.New(cloud.Config{}, cloud.Deps{}).Tools(),
 		spec.New(spec.Config{}, spec.Deps{}).Tools(),
 		content.New(content.Config{}, content.Deps{}).Tools(),
@@ -205,11 +206,11 @@ func (tr turn) args(name string) map[string]any {
 type chat struct {
 	t      *testing.T
 	llm    ports.LLM
-	reg    *assistant.Registry
+	reg    *tool.Registry
 	defs   []ports.ToolDefinition
 	box    sandbox
 	system string
-	page   *assistant.PageContext // where the user is, as the console says
+	page   *tool.PageContext // where the user is, as the console says
 	msgs   []ports.Message
 	ids    map[string]bool
 }
@@ -238,7 +239,7 @@ func (c *chat) say(message string) turn {
 	c.msgs = append(c.msgs, ports.Message{Role: ports.MessageUser, Content: "<request_context>\ncurrent_page: none\nselected_project_id: " +
 		project + "\ncurrent_time: 2026-01-02T03:04:05Z\n</request_context>\n\n" + message})
 	c.defs = c.reg.Route(c.page, message, 0)
-	if n := len(c.defs); n > assistant.DefaultMaxTools {
+	if n := len(c.defs); n > tool.DefaultMaxTools {
 		c.t.Fatalf("%d tools offered", n)
 	}
 	var tr turn
@@ -264,21 +265,21 @@ func (c *chat) say(message string) turn {
 			}
 			c.ids[call.ID] = true
 			tr.calls = append(tr.calls, call)
-			known := assistant.Known{}
+			known := tool.Known{}
 			if c.page != nil {
 				known.ProjectID = c.page.SelectedProjectID
 			}
-			args, tool, problem := c.reg.CheckWith(call, known)
+			args, tl, problem := c.reg.CheckWith(call, known)
 			if problem != "" {
 				c.t.Fatalf("%q: call %s(%s) is refused: %s", message, call.Name, call.Arguments, problem)
 			}
 			var a map[string]any
 			_ = json.Unmarshal(args, &a)
 			out := c.box.run(call.Name, a)
-			if tool.Effect == assistant.EffectWrite && c.box.reject {
+			if tl.Effect == tool.EffectWrite && c.box.reject {
 				out = ports.ToolOutcome{Error: "not run: the user rejected it"}
 			}
-			c.msgs = append(c.msgs, ports.Message{Role: ports.MessageTool, ToolCallID: call.ID, Name: call.Name, Content: assistant.ToolContent(out)})
+			c.msgs = append(c.msgs, ports.Message{Role: ports.MessageTool, ToolCallID: call.ID, Name: call.Name, Content: tool.Content(out)})
 		}
 	}
 }
@@ -506,17 +507,17 @@ func TestAssistantRoutes(t *testing.T) {
 			t.Parallel()
 			c := newChat(t, tt.box)
 			if tt.project != "" {
-				c.page = &assistant.PageContext{SelectedProjectID: tt.project}
+				c.page = &tool.PageContext{SelectedProjectID: tt.project}
 			}
 			tr := c.say(tt.message)
 			if got := tr.names(); !slices.Equal(got, tt.calls) {
 				t.Errorf("calls %v, want %v", got, tt.calls)
 			}
-			for tool, want := range tt.args {
-				got := tr.args(tool)
+			for tl, want := range tt.args {
+				got := tr.args(tl)
 				for k, v := range want {
 					if fmt.Sprint(got[k]) != fmt.Sprint(v) {
-						t.Errorf("%s %s = %v, want %v (all: %v)", tool, k, got[k], v, got)
+						t.Errorf("%s %s = %v, want %v (all: %v)", tl, k, got[k], v, got)
 					}
 				}
 			}

@@ -1,4 +1,4 @@
-package assistant_test
+package tool_test
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
-func validTool(name string) assistant.Tool {
-	return assistant.Tool{
-		Name: name, Description: "does " + name, Schema: json.RawMessage(`{"type":"object"}`), Effect: assistant.EffectRead,
+func validTool(name string) tool.Tool {
+	return tool.Tool{
+		Name: name, Description: "does " + name, Schema: json.RawMessage(`{"type":"object"}`), Effect: tool.EffectRead,
 		Run: func(context.Context, json.RawMessage) (any, error) { return nil, nil },
 	}
 }
@@ -23,34 +23,34 @@ func TestRegisterRejectsBadTools(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		change func(*assistant.Tool)
+		change func(*tool.Tool)
 		want   string
 	}{
-		{"upper case name", func(tl *assistant.Tool) { tl.Name = "GetProject" }, "name"},
-		{"dash in name", func(tl *assistant.Tool) { tl.Name = "get-project" }, "name"},
-		{"empty name", func(tl *assistant.Tool) { tl.Name = "" }, "name"},
-		{"name too long", func(tl *assistant.Tool) { tl.Name = strings.Repeat("a", 65) }, "name"},
-		{"no description", func(tl *assistant.Tool) { tl.Description = " " }, "description"},
-		{"unknown effect", func(tl *assistant.Tool) { tl.Effect = "delete" }, "effect"},
-		{"no run", func(tl *assistant.Tool) { tl.Run = nil }, "Run"},
-		{"write without summary", func(tl *assistant.Tool) { tl.Effect = assistant.EffectWrite }, "Summary"},
-		{"schema not JSON", func(tl *assistant.Tool) { tl.Schema = json.RawMessage(`{"type":`) }, "schema"},
-		{"no schema", func(tl *assistant.Tool) { tl.Schema = nil }, "schema"},
-		{"schema not an object", func(tl *assistant.Tool) { tl.Schema = json.RawMessage(`{"type":"string"}`) }, "schema"},
-		{"schema breaks the metaschema", func(tl *assistant.Tool) {
+		{"upper case name", func(tl *tool.Tool) { tl.Name = "GetProject" }, "name"},
+		{"dash in name", func(tl *tool.Tool) { tl.Name = "get-project" }, "name"},
+		{"empty name", func(tl *tool.Tool) { tl.Name = "" }, "name"},
+		{"name too long", func(tl *tool.Tool) { tl.Name = strings.Repeat("a", 65) }, "name"},
+		{"no description", func(tl *tool.Tool) { tl.Description = " " }, "description"},
+		{"unknown effect", func(tl *tool.Tool) { tl.Effect = "delete" }, "effect"},
+		{"no run", func(tl *tool.Tool) { tl.Run = nil }, "Run"},
+		{"write without summary", func(tl *tool.Tool) { tl.Effect = tool.EffectWrite }, "Summary"},
+		{"schema not JSON", func(tl *tool.Tool) { tl.Schema = json.RawMessage(`{"type":`) }, "schema"},
+		{"no schema", func(tl *tool.Tool) { tl.Schema = nil }, "schema"},
+		{"schema not an object", func(tl *tool.Tool) { tl.Schema = json.RawMessage(`{"type":"string"}`) }, "schema"},
+		{"schema breaks the metaschema", func(tl *tool.Tool) {
 			tl.Schema = json.RawMessage(`{"type":"object","properties":{"a":{"type":5}}}`)
 		}, "schema"},
-		{"schema refers outside", func(tl *assistant.Tool) {
+		{"schema refers outside", func(tl *tool.Tool) {
 			tl.Schema = json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"file:///etc/passwd"}}}`)
 		}, "schema"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			tool := validTool("get_project")
-			tt.change(&tool)
-			r := assistant.NewRegistry()
-			err := r.Register(tool)
+			tl := validTool("get_project")
+			tt.change(&tl)
+			r := tool.NewRegistry()
+			err := r.Register(tl)
 			if !errors.Is(err, ports.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want invalid about %s", err, tt.want)
 			}
@@ -63,7 +63,7 @@ func TestRegisterRejectsBadTools(t *testing.T) {
 
 func TestRegisterRejectsDuplicatesAllOrNothing(t *testing.T) {
 	t.Parallel()
-	r := assistant.NewRegistry()
+	r := tool.NewRegistry()
 	if err := r.Register(validTool("a_tool")); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestRegisterRejectsDuplicatesAllOrNothing(t *testing.T) {
 
 func TestDefinitionsSortedAndLookup(t *testing.T) {
 	t.Parallel()
-	r := assistant.NewRegistry()
+	r := tool.NewRegistry()
 	schema := `{"type":"object","properties":{"n":{"type":"integer"}}}`
 	z := validTool("zeta")
 	z.Schema = json.RawMessage(schema)
@@ -102,8 +102,8 @@ func TestDefinitionsSortedAndLookup(t *testing.T) {
 	if string(defs[2].Parameters) != wire || !defs[2].Strict || defs[2].Description != "does zeta" {
 		t.Errorf("definition %+v", defs[2])
 	}
-	if tool, ok := r.Lookup("mid_1"); !ok || tool.Name != "mid_1" || tool.Effect != assistant.EffectRead {
-		t.Errorf("Lookup = %+v, %v", tool, ok)
+	if tl, ok := r.Lookup("mid_1"); !ok || tl.Name != "mid_1" || tl.Effect != tool.EffectRead {
+		t.Errorf("Lookup = %+v, %v", tl, ok)
 	}
 	if _, ok := r.Lookup("nope"); ok {
 		t.Error("found an unregistered tool")
@@ -112,7 +112,7 @@ func TestDefinitionsSortedAndLookup(t *testing.T) {
 
 func TestDefinitionsFollowRegister(t *testing.T) {
 	t.Parallel()
-	r := assistant.NewRegistry()
+	r := tool.NewRegistry()
 	names := func() string {
 		var got []string
 		for _, d := range r.Definitions() {
@@ -163,10 +163,10 @@ func TestWireSchemasAreStrict(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := assistant.NewRegistry()
-			tool := validTool("t")
-			tool.Schema = json.RawMessage(tt.schema)
-			err := r.Register(tool)
+			r := tool.NewRegistry()
+			tl := validTool("t")
+			tl.Schema = json.RawMessage(tt.schema)
+			err := r.Register(tl)
 			if (err == nil) != tt.ok {
 				t.Fatalf("Register: %v, want ok %v", err, tt.ok)
 			}
@@ -174,7 +174,7 @@ func TestWireSchemasAreStrict(t *testing.T) {
 				return
 			}
 			d := r.Definitions()[0]
-			if p := assistant.StrictProblem(d.Parameters); p != "" || !d.Strict {
+			if p := tool.StrictProblem(d.Parameters); p != "" || !d.Strict {
 				t.Errorf("wire schema %s: %s", d.Parameters, p)
 			}
 			// null for what is left out is accepted and treated as absent.
@@ -185,7 +185,7 @@ func TestWireSchemasAreStrict(t *testing.T) {
 			}
 		})
 	}
-	if p := assistant.StrictProblem(json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`)); p == "" {
+	if p := tool.StrictProblem(json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`)); p == "" {
 		t.Error("a non-strict schema passed StrictProblem")
 	}
 }

@@ -1,4 +1,4 @@
-package assistant
+package tool
 
 import (
 	"regexp"
@@ -20,7 +20,7 @@ const (
 )
 
 // DefaultMaxTools bounds the tools offered in one model call unless
-// Config.MaxTools says otherwise. OpenAI's function calling guide advises
+// the assistant's Config.MaxTools says otherwise. OpenAI's function calling guide advises
 // fewer than 20 functions at a time for accuracy.
 const DefaultMaxTools = 20
 
