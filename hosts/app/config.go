@@ -20,6 +20,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/queue"
 	"github.com/devpilot/devpilot/adapters/secretbox"
 	"github.com/devpilot/devpilot/core/spec"
+	"github.com/devpilot/devpilot/hosts/httpapi"
 )
 
 // Mode is how the binary was started; some defaults depend on it.
@@ -76,8 +77,11 @@ type Config struct {
 	// BodyReadTimeout bounds the time to receive a request's body
 	// (httpapi.Config.BodyReadTimeout).
 	BodyReadTimeout time.Duration
-	ShutdownGrace   time.Duration
-	BodyLimit       int64
+	// CORSOrigins are the origins whose browser clients may call the API
+	// from another origin (httpapi.Config.CORSOrigins); none by default.
+	CORSOrigins   []string
+	ShutdownGrace time.Duration
+	BodyLimit     int64
 	// AuthCacheTTL is how long a verified API token is trusted without
 	// reading it again (identity.Deps.CacheFor); 0 reads it on every request.
 	AuthCacheTTL time.Duration
@@ -226,6 +230,7 @@ const (
 	EnvAuthCacheTTL   = "DEVPILOT_AUTH_CACHE_TTL"
 	EnvBodyLimit      = "DEVPILOT_BODY_LIMIT"
 	EnvBodyTimeout    = "DEVPILOT_BODY_READ_TIMEOUT"
+	EnvCORSOrigins    = "DEVPILOT_CORS_ORIGINS"
 	EnvOpenAIKey      = "OPENAI_API_KEY"
 	EnvOpenAIBaseURL  = "OPENAI_BASE_URL"
 	EnvLLMTimeout     = "DEVPILOT_LLM_TIMEOUT"
@@ -386,6 +391,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	c.LogLevel = r.level(EnvLogLevel)
 	c.RequestTimeout = r.duration(EnvRequestTimeout, 30*time.Second)
 	c.BodyReadTimeout = r.duration(EnvBodyTimeout, 30*time.Second)
+	c.CORSOrigins = r.origins(EnvCORSOrigins)
 	c.ShutdownGrace = r.duration(EnvShutdownGrace, 10*time.Second)
 	c.AuthCacheTTL = r.durationOrOff(EnvAuthCacheTTL, 5*time.Second, time.Minute)
 	c.BodyLimit = r.number(EnvBodyLimit, 1<<20, 1, 1<<40)
@@ -450,6 +456,16 @@ type reader struct {
 
 func (r *reader) fail(name, problem string) {
 	r.errs = append(r.errs, fmt.Errorf("%s %s", name, problem))
+}
+
+// origins reads a list of origins separated by commas or spaces.
+func (r *reader) origins(name string) []string {
+	list := strings.FieldsFunc(r.getenv(name), func(c rune) bool { return c == ',' || c == ' ' || c == '\t' })
+	if err := httpapi.CheckOrigins(list); err != nil {
+		r.fail(name, err.Error())
+		return nil
+	}
+	return list
 }
 
 func (r *reader) str(name, def string) string {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,8 @@ func TestLoadNamesEveryBadVariable(t *testing.T) {
 		{"bad port", app.ModeRun, map[string]string{app.EnvHTTPAddr: "localhost:99999"}, []string{app.EnvHTTPAddr}},
 		{"realtime token too short", app.ModeRun, map[string]string{app.EnvRealtimeTTL: "5s"}, []string{app.EnvRealtimeTTL + " must be from 10s to 2h"}},
 		{"auth cache too long", app.ModeRun, map[string]string{app.EnvAuthCacheTTL: "2m"}, []string{app.EnvAuthCacheTTL + ` "2m" must be a duration from 0 (off) to 1m0s`}},
+		{"cors origin with a path", app.ModeRun, map[string]string{app.EnvCORSOrigins: "https://app.example.com/"}, []string{app.EnvCORSOrigins + ` origin 1 "https://app.example.com/"`}},
+		{"cors every origin and more", app.ModeRun, map[string]string{app.EnvCORSOrigins: "*, https://app.example.com"}, []string{app.EnvCORSOrigins}},
 		{"auth cache negative", app.ModeRun, map[string]string{app.EnvAuthCacheTTL: "-1s"}, []string{app.EnvAuthCacheTTL}},
 		{"several at once", app.ModeRun, map[string]string{
 			app.EnvLogFormat: "xml", app.EnvLogLevel: "loud", app.EnvRequestTimeout: "soon", app.EnvBodyLimit: "-1",
@@ -103,6 +106,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		app.EnvOpenAIKey: "sk-x", app.EnvOpenAIBaseURL: "http://127.0.0.1:11434/v1/", app.EnvLLMTimeout: "9s",
 		app.EnvMaxToolRounds: "3", app.EnvMaxTokens: "100", app.EnvConfirmTTL: "5m", app.EnvWorkerJobs: "40",
 		app.EnvAuthCacheTTL: "0", app.EnvBodyTimeout: "7s", app.EnvLLMStructured: "json_object",
+		app.EnvCORSOrigins: "https://app.example.com, http://localhost:5173",
 	}))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -113,7 +117,8 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		cfg.LLM.APIKey != "sk-x" || cfg.LLM.BaseURL != "http://127.0.0.1:11434/v1" || cfg.LLM.Timeout != 9*time.Second ||
 		cfg.LLM.StructuredOutput != openai.StructuredJSONObject || cfg.LLM.StructuredOutputByModel != nil ||
 		cfg.Assistant != (app.AssistantConfig{MaxToolRounds: 3, MaxTokens: 100, ConfirmationTTL: 5 * time.Minute}) ||
-		cfg.WorkerJobs != 40 || cfg.AuthCacheTTL != 0 || cfg.BodyReadTimeout != 7*time.Second {
+		cfg.WorkerJobs != 40 || cfg.AuthCacheTTL != 0 || cfg.BodyReadTimeout != 7*time.Second ||
+		!slices.Equal(cfg.CORSOrigins, []string{"https://app.example.com", "http://localhost:5173"}) {
 		t.Fatalf("config = %+v", cfg)
 	}
 }

@@ -292,6 +292,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		BodyLimit:       p.Config.BodyLimit,
 		RequestTimeout:  p.Config.RequestTimeout,
 		BodyReadTimeout: p.Config.BodyReadTimeout,
+		CORSOrigins:     p.Config.CORSOrigins,
 		ShutdownGrace:   p.Config.ShutdownGrace,
 	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),

@@ -94,6 +94,10 @@ type Config struct {
 	// that long. Streaming routes read their body under it, then stream
 	// without a deadline.
 	BodyReadTimeout time.Duration
+	// CORSOrigins are the origins whose browser clients may call the API
+	// from another origin (see CheckOrigins for their form); none, the
+	// default, sends no CORS headers and answers no preflight.
+	CORSOrigins []string
 }
 
 // Defaults for Config.
@@ -157,7 +161,7 @@ func New(cfg Config, d Deps) *Server {
 	s.registry, s.metrics = newMetrics(d.Metrics)
 	s.router = s.newRouter()
 	s.routes()
-	s.handler = s.observe(s.recoverer(s.router))
+	s.handler = s.observe(withCORS(cfg.CORSOrigins, s.recoverer(s.router)))
 	s.srv = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: readHeaderTimeout,
