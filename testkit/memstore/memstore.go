@@ -37,6 +37,7 @@ type Store struct {
 
 	identity    identityData
 	policies    map[policyKey]ports.ToolPolicy
+	usage       map[usageKey]ports.UsageTotal
 	idempotency map[idemKey]ports.IdempotencyRecord
 	spec        specData
 	content     contentData
@@ -56,6 +57,7 @@ func New() *Store {
 	s.scm.init()
 	s.assistant.init()
 	s.policies = map[policyKey]ports.ToolPolicy{}
+	s.usage = map[usageKey]ports.UsageTotal{}
 	s.idempotency = map[idemKey]ports.IdempotencyRecord{}
 	return s
 }

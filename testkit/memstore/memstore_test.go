@@ -33,6 +33,12 @@ func TestIdempotency(t *testing.T) {
 	})
 }
 
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	storetest.TestUsage(t, func(*testing.T) storetest.UsageStores { return storetest.UsageStores{Usage: s} })
+}
+
 func spec(s *memstore.Store) storetest.SpecStores {
 	return storetest.SpecStores{Specs: s, Standards: s, Tx: s, Identity: identity(s)}
 }

@@ -1,0 +1,129 @@
+package ports
+
+//go:generate go tool mockgen -typed -destination ../testkit/mocks/usage.go -package mocks . UsageStore
+
+import (
+	"context"
+	"time"
+)
+
+// Feature is what a model call is made for; tokens are accounted per
+// feature.
+type Feature string
+
+// The features that call a model.
+const (
+	FeatureChat    Feature = "chat"    // an assistant turn
+	FeatureTitle   Feature = "title"   // a chat session's title
+	FeatureSpec    Feature = "spec"    // a specification stage or digest
+	FeatureContent Feature = "content" // a content draft
+	FeatureVoice   Feature = "voice"   // transcription and realtime sessions
+)
+
+// Features lists every Feature, in the order above.
+var Features = []Feature{FeatureChat, FeatureTitle, FeatureSpec, FeatureContent, FeatureVoice}
+
+// Attribution says on whose behalf and for what a model call is made: the
+// organisation and user its tokens are charged to, and the feature.
+type Attribution struct {
+	OrgID   string
+	UserID  string
+	Feature Feature
+}
+
+type attributionKey struct{}
+
+// WithAttribution returns ctx carrying a; a core sets it before each model
+// call, so that usage is recorded against a (also where no principal is in
+// ctx, as in a background job).
+func WithAttribution(ctx context.Context, a Attribution) context.Context {
+	return context.WithValue(ctx, attributionKey{}, a)
+}
+
+// AttributionFrom returns the attribution ctx carries; without one, the
+// principal's organisation and user with no feature, and false.
+func AttributionFrom(ctx context.Context) (Attribution, bool) {
+	if a, ok := ctx.Value(attributionKey{}).(Attribution); ok {
+		return a, true
+	}
+	if p, ok := PrincipalFrom(ctx); ok {
+		return Attribution{OrgID: p.OrgID, UserID: p.UserID}, false
+	}
+	return Attribution{}, false
+}
+
+// UsageRecord is the tokens of one or more model calls made on one UTC day
+// for one organisation, user, model and feature.
+type UsageRecord struct {
+	Attribution
+	Model string
+	// Day is the UTC day of the calls (its time of day is ignored).
+	Day              time.Time
+	PromptTokens     int64
+	CompletionTokens int64
+	Calls            int64
+}
+
+// UsageGroup is what usage totals are grouped by.
+type UsageGroup string
+
+// The groupings of usage.
+const (
+	UsageByDay     UsageGroup = "day"
+	UsageByModel   UsageGroup = "model"
+	UsageByUser    UsageGroup = "user"
+	UsageByFeature UsageGroup = "feature"
+)
+
+// UsageQuery selects the usage of an organisation between two UTC days,
+// both included.
+type UsageQuery struct {
+	OrgID string
+	// UserID, when set, keeps only that user's usage.
+	UserID   string
+	From, To time.Time
+	// GroupBy splits the total; "" gives one total (none when nothing was
+	// used).
+	GroupBy UsageGroup
+}
+
+// UsageTotal is the tokens and calls of one group: Key is the group's day
+// (YYYY-MM-DD), model, user id or feature, "" for the one total.
+type UsageTotal struct {
+	Key              string
+	PromptTokens     int64
+	CompletionTokens int64
+	Calls            int64
+}
+
+// UsageStore keeps the tokens models used, per organisation, user, model,
+// feature and UTC day.
+type UsageStore interface {
+	// AddUsage adds r's tokens and calls to its day's totals, creating them
+	// on first use; concurrent adds are all counted. Errors: invalid when
+	// OrgID, Model or Feature is empty or a count is negative.
+	AddUsage(ctx context.Context, r UsageRecord) error
+	// SumUsage returns the totals of q's organisation (and user) from q.From
+	// to q.To, grouped by q.GroupBy and ordered by key; groups without usage
+	// are left out. Errors: invalid for an unknown GroupBy.
+	SumUsage(ctx context.Context, q UsageQuery) ([]UsageTotal, error)
+}
+
+// CheckUsageRecord is the rule every UsageStore applies to a record it
+// adds: invalid when OrgID, Model or Feature is empty or a count is
+// negative.
+func CheckUsageRecord(r UsageRecord) error {
+	var fields []FieldError
+	for _, f := range []struct{ name, v string }{{"org_id", r.OrgID}, {"model", r.Model}, {"feature", string(r.Feature)}} {
+		if f.v == "" {
+			fields = append(fields, FieldError{Field: f.name, Reason: "required"})
+		}
+	}
+	if r.PromptTokens < 0 || r.CompletionTokens < 0 || r.Calls < 0 {
+		fields = append(fields, FieldError{Field: "tokens", Reason: "must not be negative"})
+	}
+	if fields != nil {
+		return Invalid("invalid usage record", fields...)
+	}
+	return nil
+}
