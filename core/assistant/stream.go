@@ -33,7 +33,9 @@ func (r *Run) Stream(ctx context.Context, emit func(Event) error) error {
 	s := r.s
 	// A turn never outlives its claim on the session: past TurnStaleAfter
 	// another may take the session over.
-	mctx, cancel := context.WithTimeout(ctx, s.cfg.TurnStaleAfter*9/10)
+	// The model calls of the turn are charged to its user, as chat.
+	mctx := ports.WithAttribution(ctx, ports.Attribution{OrgID: r.p.OrgID, UserID: r.p.UserID, Feature: ports.FeatureChat})
+	mctx, cancel := context.WithTimeout(mctx, s.cfg.TurnStaleAfter*9/10)
 	defer cancel()
 	log := sync.OnceValue(func() *slog.Logger { // most turns log nothing
 		return s.log.With("session_id", r.session.ID, "turn_id", r.turn.ID)

@@ -42,6 +42,7 @@ func (s *Service) GenerateTitle(ctx context.Context, sessionID string) (string, 
 		return "", &ports.Error{Kind: ports.KindConflict, Code: CodeEmptySession,
 			Message: fmt.Sprintf("chat session %s has no messages to name it by", sessionID)}
 	}
+	ctx = ports.WithAttribution(ctx, ports.Attribution{OrgID: p.OrgID, UserID: p.UserID, Feature: ports.FeatureTitle})
 	res, err := s.d.LLM.Chat(ctx, ports.ChatRequest{
 		Model: s.cfg.Model,
 		Messages: []ports.Message{

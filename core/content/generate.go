@@ -177,6 +177,7 @@ func (s *Service) generate(ctx context.Context, args GenerateContentArgs, log *s
 	}
 	req := ports.ChatRequest{Model: s.cfg.Model, Messages: buildMessages(brand, brief, it.Variant),
 		MaxTokens: s.cfg.MaxTokens, ResponseFormat: responseFormat()}
+	ctx = ports.WithAttribution(ctx, ports.Attribution{OrgID: args.OrgID, UserID: it.CreatedBy, Feature: ports.FeatureContent})
 	res, err := s.d.LLM.Chat(ctx, req, nil)
 	if err != nil {
 		if transient(err) {

@@ -140,6 +140,7 @@ var (
 // model's refusal or a constraint of the store, is recorded at once.
 func (s *Service) RunGeneration(ctx context.Context, args GenerateStageArgs, final bool) error {
 	log := s.log.With("session_id", args.SessionID, "stage", args.Stage, "generation_id", args.GenerationID)
+	ctx = ports.WithAttribution(ctx, ports.Attribution{OrgID: args.OrgID, UserID: args.UserID, Feature: ports.FeatureSpec})
 	err := s.generate(ctx, args, log)
 	if err == nil {
 		return nil

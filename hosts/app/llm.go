@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/devpilot/devpilot/adapters/openai"
+	"github.com/devpilot/devpilot/core/usage"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -42,12 +43,13 @@ func NewOpenAI(cfg Config, logger *slog.Logger) (*openai.Client, error) {
 	})
 }
 
-// NewLLM returns the chat model: c, or the unconfigured stand-in when c is nil.
-func NewLLM(c *openai.Client) ports.LLM {
+// NewLLM returns the chat model: c, metered (every call's tokens are added
+// to store), or the unconfigured stand-in when c is nil.
+func NewLLM(c *openai.Client, store ports.UsageStore, clock ports.Clock, cfg Config, logger *slog.Logger) ports.LLM {
 	if c == nil {
 		return unconfigured{}
 	}
-	return c
+	return usage.NewMeter(c, store, clock, cfg.LLMModel, logger)
 }
 
 // NewRealtime returns the realtime speech provider: c, or the unconfigured

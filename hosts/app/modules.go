@@ -22,6 +22,7 @@ import (
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/core/scm"
 	"github.com/devpilot/devpilot/core/spec"
+	"github.com/devpilot/devpilot/core/usage"
 	"github.com/devpilot/devpilot/core/voice"
 	"github.com/devpilot/devpilot/hosts/httpapi"
 	"github.com/devpilot/devpilot/hosts/worker"
@@ -65,6 +66,7 @@ var StoreModule = fx.Module("sqlstore",
 		fx.Annotate(sqlstore.NewIdentity,
 			fx.As(new(ports.OrgStore)), fx.As(new(ports.UserStore)), fx.As(new(ports.TokenStore))),
 		fx.Annotate(sqlstore.NewIdempotency, fx.As(new(ports.IdempotencyStore))),
+		fx.Annotate(sqlstore.NewUsage, fx.As(new(ports.UsageStore))),
 		NewReadiness,
 	),
 )
@@ -151,9 +153,9 @@ func NewCipher(cfg Config) (*secretbox.Box, error) {
 	return secretbox.New(keys...)
 }
 
-// CoreModule provides the core services.
+// CoreModule provides the core services every host shares.
 var CoreModule = fx.Module("core",
-	fx.Provide(NewIdentity),
+	fx.Provide(NewIdentity, usage.New),
 )
 
 // IdentityParams are the ports the identity service is built from.
@@ -281,6 +283,7 @@ type HTTPParams struct {
 	SCM        *scm.Service
 	Content    *content.Service
 	Voice      *voice.Service
+	Usage      *usage.Service
 	Ready      *Readiness
 	// Idempotency keeps the Idempotency-Key records of the API's writes.
 	Idempotency ports.IdempotencyStore
@@ -295,7 +298,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		CORSOrigins:     p.Config.CORSOrigins,
 		ShutdownGrace:   p.Config.ShutdownGrace,
 	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
-		Content: p.Content, Voice: p.Voice, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
+		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
 		DemoToken: p.Config.sandbox.consoleToken, Idempotency: p.Idempotency})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {

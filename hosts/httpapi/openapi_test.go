@@ -46,6 +46,7 @@ type (
 	stubSCM       struct{ SCM }
 	stubContent   struct{ Content }
 	stubVoice     struct{ Voice }
+	stubUsage     struct{ Usage }
 	stubIdem      struct{ ports.IdempotencyStore }
 )
 
@@ -61,8 +62,8 @@ func fullServer() *Server {
 	return New(Config{}, Deps{
 		Identity: stubIdentity{}, Ready: stubReadiness{},
 		Assistant: stubAssistant{}, Spec: stubSpec{}, Cloud: stubCloud{}, SCM: stubSCM{}, Content: stubContent{}, Voice: stubVoice{},
-		Idempotency: stubIdem{},
-		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Usage: stubUsage{}, Idempotency: stubIdem{},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 }
 

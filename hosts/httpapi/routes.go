@@ -48,6 +48,9 @@ func (s *Server) routes() {
 	if s.d.Voice != nil {
 		s.voiceRoutes()
 	}
+	if s.d.Usage != nil {
+		s.usageRoutes()
+	}
 }
 
 // handlerFunc is what every endpoint implements: write a response, or return

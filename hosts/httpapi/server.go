@@ -56,6 +56,8 @@ type Deps struct {
 	Content Content
 	// Voice serves /api/v1/voice and /audio; nil leaves those routes out.
 	Voice Voice
+	// Usage serves /api/v1/usage; nil leaves it out.
+	Usage Usage
 	// Idempotency keeps the Idempotency-Key records of authenticated writes;
 	// nil ignores the header.
 	Idempotency ports.IdempotencyStore

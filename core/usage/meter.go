@@ -1,0 +1,68 @@
+// Package usage accounts for the tokens models use: Meter records every
+// model call's tokens against the organisation, user and feature it was made
+// for, and Service reports them, grouped by day, model, user or feature.
+package usage
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// FeatureOther is the feature of a model call made without an attribution
+// naming one.
+const FeatureOther ports.Feature = "other"
+
+// Meter is a ports.LLM that records the tokens of every call of the LLM it
+// wraps in a UsageStore, against the ports.Attribution of the call's
+// context (by default the principal's organisation and user). A call whose
+// provider reported no tokens (it failed) is not recorded; a call with
+// tokens and no organisation to charge is logged, as is a store failure:
+// the call's answer is returned either way.
+type Meter struct {
+	llm   ports.LLM
+	store ports.UsageStore
+	clock ports.Clock
+	model string
+	log   *slog.Logger
+}
+
+var _ ports.LLM = (*Meter)(nil)
+
+// NewMeter returns llm metered into store. model names the calls whose
+// request and result name none (the adapter's default model); log nil
+// discards.
+func NewMeter(llm ports.LLM, store ports.UsageStore, clock ports.Clock, model string, log *slog.Logger) *Meter {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Meter{llm: llm, store: store, clock: clock, model: model, log: log.With("core", "usage")}
+}
+
+// Chat implements ports.LLM: it runs the call, then records its usage.
+func (m *Meter) Chat(ctx context.Context, req ports.ChatRequest, onDelta func(string) error) (ports.ChatResult, error) {
+	res, err := m.llm.Chat(ctx, req, onDelta)
+	if res.Usage.PromptTokens > 0 || res.Usage.CompletionTokens > 0 {
+		m.record(ctx, cmp.Or(res.Model, req.Model, m.model, "unknown"), res.Usage)
+	}
+	return res, err
+}
+
+func (m *Meter) record(ctx context.Context, model string, u ports.Usage) {
+	a, _ := ports.AttributionFrom(ctx)
+	a.Feature = cmp.Or(a.Feature, FeatureOther)
+	if a.OrgID == "" {
+		m.log.ErrorContext(ctx, "a model call's usage has no organisation to charge", "feature", a.Feature, "model", model,
+			"prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens)
+		return
+	}
+	r := ports.UsageRecord{Attribution: a, Model: model, Day: m.clock.Now(),
+		PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens), Calls: 1}
+	// The call happened whatever becomes of its context now.
+	if err := m.store.AddUsage(context.WithoutCancel(ctx), r); err != nil {
+		m.log.ErrorContext(ctx, "recording a model call's usage", "org_id", a.OrgID, "feature", a.Feature, "model", model,
+			"prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens, "err", err)
+	}
+}
