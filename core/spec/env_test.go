@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/devpilot/devpilot/core/spec"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
+	"github.com/devpilot/devpilot/testkit/memstore"
 	"github.com/devpilot/devpilot/testkit/mocks"
 )
 
@@ -27,11 +27,101 @@ var (
 	other = ports.Principal{UserID: "user-olga", OrgID: "org-2", Role: ports.RoleAdmin}
 )
 
+var principals = []ports.Principal{alice, bob, admin, other}
+
 func as(p ports.Principal) context.Context { return ports.WithPrincipal(context.Background(), p) }
 
 type txKey struct{}
 
 func inTx(ctx context.Context) bool { return ctx.Value(txKey{}) != nil }
+
+// marked is the store's Transactor marking the contexts of its
+// transactions, so the fakes can tell a call made inside one.
+type marked struct{ ports.Transactor }
+
+func (m marked) WithinTx(ctx context.Context, fn func(context.Context) error) error {
+	return m.Transactor.WithinTx(ctx, func(ctx context.Context) error { return fn(context.WithValue(ctx, txKey{}, true)) })
+}
+
+// faultySpecs is the store's SpecStore with faults to inject; it counts the
+// generations completed and failed.
+type faultySpecs struct {
+	ports.SpecStore
+	mu sync.Mutex
+	// startErr fails the next StartGeneration; inputsErr every
+	// ListSpecInputs.
+	startErr, inputsErr error
+	startInTx           bool
+	completes, fails    int
+}
+
+func (f *faultySpecs) StartGeneration(ctx context.Context, o ports.Owner, id string, st ports.Stage, genID string, at time.Time) (ports.SpecSession, error) {
+	f.mu.Lock()
+	f.startInTx = inTx(ctx)
+	err := f.startErr
+	f.startErr = nil
+	f.mu.Unlock()
+	if err != nil {
+		return ports.SpecSession{}, err
+	}
+	return f.SpecStore.StartGeneration(ctx, o, id, st, genID, at)
+}
+
+func (f *faultySpecs) ListSpecInputs(ctx context.Context, sessionID string) ([]ports.SpecInput, error) {
+	f.mu.Lock()
+	err := f.inputsErr
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return f.SpecStore.ListSpecInputs(ctx, sessionID)
+}
+
+func (f *faultySpecs) CompleteGeneration(ctx context.Context, a ports.SpecArtifact, at time.Time) error {
+	err := f.SpecStore.CompleteGeneration(ctx, a, at)
+	if err == nil {
+		f.mu.Lock()
+		f.completes++
+		f.mu.Unlock()
+	}
+	return err
+}
+
+func (f *faultySpecs) FailGeneration(ctx context.Context, sessionID, genID string, se ports.SpecError, at time.Time) error {
+	err := f.SpecStore.FailGeneration(ctx, sessionID, genID, se, at)
+	if err == nil {
+		f.mu.Lock()
+		f.fails++
+		f.mu.Unlock()
+	}
+	return err
+}
+
+func (f *faultySpecs) failInputs(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.inputsErr = err
+}
+
+// countedDigests is the store's SpecDigestStore counting the digests put.
+type countedDigests struct {
+	ports.SpecDigestStore
+	mu   sync.Mutex
+	puts int
+}
+
+func (d *countedDigests) PutSpecDigest(ctx context.Context, x ports.SpecDigest) error {
+	d.mu.Lock()
+	d.puts++
+	d.mu.Unlock()
+	return d.SpecDigestStore.PutSpecDigest(ctx, x)
+}
+
+func (d *countedDigests) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.puts
+}
 
 type enqueued struct {
 	args ports.JobArgs
@@ -39,318 +129,121 @@ type enqueued struct {
 	inTx bool
 }
 
-// mem is the state behind the store mocks: the tests read what was stored.
-type mem struct {
-	mu        sync.Mutex
-	sessions  map[string]ports.SpecSession
-	inputs    []ports.SpecInput
-	artifacts []ports.SpecArtifact
-	standards []ports.Standard
-	jobs      []enqueued
-	// completes and fails count the calls that changed something.
-	completes, fails int
-	// startErr and enqueueErr, when set, fail the next call.
-	startErr, enqueueErr error
-	startInTx            bool
-	// inputsErr, when set, fails every ListSpecInputs.
-	inputsErr error
-}
-
-func (m *mem) snapshot() *mem {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return &mem{sessions: maps.Clone(m.sessions), inputs: slices.Clone(m.inputs), artifacts: slices.Clone(m.artifacts),
-		standards: slices.Clone(m.standards), jobs: slices.Clone(m.jobs)}
-}
-
-func (m *mem) restore(s *mem) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.sessions, m.inputs, m.artifacts, m.standards, m.jobs = s.sessions, s.inputs, s.artifacts, s.standards, s.jobs
-}
-
-func owns(s ports.SpecSession, o ports.Owner) bool { return s.OrgID == o.OrgID && s.UserID == o.UserID }
-
-func stageIndex(st ports.Stage) int { return slices.Index(ports.Stages, st) }
-
 type env struct {
-	t     *testing.T
-	svc   *spec.Service
-	llm   *mocks.MockLLM
-	clock *fixture.Clock
-	ids   *fixture.IDs
-	m     *mem
-	reqMu sync.Mutex
-	reqs  []ports.ChatRequest
-	// digests is the store of the digests of long inputs.
-	digests *memDigests
+	t       *testing.T
+	svc     *spec.Service
+	llm     *mocks.MockLLM
+	clock   *fixture.Clock
+	ids     *fixture.IDs
+	store   *memstore.Store
+	specs   *faultySpecs
+	digests *countedDigests
+	mu      sync.Mutex
+	reqs    []ports.ChatRequest
+	queued  []enqueued
+	// enqueueErr, when set, fails the next Enqueue.
+	enqueueErr error
 }
 
-// newEnv wires a Service to mocks backed by mem.
+// newEnv wires a Service to a memstore holding the principals' orgs and
+// users, a scripted model and a queue recording its jobs.
 func newEnv(t *testing.T, cfg spec.Config) *env {
 	t.Helper()
 	ctrl := gomock.NewController(t)
-	e := &env{t: t, llm: mocks.NewMockLLM(ctrl), clock: fixture.NewClock(), ids: &fixture.IDs{}, digests: &memDigests{},
-		m: &mem{sessions: map[string]ports.SpecSession{}}}
-	m := e.m
-	specs := mocks.NewMockSpecStore(ctrl)
-	standards := mocks.NewMockStandardStore(ctrl)
-	tx := mocks.NewMockTransactor(ctrl)
+	store := memstore.New()
+	e := &env{t: t, llm: mocks.NewMockLLM(ctrl), clock: fixture.NewClock(), ids: &fixture.IDs{}, store: store,
+		specs: &faultySpecs{SpecStore: store}, digests: &countedDigests{SpecDigestStore: store}}
+	ctx := t.Context()
+	for _, org := range []string{"org-1", "org-2"} {
+		if err := store.CreateOrg(ctx, ports.Org{ID: org, Name: org}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range principals {
+		if err := store.CreateUser(ctx, ports.User{ID: p.UserID, OrgID: p.OrgID, Email: p.UserID + "@example.com", Role: p.Role}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	jobs := mocks.NewMockJobQueue(ctrl)
-
-	// Transactions roll back on error, as the port promises.
-	tx.EXPECT().WithinTx(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(ctx context.Context, fn func(context.Context) error) error {
-			saved := m.snapshot()
-			err := fn(context.WithValue(ctx, txKey{}, true))
-			if err != nil {
-				m.restore(saved)
-			}
-			return err
-		})
 	jobs.EXPECT().Enqueue(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(ctx context.Context, args ports.JobArgs, opts ports.EnqueueOptions) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if err := m.enqueueErr; err != nil {
-				m.enqueueErr = nil
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if err := e.enqueueErr; err != nil {
+				e.enqueueErr = nil
 				return err
 			}
-			m.jobs = append(m.jobs, enqueued{args: args, opts: opts, inTx: inTx(ctx)})
+			e.queued = append(e.queued, enqueued{args: args, opts: opts, inTx: inTx(ctx)})
 			return nil
 		})
-
-	specs.EXPECT().CreateSpecSession(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, s ports.SpecSession, inputs []ports.SpecInput) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.sessions[s.ID] = s
-			m.inputs = append(m.inputs, inputs...)
-			return nil
-		})
-	specs.EXPECT().GetSpecSession(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, o ports.Owner, id string) (ports.SpecSession, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if s, ok := m.sessions[id]; ok && owns(s, o) {
-				return s, nil
-			}
-			return ports.SpecSession{}, ports.NotFound("specification session", id)
-		})
-	specs.EXPECT().ListSpecSessions(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, o ports.Owner, page ports.Page) ([]ports.SpecSession, string, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			var out []ports.SpecSession
-			for _, s := range m.sessions {
-				if owns(s, o) {
-					out = append(out, s)
-				}
-			}
-			slices.SortFunc(out, func(a, b ports.SpecSession) int { return strings.Compare(b.ID, a.ID) })
-			if len(out) > page.Limit {
-				return out[:page.Limit], "next", nil
-			}
-			return out, "", nil
-		})
-	specs.EXPECT().AddSpecInput(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, o ports.Owner, in ports.SpecInput) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if s, ok := m.sessions[in.SessionID]; !ok || !owns(s, o) {
-				return ports.NotFound("specification session", in.SessionID)
-			}
-			m.inputs = append(m.inputs, in)
-			return nil
-		})
-	specs.EXPECT().ListSpecInputs(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, sessionID string) ([]ports.SpecInput, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if m.inputsErr != nil {
-				return nil, m.inputsErr
-			}
-			var out []ports.SpecInput
-			for _, in := range m.inputs {
-				if in.SessionID == sessionID {
-					out = append(out, in)
-				}
-			}
-			return out, nil
-		})
-	specs.EXPECT().StartGeneration(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(ctx context.Context, o ports.Owner, id string, st ports.Stage, genID string, at time.Time) (ports.SpecSession, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.startInTx = inTx(ctx)
-			if err := m.startErr; err != nil {
-				m.startErr = nil
-				return ports.SpecSession{}, err
-			}
-			s, ok := m.sessions[id]
-			if !ok || !owns(s, o) {
-				return ports.SpecSession{}, ports.NotFound("specification session", id)
-			}
-			if s.Status == ports.SpecGenerating {
-				return ports.SpecSession{}, ports.Errorf(ports.KindConflict, "generating")
-			}
-			s.Status, s.Generating, s.GenerationID, s.Error, s.UpdatedAt = ports.SpecGenerating, st, genID, nil, at
-			m.sessions[id] = s
-			return s, nil
-		})
-	specs.EXPECT().CompleteGeneration(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, a ports.SpecArtifact, at time.Time) error { return m.complete(a, at) })
-	specs.EXPECT().FailGeneration(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, sessionID, genID string, se ports.SpecError, at time.Time) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			s, ok := m.sessions[sessionID]
-			if !ok {
-				return ports.NotFound("specification session", sessionID)
-			}
-			if s.Status != ports.SpecGenerating || s.GenerationID != genID {
-				return ports.Errorf(ports.KindConflict, "not generating %s", genID)
-			}
-			s.Status, s.Generating, s.Error, s.UpdatedAt = ports.SpecFailed, "", &se, at
-			m.sessions[sessionID] = s
-			m.fails++
-			return nil
-		})
-	specs.EXPECT().ListArtifacts(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, sessionID string) ([]ports.SpecArtifact, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			var out []ports.SpecArtifact
-			for _, a := range m.artifacts {
-				if a.SessionID == sessionID {
-					out = append(out, a)
-				}
-			}
-			slices.SortStableFunc(out, func(a, b ports.SpecArtifact) int {
-				if d := stageIndex(a.Stage) - stageIndex(b.Stage); d != 0 {
-					return d
-				}
-				return a.Version - b.Version
-			})
-			return out, nil
-		})
-
-	standards.EXPECT().CreateStandard(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, s ports.Standard) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.standards = append(m.standards, s)
-			return nil
-		})
-	standards.EXPECT().GetStandard(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, orgID, id string) (ports.Standard, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			for _, s := range m.standards {
-				if s.ID == id && s.OrgID == orgID {
-					return s, nil
-				}
-			}
-			return ports.Standard{}, ports.NotFound("standard", id)
-		})
-	standards.EXPECT().ListStandards(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, orgID string) ([]ports.Standard, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			var out []ports.Standard
-			for _, s := range m.standards {
-				if s.OrgID == orgID {
-					out = append(out, s)
-				}
-			}
-			return out, nil
-		})
-	standards.EXPECT().UpdateStandard(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, s ports.Standard) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			for i, old := range m.standards {
-				if old.ID == s.ID && old.OrgID == s.OrgID {
-					m.standards[i].Title, m.standards[i].Body, m.standards[i].AppliesTo, m.standards[i].UpdatedAt = s.Title, s.Body, s.AppliesTo, s.UpdatedAt
-					return nil
-				}
-			}
-			return ports.NotFound("standard", s.ID)
-		})
-	standards.EXPECT().DeleteStandard(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, orgID, id string) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			for i, s := range m.standards {
-				if s.ID == id && s.OrgID == orgID {
-					m.standards = slices.Delete(m.standards, i, i+1)
-					return nil
-				}
-			}
-			return ports.NotFound("standard", id)
-		})
-
-	e.svc = spec.New(cfg, spec.Deps{Specs: specs, Standards: standards, Tx: tx, Jobs: jobs, LLM: e.llm, Digests: e.digests, Clock: e.clock, IDs: e.ids})
+	e.svc = spec.New(cfg, spec.Deps{Specs: e.specs, Standards: store, Tx: marked{store}, Jobs: jobs, LLM: e.llm, Digests: e.digests, Clock: e.clock, IDs: e.ids})
 	return e
 }
 
-// complete is CompleteGeneration as the port promises it.
-func (m *mem) complete(a ports.SpecArtifact, at time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.sessions[a.SessionID]
-	if !ok {
-		return ports.NotFound("specification session", a.SessionID)
-	}
-	for _, old := range m.artifacts {
-		if old.GenerationID == a.GenerationID {
-			return ports.Errorf(ports.KindConflict, "generation %s is stored already", a.GenerationID)
-		}
-	}
-	if s.Status != ports.SpecGenerating || s.GenerationID != a.GenerationID {
-		return ports.Errorf(ports.KindConflict, "session is not generating %s", a.GenerationID)
-	}
-	a.Version = 1
-	for i, old := range m.artifacts {
-		if old.SessionID != a.SessionID {
-			continue
-		}
-		if old.Stage == a.Stage && old.Version >= a.Version {
-			a.Version = old.Version + 1
-		}
-		if stageIndex(old.Stage) > stageIndex(a.Stage) {
-			m.artifacts[i].Stale = true
-		}
-	}
-	m.artifacts = append(m.artifacts, a)
-	s.Status, s.CurrentStage, s.Generating, s.UpdatedAt = ports.SpecReady, a.Stage, "", at
-	m.sessions[a.SessionID] = s
-	m.completes++
-	return nil
-}
-
+// session returns the stored session, whoever owns it; the zero session
+// when there is none.
 func (e *env) session(id string) ports.SpecSession {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	return e.m.sessions[id]
+	for _, p := range principals {
+		if s, err := e.store.GetSpecSession(e.t.Context(), p.Owner(), id); err == nil {
+			return s
+		}
+	}
+	return ports.SpecSession{}
 }
 
-func (e *env) artifacts() []ports.SpecArtifact {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	return slices.Clone(e.m.artifacts)
+// sessions returns p's stored sessions.
+func (e *env) sessions(p ports.Principal) []ports.SpecSession {
+	e.t.Helper()
+	out, _, err := e.store.ListSpecSessions(e.t.Context(), p.Owner(), ports.Page{Limit: 100})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// inputs returns the stored inputs of a session.
+func (e *env) inputs(sessionID string) []ports.SpecInput {
+	e.t.Helper()
+	out, err := e.store.ListSpecInputs(e.t.Context(), sessionID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// artifacts returns the stored artifacts of a session.
+func (e *env) artifacts(sessionID string) []ports.SpecArtifact {
+	e.t.Helper()
+	out, err := e.store.ListArtifacts(e.t.Context(), sessionID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// complete stores an artifact of the generation running, as another run of
+// the job would.
+func (e *env) complete(a ports.SpecArtifact) error {
+	return e.store.CompleteGeneration(e.t.Context(), a, e.clock.Now())
 }
 
 func (e *env) jobs() []enqueued {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	return slices.Clone(e.m.jobs)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.queued)
 }
 
+func (e *env) failEnqueue(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.enqueueErr = err
+}
+
+// counts returns the generations the service completed and failed.
 func (e *env) counts() (completes, fails int) {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	return e.m.completes, e.m.fails
+	e.specs.mu.Lock()
+	defer e.specs.mu.Unlock()
+	return e.specs.completes, e.specs.fails
 }
 
 // reply is one scripted model call.
@@ -363,9 +256,9 @@ func (e *env) script(replies ...reply) {
 	for i, r := range replies {
 		calls[i] = e.llm.EXPECT().Chat(gomock.Any(), gomock.Any(), gomock.Any()).Times(1).DoAndReturn(
 			func(ctx context.Context, req ports.ChatRequest, _ func(string) error) (ports.ChatResult, error) {
-				e.reqMu.Lock()
+				e.mu.Lock()
 				e.reqs = append(e.reqs, req)
-				e.reqMu.Unlock()
+				e.mu.Unlock()
 				return r(ctx, req)
 			})
 	}
@@ -376,8 +269,8 @@ func (e *env) script(replies ...reply) {
 
 // requests returns the model requests made since the last call.
 func (e *env) requests() []ports.ChatRequest {
-	e.reqMu.Lock()
-	defer e.reqMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	out := e.reqs
 	e.reqs = nil
 	return out
@@ -442,15 +335,15 @@ func (e *env) newSession(p ports.Principal) string {
 // as if they had been generated, and leaves the session ready.
 func (e *env) seed(sessionID string, stages ...ports.Stage) {
 	e.t.Helper()
+	owner := e.session(sessionID)
 	for _, st := range stages {
-		s := e.session(sessionID)
-		s.Status, s.GenerationID = ports.SpecGenerating, "seed-"+string(st)+e.ids.NewID()
-		e.m.mu.Lock()
-		e.m.sessions[sessionID] = s
-		e.m.mu.Unlock()
+		genID := "seed-" + string(st) + e.ids.NewID()
+		if _, err := e.store.StartGeneration(e.t.Context(), ports.Owner{OrgID: owner.OrgID, UserID: owner.UserID}, sessionID, st, genID, e.clock.Now()); err != nil {
+			e.t.Fatal(err)
+		}
 		a := ports.SpecArtifact{ID: e.ids.NewID(), SessionID: sessionID, Stage: st, Format: "markdown", Content: "# " + string(st),
-			Data: json.RawMessage(compact(e.t, sample(e.t, st))), Checks: []string{}, GenerationID: s.GenerationID}
-		if err := e.m.complete(a, e.clock.Now()); err != nil {
+			Data: json.RawMessage(compact(e.t, sample(e.t, st))), Checks: []string{}, GenerationID: genID}
+		if err := e.complete(a); err != nil {
 			e.t.Fatal(err)
 		}
 	}

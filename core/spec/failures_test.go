@@ -20,7 +20,7 @@ func TestRunGenerationInvalidTwice(t *testing.T) {
 	if err := e.svc.RunGeneration(t.Context(), job, false); err != nil {
 		t.Fatalf("RunGeneration = %v, want nil: the failure is recorded", err)
 	}
-	if completes, fails := e.counts(); completes != 1 || fails != 1 { // the seeded scope is one completion
+	if completes, fails := e.counts(); completes != 0 || fails != 1 {
 		t.Errorf("completes %d, fails %d", completes, fails)
 	}
 	s := e.session(sid)
@@ -30,7 +30,7 @@ func TestRunGenerationInvalidTwice(t *testing.T) {
 	if msg := s.Error.Message; !strings.HasPrefix(msg, "the model's prd was invalid twice: at '/': missing properties") || !strings.Contains(msg, "more problem") {
 		t.Errorf("message %q", msg)
 	}
-	if len(e.artifacts()) != 1 {
+	if len(e.artifacts(sid)) != 1 {
 		t.Error("an artifact was stored")
 	}
 	if s.CurrentStage != ports.StageScope {
@@ -113,7 +113,7 @@ func TestRunGenerationRetriedJob(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if n := len(e.artifacts()); n != 1 {
+		if n := len(e.artifacts(sid)); n != 1 {
 			t.Errorf("%d artifacts", n)
 		}
 	})
@@ -125,7 +125,7 @@ func TestRunGenerationRetriedJob(t *testing.T) {
 		// Another run of the same job stores its artifact while this one
 		// waits for the model.
 		e.script(func(context.Context, ports.ChatRequest) (ports.ChatResult, error) {
-			if err := e.m.complete(ports.SpecArtifact{ID: "other", SessionID: sid, Stage: ports.StageScope, GenerationID: job.GenerationID}, e.clock.Now()); err != nil {
+			if err := e.complete(ports.SpecArtifact{ID: "other", SessionID: sid, Stage: ports.StageScope, GenerationID: job.GenerationID}); err != nil {
 				t.Error(err)
 			}
 			return ports.ChatResult{Content: sample(t, ports.StageScope), FinishReason: ports.FinishStop}, nil
@@ -133,7 +133,7 @@ func TestRunGenerationRetriedJob(t *testing.T) {
 		if err := e.svc.RunGeneration(t.Context(), job, false); err != nil {
 			t.Fatalf("RunGeneration = %v, want nil", err)
 		}
-		if arts := e.artifacts(); len(arts) != 1 || arts[0].ID != "other" {
+		if arts := e.artifacts(sid); len(arts) != 1 || arts[0].ID != "other" {
 			t.Errorf("artifacts %+v", arts)
 		}
 		if _, fails := e.counts(); fails != 0 {
@@ -159,7 +159,7 @@ func TestRunGenerationRetriedJob(t *testing.T) {
 				t.Errorf("RunGeneration(%+v) = %v", j, err)
 			}
 		}
-		if len(e.artifacts()) != 1 {
+		if len(e.artifacts(sid)) != 1 {
 			t.Error("a superseded job stored an artifact")
 		}
 	})
@@ -169,7 +169,7 @@ func TestRunGenerationRetriedJob(t *testing.T) {
 		sid := e.newSession(alice)
 		job := e.generate(alice, sid, "")
 		e.script(func(context.Context, ports.ChatRequest) (ports.ChatResult, error) {
-			_ = e.m.complete(ports.SpecArtifact{ID: "other", SessionID: sid, Stage: ports.StageScope, GenerationID: job.GenerationID}, e.clock.Now())
+			_ = e.complete(ports.SpecArtifact{ID: "other", SessionID: sid, Stage: ports.StageScope, GenerationID: job.GenerationID})
 			return ports.ChatResult{}, &ports.Error{Kind: ports.KindInvalid, Code: ports.CodeInvalidRequest, Message: "rejected"}
 		})
 		if err := e.svc.RunGeneration(t.Context(), job, false); err != nil {
@@ -184,9 +184,7 @@ func TestRunGenerationRetriedJob(t *testing.T) {
 		e := newEnv(t, spec.Config{})
 		sid := e.newSession(alice)
 		job := e.generate(alice, sid, "")
-		e.m.mu.Lock()
-		e.m.inputsErr = errors.New("database is down")
-		e.m.mu.Unlock()
+		e.specs.failInputs(errors.New("database is down"))
 		if err := e.svc.RunGeneration(t.Context(), job, false); err == nil || !strings.Contains(err.Error(), "database is down") {
 			t.Fatalf("RunGeneration = %v, want the store's error", err)
 		}
@@ -233,7 +231,7 @@ func TestTraceabilityChecksAreStored(t *testing.T) {
 	if err := e.svc.RunGeneration(t.Context(), job, false); err != nil {
 		t.Fatal(err)
 	}
-	arts := e.artifacts()
+	arts := e.artifacts(sid)
 	a := arts[len(arts)-1]
 	want := []string{"ST-9.1 names unknown epic EP-9", "EP-2 is not covered by any story", "ST-9.1 names unknown requirement REQ-7"}
 	if strings.Join(a.Checks, "|") != strings.Join(want, "|") {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,8 +112,8 @@ func TestGenerateEnqueuesInTheSameTransaction(t *testing.T) {
 			t.Errorf("session %+v", s)
 		}
 		jobs := e.jobs()
-		if len(jobs) != 1 || !jobs[0].inTx || !e.m.startInTx {
-			t.Fatalf("jobs %+v, StartGeneration in a transaction: %v", jobs, e.m.startInTx)
+		if len(jobs) != 1 || !jobs[0].inTx || !e.specs.startInTx {
+			t.Fatalf("jobs %+v, StartGeneration in a transaction: %v", jobs, e.specs.startInTx)
 		}
 		want := spec.GenerateStageArgs{SessionID: sid, OrgID: alice.OrgID, UserID: alice.UserID, Stage: ports.StageScope, GenerationID: s.GenerationID}
 		if jobs[0].args != want || jobs[0].args.Kind() != "spec.generate_stage" || jobs[0].opts.MaxAttempts != spec.DefaultMaxAttempts {
@@ -127,7 +128,7 @@ func TestGenerateEnqueuesInTheSameTransaction(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, spec.Config{})
 		sid := e.newSession(alice)
-		e.m.startErr = ports.Errorf(ports.KindConflict, "a generation started meanwhile")
+		e.specs.startErr = ports.Errorf(ports.KindConflict, "a generation started meanwhile")
 		_, err := e.svc.Generate(as(alice), sid, "")
 		if errCode(err) != spec.CodeGenerationRunning {
 			t.Fatalf("err = %v", err)
@@ -140,7 +141,7 @@ func TestGenerateEnqueuesInTheSameTransaction(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, spec.Config{})
 		sid := e.newSession(alice)
-		e.m.enqueueErr = errors.New("queue down")
+		e.failEnqueue(errors.New("queue down"))
 		if _, err := e.svc.Generate(as(alice), sid, ""); err == nil {
 			t.Fatal("no error")
 		}
@@ -237,7 +238,7 @@ func TestPipeline(t *testing.T) {
 		if s.Status != ports.SpecReady || s.CurrentStage != st {
 			t.Errorf("%s: session %+v", st, s)
 		}
-		arts := e.artifacts()
+		arts := e.artifacts(sid)
 		a := arts[len(arts)-1]
 		if a.Stage != st || a.Version != 1 || a.GenerationID != job.GenerationID || a.Format != "markdown" || a.Model != "model-x" {
 			t.Errorf("%s: artifact %+v", st, a)
@@ -340,7 +341,7 @@ func TestRunGenerationRetriesInvalidOutputOnce(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, spec.Config{})
 			sid := e.newSession(alice)
-			e.seed(sid, ports.Stages[:stageIndex(tt.stage)]...)
+			e.seed(sid, ports.Stages[:slices.Index(ports.Stages, tt.stage)]...)
 			job := e.generate(alice, sid, "")
 			if tt.first == nil {
 				e.script(answer("```json\n" + sample(t, tt.stage) + "\n```"))

@@ -30,9 +30,7 @@ func TestRunGenerationStoreErrorClasses(t *testing.T) {
 			e := newEnv(t, spec.Config{})
 			sid := e.newSession(alice)
 			job := e.generate(alice, sid, "")
-			e.m.mu.Lock()
-			e.m.inputsErr = tt.err
-			e.m.mu.Unlock()
+			e.specs.failInputs(tt.err)
 			err := e.svc.RunGeneration(t.Context(), job, false)
 			s := e.session(sid)
 			if tt.retried {

@@ -72,7 +72,7 @@ func TestRepairTurn(t *testing.T) {
 				t.Errorf("the repair turn asks for %+v", reqs[1].ResponseFormat)
 			}
 			s := e.session(sid)
-			arts := e.artifacts()
+			arts := e.artifacts(sid)
 			a := arts[len(arts)-1]
 			if s.Status != ports.SpecReady || a.Stage != ports.StageEpics {
 				t.Fatalf("session %s %+v, last artifact %s", s.Status, s.Error, a.Stage)
@@ -111,7 +111,7 @@ func TestRepairTurnAfterInvalidAnswer(t *testing.T) {
 	if !strings.Contains(last, "EP-2 is not covered by any story") || !strings.Contains(reqs[1].Messages[len(reqs[1].Messages)-1].Content, "not valid JSON") {
 		t.Errorf("turns: %q / %q", reqs[1].Messages[len(reqs[1].Messages)-1].Content, last)
 	}
-	arts := e.artifacts()
+	arts := e.artifacts(sid)
 	if a := arts[len(arts)-1]; a.Stage != ports.StageStories || len(a.Checks) != 0 {
 		t.Errorf("stored %s with checks %q", a.Stage, a.Checks)
 	}

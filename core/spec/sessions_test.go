@@ -35,8 +35,8 @@ func TestCreateSession(t *testing.T) {
 	if len(stored.Inputs) != 2 || stored.Inputs[1].Kind != ports.InputTranscript {
 		t.Errorf("stored inputs %+v", stored.Inputs)
 	}
-	if e.m.inputs[0].Content != "# Brief\nReimburse faster." {
-		t.Errorf("content stored as %q", e.m.inputs[0].Content)
+	if e.inputs(s.ID)[0].Content != "# Brief\nReimburse faster." {
+		t.Errorf("content stored as %q", e.inputs(s.ID)[0].Content)
 	}
 	if v, err := e.svc.CreateSession(as(alice), "Empty", nil); err != nil || len(v.Inputs) != 0 {
 		t.Errorf("a session without inputs: %v, %+v", err, v)
@@ -79,7 +79,7 @@ func TestCreateSessionInvalid(t *testing.T) {
 			if !ok || pe.Kind != ports.KindInvalid || len(pe.Fields) != 1 || pe.Fields[0].Field != tt.field {
 				t.Fatalf("err = %#v, want invalid on %s", err, tt.field)
 			}
-			if len(e.m.sessions) != 0 {
+			if len(e.sessions(alice)) != 0 {
 				t.Error("a session was stored")
 			}
 		})
@@ -134,8 +134,8 @@ func TestInputSizeLimits(t *testing.T) {
 		if !errors.Is(err, ports.ErrPayloadTooLarge) || !strings.Contains(err.Error(), "160 bytes; the limit is 150 bytes") {
 			t.Fatalf("err = %v", err)
 		}
-		if len(e.m.inputs) != 1 {
-			t.Errorf("%d inputs stored", len(e.m.inputs))
+		if len(e.inputs(v.Session.ID)) != 1 {
+			t.Errorf("%d inputs stored", len(e.inputs(v.Session.ID)))
 		}
 		in.Content = strings.Repeat("y", 70)
 		if _, err := e.svc.AddInput(as(alice), v.Session.ID, in); err != nil {

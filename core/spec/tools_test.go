@@ -89,7 +89,7 @@ func TestToolArgumentsAreValidated(t *testing.T) {
 			t.Errorf("%s %s: %+v, want refused for its schema", tt.tl, tt.args, ex.Outcome)
 		}
 	}
-	if len(e.jobs()) != 0 || len(e.m.inputs) != 1 {
+	if len(e.jobs()) != 0 || len(e.inputs(sid)) != 1 {
 		t.Error("a refused call changed something")
 	}
 
