@@ -21,12 +21,14 @@ func activityEnv(t *testing.T) (*env, string, []string) {
 	e := newEnv(t, scm.Config{})
 	ids := e.seed(alice, "gho_alice", webRepo)
 	ago := func(m int) time.Time { return fixture.Epoch.Add(-time.Duration(m) * time.Minute) }
-	e.m.activity = []ports.SCMActivity{
-		{ID: "delivery:d1", RepoID: 101, Summary: "w1", At: ago(1), Source: "webhook"},
-		{ID: "delivery:d5", RepoID: 101, Summary: "w5", At: ago(5), Source: "webhook"},
-		{ID: "delivery:d3", RepoID: 101, Summary: "w3", At: ago(3), Source: "webhook"},
-		{ID: "delivery:d7", RepoID: 101, Summary: "w7", At: ago(7), Source: "webhook"},
-		{ID: "delivery:x", RepoID: 102, Summary: "another repository", At: ago(2), Source: "webhook"},
+	if err := e.store.AppendActivity(t.Context(),
+		ports.SCMActivity{ID: "delivery:d1", RepoID: 101, Summary: "w1", At: ago(1), Source: "webhook"},
+		ports.SCMActivity{ID: "delivery:d5", RepoID: 101, Summary: "w5", At: ago(5), Source: "webhook"},
+		ports.SCMActivity{ID: "delivery:d3", RepoID: 101, Summary: "w3", At: ago(3), Source: "webhook"},
+		ports.SCMActivity{ID: "delivery:d7", RepoID: 101, Summary: "w7", At: ago(7), Source: "webhook"},
+		ports.SCMActivity{ID: "delivery:x", RepoID: 102, Summary: "another repository", At: ago(2), Source: "webhook"},
+	); err != nil {
+		t.Fatal(err)
 	}
 	provided := []ports.SCMActivity{
 		{ID: "event:2", RepoID: 101, Summary: "a2", At: ago(2), Source: "api"},

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/devpilot/devpilot/core/scm"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
+	"github.com/devpilot/devpilot/testkit/memstore"
 	"github.com/devpilot/devpilot/testkit/mocks"
 )
 
@@ -38,77 +40,17 @@ type txKey struct{}
 
 func inTx(ctx context.Context) bool { return ctx.Value(txKey{}) != nil }
 
-// txUndo is how to undo what one transaction changed.
-type txUndo struct{ undo []func() }
+// txMark marks the contexts of one transaction.
+type txMark struct{ _ byte }
 
 type enqueued struct {
 	args ports.JobArgs
 	opts ports.EnqueueOptions
 	inTx bool
-	tx   *txUndo // the transaction that enqueued it, or nil
-}
-
-// txOf returns the transaction ctx carries, or nil.
-func txOf(ctx context.Context) *txUndo {
-	tx, _ := ctx.Value(txKey{}).(*txUndo)
-	return tx
+	tx   *txMark // the transaction that enqueued it, or nil
 }
 
 type sealCall struct{ plaintext, aad string }
-
-type finish struct {
-	id, status, errMsg string
-	at                 time.Time
-}
-
-// mem is the state behind the store, cipher and queue mocks: the tests read
-// what was stored.
-type mem struct {
-	mu         sync.Mutex
-	states     map[string]ports.OAuthState
-	conns      map[string]ports.SCMConnection // by id
-	repos      map[string]ports.Repository    // by id
-	deliveries map[string]ports.WebhookDelivery
-	digests    map[string]ports.WebhookDigest
-	claims     []time.Time // the since of each ClaimWebhookDigests call
-	activity   []ports.SCMActivity
-	jobs       []enqueued
-	seals      []sealCall
-	opens      []sealCall
-	finishes   []finish
-	broken     []string // connection ids, in the order marked
-	recordInTx bool
-	nestedTx   bool // WithinTx was called with a transaction in ctx
-	// recordErr, enqueueErr, appendErr and finishErr, when set, fail the
-	// next call.
-	recordErr, enqueueErr, appendErr, finishErr error
-	// poisoned fails every RecordDeliveries call with a delivery of an id
-	// it holds, with its error.
-	poisoned map[string]error
-	// recorded and enqueuedIDs are the delivery ids of each
-	// RecordDeliveries call and the jobs' delivery ids of each EnqueueMany
-	// call, failed calls included.
-	recorded, enqueuedIDs [][]string
-	// beforeRecord, when set, runs at the start of each RecordDeliveries
-	// call, without mu held: tests block writes with it.
-	beforeRecord func(ctx context.Context, ds []ports.WebhookDelivery)
-}
-
-// onRollback records how to undo a change made in a transaction.
-func (m *mem) onRollback(ctx context.Context, undo func()) {
-	if tx, ok := ctx.Value(txKey{}).(*txUndo); ok {
-		tx.undo = append(tx.undo, undo)
-	}
-}
-
-func (m *mem) connOf(o ports.Owner) (ports.SCMConnection, bool) {
-	for _, c := range m.conns {
-		if c.OrgID == o.OrgID && c.UserID == o.UserID {
-			return c, true
-		}
-	}
-	return ports.SCMConnection{}, false
-}
 
 // take returns the error in *p, clearing it.
 func take(p *error) error {
@@ -117,7 +59,8 @@ func take(p *error) error {
 	return err
 }
 
-// paginate cuts list at the index cursor, in pages of the limit.
+// paginate cuts list at the index cursor, in pages of the limit, as the
+// provider mock pages.
 func paginate[T any](list []T, page ports.Page) ([]T, string, error) {
 	from := 0
 	if page.Cursor != "" {
@@ -135,314 +78,235 @@ func paginate[T any](list []T, page ports.Page) ([]T, string, error) {
 	return list[from:to], next, nil
 }
 
+// faultySCM is the store's SCMStore with faults to inject, noting the calls
+// the tests observe.
+type faultySCM struct {
+	ports.SCMStore
+	mu sync.Mutex
+	// recordErr, appendErr and finishErr, when set, fail the next call.
+	recordErr, appendErr, finishErr error
+	// poisoned fails every RecordDeliveries call with a delivery of an id
+	// it holds, with its error.
+	poisoned map[string]error
+	// beforeRecord, when set, runs at the start of each RecordDeliveries
+	// call: tests block writes with it.
+	beforeRecord func(ctx context.Context, ds []ports.WebhookDelivery)
+	// disconnected makes GetConnection find none, as after a disconnect.
+	disconnected bool
+	recordInTx   bool
+	// recorded are the delivery ids of each RecordDeliveries call, failed
+	// calls included.
+	recorded [][]string
+	claims   []time.Time // the since of each ClaimWebhookDigests call
+	states   int         // the states created
+	repoIDs  map[int64]bool
+	finishes int
+	broken   []string // connection ids, in the order marked
+}
+
+func (f *faultySCM) CreateOAuthState(ctx context.Context, st ports.OAuthState) error {
+	err := f.SCMStore.CreateOAuthState(ctx, st)
+	if err == nil {
+		f.mu.Lock()
+		f.states++
+		f.mu.Unlock()
+	}
+	return err
+}
+
+func (f *faultySCM) GetConnection(ctx context.Context, o ports.Owner, provider string) (ports.SCMConnection, error) {
+	f.mu.Lock()
+	gone := f.disconnected
+	f.mu.Unlock()
+	if gone {
+		return ports.SCMConnection{}, ports.NotFound("scm connection to", provider)
+	}
+	return f.SCMStore.GetConnection(ctx, o, provider)
+}
+
+func (f *faultySCM) MarkConnectionBroken(ctx context.Context, id, reason string, at time.Time) error {
+	err := f.SCMStore.MarkConnectionBroken(ctx, id, reason, at)
+	if err == nil {
+		f.mu.Lock()
+		f.broken = append(f.broken, id)
+		f.mu.Unlock()
+	}
+	return err
+}
+
+func (f *faultySCM) RecordDeliveries(ctx context.Context, ds []ports.WebhookDelivery) ([]bool, error) {
+	f.mu.Lock()
+	hook := f.beforeRecord
+	f.mu.Unlock()
+	if hook != nil {
+		hook(ctx, ds)
+	}
+	f.mu.Lock()
+	f.recordInTx = inTx(ctx)
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		ids[i] = d.ID
+	}
+	f.recorded = append(f.recorded, ids)
+	err := take(&f.recordErr)
+	for _, d := range ds {
+		if err == nil {
+			err = f.poisoned[d.ID]
+		}
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return f.SCMStore.RecordDeliveries(ctx, ds)
+}
+
+func (f *faultySCM) ClaimWebhookDigests(ctx context.Context, ds []ports.WebhookDigest, since time.Time) ([]bool, error) {
+	f.mu.Lock()
+	f.claims = append(f.claims, since)
+	f.mu.Unlock()
+	return f.SCMStore.ClaimWebhookDigests(ctx, ds, since)
+}
+
+func (f *faultySCM) FinishDelivery(ctx context.Context, id, status, errMsg string, at time.Time) error {
+	f.mu.Lock()
+	err := take(&f.finishErr)
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := f.SCMStore.FinishDelivery(ctx, id, status, errMsg, at); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.finishes++
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *faultySCM) AppendActivity(ctx context.Context, entries ...ports.SCMActivity) error {
+	f.mu.Lock()
+	err := take(&f.appendErr)
+	for _, a := range entries {
+		f.repoIDs[a.RepoID] = true
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return f.SCMStore.AppendActivity(ctx, entries...)
+}
+
+// marked is the store's Transactor marking the contexts of its
+// transactions; it notes a transaction begun in another's context and drops
+// the jobs of a transaction rolled back, as the queue's port promises.
+type marked struct {
+	ports.Transactor
+	e *env
+}
+
+func (m marked) WithinTx(ctx context.Context, fn func(context.Context) error) error {
+	e := m.e
+	if inTx(ctx) {
+		e.mu.Lock()
+		e.nestedTx = true
+		e.mu.Unlock()
+	}
+	tx := &txMark{}
+	err := m.Transactor.WithinTx(ctx, func(ctx context.Context) error { return fn(context.WithValue(ctx, txKey{}, tx)) })
+	if err != nil {
+		e.mu.Lock()
+		e.queued = slices.DeleteFunc(e.queued, func(j enqueued) bool { return j.tx == tx })
+		e.mu.Unlock()
+	}
+	return err
+}
+
 type env struct {
 	t     testing.TB
 	svc   *scm.Service
 	prov  *mocks.MockSCMProvider
 	clock *fixture.Clock
 	ids   *fixture.IDs
-	m     *mem
+	store *memstore.Store
+	scm   *faultySCM
 	deps  scm.Deps
 	// bindings are the browser bindings Authorize gave, by state.
 	bindings sync.Map
+
+	mu           sync.Mutex
+	queued       []enqueued
+	seals, opens []sealCall
+	nestedTx     bool // WithinTx was called with a transaction in ctx
+	// enqueueErr, when set, fails the next call.
+	enqueueErr error
+	// enqueuedIDs are the jobs' delivery ids of each EnqueueMany call,
+	// failed calls included.
+	enqueuedIDs [][]string
 }
 
+// newEnv wires a Service to a memstore holding alice and bob, a provider
+// mock, a queue recording its jobs and a cipher that seals visibly.
 func newEnv(t testing.TB, cfg scm.Config) *env {
 	t.Helper()
 	ctrl := gomock.NewController(t)
-	e := &env{t: t, prov: mocks.NewMockSCMProvider(ctrl), clock: fixture.NewClock(), ids: &fixture.IDs{},
-		m: &mem{states: map[string]ports.OAuthState{}, conns: map[string]ports.SCMConnection{},
-			repos: map[string]ports.Repository{}, deliveries: map[string]ports.WebhookDelivery{},
-			digests: map[string]ports.WebhookDigest{}}}
-	m := e.m
-	store := mocks.NewMockSCMStore(ctrl)
+	store := memstore.New()
+	e := &env{t: t, prov: mocks.NewMockSCMProvider(ctrl), clock: fixture.NewClock(), ids: &fixture.IDs{}, store: store,
+		scm: &faultySCM{SCMStore: store, repoIDs: map[int64]bool{}}}
+	if err := store.CreateOrg(t.Context(), ports.Org{ID: "org-1", Name: "org-1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []ports.Principal{alice, bob} {
+		if err := store.CreateUser(t.Context(), ports.User{ID: p.UserID, OrgID: p.OrgID, Email: p.UserID + "@example.com", Role: p.Role}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cipher := mocks.NewMockCipher(ctrl)
-	tx := mocks.NewMockTransactor(ctrl)
 	jobs := mocks.NewMockJobQueue(ctrl)
-
-	// Transactions roll back on error, as the port promises.
-	tx.EXPECT().WithinTx(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(ctx context.Context, fn func(context.Context) error) error {
-			if inTx(ctx) {
-				m.mu.Lock()
-				m.nestedTx = true
-				m.mu.Unlock()
-			}
-			tx := &txUndo{}
-			err := fn(context.WithValue(ctx, txKey{}, tx))
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if err != nil {
-				for _, undo := range slices.Backward(tx.undo) {
-					undo()
-				}
-			}
+	record := func(ctx context.Context, args []ports.JobArgs, opts ports.EnqueueOptions) error {
+		if err := take(&e.enqueueErr); err != nil {
 			return err
-		})
+		}
+		tx, _ := ctx.Value(txKey{}).(*txMark)
+		for _, a := range args {
+			e.queued = append(e.queued, enqueued{args: a, opts: opts, inTx: inTx(ctx), tx: tx})
+		}
+		return nil
+	}
 	jobs.EXPECT().Enqueue(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(ctx context.Context, args ports.JobArgs, opts ports.EnqueueOptions) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if err := take(&m.enqueueErr); err != nil {
-				return err
-			}
-			tx := txOf(ctx)
-			m.jobs = append(m.jobs, enqueued{args: args, opts: opts, inTx: inTx(ctx), tx: tx})
-			m.onRollback(ctx, func() { m.jobs = slices.DeleteFunc(m.jobs, func(j enqueued) bool { return j.tx == tx }) })
-			return nil
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return record(ctx, []ports.JobArgs{args}, opts)
 		})
 	jobs.EXPECT().EnqueueMany(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(ctx context.Context, args []ports.JobArgs, opts ports.EnqueueOptions) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
+			e.mu.Lock()
+			defer e.mu.Unlock()
 			var ids []string
 			for _, a := range args {
 				if p, ok := a.(scm.ProcessDeliveryArgs); ok {
 					ids = append(ids, p.DeliveryID)
 				}
 			}
-			m.enqueuedIDs = append(m.enqueuedIDs, ids)
-			if err := take(&m.enqueueErr); err != nil {
-				return err
-			}
-			tx := txOf(ctx)
-			for _, a := range args {
-				m.jobs = append(m.jobs, enqueued{args: a, opts: opts, inTx: inTx(ctx), tx: tx})
-			}
-			m.onRollback(ctx, func() { m.jobs = slices.DeleteFunc(m.jobs, func(j enqueued) bool { return j.tx == tx }) })
-			return nil
-		})
-
-	store.EXPECT().CreateOAuthState(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, s ports.OAuthState) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.states[s.State] = s
-			return nil
-		})
-	store.EXPECT().ConsumeOAuthState(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, state string, now time.Time) (ports.OAuthState, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			s, ok := m.states[state]
-			if !ok {
-				return ports.OAuthState{}, ports.NotFound("oauth state", "")
-			}
-			delete(m.states, state)
-			if !now.Before(s.ExpiresAt) {
-				return ports.OAuthState{}, &ports.Error{Kind: ports.KindGone, Code: "expired", Message: "expired"}
-			}
-			return s, nil
-		})
-	store.EXPECT().SaveConnection(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, c ports.SCMConnection) (ports.SCMConnection, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if old, ok := m.connOf(ports.Owner{OrgID: c.OrgID, UserID: c.UserID}); ok {
-				c.ID, c.CreatedAt = old.ID, old.CreatedAt
-			}
-			m.conns[c.ID] = c
-			return c, nil
-		})
-	store.EXPECT().GetConnection(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, o ports.Owner, provider string) (ports.SCMConnection, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if c, ok := m.connOf(o); ok && c.Provider == provider {
-				return c, nil
-			}
-			return ports.SCMConnection{}, ports.NotFound("connection", provider)
-		})
-	store.EXPECT().MarkConnectionBroken(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, id, reason string, at time.Time) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			c, ok := m.conns[id]
-			if !ok {
-				return ports.NotFound("connection", id)
-			}
-			c.Status, c.Error, c.UpdatedAt = ports.SCMBroken, reason, at
-			m.conns[id] = c
-			m.broken = append(m.broken, id)
-			return nil
-		})
-	store.EXPECT().SaveRepositories(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, connID string, repos []ports.Repository, at time.Time) ([]ports.Repository, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			out := make([]ports.Repository, 0, len(repos))
-			for _, r := range repos {
-				for _, old := range m.repos {
-					if old.ConnectionID == connID && old.ProviderID == r.ProviderID {
-						r.ID, r.CreatedAt = old.ID, old.CreatedAt
-					}
-				}
-				r.ConnectionID, r.UpdatedAt = connID, at
-				m.repos[r.ID] = r
-				out = append(out, r)
-			}
-			return out, nil
-		})
-	store.EXPECT().PruneRepositories(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, connID string, before time.Time) (int, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			n := 0
-			for id, r := range m.repos {
-				if r.ConnectionID == connID && r.UpdatedAt.Before(before) {
-					delete(m.repos, id)
-					n++
-				}
-			}
-			return n, nil
-		})
-	store.EXPECT().ListRepositories(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, o ports.Owner, page ports.Page) ([]ports.Repository, string, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			var out []ports.Repository
-			for _, r := range m.repos {
-				if r.OrgID == o.OrgID && r.UserID == o.UserID {
-					out = append(out, r)
-				}
-			}
-			slices.SortFunc(out, func(a, b ports.Repository) int { return strings.Compare(a.FullName, b.FullName) })
-			return paginate(out, page)
-		})
-	store.EXPECT().GetRepository(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, o ports.Owner, id string) (ports.Repository, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if r, ok := m.repos[id]; ok && r.OrgID == o.OrgID && r.UserID == o.UserID {
-				return r, nil
-			}
-			return ports.Repository{}, ports.NotFound("repository", id)
-		})
-	store.EXPECT().RecordDeliveries(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(ctx context.Context, ds []ports.WebhookDelivery) ([]bool, error) {
-			m.mu.Lock()
-			hook := m.beforeRecord
-			m.mu.Unlock()
-			if hook != nil {
-				hook(ctx, ds)
-			}
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.recordInTx = inTx(ctx)
-			ids := make([]string, len(ds))
-			for i, d := range ds {
-				ids[i] = d.ID
-			}
-			m.recorded = append(m.recorded, ids)
-			if err := take(&m.recordErr); err != nil {
-				return nil, err
-			}
-			for _, d := range ds {
-				if err := m.poisoned[d.ID]; err != nil {
-					return nil, err
-				}
-			}
-			stored := make([]bool, len(ds))
-			for i, d := range ds {
-				if _, ok := m.deliveries[d.ID]; ok {
-					continue
-				}
-				stored[i] = true
-				m.deliveries[d.ID] = d
-				m.onRollback(ctx, func() { delete(m.deliveries, d.ID) })
-			}
-			return stored, nil
-		})
-	store.EXPECT().ClaimWebhookDigests(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(ctx context.Context, ds []ports.WebhookDigest, since time.Time) ([]bool, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.claims = append(m.claims, since)
-			claimed := make([]bool, len(ds))
-			for i, d := range ds {
-				if old, ok := m.digests[d.Digest]; ok && !old.At.Before(since) {
-					continue
-				}
-				old, had := m.digests[d.Digest]
-				claimed[i] = true
-				m.digests[d.Digest] = d
-				m.onRollback(ctx, func() {
-					if had {
-						m.digests[d.Digest] = old
-					} else {
-						delete(m.digests, d.Digest)
-					}
-				})
-			}
-			return claimed, nil
-		})
-	store.EXPECT().GetDelivery(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, id string) (ports.WebhookDelivery, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if d, ok := m.deliveries[id]; ok {
-				return d, nil
-			}
-			return ports.WebhookDelivery{}, ports.NotFound("webhook delivery", id)
-		})
-	store.EXPECT().FinishDelivery(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, id, status, errMsg string, at time.Time) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if err := take(&m.finishErr); err != nil {
-				return err
-			}
-			d, ok := m.deliveries[id]
-			if !ok {
-				return ports.NotFound("webhook delivery", id)
-			}
-			d.Status, d.Error, d.ProcessedAt = status, errMsg, &at
-			m.deliveries[id] = d
-			m.finishes = append(m.finishes, finish{id, status, errMsg, at})
-			return nil
-		})
-	store.EXPECT().AppendActivity(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, entries ...ports.SCMActivity) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if err := take(&m.appendErr); err != nil {
-				return err
-			}
-			for _, a := range entries {
-				if !slices.ContainsFunc(m.activity, func(b ports.SCMActivity) bool { return b.ID == a.ID }) {
-					m.activity = append(m.activity, a)
-				}
-			}
-			return nil
-		})
-	store.EXPECT().ListActivity(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, repoID int64, page ports.Page) ([]ports.SCMActivity, string, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			var out []ports.SCMActivity
-			for _, a := range m.activity {
-				if a.RepoID == repoID {
-					out = append(out, a)
-				}
-			}
-			slices.SortStableFunc(out, func(a, b ports.SCMActivity) int { return b.At.Compare(a.At) })
-			return paginate(out, page)
+			e.enqueuedIDs = append(e.enqueuedIDs, ids)
+			return record(ctx, args, opts)
 		})
 
 	// The cipher "seals" as sealed:<hex aad>:<hex plaintext>, and opens only
 	// with the same aad.
 	cipher.EXPECT().Seal(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(plaintext, aad []byte) (string, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.seals = append(m.seals, sealCall{string(plaintext), string(aad)})
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.seals = append(e.seals, sealCall{string(plaintext), string(aad)})
 			return seal(string(plaintext), string(aad)), nil
 		})
 	cipher.EXPECT().Open(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(sealed string, aad []byte) ([]byte, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.opens = append(m.opens, sealCall{sealed, string(aad)})
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.opens = append(e.opens, sealCall{sealed, string(aad)})
 			parts := strings.Split(sealed, ":")
 			if len(parts) != 3 || parts[0] != "sealed" || parts[1] != hex.EncodeToString(aad) {
 				return nil, ports.Wrap(ports.KindInternal, errors.New("message authentication failed"), "cannot open")
@@ -458,7 +322,7 @@ func newEnv(t testing.TB, cfg scm.Config) *env {
 	}
 	// Webhooks are read by the GitHub adapter itself: it needs nothing but
 	// the bytes, and the tests then send what GitHub sends.
-	e.deps = scm.Deps{Store: store, Provider: e.prov, Webhooks: github.Webhooks{}, Cipher: cipher, Jobs: jobs, Tx: tx, Clock: e.clock, IDs: e.ids}
+	e.deps = scm.Deps{Store: e.scm, Provider: e.prov, Webhooks: github.Webhooks{}, Cipher: cipher, Jobs: jobs, Tx: marked{store, e}, Clock: e.clock, IDs: e.ids}
 	e.svc = scm.New(cfg, e.deps)
 	return e
 }
@@ -478,46 +342,92 @@ func seal(plaintext, aad string) string {
 // callback would, without the OAuth flow; it returns their devpilot ids.
 func (e *env) seed(p ports.Principal, token string, repos ...ports.SCMRepo) []string {
 	e.t.Helper()
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	now := e.clock.Now()
-	c := ports.SCMConnection{ID: e.ids.NewID(), OrgID: p.OrgID, UserID: p.UserID, Provider: "github", Login: p.UserID,
-		Status: ports.SCMActive, CreatedAt: now, UpdatedAt: now}
-	c.SealedToken = seal(token, c.ID)
-	e.m.conns[c.ID] = c
+	ctx, now, id := e.t.Context(), e.clock.Now(), e.ids.NewID()
+	c, err := e.store.SaveConnection(ctx, ports.SCMConnection{ID: id, OrgID: p.OrgID, UserID: p.UserID, Provider: "github", Login: p.UserID,
+		SealedToken: seal(token, id), Status: ports.SCMActive, CreatedAt: now, UpdatedAt: now})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rs := make([]ports.Repository, len(repos))
+	for i, r := range repos {
+		rs[i] = ports.Repository{ID: e.ids.NewID(), SCMRepo: r}
+	}
+	saved, err := e.store.SaveRepositories(ctx, c.ID, rs, now)
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	var ids []string
-	for _, r := range repos {
-		id := e.ids.NewID()
-		e.m.repos[id] = ports.Repository{ID: id, OrgID: p.OrgID, UserID: p.UserID, ConnectionID: c.ID, SCMRepo: r, CreatedAt: now, UpdatedAt: now}
-		ids = append(ids, id)
+	for _, r := range saved {
+		ids = append(ids, r.ID)
 	}
 	return ids
 }
 
+// conn returns p's stored connection; the zero one when there is none.
 func (e *env) conn(p ports.Principal) ports.SCMConnection {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	c, _ := e.m.connOf(p.Owner())
+	c, _ := e.store.GetConnection(e.t.Context(), p.Owner(), "github")
 	return c
 }
 
+// conns returns the stored connections of alice and bob.
+func (e *env) conns() []ports.SCMConnection {
+	var out []ports.SCMConnection
+	for _, p := range []ports.Principal{alice, bob} {
+		if c := e.conn(p); c.ID != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func (e *env) jobs() []enqueued {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	return slices.Clone(e.m.jobs)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.queued)
 }
 
 func (e *env) delivery(id string) (ports.WebhookDelivery, bool) {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	d, ok := e.m.deliveries[id]
-	return d, ok
+	d, err := e.store.GetDelivery(e.t.Context(), id)
+	return d, err == nil
 }
 
+// activity returns the stored activity of every repository activity was
+// appended for.
 func (e *env) activity() []ports.SCMActivity {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	return slices.Clone(e.m.activity)
+	e.t.Helper()
+	e.scm.mu.Lock()
+	repos := slices.Sorted(maps.Keys(e.scm.repoIDs))
+	e.scm.mu.Unlock()
+	var out []ports.SCMActivity
+	for _, id := range repos {
+		list, _, err := e.store.ListActivity(e.t.Context(), id, ports.Page{Limit: ports.MaxPageLimit})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, list...)
+	}
+	return out
+}
+
+// state reads a stored state through the port: it consumes it (at the zero
+// time, so that it has not expired) and stores it again.
+func (e *env) state(state string) (ports.OAuthState, bool) {
+	e.t.Helper()
+	st, err := e.store.ConsumeOAuthState(e.t.Context(), state, time.Time{})
+	if err != nil {
+		return ports.OAuthState{}, false
+	}
+	if err := e.store.CreateOAuthState(e.t.Context(), st); err != nil {
+		e.t.Fatal(err)
+	}
+	return st, true
+}
+
+// statesCreated returns how many states the service stored.
+func (e *env) statesCreated() int {
+	e.scm.mu.Lock()
+	defer e.scm.mu.Unlock()
+	return e.scm.states
 }
 
 // wantErr fails unless err is a ports.Error of the kind (and code, when

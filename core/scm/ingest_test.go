@@ -29,9 +29,9 @@ type gate struct {
 
 func newGate(e *env, ids ...string) *gate {
 	g := &gate{started: make(chan context.Context, 8), release: make(chan struct{})}
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	e.m.beforeRecord = func(ctx context.Context, ds []ports.WebhookDelivery) {
+	e.scm.mu.Lock()
+	defer e.scm.mu.Unlock()
+	e.scm.beforeRecord = func(ctx context.Context, ds []ports.WebhookDelivery) {
 		if slices.ContainsFunc(ds, func(d ports.WebhookDelivery) bool { return slices.Contains(ids, d.ID) }) {
 			g.started <- ctx
 			<-g.release
@@ -76,8 +76,10 @@ func (e *env) receiveAsync(ctx context.Context, id string) chan outcome {
 // recorded returns the delivery ids of each RecordDeliveries call and of the
 // jobs of each EnqueueMany call, each call's sorted.
 func (e *env) calls() (recorded, enqueued [][]string) {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
+	e.scm.mu.Lock()
+	defer e.scm.mu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	sorted := func(calls [][]string) [][]string {
 		out := make([][]string, len(calls))
 		for i, c := range calls {
@@ -85,15 +87,18 @@ func (e *env) calls() (recorded, enqueued [][]string) {
 		}
 		return out
 	}
-	return sorted(e.m.recorded), sorted(e.m.enqueuedIDs)
+	return sorted(e.scm.recorded), sorted(e.enqueuedIDs)
 }
 
+// storedIDs returns the ids of the deliveries stored, of those the service
+// asked to record.
 func storedIDs(e *env) []string {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
+	recorded, _ := e.calls()
 	var ids []string
-	for id := range e.m.deliveries {
-		ids = append(ids, id)
+	for _, id := range slices.Concat(recorded...) {
+		if _, ok := e.delivery(id); ok && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
 	}
 	sort.Strings(ids)
 	return ids
@@ -134,8 +139,8 @@ func TestReceiveWebhookAloneWritesAtOnce(t *testing.T) {
 func TestReceiveWebhookOwnTransaction(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, scm.Config{WebhookWriters: 1})
-	e.m.poisoned = map[string]error{"bad": &ports.Error{Kind: ports.KindUnavailable, Message: "database is down"}}
-	inCallersTx := context.WithValue(t.Context(), txKey{}, &txUndo{})
+	e.scm.poisoned = map[string]error{"bad": &ports.Error{Kind: ports.KindUnavailable, Message: "database is down"}}
+	inCallersTx := context.WithValue(t.Context(), txKey{}, &txMark{})
 	if o := <-e.receiveAsync(inCallersTx, "d1"); o.err != nil || o.dup {
 		t.Errorf("ReceiveWebhook = %v, %v", o.dup, o.err)
 	}
@@ -158,9 +163,9 @@ func TestReceiveWebhookOwnTransaction(t *testing.T) {
 	if recorded, _ := e.calls(); len(recorded) != 5 || len(recorded[2]) != 2 {
 		t.Errorf("RecordDeliveries calls %v, want d1, first, the batch, then each alone", recorded)
 	}
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	if e.m.nestedTx {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.nestedTx {
 		t.Error("a delivery was written in the transaction of the caller's ctx")
 	}
 }
@@ -260,9 +265,9 @@ func TestReceiveWebhookBatchFailure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, scm.Config{WebhookWriters: 1})
-			e.m.poisoned = map[string]error{}
+			e.scm.poisoned = map[string]error{}
 			for _, id := range tt.poisoned {
-				e.m.poisoned[id] = broken
+				e.scm.poisoned[id] = broken
 			}
 			g := newGate(e, "first")
 			first := e.receiveAsync(t.Context(), "first")

@@ -54,13 +54,6 @@ func (e *env) cb(code, state string) scm.CallbackInput {
 	return scm.CallbackInput{Code: code, State: state, Binding: binding}
 }
 
-func (e *env) state(state string) (ports.OAuthState, bool) {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	s, ok := e.m.states[state]
-	return s, ok
-}
-
 func s256(verifier string) string {
 	sum := sha256.Sum256([]byte(verifier))
 	return base64.RawURLEncoding.EncodeToString(sum[:])
@@ -93,7 +86,7 @@ func TestAuthorize(t *testing.T) {
 	}
 	st, ok := e.state(wantState)
 	if !ok {
-		t.Fatalf("state not stored: %+v", e.m.states)
+		t.Fatal("state not stored")
 	}
 	want := ports.OAuthState{State: wantState, OrgID: alice.OrgID, UserID: alice.UserID, CodeVerifier: wantVerifier,
 		RedirectAfter: "/settings/integrations", BindingHash: hex.EncodeToString(bindingSum[:]),
@@ -142,8 +135,8 @@ func TestAuthorizeFails(t *testing.T) {
 	if pe := wantErr(t, "provider not configured", err, ports.KindUnavailable, "not_configured"); pe.Message != notConfigured.Message {
 		t.Errorf("message %q", pe.Message)
 	}
-	if len(e.m.states) != 0 {
-		t.Errorf("states stored: %+v", e.m.states)
+	if n := e.statesCreated(); n != 0 {
+		t.Errorf("%d states stored", n)
 	}
 }
 
@@ -189,7 +182,7 @@ func TestAuthorizeRedirectAfter(t *testing.T) {
 		if f := fieldsOf(err); len(f) != 1 || f[0] != "redirect_after" {
 			t.Errorf("%q: fields %v", tt.redirect, f)
 		}
-		if len(e.m.states) != 0 {
+		if e.statesCreated() != 0 {
 			t.Errorf("%q: state stored", tt.redirect)
 		}
 	}
@@ -230,8 +223,8 @@ func TestCallbackConnects(t *testing.T) {
 	if conn.ID == "" || conn.Status != ports.SCMActive || conn.Login != "alice-gh" || conn.Provider != "github" || conn.SealedToken != seal("gho_token1", conn.ID) {
 		t.Errorf("stored connection %+v", conn)
 	}
-	if len(e.m.seals) != 1 || e.m.seals[0] != (sealCall{"gho_token1", conn.ID}) {
-		t.Errorf("seals %+v, want the token bound to the connection id", e.m.seals)
+	if len(e.seals) != 1 || e.seals[0] != (sealCall{"gho_token1", conn.ID}) {
+		t.Errorf("seals %+v, want the token bound to the connection id", e.seals)
 	}
 	if res.Repositories != 2 || res.RedirectAfter != "/settings" || res.Connection.ID != conn.ID || res.Connection.SealedToken != "" {
 		t.Errorf("result %+v", res)
@@ -265,10 +258,10 @@ func TestCallbackReconnectKeepsTheConnection(t *testing.T) {
 	repos, _, _ := e.svc.ListRepos(as(alice), ports.Page{})
 
 	// The token stops working; reconnecting mends the same connection.
-	e.m.mu.Lock()
-	first.Status, first.Error = ports.SCMBroken, "revoked"
-	e.m.conns[first.ID] = first
-	e.m.mu.Unlock()
+	if err := e.store.MarkConnectionBroken(t.Context(), first.ID, "revoked", e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	first = e.conn(alice)
 	e.clock.Advance(time.Hour)
 	e.expectConnect("code-2", "gho_new", "alice-gh", []ports.SCMRepo{webRepo, apiRepo})
 	res, err := e.svc.Callback(context.Background(), e.cb("code-2", e.authorize(alice, "")))
@@ -280,8 +273,8 @@ func TestCallbackReconnectKeepsTheConnection(t *testing.T) {
 		again.SealedToken != seal("gho_new", first.ID) || !again.CreatedAt.Equal(first.CreatedAt) || !again.UpdatedAt.After(first.UpdatedAt) {
 		t.Errorf("reconnected %+v\nfirst       %+v", again, first)
 	}
-	if len(e.m.conns) != 1 {
-		t.Errorf("%d connections", len(e.m.conns))
+	if n := len(e.conns()); n != 1 {
+		t.Errorf("%d connections", n)
 	}
 	after, _, _ := e.svc.ListRepos(as(alice), ports.Page{})
 	if res.Repositories != 2 || len(after) != 2 || after[1].ID != repos[0].ID {
@@ -359,18 +352,21 @@ func TestCallbackBrowserBinding(t *testing.T) {
 		_, err = e.svc.Callback(context.Background(), e.cb("c", state))
 		wantErr(t, tt.name+", then alice's own browser", err, ports.KindMalformed, scm.CodeInvalidState)
 	}
-	if len(e.m.conns) != 0 {
-		t.Errorf("connections stored: %+v", e.m.conns)
+	if c := e.conns(); len(c) != 0 {
+		t.Errorf("connections stored: %+v", c)
 	}
 	// A state stored without a binding (before browsers were bound) binds
 	// no browser.
 	state := e.authorize(alice, "")
-	e.m.mu.Lock()
-	st := e.m.states[state]
+	st, err := e.store.ConsumeOAuthState(t.Context(), state, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	st.BindingHash = ""
-	e.m.states[state] = st
-	e.m.mu.Unlock()
-	_, err := e.svc.Callback(context.Background(), e.cb("c", state))
+	if err := e.store.CreateOAuthState(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.svc.Callback(context.Background(), e.cb("c", state))
 	wantErr(t, "a state without a binding", err, ports.KindMalformed, scm.CodeBrowserMismatch)
 }
 
@@ -422,8 +418,8 @@ func TestCallbackFails(t *testing.T) {
 	if pe := wantErr(t, "user", err, ports.KindInternal, ""); strings.Contains(err.Error(), "gho_x") || pe.Message != "internal error" {
 		t.Errorf("the token leaks: %v", err)
 	}
-	if len(e.m.conns) != 0 {
-		t.Errorf("connections stored: %+v", e.m.conns)
+	if c := e.conns(); len(c) != 0 {
+		t.Errorf("connections stored: %+v", c)
 	}
 
 	// The rate limit while listing repositories passes through.

@@ -70,10 +70,10 @@ func TestReadsCallTheProviderWithTheToken(t *testing.T) {
 		t.Errorf("SearchCommits = %+v, %q, %v", found, next, err)
 	}
 	conn := e.conn(alice)
-	if len(e.m.opens) != 4 {
-		t.Errorf("%d opens, want one per provider call", len(e.m.opens))
+	if len(e.opens) != 4 {
+		t.Errorf("%d opens, want one per provider call", len(e.opens))
 	}
-	for _, o := range e.m.opens {
+	for _, o := range e.opens {
 		if o.aad != conn.ID || o.plaintext != conn.SealedToken {
 			t.Errorf("opened %+v, want the connection's sealed token with its id", o)
 		}
@@ -102,9 +102,7 @@ func TestReadsNeedAConnection(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, scm.Config{})
 	ids := e.seed(alice, "gho_alice", webRepo)
-	e.m.mu.Lock()
-	clear(e.m.conns) // the repositories stay, as after a disconnect
-	e.m.mu.Unlock()
+	e.scm.disconnected = true // the repositories stay, as after a disconnect
 	calls := map[string]func() error{
 		"ListCommits": func() error { _, _, err := e.svc.ListCommits(as(alice), ids[0], ports.Page{}); return err },
 		"ListPulls":   func() error { _, _, err := e.svc.ListPulls(as(alice), ids[0], ports.Page{}); return err },
@@ -134,8 +132,8 @@ func TestRevokedTokenBreaksTheConnection(t *testing.T) {
 		t.Errorf("message %q", pe.Message)
 	}
 	conn := e.conn(alice)
-	if conn.Status != ports.SCMBroken || conn.Error == "" || len(e.m.broken) != 1 || e.m.broken[0] != conn.ID {
-		t.Errorf("connection %+v, marked %v", conn, e.m.broken)
+	if conn.Status != ports.SCMBroken || conn.Error == "" || len(e.scm.broken) != 1 || e.scm.broken[0] != conn.ID {
+		t.Errorf("connection %+v, marked %v", conn, e.scm.broken)
 	}
 
 	// The provider is not asked again (the mock expects no more calls).
@@ -149,8 +147,8 @@ func TestRevokedTokenBreaksTheConnection(t *testing.T) {
 			t.Errorf("%s: message %q", name, pe.Message)
 		}
 	}
-	if len(e.m.broken) != 1 {
-		t.Errorf("marked broken %d times", len(e.m.broken))
+	if len(e.scm.broken) != 1 {
+		t.Errorf("marked broken %d times", len(e.scm.broken))
 	}
 }
 
@@ -177,10 +175,10 @@ func TestProviderErrorsPassThrough(t *testing.T) {
 
 	// A token that cannot be opened is an internal error, not a provider call.
 	c := e.conn(alice)
-	e.m.mu.Lock()
 	c.SealedToken = seal("gho_alice", "another-id")
-	e.m.conns[c.ID] = c
-	e.m.mu.Unlock()
+	if _, err := e.store.SaveConnection(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
 	_, _, err = e.svc.ListPulls(as(alice), ids[0], ports.Page{})
 	wantErr(t, "unopenable", err, ports.KindInternal, "")
 }

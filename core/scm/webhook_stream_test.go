@@ -59,17 +59,13 @@ func TestReceiveWebhookForm(t *testing.T) {
 		// Each stored delivery is the same event and payload, but a form and
 		// JSON, or another Content-Type parameter, are other raw bodies
 		// only for the first two; the third body repeats none of them.
-		e.m.mu.Lock()
-		clear(e.m.digests)
-		e.m.mu.Unlock()
+		e.clock.Advance(scm.DefaultReplayWindow + time.Second)
 	}
 	if err := e.svc.ProcessDelivery(context.Background(), "form-a"); err != nil {
 		t.Fatal(err)
 	}
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	if len(e.m.activity) != 1 || e.m.activity[0].Kind != "push" || e.m.activity[0].SHA == "" {
-		t.Errorf("activity of a form delivery: %+v", e.m.activity)
+	if a := e.activity(); len(a) != 1 || a[0].Kind != "push" || a[0].SHA == "" {
+		t.Errorf("activity of a form delivery: %+v", a)
 	}
 }
 
@@ -110,10 +106,10 @@ func TestReceiveWebhookReplay(t *testing.T) {
 	if got := jobIDs(e); strings.Join(got, ",") != "after-window,first,other-event" {
 		t.Errorf("jobs %v", got)
 	}
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	if n := len(e.m.claims); n == 0 || !e.m.claims[n-1].Equal(e.clock.Now().Add(-time.Hour)) {
-		t.Errorf("claims since %v, want the last an hour before now", e.m.claims)
+	e.scm.mu.Lock()
+	defer e.scm.mu.Unlock()
+	if n := len(e.scm.claims); n == 0 || !e.scm.claims[n-1].Equal(e.clock.Now().Add(-time.Hour)) {
+		t.Errorf("claims since %v, want the last an hour before now", e.scm.claims)
 	}
 }
 
@@ -163,11 +159,9 @@ func TestReceiveWebhookSpools(t *testing.T) {
 	if most == 0 || most > threshold || !spy.sawFile {
 		t.Errorf("at most %d bytes held in memory, want 1..%d; spilled to a file: %v", most, threshold, spy.sawFile)
 	}
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
 	stored := 0
-	for _, d := range e.m.deliveries {
-		if bytes.Equal(d.Payload, big) {
+	for _, id := range storedIDs(e) {
+		if d, _ := e.delivery(id); bytes.Equal(d.Payload, big) {
 			stored++
 		}
 	}

@@ -74,8 +74,8 @@ func TestReceiveWebhook(t *testing.T) {
 	if len(jobs) != 1 || jobs[0].args != (scm.ProcessDeliveryArgs{DeliveryID: d.ID}) || jobs[0].args.Kind() != "scm.process_delivery" {
 		t.Fatalf("jobs %+v", jobs)
 	}
-	if !jobs[0].inTx || !e.m.recordInTx {
-		t.Errorf("stored in a transaction: %v; enqueued in it: %v", e.m.recordInTx, jobs[0].inTx)
+	if !jobs[0].inTx || !e.scm.recordInTx {
+		t.Errorf("stored in a transaction: %v; enqueued in it: %v", e.scm.recordInTx, jobs[0].inTx)
 	}
 
 	// A repeat is acknowledged, and neither stored nor processed again.
@@ -127,7 +127,7 @@ func TestReceiveWebhookRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		e := newEnv(t, tt.cfg)
-		e.m.recordErr, e.m.enqueueErr = tt.recordErr, tt.enqueueErr
+		e.scm.recordErr, e.enqueueErr = tt.recordErr, tt.enqueueErr
 		dup, err := e.svc.ReceiveWebhook(context.Background(), tt.in)
 		if dup {
 			t.Errorf("%s: duplicate", tt.name)
@@ -135,15 +135,15 @@ func TestReceiveWebhookRefuses(t *testing.T) {
 		if err == nil || ports.KindOf(err) != tt.kind {
 			t.Errorf("%s: error %v, want %s", tt.name, err, tt.kind)
 		}
-		if len(e.m.deliveries) != 0 || len(e.jobs()) != 0 {
-			t.Errorf("%s: stored %v, enqueued %v", tt.name, e.m.deliveries, e.jobs())
+		if stored := storedIDs(e); len(stored) != 0 || len(e.jobs()) != 0 {
+			t.Errorf("%s: stored %v, enqueued %v", tt.name, stored, e.jobs())
 		}
 	}
 
 	// Once the queue answers again, the delivery (which was rolled back) is
 	// taken.
 	e := newEnv(t, scm.Config{})
-	e.m.enqueueErr = errors.New("river: insert failed")
+	e.enqueueErr = errors.New("river: insert failed")
 	if _, err := e.receive("ping", "d1", body); err == nil {
 		t.Fatal("no error")
 	}
@@ -293,6 +293,7 @@ func TestProcessDeliveryIsIdempotent(t *testing.T) {
 	if err := e.process("push", "d1", payload(t, "push")); err != nil {
 		t.Fatal(err)
 	}
+	e.clock.Advance(time.Second)
 	if err := e.process("pull_request", "d2", payload(t, "pull_request_opened")); err != nil {
 		t.Fatal(err)
 	}
@@ -306,15 +307,15 @@ func TestProcessDeliveryIsIdempotent(t *testing.T) {
 	if again := e.activity(); len(again) != 2 || fmt.Sprint(again) != fmt.Sprint(first) {
 		t.Errorf("activity after processing again %+v\nfirst %+v", again, first)
 	}
-	if len(e.m.finishes) != 5 {
-		t.Errorf("%d finishes", len(e.m.finishes))
+	if e.scm.finishes != 5 {
+		t.Errorf("%d finishes", e.scm.finishes)
 	}
 
 	// The activity reads back through the API, newest first.
 	ids := e.seed(alice, "gho_alice", webRepo)
 	e.prov.EXPECT().ListActivity(gomock.Any(), "gho_alice", "acme", "web", gomock.Any()).Return(nil, "", nil)
 	list, _, err := e.svc.Activity(as(alice), ids[0], ports.Page{})
-	if err != nil || len(list) != 2 || list[0].Summary != "alice pushed 3 commits to main" {
+	if err != nil || len(list) != 2 || list[0].Kind != "pull_request" || list[1].Summary != "alice pushed 3 commits to main" {
 		t.Errorf("Activity = %+v, %v", list, err)
 	}
 }
@@ -329,11 +330,11 @@ func TestProcessDeliveryStoreErrors(t *testing.T) {
 
 	// Store errors are returned, so the job runs again, and the delivery
 	// stays pending until it succeeds.
-	e.m.appendErr = fail
+	e.scm.appendErr = fail
 	if err := e.svc.ProcessDelivery(context.Background(), "d1"); !errors.Is(err, fail) {
 		t.Errorf("append failure: %v", err)
 	}
-	e.m.finishErr = fail
+	e.scm.finishErr = fail
 	if err := e.svc.ProcessDelivery(context.Background(), "d1"); !errors.Is(err, fail) {
 		t.Errorf("finish failure: %v", err)
 	}
