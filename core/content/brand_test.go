@@ -143,13 +143,13 @@ func TestPutBrandRace(t *testing.T) {
 
 	e := newEnv(t, content.Config{})
 	e.putBrand(alice, content.BrandInput{Name: "v1"})
-	e.m.putBrandErr = race
+	e.content.putBrandErr = race
 	b, err := e.svc.PutBrand(as(alice), project, content.BrandInput{Name: "v2"})
 	if err != nil || b.Version != 2 || b.Name != "v2" {
 		t.Errorf("an unconditional replacement tries again: %+v, %v", b, err)
 	}
 
-	e.m.putBrandErr = race
+	e.content.putBrandErr = race
 	_, err = e.svc.PutBrand(as(alice), project, content.BrandInput{Name: "v3", IfVersion: ptr(2)})
 	if !errors.Is(err, ports.ErrPreconditionFailed) || errCode(err) != content.CodeStaleVersion || !errors.Is(err, race) {
 		t.Errorf("a conditional replacement that lost a race: %v", err)
@@ -158,7 +158,7 @@ func TestPutBrandRace(t *testing.T) {
 		t.Errorf("stored %+v", b)
 	}
 
-	e.m.putBrandErr = ports.Errorf(ports.KindUnavailable, "database down")
+	e.content.putBrandErr = ports.Errorf(ports.KindUnavailable, "database down")
 	if _, err := e.svc.PutBrand(as(alice), project, content.BrandInput{}); !errors.Is(err, ports.ErrUnavailable) {
 		t.Errorf("a store error: %v", err)
 	}

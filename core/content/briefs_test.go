@@ -28,7 +28,7 @@ func TestCreateBrief(t *testing.T) {
 		Goal: "Book demos", Audience: "CFOs", Channel: "blog", Format: content.DefaultFormat,
 		Keywords: []string{"expenses", "approvals"}, CTA: "Book a demo", MinWords: 300, MaxWords: 800,
 		Notes: "Mention the mobile app.", CreatedAt: fixture.Epoch}
-	if !reflect.DeepEqual(b, want) || !uuidRE.MatchString(b.ID) {
+	if !reflect.DeepEqual(b, want) || !ports.IsID(b.ID) {
 		t.Fatalf("CreateBrief =\n%+v\nwant\n%+v", b, want)
 	}
 	got, err := e.svc.Brief(as(bob), b.ID)
@@ -141,18 +141,24 @@ func TestListBriefs(t *testing.T) {
 		project string
 		page    ports.Page
 		want    []string
-		next    string
+		more    bool
 	}{
 		{want: []string{b3.ID, b2.ID, b1.ID}},
 		{project: project, want: []string{b3.ID, b1.ID}},
 		{project: "blog", want: []string{b2.ID}},
 		{project: "none", want: []string{}},
-		{page: ports.Page{Limit: 2}, want: []string{b3.ID, b2.ID}, next: "next"},
+		{page: ports.Page{Limit: 2}, want: []string{b3.ID, b2.ID}, more: true},
 	}
 	for _, tt := range tests {
 		got, next, err := e.svc.ListBriefs(as(alice), tt.project, tt.page)
-		if err != nil || !slices.Equal(ids(got), tt.want) || next != tt.next {
-			t.Errorf("ListBriefs(%q, %+v) = %v %q %v, want %v %q", tt.project, tt.page, ids(got), next, err, tt.want, tt.next)
+		if err != nil || !slices.Equal(ids(got), tt.want) || (next != "") != tt.more {
+			t.Errorf("ListBriefs(%q, %+v) = %v %q %v, want %v, a next page: %v", tt.project, tt.page, ids(got), next, err, tt.want, tt.more)
+		}
+		if tt.more {
+			rest, next, err := e.svc.ListBriefs(as(alice), tt.project, ports.Page{Limit: 2, Cursor: next})
+			if err != nil || !slices.Equal(ids(rest), []string{b1.ID}) || next != "" {
+				t.Errorf("the next page = %v %q %v, want %v", ids(rest), next, err, []string{b1.ID})
+			}
 		}
 	}
 

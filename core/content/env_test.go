@@ -3,10 +3,7 @@ package content_test
 import (
 	"cmp"
 	"context"
-	"maps"
-	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -15,6 +12,7 @@ import (
 	"github.com/devpilot/devpilot/core/content"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
+	"github.com/devpilot/devpilot/testkit/memstore"
 	"github.com/devpilot/devpilot/testkit/mocks"
 )
 
@@ -35,240 +33,176 @@ type txKey struct{}
 
 func inTx(ctx context.Context) bool { return ctx.Value(txKey{}) != nil }
 
+// txMark marks the contexts of one transaction.
+type txMark struct{ _ byte }
+
 type enqueued struct {
 	args ports.JobArgs
 	opts ports.EnqueueOptions
 	inTx bool
+	tx   *txMark // the transaction that enqueued it, or nil
 }
 
-type brandKey struct{ org, project string }
-
-// mem is the state behind the store mock, kept as the port promises: the
-// tests read what was stored.
-type mem struct {
-	mu     sync.Mutex
-	brands map[brandKey]ports.Brand
-	briefs map[string]ports.Brief
-	items  map[string]ports.ContentItem
-	jobs   []enqueued
+// faultyContent is the store's ContentStore with faults to inject; it
+// checks that ids that are not UUIDs never reach the store.
+type faultyContent struct {
+	ports.ContentStore
+	t  *testing.T
+	mu sync.Mutex
+	// putBrandErr and updateErr, when set, fail the next call.
+	putBrandErr, updateErr error
+	// goneBrief is a brief GetBrief no longer finds.
+	goneBrief string
 	// itemsInTx says whether the last CreateContentItems ran in a transaction.
 	itemsInTx bool
 	// updates counts the UpdateContentItem calls that changed something.
 	updates int
-	// enqueueErrAt, when positive, fails that Enqueue call (1 is the next).
-	enqueueErrAt int
-	// putBrandErr and updateErr, when set, fail the next call.
-	putBrandErr, updateErr error
 }
 
-func (m *mem) snapshot() *mem {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return &mem{brands: maps.Clone(m.brands), briefs: maps.Clone(m.briefs), items: maps.Clone(m.items), jobs: slices.Clone(m.jobs)}
+func (f *faultyContent) mustBeID(id string) {
+	if !ports.IsID(id) {
+		f.t.Errorf("the store was asked for %q, which is not a UUID", id)
+	}
 }
 
-func (m *mem) restore(s *mem) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.brands, m.briefs, m.items, m.jobs = s.brands, s.briefs, s.items, s.jobs
+func (f *faultyContent) PutBrand(ctx context.Context, b ports.Brand) error {
+	f.mu.Lock()
+	err := take(&f.putBrandErr)
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return f.ContentStore.PutBrand(ctx, b)
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+func (f *faultyContent) GetBrief(ctx context.Context, org, id string) (ports.Brief, error) {
+	f.mustBeID(id)
+	f.mu.Lock()
+	gone := f.goneBrief == id
+	f.mu.Unlock()
+	if gone {
+		return ports.Brief{}, ports.NotFound("brief", id)
+	}
+	return f.ContentStore.GetBrief(ctx, org, id)
+}
+
+func (f *faultyContent) CreateContentItems(ctx context.Context, items ...ports.ContentItem) error {
+	f.mu.Lock()
+	f.itemsInTx = inTx(ctx)
+	f.mu.Unlock()
+	return f.ContentStore.CreateContentItems(ctx, items...)
+}
+
+func (f *faultyContent) GetContentItem(ctx context.Context, org, id string) (ports.ContentItem, error) {
+	f.mustBeID(id)
+	return f.ContentStore.GetContentItem(ctx, org, id)
+}
+
+func (f *faultyContent) UpdateContentItem(ctx context.Context, it ports.ContentItem) error {
+	f.mu.Lock()
+	err := take(&f.updateErr)
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := f.ContentStore.UpdateContentItem(ctx, it); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.updates++
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *faultyContent) DeleteContentItem(ctx context.Context, org, id string) error {
+	f.mustBeID(id)
+	return f.ContentStore.DeleteContentItem(ctx, org, id)
+}
+
+// take returns the error in *p, clearing it.
+func take(p *error) error {
+	err := *p
+	*p = nil
+	return err
+}
+
+// marked is the store's Transactor marking the contexts of its
+// transactions; it drops the jobs of a transaction rolled back, as the
+// queue's port promises.
+type marked struct {
+	ports.Transactor
+	e *env
+}
+
+func (m marked) WithinTx(ctx context.Context, fn func(context.Context) error) error {
+	tx := &txMark{}
+	err := m.Transactor.WithinTx(ctx, func(ctx context.Context) error { return fn(context.WithValue(ctx, txKey{}, tx)) })
+	if err != nil {
+		m.e.mu.Lock()
+		m.e.queued = slices.DeleteFunc(m.e.queued, func(j enqueued) bool { return j.tx == tx })
+		m.e.mu.Unlock()
+	}
+	return err
+}
 
 type env struct {
-	t     *testing.T
-	svc   *content.Service
-	llm   *mocks.MockLLM
-	clock *fixture.Clock
-	ids   *fixture.IDs
-	m     *mem
-	reqMu sync.Mutex
-	reqs  []ports.ChatRequest
+	t       *testing.T
+	svc     *content.Service
+	llm     *mocks.MockLLM
+	clock   *fixture.Clock
+	ids     *fixture.IDs
+	store   *memstore.Store
+	content *faultyContent
+	mu      sync.Mutex
+	reqs    []ports.ChatRequest
+	queued  []enqueued
+	// enqueueErrAt, when positive, fails that Enqueue call (1 is the next).
+	enqueueErrAt int
 }
 
-// newEnv wires a Service to mocks backed by mem.
+// newEnv wires a Service to a memstore holding the principals' orgs and
+// users, a scripted model and a queue recording its jobs.
 func newEnv(t *testing.T, cfg content.Config) *env {
 	t.Helper()
 	ctrl := gomock.NewController(t)
-	e := &env{t: t, llm: mocks.NewMockLLM(ctrl), clock: fixture.NewClock(), ids: &fixture.IDs{},
-		m: &mem{brands: map[brandKey]ports.Brand{}, briefs: map[string]ports.Brief{}, items: map[string]ports.ContentItem{}}}
-	m := e.m
-	store := mocks.NewMockContentStore(ctrl)
-	tx := mocks.NewMockTransactor(ctrl)
+	store := memstore.New()
+	e := &env{t: t, llm: mocks.NewMockLLM(ctrl), clock: fixture.NewClock(), ids: &fixture.IDs{}, store: store,
+		content: &faultyContent{ContentStore: store, t: t}}
+	for _, org := range []string{"org-1", "org-2"} {
+		if err := store.CreateOrg(t.Context(), ports.Org{ID: org, Name: org}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []ports.Principal{alice, bob, olga} {
+		if err := store.CreateUser(t.Context(), ports.User{ID: p.UserID, OrgID: p.OrgID, Email: p.UserID + "@example.com", Role: p.Role}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	jobs := mocks.NewMockJobQueue(ctrl)
-
-	// Transactions roll back on error, as the port promises.
-	tx.EXPECT().WithinTx(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(ctx context.Context, fn func(context.Context) error) error {
-			saved := m.snapshot()
-			err := fn(context.WithValue(ctx, txKey{}, true))
-			if err != nil {
-				m.restore(saved)
-			}
-			return err
-		})
 	jobs.EXPECT().Enqueue(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(ctx context.Context, args ports.JobArgs, opts ports.EnqueueOptions) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if m.enqueueErrAt > 0 {
-				if m.enqueueErrAt--; m.enqueueErrAt == 0 {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if e.enqueueErrAt > 0 {
+				if e.enqueueErrAt--; e.enqueueErrAt == 0 {
 					return ports.Errorf(ports.KindUnavailable, "the queue is down")
 				}
 			}
-			m.jobs = append(m.jobs, enqueued{args: args, opts: opts, inTx: inTx(ctx)})
+			tx, _ := ctx.Value(txKey{}).(*txMark)
+			e.queued = append(e.queued, enqueued{args: args, opts: opts, inTx: inTx(ctx), tx: tx})
 			return nil
 		})
-
-	// Ids that are not UUIDs never reach the store.
-	mustBeUUID := func(id string) {
-		if !uuidRE.MatchString(id) {
-			t.Errorf("the store was asked for %q, which is not a UUID", id)
-		}
-	}
-
-	store.EXPECT().GetBrand(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, org, projectID string) (ports.Brand, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if b, ok := m.brands[brandKey{org, projectID}]; ok {
-				return b, nil
-			}
-			return ports.Brand{}, ports.NotFound("brand settings of project", projectID)
-		})
-	store.EXPECT().PutBrand(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, b ports.Brand) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if err := m.putBrandErr; err != nil {
-				m.putBrandErr = nil
-				return err
-			}
-			k := brandKey{b.OrgID, b.ProjectID}
-			if m.brands[k].Version != b.Version-1 {
-				return ports.Errorf(ports.KindPreconditionFailed, "brand version %d is stored", m.brands[k].Version)
-			}
-			m.brands[k] = b
-			return nil
-		})
-	store.EXPECT().CreateBrief(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, b ports.Brief) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.briefs[b.ID] = b
-			return nil
-		})
-	store.EXPECT().GetBrief(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, org, id string) (ports.Brief, error) {
-			mustBeUUID(id)
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if b, ok := m.briefs[id]; ok && b.OrgID == org {
-				return b, nil
-			}
-			return ports.Brief{}, ports.NotFound("content brief", id)
-		})
-	store.EXPECT().ListBriefs(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, org, projectID string, page ports.Page) ([]ports.Brief, string, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			var out []ports.Brief
-			for _, b := range m.briefs {
-				if b.OrgID == org && (projectID == "" || b.ProjectID == projectID) {
-					out = append(out, b)
-				}
-			}
-			slices.SortFunc(out, func(a, b ports.Brief) int { return strings.Compare(b.ID, a.ID) })
-			return pageOf(out, page)
-		})
-	store.EXPECT().CreateContentItems(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(ctx context.Context, items ...ports.ContentItem) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.itemsInTx = inTx(ctx)
-			for _, it := range items {
-				m.items[it.ID] = it
-			}
-			return nil
-		})
-	store.EXPECT().GetContentItem(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, org, id string) (ports.ContentItem, error) {
-			mustBeUUID(id)
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if it, ok := m.items[id]; ok && it.OrgID == org {
-				return it, nil
-			}
-			return ports.ContentItem{}, ports.NotFound("content item", id)
-		})
-	store.EXPECT().ListContentItems(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, org string, f ports.ContentFilter, page ports.Page) ([]ports.ContentItem, string, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			var out []ports.ContentItem
-			for _, it := range m.items {
-				if it.OrgID == org && (f.ProjectID == "" || it.ProjectID == f.ProjectID) &&
-					(f.BriefID == "" || it.BriefID == f.BriefID) && (f.Status == "" || it.Status == f.Status) {
-					out = append(out, it)
-				}
-			}
-			slices.SortFunc(out, func(a, b ports.ContentItem) int {
-				return cmp.Or(b.UpdatedAt.Compare(a.UpdatedAt), strings.Compare(b.ID, a.ID))
-			})
-			return pageOf(out, page)
-		})
-	store.EXPECT().UpdateContentItem(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, it ports.ContentItem) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if err := m.updateErr; err != nil {
-				m.updateErr = nil
-				return err
-			}
-			old, ok := m.items[it.ID]
-			if !ok || old.OrgID != it.OrgID {
-				return ports.NotFound("content item", it.ID)
-			}
-			if old.Version != it.Version-1 {
-				return ports.Errorf(ports.KindPreconditionFailed, "content item %s is at version %d", it.ID, old.Version)
-			}
-			old.Title, old.Body, old.Format, old.Status, old.Checks, old.Error, old.Model, old.Version, old.UpdatedAt =
-				it.Title, it.Body, it.Format, it.Status, it.Checks, it.Error, it.Model, it.Version, it.UpdatedAt
-			m.items[it.ID] = old
-			m.updates++
-			return nil
-		})
-	store.EXPECT().DeleteContentItem(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, org, id string) error {
-			mustBeUUID(id)
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if it, ok := m.items[id]; ok && it.OrgID == org {
-				delete(m.items, id)
-				return nil
-			}
-			return ports.NotFound("content item", id)
-		})
-
-	e.svc = content.New(cfg, content.Deps{Store: store, Tx: tx, Jobs: jobs, LLM: e.llm, Clock: e.clock, IDs: e.ids})
+	e.svc = content.New(cfg, content.Deps{Store: e.content, Tx: marked{store, e}, Jobs: jobs, LLM: e.llm, Clock: e.clock, IDs: e.ids})
 	return e
 }
 
-func pageOf[T any](all []T, page ports.Page) ([]T, string, error) {
-	if page.Cursor != "" {
-		return nil, "", ports.Invalid("bad cursor", ports.FieldError{Field: "cursor", Reason: "unknown"})
-	}
-	if len(all) > page.Limit {
-		return all[:page.Limit], "next", nil
-	}
-	return all, "", nil
-}
-
 func (e *env) item(id string) (ports.ContentItem, bool) {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	it, ok := e.m.items[id]
-	return it, ok
+	for _, org := range []string{"org-1", "org-2"} {
+		if it, err := e.store.GetContentItem(e.t.Context(), org, id); err == nil {
+			return it, true
+		}
+	}
+	return ports.ContentItem{}, false
 }
 
 func (e *env) mustItem(id string) ports.ContentItem {
@@ -280,16 +214,30 @@ func (e *env) mustItem(id string) ports.ContentItem {
 	return it
 }
 
+// items returns the stored items of every org.
+func (e *env) items() []ports.ContentItem {
+	e.t.Helper()
+	var out []ports.ContentItem
+	for _, org := range []string{"org-1", "org-2"} {
+		list, _, err := e.store.ListContentItems(e.t.Context(), org, ports.ContentFilter{}, ports.Page{Limit: ports.MaxPageLimit})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, list...)
+	}
+	return out
+}
+
 func (e *env) jobs() []enqueued {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	return slices.Clone(e.m.jobs)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.queued)
 }
 
 func (e *env) updates() int {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	return e.m.updates
+	e.content.mu.Lock()
+	defer e.content.mu.Unlock()
+	return e.content.updates
 }
 
 // newBrief creates a brief of p's in project.
@@ -315,8 +263,9 @@ func (e *env) putBrand(p ports.Principal, in content.BrandInput) ports.Brand {
 }
 
 // seedItem stores an item of p's in the status given, as if it had got
-// there, at version 3.
-func (e *env) seedItem(p ports.Principal, st ports.ContentStatus) ports.ContentItem {
+// there, at version 3, with a brief of its own, changed as given before it
+// is stored.
+func (e *env) seedItem(p ports.Principal, st ports.ContentStatus, change ...func(*ports.ContentItem)) ports.ContentItem {
 	e.t.Helper()
 	b := e.newBrief(p, content.BriefInput{})
 	it := ports.ContentItem{ID: e.ids.NewID(), OrgID: p.OrgID, ProjectID: b.ProjectID, BriefID: b.ID, CreatedBy: p.UserID,
@@ -325,10 +274,13 @@ func (e *env) seedItem(p ports.Principal, st ports.ContentStatus) ports.ContentI
 	if st == ports.ContentGenerating {
 		it.Body = ""
 	}
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	e.m.items[it.ID] = it
-	return it
+	for _, f := range change {
+		f(&it)
+	}
+	if err := e.store.CreateContentItems(e.t.Context(), it); err != nil {
+		e.t.Fatal(err)
+	}
+	return e.mustItem(it.ID)
 }
 
 // generate calls Generate and returns the jobs it enqueued.
@@ -360,9 +312,9 @@ func (e *env) script(replies ...reply) {
 	for i, r := range replies {
 		calls[i] = e.llm.EXPECT().Chat(gomock.Any(), gomock.Any(), gomock.Any()).Times(1).DoAndReturn(
 			func(ctx context.Context, req ports.ChatRequest, _ func(string) error) (ports.ChatResult, error) {
-				e.reqMu.Lock()
+				e.mu.Lock()
 				e.reqs = append(e.reqs, req)
-				e.reqMu.Unlock()
+				e.mu.Unlock()
 				return r(ctx, req)
 			})
 	}
@@ -373,8 +325,8 @@ func (e *env) script(replies ...reply) {
 
 // requests returns the model requests made since the last call.
 func (e *env) requests() []ports.ChatRequest {
-	e.reqMu.Lock()
-	defer e.reqMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	out := e.reqs
 	e.reqs = nil
 	return out

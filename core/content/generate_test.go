@@ -29,8 +29,8 @@ func TestGenerate(t *testing.T) {
 			t.Fatalf("Generate(%d) made %d items", tt.variants, len(items))
 		}
 		jobs := e.jobs()
-		if len(jobs) != tt.want || !e.m.itemsInTx {
-			t.Fatalf("jobs %+v; items stored in the transaction: %v", jobs, e.m.itemsInTx)
+		if len(jobs) != tt.want || !e.content.itemsInTx {
+			t.Fatalf("jobs %+v; items stored in the transaction: %v", jobs, e.content.itemsInTx)
 		}
 		for i, it := range items {
 			now := fixture.Epoch.Add(time.Hour)
@@ -85,7 +85,7 @@ func TestGenerateErrors(t *testing.T) {
 	if _, err := e.svc.Generate(context.Background(), brief.ID, 1); !errors.Is(err, ports.ErrUnauthenticated) {
 		t.Errorf("without a principal: %v", err)
 	}
-	if len(e.jobs()) != 0 || len(e.m.items) != 0 {
+	if len(e.jobs()) != 0 || len(e.items()) != 0 {
 		t.Error("a failed generate left items or jobs")
 	}
 }
@@ -94,12 +94,12 @@ func TestGenerateEnqueueFails(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, content.Config{})
 	brief := e.newBrief(alice, content.BriefInput{})
-	e.m.enqueueErrAt = 2 // the second of three jobs
+	e.enqueueErrAt = 2 // the second of three jobs
 	if _, err := e.svc.Generate(as(alice), brief.ID, 3); !errors.Is(err, ports.ErrUnavailable) {
 		t.Fatalf("Generate = %v", err)
 	}
-	if len(e.jobs()) != 0 || len(e.m.items) != 0 {
-		t.Errorf("%d jobs and %d items remain", len(e.jobs()), len(e.m.items))
+	if len(e.jobs()) != 0 || len(e.items()) != 0 {
+		t.Errorf("%d jobs and %d items remain", len(e.jobs()), len(e.items()))
 	}
 	if items, err := e.svc.Generate(as(alice), brief.ID, 3); err != nil || len(items) != 3 || len(e.jobs()) != 3 {
 		t.Errorf("generate again: %d items, %v", len(items), err)
@@ -414,7 +414,7 @@ func TestRunGenerationStoreErrors(t *testing.T) {
 	job := started(e, content.BrandInput{}, content.BriefInput{}, 1)[0]
 	down := ports.Errorf(ports.KindUnavailable, "database down")
 
-	e.m.updateErr = down
+	e.content.updateErr = down
 	e.script(answer(`{"title":"T","body":"B"}`), answer(`{"title":"T","body":"B"}`))
 	if err := e.svc.RunGeneration(t.Context(), job, false); !errors.Is(err, down) {
 		t.Fatalf("RunGeneration = %v, want the store error to retry", err)
@@ -428,9 +428,7 @@ func TestRunGenerationStoreErrors(t *testing.T) {
 
 	// A brief that is gone cannot be drafted.
 	job = started(e, content.BrandInput{}, content.BriefInput{}, 1)[0]
-	e.m.mu.Lock()
-	delete(e.m.briefs, e.m.items[job.ItemID].BriefID)
-	e.m.mu.Unlock()
+	e.content.goneBrief = e.mustItem(job.ItemID).BriefID
 	if err := e.svc.RunGeneration(t.Context(), job, false); err != nil {
 		t.Fatal(err)
 	}

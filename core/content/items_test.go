@@ -167,7 +167,7 @@ func TestUpdateVersions(t *testing.T) {
 
 	// Another update wins the race between the read and the write.
 	race := ports.Errorf(ports.KindPreconditionFailed, "content item is at version 4")
-	e.m.updateErr = race
+	e.content.updateErr = race
 	_, err = e.svc.UpdateItem(as(alice), it.ID, content.UpdateInput{Version: 3, Body: ptr("x")})
 	if !errors.Is(err, ports.ErrPreconditionFailed) || errCode(err) != content.CodeStaleVersion || !errors.Is(err, race) {
 		t.Errorf("a lost race: %v", err)
@@ -176,7 +176,7 @@ func TestUpdateVersions(t *testing.T) {
 		t.Errorf("the item changed: %+v", got)
 	}
 
-	e.m.updateErr = ports.Errorf(ports.KindUnavailable, "database down")
+	e.content.updateErr = ports.Errorf(ports.KindUnavailable, "database down")
 	if _, err = e.svc.UpdateItem(as(alice), it.ID, content.UpdateInput{Version: 3}); !errors.Is(err, ports.ErrUnavailable) {
 		t.Errorf("a store error: %v", err)
 	}
@@ -230,14 +230,10 @@ func TestUpdateInvalid(t *testing.T) {
 func TestUpdateRunsChecks(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, content.Config{})
-	it := e.seedItem(alice, ports.ContentInReview)
+	// The item's brief has length bounds.
+	b := e.newBrief(alice, content.BriefInput{MinWords: 5})
+	it := e.seedItem(alice, ports.ContentInReview, func(it *ports.ContentItem) { it.BriefID = b.ID })
 	e.putBrand(alice, content.BrandInput{BannedWords: []string{"cheap"}, PreferredTerms: map[string]string{"utilize": "use"}})
-	// The seeded item's brief has no length bounds; give it some.
-	e.m.mu.Lock()
-	b := e.m.briefs[it.BriefID]
-	b.MinWords = 5
-	e.m.briefs[it.BriefID] = b
-	e.m.mu.Unlock()
 
 	got, err := e.svc.UpdateItem(as(alice), it.ID, content.UpdateInput{Version: it.Version, Body: ptr("Cheap tools we utilize.")})
 	if err != nil {
@@ -330,11 +326,7 @@ func TestListItems(t *testing.T) {
 	e.clock.Advance(time.Minute)
 	b := e.seedItem(bob, ports.ContentPublished)
 	e.clock.Advance(time.Minute)
-	c := e.seedItem(alice, ports.ContentDraft)
-	e.m.mu.Lock()
-	c.ProjectID = "blog"
-	e.m.items[c.ID] = c
-	e.m.mu.Unlock()
+	c := e.seedItem(alice, ports.ContentDraft, func(c *ports.ContentItem) { c.ProjectID = "blog" })
 	e.seedItem(olga, ports.ContentDraft)
 
 	ids := func(items []ports.ContentItem) []string {
@@ -348,19 +340,25 @@ func TestListItems(t *testing.T) {
 		f    ports.ContentFilter
 		page ports.Page
 		want []string
-		next string
+		more bool
 	}{
 		{want: []string{c.ID, b.ID, a.ID}},
 		{f: ports.ContentFilter{ProjectID: project}, want: []string{b.ID, a.ID}},
 		{f: ports.ContentFilter{Status: ports.ContentDraft}, want: []string{c.ID, a.ID}},
 		{f: ports.ContentFilter{BriefID: b.BriefID}, want: []string{b.ID}},
 		{f: ports.ContentFilter{ProjectID: project, Status: ports.ContentArchived}, want: []string{}},
-		{page: ports.Page{Limit: 1}, want: []string{c.ID}, next: "next"},
+		{page: ports.Page{Limit: 1}, want: []string{c.ID}, more: true},
 	}
 	for _, tt := range tests {
 		got, next, err := e.svc.ListItems(as(alice), tt.f, tt.page)
-		if err != nil || !slices.Equal(ids(got), tt.want) || next != tt.next {
-			t.Errorf("ListItems(%+v, %+v) = %v %q %v, want %v %q", tt.f, tt.page, ids(got), next, err, tt.want, tt.next)
+		if err != nil || !slices.Equal(ids(got), tt.want) || (next != "") != tt.more {
+			t.Errorf("ListItems(%+v, %+v) = %v %q %v, want %v, a next page: %v", tt.f, tt.page, ids(got), next, err, tt.want, tt.more)
+		}
+		if tt.more {
+			rest, next, err := e.svc.ListItems(as(alice), tt.f, ports.Page{Limit: 2, Cursor: next})
+			if err != nil || !slices.Equal(ids(rest), []string{b.ID, a.ID}) || next != "" {
+				t.Errorf("the next page = %v %q %v, want %v", ids(rest), next, err, []string{b.ID, a.ID})
+			}
 		}
 	}
 

@@ -25,9 +25,7 @@ func TestRunGenerationStoreErrorClasses(t *testing.T) {
 			e := newEnv(t, content.Config{})
 			jobs := started(e, content.BrandInput{Name: "Acme"}, content.BriefInput{Goal: "Book demos"}, 1)
 			e.script(answer(`{"title":"Approvals","body":"Approve expenses from your phone."}`))
-			e.m.mu.Lock()
-			e.m.updateErr = tt.err
-			e.m.mu.Unlock()
+			e.content.updateErr = tt.err
 			err := e.svc.RunGeneration(t.Context(), jobs[0], false)
 			it := e.mustItem(jobs[0].ItemID)
 			if tt.retried {

@@ -153,7 +153,7 @@ func TestWriteToolSummaries(t *testing.T) {
 			t.Errorf("%s summary\n%q\nwant\n%q", tt.tl, ex.Confirmation.Summary, tt.want)
 		}
 	}
-	if len(e.jobs()) != 0 || e.updates() != 0 || len(e.m.items) != 1 {
+	if len(e.jobs()) != 0 || e.updates() != 0 || len(e.items()) != 1 {
 		t.Error("a write ran before confirmation")
 	}
 }
@@ -161,11 +161,7 @@ func TestWriteToolSummaries(t *testing.T) {
 func TestReadTools(t *testing.T) {
 	t.Parallel()
 	e, _, asst := toolEnv(t)
-	it := e.seedItem(alice, ports.ContentDraft)
-	e.m.mu.Lock()
-	it.Body = strings.Repeat("word ", 3000) // 15000 bytes
-	e.m.items[it.ID] = it
-	e.m.mu.Unlock()
+	it := e.seedItem(alice, ports.ContentDraft, func(it *ports.ContentItem) { it.Body = strings.Repeat("word ", 3000) }) // 15000 bytes
 	e.seedItem(olga, ports.ContentDraft)
 	run := func(p ports.Principal, tl, args string) *ports.ToolOutcome {
 		t.Helper()
