@@ -71,7 +71,7 @@ func TestCreateAccountValidation(t *testing.T) {
 		tt.edit(&in)
 		check(tt.name, in, tt.fields)
 	}
-	if len(e.m.accounts) != 0 || len(e.m.seals) != 0 || len(e.auditLog()) != 0 {
+	if len(e.storedAccounts()) != 0 || len(e.seals) != 0 || len(e.auditLog()) != 0 {
 		t.Error("an invalid account was stored, sealed or audited")
 	}
 
@@ -101,9 +101,9 @@ func TestExternalIDIsDevpilots(t *testing.T) {
 	if mine, err := e.svc.ExternalID(as(alice)); err != nil || mine != externalID || mine == ext {
 		t.Errorf("ExternalID of org-1 = %q, %v; want its own %q", mine, err, externalID)
 	}
-	e.m.mu.Lock()
-	first, second := e.m.candidates[0], e.m.candidates[1]
-	e.m.mu.Unlock()
+	e.accounts.mu.Lock()
+	first, second := e.accounts.candidates[0], e.accounts.candidates[1]
+	e.accounts.mu.Unlock()
 	if first == second {
 		t.Errorf("the candidates are not random: %q twice", first)
 	}
@@ -145,7 +145,7 @@ func TestCreateAccountIsForAdmins(t *testing.T) {
 	if _, err := e.svc.CreateAccount(context.Background(), keyAccount("Production")); !errors.Is(err, ports.ErrUnauthenticated) {
 		t.Errorf("anonymous create: %v", err)
 	}
-	if len(e.m.accounts) != 0 || len(e.m.seals) != 0 {
+	if len(e.storedAccounts()) != 0 || len(e.seals) != 0 {
 		t.Error("a refused account was stored or sealed")
 	}
 }
@@ -157,9 +157,9 @@ func TestCreateAccountSealsTheSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored := e.m.accounts[got.ID]
-	if len(e.m.seals) != 1 || e.m.seals[0].plaintext != secret || e.m.seals[0].aad != got.ID {
-		t.Errorf("seal calls %+v, want the secret bound to %s", e.m.seals, got.ID)
+	stored := e.account(got.ID)
+	if len(e.seals) != 1 || e.seals[0].plaintext != secret || e.seals[0].aad != got.ID {
+		t.Errorf("seal calls %+v, want the secret bound to %s", e.seals, got.ID)
 	}
 	if stored.Auth.SealedSecret == "" || strings.Contains(stored.Auth.SealedSecret, secret) {
 		t.Errorf("stored sealed secret %q", stored.Auth.SealedSecret)
@@ -190,7 +190,7 @@ func TestCreateAccountSealsTheSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := e.m.accounts[role.ID]; a.Auth != (ports.CloudAuth{Mode: ports.AuthAssumeRole, RoleARN: roleARN, ExternalID: externalID}) || len(e.m.seals) != 1 {
+	if a := e.account(role.ID); a.Auth != (ports.CloudAuth{Mode: ports.AuthAssumeRole, RoleARN: roleARN, ExternalID: externalID}) || len(e.seals) != 1 {
 		t.Errorf("stored role %+v", a.Auth)
 	}
 	if _, err := e.svc.CreateAccount(as(admin), roleAccount("Staging")); !errors.Is(err, ports.ErrConflict) {
@@ -316,11 +316,11 @@ func TestTestAccount(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("result %+v\nwant   %+v", got, tt.want)
 			}
-			if len(e.m.tests) != 1 {
-				t.Fatalf("recorded %+v", e.m.tests)
+			if n := e.testsRecorded(); n != 1 {
+				t.Fatalf("recorded %d tests", n)
 			}
-			rec := e.m.tests[0]
-			if rec.orgID != alice.OrgID || rec.id != id || rec.status != tt.wantStatus || rec.lastError != tt.want.Error || !rec.at.Equal(started) {
+			rec := e.account(id)
+			if rec.OrgID != alice.OrgID || rec.Status != tt.wantStatus || rec.LastError != tt.want.Error || rec.LastTestedAt == nil || !rec.LastTestedAt.Equal(started) {
 				t.Errorf("recorded %+v", rec)
 			}
 			if a, _ := e.svc.GetAccount(as(alice), id); a.Status != tt.wantStatus || a.LastTestedAt == nil {
@@ -338,16 +338,12 @@ func TestTestAccountErrors(t *testing.T) {
 	}
 	// A secret that no longer opens is our fault, not the account's: no provider call, nothing recorded.
 	id := e.add(keyAccount("Production"))
-	e.m.mu.Lock()
-	a := e.m.accounts[id]
-	a.Auth.SealedSecret = "sealed:00:00"
-	e.m.accounts[id] = a
-	e.m.mu.Unlock()
+	e.spoil(id)
 	if _, err := e.svc.TestAccount(as(alice), id); !errors.Is(err, ports.ErrInternal) {
 		t.Errorf("a secret that does not open: %v", err)
 	}
-	if len(e.m.tests) != 0 {
-		t.Errorf("recorded %+v", e.m.tests)
+	if n := e.testsRecorded(); n != 0 {
+		t.Errorf("recorded %d tests", n)
 	}
 	// A caller that gave up records nothing.
 	id = e.add(roleAccount("Staging"))
@@ -360,7 +356,7 @@ func TestTestAccountErrors(t *testing.T) {
 	if _, err := e.svc.TestAccount(ctx, id); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
-	if len(e.m.tests) != 0 {
-		t.Errorf("recorded %+v", e.m.tests)
+	if n := e.testsRecorded(); n != 0 {
+		t.Errorf("recorded %d tests", n)
 	}
 }

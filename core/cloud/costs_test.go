@@ -54,8 +54,8 @@ func TestCostsValidation(t *testing.T) {
 		}
 	}
 	// No provider call was expected, so any would have failed the test.
-	if len(e.m.puts) != 0 {
-		t.Errorf("cached %v", e.m.puts)
+	if puts := e.puts(); len(puts) != 0 {
+		t.Errorf("cached %v", puts)
 	}
 
 	if _, err := e.svc.Costs(as(alice), cloud.CostInput{AccountID: "00000000-0000-7000-8000-0000000000ff", StartDate: "2025-12-01", EndDate: "2025-12-31"}); !errors.Is(err, ports.ErrNotFound) {
@@ -104,13 +104,17 @@ func TestCostsQueryAndCache(t *testing.T) {
 	if first.Currency != "USD" || first.Total != "3.75" || first.StartDate != "2024-12-02" || first.EndDate != "2024-12-03" || len(first.Periods) != 2 {
 		t.Errorf("view %+v", first)
 	}
-	if len(e.m.cache) != 1 {
-		t.Fatalf("cache %+v", e.m.cache)
+	puts := e.puts()
+	if len(puts) != 1 {
+		t.Fatalf("cached %v", puts)
 	}
-	for _, c := range e.m.cache {
-		if !c.expiresAt.Equal(e.clock.Now().Add(6 * time.Hour)) {
-			t.Errorf("expires at %v, want 6 h from now", c.expiresAt)
-		}
+	// The entry expires 6 h from now, exactly.
+	expiry := e.clock.Now().Add(6 * time.Hour)
+	if _, ok, _ := e.store.GetCachedCost(t.Context(), id, puts[0], expiry.Add(-time.Nanosecond)); !ok {
+		t.Error("the entry expires before 6 h from now")
+	}
+	if _, ok, _ := e.store.GetCachedCost(t.Context(), id, puts[0], expiry); ok {
+		t.Error("the entry outlives 6 h from now")
 	}
 
 	// The same query within 6 hours, by anyone in the org, is answered from the cache.
@@ -146,8 +150,8 @@ func TestCostsQueryAndCache(t *testing.T) {
 	if _, err := e.svc.Costs(as(alice), q); err != nil {
 		t.Fatal(err)
 	}
-	if len(e.m.puts) != 5 {
-		t.Errorf("%d puts, want 5", len(e.m.puts))
+	if n := len(e.puts()); n != 5 {
+		t.Errorf("%d puts, want 5", n)
 	}
 }
 
@@ -169,8 +173,8 @@ func TestCostsProviderErrorsAreNotCached(t *testing.T) {
 			t.Errorf("the amount %q: %v", amount, err)
 		}
 	}
-	if len(e.m.puts) != 0 {
-		t.Errorf("cached %v", e.m.puts)
+	if puts := e.puts(); len(puts) != 0 {
+		t.Errorf("cached %v", puts)
 	}
 }
 

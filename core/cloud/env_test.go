@@ -15,6 +15,7 @@ import (
 	"github.com/devpilot/devpilot/core/cloud"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
+	"github.com/devpilot/devpilot/testkit/memstore"
 	"github.com/devpilot/devpilot/testkit/mocks"
 )
 
@@ -33,217 +34,123 @@ const (
 	secret     = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 )
 
-type testRecord struct {
-	orgID, id string
-	status    ports.CloudAccountStatus
-	lastError string
-	at        time.Time
-}
-
-type cacheEntry struct {
-	report    ports.CostReport
-	expiresAt time.Time
-}
+var orgs = []string{"org-1", "org-2", "org-3"}
 
 type sealCall struct{ plaintext, aad string }
 
-// mem is the state behind the store and cipher mocks: the tests read what
-// was stored.
-type mem struct {
-	mu       sync.Mutex
-	accounts map[string]ports.CloudAccount
-	tests    []testRecord
-	cache    map[string]cacheEntry // account id + "#" + key
-	puts     []string
-	audit    []ports.AuditEntry
-	seals    []sealCall
-	opens    []sealCall
-	// auditErr, when set, fails every RecordAudit.
-	auditErr error
-	// extIDs are the orgs' external ids; org-1's is externalID from the
-	// start, as if it had been generated.
-	extIDs     map[string]string
+// faultyAccounts is the store's CloudAccountStore with secrets to spoil;
+// it counts the tests recorded and notes the external id candidates.
+type faultyAccounts struct {
+	ports.CloudAccountStore
+	mu sync.Mutex
+	// unopenable are accounts whose sealed secret reads back spoilt.
+	unopenable map[string]bool
+	tests      int
 	candidates []string
-	builds     map[string]ports.CloudBuild
-	// buildErr, when set, fails every RecordCloudBuild.
-	buildErr error
+}
+
+func (f *faultyAccounts) GetCloudAccount(ctx context.Context, orgID, id string) (ports.CloudAccount, error) {
+	a, err := f.CloudAccountStore.GetCloudAccount(ctx, orgID, id)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil && f.unopenable[id] {
+		a.Auth.SealedSecret = "sealed:00:00"
+	}
+	return a, err
+}
+
+func (f *faultyAccounts) RecordCloudTest(ctx context.Context, orgID, id string, status ports.CloudAccountStatus, lastError string, at time.Time) error {
+	err := f.CloudAccountStore.RecordCloudTest(ctx, orgID, id, status, lastError, at)
+	if err == nil {
+		f.mu.Lock()
+		f.tests++
+		f.mu.Unlock()
+	}
+	return err
+}
+
+func (f *faultyAccounts) OrgExternalID(ctx context.Context, orgID, candidate string, at time.Time) (string, error) {
+	f.mu.Lock()
+	f.candidates = append(f.candidates, candidate)
+	f.mu.Unlock()
+	return f.CloudAccountStore.OrgExternalID(ctx, orgID, candidate, at)
+}
+
+// countedCosts is the store's CostCacheStore noting the keys put.
+type countedCosts struct {
+	ports.CostCacheStore
+	mu   sync.Mutex
+	puts []string
+}
+
+func (c *countedCosts) PutCachedCost(ctx context.Context, accountID, key string, r ports.CostReport, expiresAt time.Time) error {
+	c.mu.Lock()
+	c.puts = append(c.puts, key)
+	c.mu.Unlock()
+	return c.CostCacheStore.PutCachedCost(ctx, accountID, key, r, expiresAt)
+}
+
+// failingAudit is the store's AuditStore failing every RecordAudit while
+// err is set.
+type failingAudit struct {
+	ports.AuditStore
+	err error
+}
+
+func (f *failingAudit) RecordAudit(ctx context.Context, a ports.AuditEntry) error {
+	if f.err != nil {
+		return f.err
+	}
+	return f.AuditStore.RecordAudit(ctx, a)
 }
 
 type env struct {
-	t     *testing.T
-	svc   *cloud.Service
-	prov  *mocks.MockCloudProvider
-	clock *fixture.Clock
-	m     *mem
+	t        *testing.T
+	svc      *cloud.Service
+	prov     *mocks.MockCloudProvider
+	clock    *fixture.Clock
+	store    *memstore.Store
+	accounts *faultyAccounts
+	costs    *countedCosts
+	audit    *failingAudit
+	mu       sync.Mutex
+	seals    []sealCall
+	opens    []sealCall
 }
 
+// newEnv wires a Service to a memstore holding the orgs (org-1's external
+// id is externalID from the start, as if it had been generated), a provider
+// mock and a cipher that seals visibly.
 func newEnv(t *testing.T, cfg cloud.Config) *env {
 	t.Helper()
 	ctrl := gomock.NewController(t)
-	e := &env{t: t, prov: mocks.NewMockCloudProvider(ctrl), clock: fixture.NewClock(),
-		m: &mem{accounts: map[string]ports.CloudAccount{}, cache: map[string]cacheEntry{},
-			extIDs: map[string]string{alice.OrgID: externalID}, builds: map[string]ports.CloudBuild{}}}
-	m := e.m
-	accounts := mocks.NewMockCloudAccountStore(ctrl)
-	costs := mocks.NewMockCostCacheStore(ctrl)
-	audit := mocks.NewMockAuditStore(ctrl)
+	store := memstore.New()
+	e := &env{t: t, prov: mocks.NewMockCloudProvider(ctrl), clock: fixture.NewClock(), store: store,
+		accounts: &faultyAccounts{CloudAccountStore: store, unopenable: map[string]bool{}},
+		costs:    &countedCosts{CostCacheStore: store}, audit: &failingAudit{AuditStore: store}}
+	for _, org := range orgs {
+		if err := store.CreateOrg(t.Context(), ports.Org{ID: org, Name: org}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := store.OrgExternalID(t.Context(), alice.OrgID, externalID, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
 	cipher := mocks.NewMockCipher(ctrl)
-
-	accounts.EXPECT().CreateCloudAccount(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, a ports.CloudAccount) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			for _, b := range m.accounts {
-				if b.OrgID == a.OrgID && b.Name == a.Name {
-					return ports.Errorf(ports.KindConflict, "a cloud account named %q exists", a.Name)
-				}
-			}
-			m.accounts[a.ID] = a
-			return nil
-		})
-	accounts.EXPECT().GetCloudAccount(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, orgID, id string) (ports.CloudAccount, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if a, ok := m.accounts[id]; ok && a.OrgID == orgID {
-				return a, nil
-			}
-			return ports.CloudAccount{}, ports.NotFound("cloud account", id)
-		})
-	accounts.EXPECT().ListCloudAccounts(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, orgID string, page ports.Page) ([]ports.CloudAccount, string, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			var out []ports.CloudAccount
-			for _, a := range m.accounts {
-				if a.OrgID == orgID {
-					out = append(out, a)
-				}
-			}
-			slices.SortFunc(out, func(a, b ports.CloudAccount) int { return strings.Compare(a.Name, b.Name) })
-			if len(out) > page.Limit {
-				return out[:page.Limit], out[page.Limit].Name, nil
-			}
-			return out, "", nil
-		})
-	accounts.EXPECT().RecordCloudTest(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, orgID, id string, status ports.CloudAccountStatus, lastError string, at time.Time) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			a, ok := m.accounts[id]
-			if !ok || a.OrgID != orgID {
-				return ports.NotFound("cloud account", id)
-			}
-			a.Status, a.LastError, a.LastTestedAt = status, lastError, &at
-			m.accounts[id] = a
-			m.tests = append(m.tests, testRecord{orgID, id, status, lastError, at})
-			return nil
-		})
-	accounts.EXPECT().DeleteCloudAccount(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, orgID, id string) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if a, ok := m.accounts[id]; !ok || a.OrgID != orgID {
-				return ports.NotFound("cloud account", id)
-			}
-			delete(m.accounts, id)
-			return nil
-		})
-
-	accounts.EXPECT().OrgExternalID(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, orgID, candidate string, _ time.Time) (string, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.candidates = append(m.candidates, candidate)
-			if id, ok := m.extIDs[orgID]; ok {
-				return id, nil
-			}
-			for _, id := range m.extIDs {
-				if id == candidate {
-					return "", ports.Errorf(ports.KindConflict, "external id taken")
-				}
-			}
-			m.extIDs[orgID] = candidate
-			return candidate, nil
-		})
-	accounts.EXPECT().RecordCloudBuild(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, b ports.CloudBuild) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if m.buildErr != nil {
-				return m.buildErr
-			}
-			m.builds[b.ID] = b
-			return nil
-		})
-	accounts.EXPECT().GetCloudBuild(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, orgID, id string) (ports.CloudBuild, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if b, ok := m.builds[id]; ok && b.OrgID == orgID {
-				if _, ok := m.accounts[b.AccountID]; ok {
-					return b, nil
-				}
-			}
-			return ports.CloudBuild{}, ports.NotFound("cloud build", id)
-		})
-
-	costs.EXPECT().GetCachedCost(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, accountID, key string, now time.Time) (ports.CostReport, bool, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			c, ok := m.cache[accountID+"#"+key]
-			if !ok || !now.Before(c.expiresAt) {
-				return ports.CostReport{}, false, nil
-			}
-			return c.report, true, nil
-		})
-	costs.EXPECT().PutCachedCost(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, accountID, key string, r ports.CostReport, expiresAt time.Time) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.cache[accountID+"#"+key] = cacheEntry{r, expiresAt}
-			m.puts = append(m.puts, key)
-			return nil
-		})
-
-	audit.EXPECT().RecordAudit(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, a ports.AuditEntry) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if m.auditErr != nil {
-				return m.auditErr
-			}
-			m.audit = append(m.audit, a)
-			return nil
-		})
-	audit.EXPECT().ListAudit(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, orgID, accountID string, page ports.Page) ([]ports.AuditEntry, string, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			var out []ports.AuditEntry
-			for _, a := range slices.Backward(m.audit) {
-				if a.OrgID == orgID && (accountID == "" || a.AccountID == accountID) {
-					out = append(out, a)
-				}
-			}
-			return out, "", nil
-		})
-
 	// The cipher "seals" as sealed:<hex aad>:<hex plaintext>, and opens only
 	// with the same aad.
 	cipher.EXPECT().Seal(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(plaintext, aad []byte) (string, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.seals = append(m.seals, sealCall{string(plaintext), string(aad)})
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.seals = append(e.seals, sealCall{string(plaintext), string(aad)})
 			return "sealed:" + hex.EncodeToString(aad) + ":" + hex.EncodeToString(plaintext), nil
 		})
 	cipher.EXPECT().Open(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(sealed string, aad []byte) ([]byte, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.opens = append(m.opens, sealCall{sealed, string(aad)})
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.opens = append(e.opens, sealCall{sealed, string(aad)})
 			parts := strings.Split(sealed, ":")
 			if len(parts) != 3 || parts[0] != "sealed" || parts[1] != hex.EncodeToString(aad) {
 				return nil, ports.Wrap(ports.KindInternal, errors.New("message authentication failed"), "cannot open")
@@ -251,9 +158,54 @@ func newEnv(t *testing.T, cfg cloud.Config) *env {
 			return hex.DecodeString(parts[2])
 		})
 
-	e.svc = cloud.New(cfg, cloud.Deps{Accounts: accounts, Costs: costs, Audit: audit, Provider: e.prov,
+	e.svc = cloud.New(cfg, cloud.Deps{Accounts: e.accounts, Costs: e.costs, Audit: e.audit, Provider: e.prov,
 		Cipher: cipher, Clock: e.clock, IDs: &fixture.IDs{}})
 	return e
+}
+
+// account returns a stored account, of whichever org.
+func (e *env) account(id string) ports.CloudAccount {
+	for _, org := range orgs {
+		if a, err := e.store.GetCloudAccount(e.t.Context(), org, id); err == nil {
+			return a
+		}
+	}
+	return ports.CloudAccount{}
+}
+
+// storedAccounts returns the stored accounts of every org.
+func (e *env) storedAccounts() []ports.CloudAccount {
+	e.t.Helper()
+	var out []ports.CloudAccount
+	for _, org := range orgs {
+		list, _, err := e.store.ListCloudAccounts(e.t.Context(), org, ports.Page{Limit: ports.MaxPageLimit})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, list...)
+	}
+	return out
+}
+
+// spoil makes the account's sealed secret no longer open.
+func (e *env) spoil(id string) {
+	e.accounts.mu.Lock()
+	defer e.accounts.mu.Unlock()
+	e.accounts.unopenable[id] = true
+}
+
+// testsRecorded returns how many connection tests were recorded.
+func (e *env) testsRecorded() int {
+	e.accounts.mu.Lock()
+	defer e.accounts.mu.Unlock()
+	return e.accounts.tests
+}
+
+// puts returns the cost keys cached.
+func (e *env) puts() []string {
+	e.costs.mu.Lock()
+	defer e.costs.mu.Unlock()
+	return slices.Clone(e.costs.puts)
 }
 
 func roleAccount(name string) cloud.NewAccount {
@@ -282,10 +234,19 @@ func creds(in cloud.NewAccount) ports.CloudCredentials {
 		ExternalID: in.Auth.ExternalID, AccessKeyID: in.Auth.AccessKeyID, SecretAccessKey: in.Auth.SecretAccessKey}
 }
 
+// auditLog returns the stored audit entries of every org, oldest first.
 func (e *env) auditLog() []ports.AuditEntry {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	return slices.Clone(e.m.audit)
+	e.t.Helper()
+	var out []ports.AuditEntry
+	for _, org := range orgs {
+		list, _, err := e.store.ListAudit(e.t.Context(), org, "", ports.Page{Limit: ports.MaxPageLimit})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		slices.Reverse(list)
+		out = append(out, list...)
+	}
+	return out
 }
 
 // auditOf returns the audit entries of one action.

@@ -72,8 +72,8 @@ func TestReadsPassTheAccountsCredentials(t *testing.T) {
 			if log := e.auditLog(); len(log) != 1 || log[0].Action != "account.create" {
 				t.Errorf("reads were audited: %+v", log)
 			}
-			if in.Auth.Mode == ports.AuthAccessKey && (len(e.m.opens) != 9 || e.m.opens[0].aad != id) {
-				t.Errorf("opens %+v", e.m.opens)
+			if in.Auth.Mode == ports.AuthAccessKey && (len(e.opens) != 9 || e.opens[0].aad != id) {
+				t.Errorf("opens %+v", e.opens)
 			}
 		})
 	}
@@ -311,11 +311,7 @@ func TestWrites(t *testing.T) {
 				t.Parallel()
 				e := newEnv(t, cloud.Config{})
 				id := e.add(keyAccount("Production"))
-				e.m.mu.Lock()
-				a := e.m.accounts[id]
-				a.Auth.SealedSecret = "sealed:00:00"
-				e.m.accounts[id] = a
-				e.m.mu.Unlock()
+				e.spoil(id)
 				if err := tc.do(e, id); !errors.Is(err, ports.ErrInternal) {
 					t.Fatalf("error %v, want internal", err)
 				}
@@ -326,7 +322,7 @@ func TestWrites(t *testing.T) {
 				e := newEnv(t, cloud.Config{})
 				in := roleAccount("Production")
 				id := e.add(in)
-				e.m.auditErr = errors.New("disk full")
+				e.audit.err = errors.New("disk full")
 				tc.expect(e, creds(in), nil)
 				if err := tc.do(e, id); err != nil {
 					t.Fatalf("a write that happened reports %v", err)
