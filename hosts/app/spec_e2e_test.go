@@ -48,7 +48,7 @@ type specView struct {
 // waitReady polls the session, as a client does, until it leaves generating.
 func (st *stack) waitReady(token, id string) specView {
 	st.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		code, body, _ := st.call(token, "GET", "/pse/sessions/"+id, nil)
 		var v specView
@@ -59,7 +59,7 @@ func (st *stack) waitReady(token, id string) specView {
 			return v
 		}
 		if time.Now().After(deadline) {
-			st.t.Fatalf("session %s still generating after 20s", id)
+			st.t.Fatalf("session %s still generating after a minute", id)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
