@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.uber.org/fx"
+
 	"github.com/devpilot/devpilot/adapters/openai"
 	"github.com/devpilot/devpilot/adapters/queue"
 	"github.com/devpilot/devpilot/adapters/secretbox"
@@ -86,8 +88,8 @@ type Config struct {
 	// reading it again (identity.Deps.CacheFor); 0 reads it on every request.
 	AuthCacheTTL time.Duration
 	// Sandbox is whether this process runs sandbox providers: in-process
-	// fakes of OpenAI, AWS and GitHub on loopback, with demo data (see
-	// StartSandbox). It is all or nothing: either every provider (the
+	// fakes of OpenAI, AWS and GitHub on loopback, with demo data (package
+	// hosts/sandbox, attached with WithSandbox). It is all or nothing: either every provider (the
 	// model, AWS, GitHub) is a fake, or none is. Load decides it:
 	//
 	//   - run: on unless one of ProviderVariables is set;
@@ -108,11 +110,39 @@ type Config struct {
 	// set"), DEVPILOT_SANDBOX, --sandbox, or the mode.
 	SandboxReason string
 
-	// sandbox is the running sandbox once StartSandbox has filled this
-	// configuration in; Options refuses a Sandbox configuration without it.
-	sandbox *Sandbox
+	// sandbox is the running sandbox once WithSandbox attached it; Options
+	// refuses a Sandbox configuration without it.
+	sandbox SandboxProviders
 	// httpListener is the HTTP API's socket once ListenHTTP opened it.
 	httpListener *heldListener
+}
+
+// SandboxProviders is what the app needs of running sandbox providers
+// (package hosts/sandbox, which starts the fakes before the fx graph is
+// built and points the configuration at them). It keeps this package free
+// of the testkit fakes: a host that never attaches one links none of them.
+type SandboxProviders interface {
+	// Module returns the fx options that seed the demo records on start
+	// (before the HTTP server listens) and stop the fakes on stop.
+	Module() fx.Option
+	// ConsoleToken returns the demo user's API token, which the console's
+	// "demo user" button signs in with (GET /api/v1/sandbox); "" until the
+	// demo records are seeded.
+	ConsoleToken() string
+	// TakeListener returns, once, a socket the sandbox opened for the HTTP
+	// API (when it resolved a port-0 HTTPAddr to build the public URL); nil
+	// when there is none. The HTTP server serves on it unless ListenHTTP
+	// opened one.
+	TakeListener() net.Listener
+}
+
+// WithSandbox returns c with the running sandbox sb attached: Options then
+// adds sb's module and the HTTP server hands out its console token. sb must
+// be non-nil; c must already point the providers at the sandbox's fakes
+// (the sandbox package does both).
+func (c Config) WithSandbox(sb SandboxProviders) Config {
+	c.sandbox = sb
+	return c
 }
 
 // heldListener is a socket opened before the app starts, handed to the

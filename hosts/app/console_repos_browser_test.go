@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
-	"github.com/devpilot/devpilot/hosts/app"
+	"github.com/devpilot/devpilot/hosts/sandbox"
 	"github.com/devpilot/devpilot/testkit/fakegithub"
 )
 
@@ -42,7 +42,7 @@ func TestConsoleRepos(t *testing.T) {
 			// A signed push delivered to the webhook shows in the activity
 			// feed after a refresh.
 			payload, err := json.Marshal(fakegithub.PushEvent{
-				Repo:   fakegithub.HookRepo{ID: app.SandboxRepos()["demo/storefront"], Owner: fakegithub.HookUser{Login: "demo", ID: 1, Organization: true}, Name: "storefront"},
+				Repo:   fakegithub.HookRepo{ID: sandbox.Repos()["demo/storefront"], Owner: fakegithub.HookUser{Login: "demo", ID: 1, Organization: true}, Name: "storefront"},
 				Sender: fakegithub.HookUser{Login: "ana-lopez", ID: 90002},
 				Ref:    "refs/heads/gift-cards",
 				Commits: []fakegithub.HookCommit{{

@@ -20,7 +20,7 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
-	"github.com/devpilot/devpilot/hosts/app"
+	"github.com/devpilot/devpilot/hosts/sandbox"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fakegithub"
 	"github.com/devpilot/devpilot/testkit/fakeopenai"
@@ -596,7 +596,7 @@ func (hc *hostileClient) webhookTextIsCleaned() {
 		t.Fatalf("/scm/repos = %d %s", status, body)
 	}
 	repo := repos.Items[0]
-	ghID := app.SandboxRepos()[repo.FullName]
+	ghID := sandbox.Repos()[repo.FullName]
 	owner, name, _ := strings.Cut(repo.FullName, "/")
 	const marker = "mallory-hostile"
 	payload, err := json.Marshal(fakegithub.PushEvent{
@@ -637,7 +637,7 @@ func (hc *hostileClient) webhookTextIsCleaned() {
 // base, signed with the sandbox's webhook secret, and wants 202.
 func deliverSandboxPush(t *testing.T, base string, payload []byte) {
 	t.Helper()
-	d := fakegithub.NewDelivery("push", json.RawMessage(payload)).Signed([]byte(app.SandboxWebhookSecret))
+	d := fakegithub.NewDelivery("push", json.RawMessage(payload)).Signed([]byte(sandbox.WebhookSecret))
 	req, err := d.Request(t.Context(), base+"/webhooks/scm")
 	if err != nil {
 		t.Fatal(err)

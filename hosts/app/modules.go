@@ -291,6 +291,10 @@ type HTTPParams struct {
 
 // NewHTTPServer returns the HTTP API server bound to the app's lifecycle.
 func NewHTTPServer(p HTTPParams) *httpapi.Server {
+	var demoToken func() string
+	if sb := p.Config.sandbox; sb != nil {
+		demoToken = sb.ConsoleToken
+	}
 	srv := httpapi.New(httpapi.Config{
 		BodyLimit:       p.Config.BodyLimit,
 		RequestTimeout:  p.Config.RequestTimeout,
@@ -299,12 +303,12 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		ShutdownGrace:   p.Config.ShutdownGrace,
 	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
-		DemoToken: p.Config.sandbox.consoleToken, Idempotency: p.Idempotency})
+		DemoToken: demoToken, Idempotency: p.Idempotency})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln := p.Config.takeHTTPListener()
-			if ln == nil {
-				ln = p.Config.sandbox.takeListener()
+			if ln == nil && p.Config.sandbox != nil {
+				ln = p.Config.sandbox.TakeListener()
 			}
 			if ln == nil {
 				var err error
@@ -335,9 +339,10 @@ func providers(cfg Config) string {
 
 // Options returns the fx options of a long-running host in the given mode:
 // run (HTTP and worker), serve (HTTP) or worker. A configuration with
-// Sandbox set must come from StartSandbox: the sandbox then seeds its demo
-// records on start, before the HTTP server listens, and stops its fakes on
-// stop; without StartSandbox the app fails to build.
+// Sandbox set must have a running sandbox attached (WithSandbox, done by
+// package hosts/sandbox's Start): the sandbox then seeds its demo records on
+// start, before the HTTP server listens, and stops its fakes on stop;
+// without one the app fails to build.
 func Options(cfg Config, logger *slog.Logger) fx.Option {
 	opts := []fx.Option{
 		Base(cfg, logger),
@@ -356,9 +361,9 @@ func Options(cfg Config, logger *slog.Logger) fx.Option {
 	}
 	switch {
 	case cfg.Sandbox && cfg.sandbox == nil:
-		opts = append(opts, fx.Error(errors.New("sandbox providers are configured but not started: call app.StartSandbox before app.Options")))
+		opts = append(opts, fx.Error(errors.New("sandbox providers are configured but not started: call sandbox.Start (package hosts/sandbox) before app.Options")))
 	case cfg.sandbox != nil:
-		opts = append(opts, cfg.sandbox.module())
+		opts = append(opts, cfg.sandbox.Module())
 	}
 	if cfg.Mode == ModeRun || cfg.Mode == ModeServe {
 		opts = append(opts, HTTPModule)

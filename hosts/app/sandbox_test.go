@@ -23,6 +23,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/app"
+	"github.com/devpilot/devpilot/hosts/sandbox"
 )
 
 func TestSandboxConfigRules(t *testing.T) {
@@ -110,8 +111,8 @@ func TestOptionsRefuseAnUnstartedSandbox(t *testing.T) {
 		t.Fatalf("Load: %v, sandbox %v", err, cfg.Sandbox)
 	}
 	fxApp := fx.New(app.Options(cfg, app.NewLogger(cfg, io.Discard)))
-	if err := fxApp.Err(); err == nil || !strings.Contains(err.Error(), "StartSandbox") {
-		t.Fatalf("fx.New error = %v, want one naming StartSandbox", err)
+	if err := fxApp.Err(); err == nil || !strings.Contains(err.Error(), "sandbox.Start") {
+		t.Fatalf("fx.New error = %v, want one naming sandbox.Start", err)
 	}
 }
 
@@ -146,7 +147,7 @@ func (w *sandboxLogs) String() string {
 type sandboxHost struct {
 	t    *testing.T
 	base string
-	sb   *app.Sandbox
+	sb   *sandbox.Sandbox
 	logs *sandboxLogs
 	stop func()
 }
@@ -168,7 +169,7 @@ func startSandbox(t *testing.T, dataDir, dbURL string) *sandboxHost {
 	}
 	h := &sandboxHost{t: t, logs: &sandboxLogs{addr: make(chan string, 1)}}
 	logger := app.NewLogger(cfg, h.logs)
-	cfg, sb, err := app.StartSandbox(cfg, logger)
+	cfg, sb, err := sandbox.Start(cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +246,7 @@ func (h *sandboxHost) checkSeed() (token, accountID string, repoIDs []string) {
 		t.Errorf("/readyz = %v, want ready with providers sandbox", ready)
 	}
 
-	file := filepath.Join(filepath.Dir(h.sb.TokenFile()), app.SandboxTokenFile)
+	file := filepath.Join(filepath.Dir(h.sb.TokenFile()), sandbox.TokenFileName)
 	if file != h.sb.TokenFile() {
 		t.Errorf("token file %s, want %s", h.sb.TokenFile(), file)
 	}
@@ -266,12 +267,12 @@ func (h *sandboxHost) checkSeed() (token, accountID string, repoIDs []string) {
 		Org  struct{ Name string }
 	}
 	h.get(token, "/api/v1/me", &me)
-	if me.User.Email != app.SandboxEmail || me.User.Role != "admin" || me.Org.Name != app.SandboxOrg {
+	if me.User.Email != sandbox.Email || me.User.Role != "admin" || me.Org.Name != sandbox.Org {
 		t.Errorf("/api/v1/me = %+v", me)
 	}
 	startLog := h.logs.String()
 	for _, want := range []string{"level=WARN msg=\"SANDBOX MODE: demo token: " + token, "token file: " + file,
-		"webhook secret: " + app.SandboxWebhookSecret, "to use real providers"} {
+		"webhook secret: " + sandbox.WebhookSecret, "to use real providers"} {
 		if !strings.Contains(startLog, want) {
 			t.Errorf("the start banner lacks %q:\n%s", want, startLog)
 		}
@@ -279,9 +280,9 @@ func (h *sandboxHost) checkSeed() (token, accountID string, repoIDs []string) {
 
 	var accounts struct{ Items []sandboxAccount }
 	h.get(token, "/cloud/accounts", &accounts)
-	if len(accounts.Items) != 1 || accounts.Items[0].Name != app.SandboxCloudAccount || accounts.Items[0].Status != "ok" ||
-		accounts.Items[0].Region != app.SandboxAWSRegion || accounts.Items[0].ID != h.sb.CloudAccountID() {
-		t.Fatalf("/cloud/accounts = %+v, want one ok %s (%s)", accounts.Items, app.SandboxCloudAccount, h.sb.CloudAccountID())
+	if len(accounts.Items) != 1 || accounts.Items[0].Name != sandbox.CloudAccount || accounts.Items[0].Status != "ok" ||
+		accounts.Items[0].Region != sandbox.AWSRegion || accounts.Items[0].ID != h.sb.CloudAccountID() {
+		t.Fatalf("/cloud/accounts = %+v, want one ok %s (%s)", accounts.Items, sandbox.CloudAccount, h.sb.CloudAccountID())
 	}
 	accountID = accounts.Items[0].ID
 	q := "?account_id=" + url.QueryEscape(accountID)
@@ -331,7 +332,7 @@ func (h *sandboxHost) checkSeed() (token, accountID string, repoIDs []string) {
 		Items []struct{ ID, Name string }
 	}
 	h.get(token, "/deployments/apps"+q, &apps)
-	if len(apps.Items) != 1 || apps.Items[0].ID != app.SandboxAmplifyAppID || apps.Items[0].Name != "storefront" {
+	if len(apps.Items) != 1 || apps.Items[0].ID != sandbox.AmplifyAppID || apps.Items[0].Name != "storefront" {
 		t.Errorf("apps %+v", apps.Items)
 	}
 
@@ -365,9 +366,9 @@ func (h *sandboxHost) checkSeed() (token, accountID string, repoIDs []string) {
 	if !slices.Equal(full, want) {
 		t.Errorf("repos %v, want %v", full, want)
 	}
-	for name := range app.SandboxRepos() {
+	for name := range sandbox.Repos() {
 		if !slices.Contains(full, name) {
-			t.Errorf("SandboxRepos names %s, which is not connected", name)
+			t.Errorf("sandbox.Repos names %s, which is not connected", name)
 		}
 	}
 	if len(repos.Items) > 0 {
@@ -453,7 +454,7 @@ func TestSandboxRun(t *testing.T) {
 			second.stop()
 
 			// A token file whose token no longer authenticates is replaced.
-			if err := os.WriteFile(filepath.Join(dataDir, app.SandboxTokenFile), []byte("dp_revoked\n"), 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(dataDir, sandbox.TokenFileName), []byte("dp_revoked\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			third := startSandbox(t, dataDir, dbURL)

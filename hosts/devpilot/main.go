@@ -246,11 +246,11 @@ func (c cli) serve(ctx context.Context, mode app.Mode, opts ...app.LoadOption) e
 		}
 		logger.Info("sandbox providers "+state, "because", cfg.SandboxReason)
 	}
-	cfg, sandbox, err := app.StartSandbox(cfg, logger)
+	cfg, banner, stopSandbox, err := startSandbox(cfg, logger)
 	if err != nil {
 		return err
 	}
-	defer sandbox.Close()
+	defer stopSandbox()
 	fxApp := fx.New(app.Options(cfg, logger))
 	if err := fxApp.Err(); err != nil {
 		return err
@@ -263,8 +263,8 @@ func (c cli) serve(ctx context.Context, mode app.Mode, opts ...app.LoadOption) e
 		}
 		return err
 	}
-	if sandbox != nil {
-		fmt.Fprint(c.stdout, sandboxBanner(sandbox))
+	if banner != nil {
+		fmt.Fprint(c.stdout, banner())
 	}
 	if mode == app.ModeRun {
 		fmt.Fprintf(c.stdout, "devpilot is running (data in %s). Create an API token with:\n  %s token create --email you@example.com --org demo --role admin\n",
@@ -289,21 +289,6 @@ func (c cli) serve(ctx context.Context, mode app.Mode, opts ...app.LoadOption) e
 		return fmt.Errorf("stopped after a fatal error (exit code %d)", exitCode)
 	}
 	return nil
-}
-
-// sandboxBanner tells the person at the terminal that the providers are
-// fakes and how to call the API as the demo user.
-func sandboxBanner(sb *app.Sandbox) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\nSANDBOX MODE: the model, AWS and GitHub are in-process fakes on loopback, with demo data.\n")
-	fmt.Fprintf(&b, "  demo token:     %s\n", sb.Token())
-	fmt.Fprintf(&b, "  token file:     %s\n", sb.TokenFile())
-	fmt.Fprintf(&b, "  webhook secret: %s\n", app.SandboxWebhookSecret)
-	fmt.Fprintf(&b, "  web console:    %s/ (click \"Use the demo user\")\n", sb.PublicURL())
-	fmt.Fprintf(&b, "  try:            curl -s -H \"Authorization: Bearer $(cat %s)\" %s/api/v1/me\n", sb.TokenFile(), sb.PublicURL())
-	fmt.Fprintf(&b, "Set %s (or %s), AWS credentials, %s/%s, or %s=0 to use real providers.\n\n",
-		app.EnvOpenAIKey, app.EnvOpenAIBaseURL, app.EnvGitHubClientID, app.EnvGitHubSecret, app.EnvSandbox)
-	return b.String()
 }
 
 func openDB(ctx context.Context, cfg app.Config) (*sqlstore.DB, error) {

@@ -1,4 +1,12 @@
-package app
+// Package sandbox runs devpilot's sandbox providers: in-process fakes of
+// OpenAI (the scripted demo model), AWS and GitHub on loopback, seeded with
+// demo data, and devpilot's own demo records (an org, an admin with an API
+// token, a cloud account, a GitHub connection) seeded through the core
+// services once the app starts. It is the only host package that links the
+// testkit fakes: the wiring package hosts/app knows a running sandbox only
+// through app.SandboxProviders, so a binary built without this package (the
+// devpilot command with -tags nosandbox) carries no testkit code.
+package sandbox
 
 import (
 	"context"
@@ -23,6 +31,7 @@ import (
 	"github.com/devpilot/devpilot/core/cloud"
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/core/scm"
+	"github.com/devpilot/devpilot/hosts/app"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/demomodel"
 	"github.com/devpilot/devpilot/testkit/fakeaws"
@@ -32,40 +41,40 @@ import (
 
 // What the sandbox seeds, fixed so that a walkthrough can name it. The demo
 // API token is not fixed: it is issued on first start and kept in
-// SandboxTokenFile under the data directory.
+// TokenFileName under the data directory.
 const (
-	// SandboxOrg and SandboxEmail are the demo organisation and its admin.
-	SandboxOrg   = "demo"
-	SandboxEmail = "demo@example.com"
-	// SandboxTokenFile is the file, under DEVPILOT_DATA_DIR, holding the
+	// Org and Email are the demo organisation and its admin.
+	Org   = "demo"
+	Email = "demo@example.com"
+	// TokenFileName is the file, under DEVPILOT_DATA_DIR, holding the
 	// demo user's API token in plain text (mode 0600).
-	SandboxTokenFile = "sandbox-token"
-	// SandboxWebhookSecret signs webhook deliveries to /webhooks/scm.
-	SandboxWebhookSecret = "sandbox-webhook-secret"
-	// SandboxOpenAIKey is the API key the model adapter sends the fake.
-	SandboxOpenAIKey = "sk-sandbox"
+	TokenFileName = "sandbox-token"
+	// WebhookSecret signs webhook deliveries to /webhooks/scm.
+	WebhookSecret = "sandbox-webhook-secret"
+	// OpenAIKey is the API key the model adapter sends the fake.
+	OpenAIKey = "sk-sandbox"
 
-	// SandboxCloudAccount is devpilot's cloud account of the fake AWS
-	// account SandboxAWSAccountID, reached with the access key below.
-	SandboxCloudAccount   = "demo-aws"
-	SandboxAWSAccountID   = "123456789012"
-	SandboxAWSRegion      = "us-east-1"
-	SandboxAWSAccessKeyID = "AKIASANDBOXDEMO00001"
-	SandboxAWSSecretKey   = "sandbox/demo/secret/access/key"
-	// SandboxAmplifyAppID is the id of the Amplify app "storefront".
-	SandboxAmplifyAppID = "d1storefront42"
+	// CloudAccount is devpilot's cloud account of the fake AWS
+	// account AWSAccountID, reached with the access key below.
+	CloudAccount   = "demo-aws"
+	AWSAccountID   = "123456789012"
+	AWSRegion      = "us-east-1"
+	AWSAccessKeyID = "AKIASANDBOXDEMO00001"
+	AWSSecretKey   = "sandbox/demo/secret/access/key"
+	// AmplifyAppID is the id of the Amplify app "storefront".
+	AmplifyAppID = "d1storefront42"
 
-	// SandboxGitHubLogin is the fake GitHub user the demo user is connected
-	// as; SandboxGitHubClientID and SandboxGitHubClientSecret are the OAuth
+	// GitHubLogin is the fake GitHub user the demo user is connected
+	// as; GitHubClientID and GitHubClientSecret are the OAuth
 	// app registered in the fake.
-	SandboxGitHubLogin        = "demo-dev"
-	SandboxGitHubClientID     = "Iv1.sandbox0demo"
-	SandboxGitHubClientSecret = "sandbox-github-client-secret"
+	GitHubLogin        = "demo-dev"
+	GitHubClientID     = "Iv1.sandbox0demo"
+	GitHubClientSecret = "sandbox-github-client-secret"
 )
 
-// SandboxRepos returns the full names of the repositories the demo GitHub
+// Repos returns the full names of the repositories the demo GitHub
 // connection sees, with their GitHub ids (what webhook payloads carry).
-func SandboxRepos() map[string]int64 {
+func Repos() map[string]int64 {
 	m := map[string]int64{}
 	for _, r := range sandboxRepos {
 		m["demo/"+r.name] = r.id
@@ -79,15 +88,15 @@ func SandboxRepos() map[string]int64 {
 // Nothing it does leaves loopback.
 //
 // It is started by a function called before the fx graph is built
-// (StartSandbox), not by an fx constructor, because the fakes' URLs are
+// (Start), not by an fx constructor, because the fakes' URLs are
 // configuration: the model, AWS and GitHub adapters are built from Config,
 // which is supplied to the graph as a plain value read once. Starting the
 // fakes first and filling the Config in keeps that one value true for every
 // component and every log line, without decorating Config inside the graph.
 // What needs the graph — seeding devpilot's own records through the core
 // services once the database is migrated — runs as an fx OnStart hook, and
-// the fakes are shut down by the matching OnStop hook (Options adds both
-// when the Config came from StartSandbox).
+// the fakes are shut down by the matching OnStop hook (app.Options adds both
+// when the Config came from Start, through app.SandboxProviders).
 type Sandbox struct {
 	logger    *slog.Logger
 	openai    *fakeopenai.Server
@@ -111,21 +120,22 @@ type Sandbox struct {
 	repos     int
 }
 
-// StartSandbox starts the sandbox providers when cfg.Sandbox is set and
-// returns cfg pointed at them; otherwise it returns cfg unchanged and a nil
-// Sandbox. The returned Config makes Options seed devpilot's demo records on
+// Start starts the sandbox providers when cfg.Sandbox is set and returns
+// cfg pointed at them, with the Sandbox attached (Config.WithSandbox);
+// otherwise it returns cfg unchanged and a nil Sandbox. The returned Config
+// makes app.Options seed devpilot's demo records on
 // start (an org, an admin user with an API token, a cloud account and a
 // GitHub connection) and close the fakes on stop; call Close as well when
 // the app is never started or fails to start (it is idempotent, and nil-safe).
 //
-// It fills in: LLM.BaseURL and LLM.APIKey (the fake OpenAI, SandboxOpenAIKey),
+// It fills in: LLM.BaseURL and LLM.APIKey (the fake OpenAI, OpenAIKey),
 // AWSEndpoint (the fake AWS; the credentials are the demo cloud account's
 // access key), GitHub (an OAuth app registered in the fake, its web and API
-// URLs, SandboxWebhookSecret) and, when unset, PublicURL: the listen
+// URLs, WebhookSecret) and, when unset, PublicURL: the listen
 // address, on 127.0.0.1 when it names no host, with port 0 replaced by a
 // free port chosen now (so that the OAuth callback URL is right). Errors:
 // only when a loopback port cannot be opened.
-func StartSandbox(cfg Config, logger *slog.Logger) (Config, *Sandbox, error) {
+func Start(cfg app.Config, logger *slog.Logger) (app.Config, *Sandbox, error) {
 	if !cfg.Sandbox {
 		return cfg, nil, nil
 	}
@@ -141,14 +151,14 @@ func StartSandbox(cfg Config, logger *slog.Logger) (Config, *Sandbox, error) {
 		aws:       fakeaws.NewHandler(),
 		github:    fakegithub.NewHandler(fakegithub.WithEpoch(now.AddDate(0, -3, 0))),
 		publicURL: cfg.PublicURL,
-		tokenFile: filepath.Join(cfg.DataDir, SandboxTokenFile),
+		tokenFile: filepath.Join(cfg.DataDir, TokenFileName),
 	}
 	sb.openai.SetResponder(demomodel.New().Respond)
-	seedSandboxAWS(sb.aws.Account(SandboxAWSAccountID), now)
+	seedSandboxAWS(sb.aws.Account(AWSAccountID), now)
 	sb.aws.BuildsFinishAfter(sandboxBuildTime)
 	seedSandboxGitHub(sb.github, now)
-	sb.github.RegisterApp(SandboxGitHubClientID, SandboxGitHubClientSecret).CallbackURL(cfg.PublicURL + scm.CallbackPath)
-	sb.github.AuthorizeAs(SandboxGitHubLogin)
+	sb.github.RegisterApp(GitHubClientID, GitHubClientSecret).CallbackURL(cfg.PublicURL + scm.CallbackPath)
+	sb.github.AuthorizeAs(GitHubLogin)
 
 	for _, f := range []struct {
 		name string
@@ -164,34 +174,33 @@ func StartSandbox(cfg Config, logger *slog.Logger) (Config, *Sandbox, error) {
 	}
 
 	cfg.LLM.BaseURL = sb.openaiURL + "/v1"
-	cfg.LLM.APIKey = SandboxOpenAIKey
+	cfg.LLM.APIKey = OpenAIKey
 	cfg.AWSEndpoint = sb.awsURL
-	cfg.GitHub = GitHubConfig{
-		ClientID:      SandboxGitHubClientID,
-		ClientSecret:  SandboxGitHubClientSecret,
+	cfg.GitHub = app.GitHubConfig{
+		ClientID:      GitHubClientID,
+		ClientSecret:  GitHubClientSecret,
 		WebURL:        sb.githubURL,
 		APIURL:        sb.githubURL + "/",
-		WebhookSecret: SandboxWebhookSecret,
+		WebhookSecret: WebhookSecret,
 	}
-	cfg.sandbox = sb
-	return cfg, sb, nil
+	return cfg.WithSandbox(sb), sb, nil
 }
 
 // sandboxPublicURL sets cfg.PublicURL, when unset, to the listen address.
 // For port 0 it listens on a free port and returns that listener, for the
 // HTTP server to serve on.
-func sandboxPublicURL(cfg *Config) (net.Listener, error) {
+func sandboxPublicURL(cfg *app.Config) (net.Listener, error) {
 	if cfg.PublicURL != "" {
 		return nil, nil
 	}
 	host, port, err := net.SplitHostPort(cfg.HTTPAddr)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", EnvHTTPAddr, err)
+		return nil, fmt.Errorf("%s: %w", app.EnvHTTPAddr, err)
 	}
 	var ln net.Listener
 	if port == "0" {
 		if ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-			return nil, fmt.Errorf("%s: %w", EnvHTTPAddr, err)
+			return nil, fmt.Errorf("%s: %w", app.EnvHTTPAddr, err)
 		}
 		port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 		cfg.HTTPAddr = net.JoinHostPort(host, port)
@@ -204,9 +213,11 @@ func sandboxPublicURL(cfg *Config) (net.Listener, error) {
 	return ln, nil
 }
 
-// takeListener returns the HTTP API's socket opened by StartSandbox, once;
-// nil when there is none (and on a nil Sandbox).
-func (sb *Sandbox) takeListener() net.Listener {
+// TakeListener returns the HTTP API's socket opened by Start (when it chose
+// the port of a port-0 address), once; nil when there is none (and on a nil
+// Sandbox). The HTTP server takes it (app.SandboxProviders); Close closes it
+// when no one did.
+func (sb *Sandbox) TakeListener() net.Listener {
 	if sb == nil {
 		return nil
 	}
@@ -240,7 +251,7 @@ func (sb *Sandbox) Close() {
 		return
 	}
 	sb.closeOnce.Do(func() {
-		if ln := sb.takeListener(); ln != nil {
+		if ln := sb.TakeListener(); ln != nil {
 			_ = ln.Close()
 		}
 		for _, srv := range sb.servers {
@@ -270,9 +281,9 @@ func (sb *Sandbox) Token() string {
 	return sb.token
 }
 
-// consoleToken is Token on a sandbox, "" on none (a nil *Sandbox): what the
-// console's "demo user" button signs in with.
-func (sb *Sandbox) consoleToken() string {
+// ConsoleToken is Token on a sandbox, "" on none (a nil *Sandbox): what the
+// console's "demo user" button signs in with (GET /api/v1/sandbox).
+func (sb *Sandbox) ConsoleToken() string {
 	if sb == nil {
 		return ""
 	}
@@ -293,9 +304,10 @@ func (sb *Sandbox) CloudAccountID() string {
 	return sb.accountID
 }
 
-// module provides the Sandbox to the graph and ties seeding and shutdown
-// to the app's lifecycle.
-func (sb *Sandbox) module() fx.Option {
+// Module provides the Sandbox to the graph and ties seeding and shutdown
+// to the app's lifecycle; app.Options adds it (app.SandboxProviders).
+// Seeding errors fail the app's start.
+func (sb *Sandbox) Module() fx.Option {
 	return fx.Module("sandbox",
 		fx.Supply(sb),
 		fx.Invoke(sb.register),
@@ -306,7 +318,7 @@ func (sb *Sandbox) module() fx.Option {
 type sandboxParams struct {
 	fx.In
 	Lifecycle fx.Lifecycle
-	Ready     *Readiness
+	Ready     *app.Readiness
 	Identity  *identity.Service
 	Cloud     *cloud.Service
 	SCM       *scm.Service
@@ -345,7 +357,7 @@ func (sb *Sandbox) seed(ctx context.Context, p sandboxParams) error {
 	ctx = ports.WithPrincipal(ctx, principal)
 	accountID, err := sb.demoCloudAccount(ctx, p.Cloud)
 	if err != nil {
-		return fmt.Errorf("cloud account %s: %w", SandboxCloudAccount, err)
+		return fmt.Errorf("cloud account %s: %w", CloudAccount, err)
 	}
 	repos, err := sb.connectGitHub(ctx, p.SCM)
 	if err != nil {
@@ -364,9 +376,9 @@ func (sb *Sandbox) banner() {
 		"SANDBOX MODE: fake OpenAI, AWS and GitHub on loopback; nothing reaches a real provider",
 		"SANDBOX MODE: demo token: " + sb.Token(),
 		"SANDBOX MODE: token file: " + sb.tokenFile,
-		"SANDBOX MODE: webhook secret: " + SandboxWebhookSecret,
+		"SANDBOX MODE: webhook secret: " + WebhookSecret,
 		fmt.Sprintf("SANDBOX MODE: seeded org %s, admin %s, cloud account %s (id %s), GitHub login %s with %d repositories",
-			SandboxOrg, SandboxEmail, SandboxCloudAccount, sb.CloudAccountID(), SandboxGitHubLogin, sb.repos),
+			Org, Email, CloudAccount, sb.CloudAccountID(), GitHubLogin, sb.repos),
 		"SANDBOX MODE: set OPENAI_API_KEY/OPENAI_BASE_URL, AWS credentials, GITHUB_CLIENT_ID/GITHUB_CLIENT_SECRET " +
 			"(or DEVPILOT_SANDBOX=0) to use real providers",
 	}
@@ -393,18 +405,18 @@ func (sb *Sandbox) demoToken(ctx context.Context, id *identity.Service) (string,
 			if err != nil && ports.KindOf(err) != ports.KindNotFound {
 				return "", p, err
 			}
-			if err == nil && me.User.Email == SandboxEmail && me.Org.Name == SandboxOrg {
+			if err == nil && me.User.Email == Email && me.Org.Name == Org {
 				return token, p, nil
 			}
 		} else if ports.KindOf(err) != ports.KindUnauthenticated {
 			return "", p, err
 		}
-		sb.logger.Info("sandbox: the token in " + sb.tokenFile + " no longer authenticates as " + SandboxEmail + ": issuing a new one")
+		sb.logger.Info("sandbox: the token in " + sb.tokenFile + " no longer authenticates as " + Email + ": issuing a new one")
 	case !errors.Is(err, fs.ErrNotExist):
 		return "", ports.Principal{}, err
 	}
 	issued, err := id.IssueToken(ctx, identity.IssueTokenInput{
-		Email: SandboxEmail, OrgName: SandboxOrg, Role: ports.RoleAdmin, Name: "sandbox",
+		Email: Email, OrgName: Org, Role: ports.RoleAdmin, Name: "sandbox",
 	})
 	if err != nil {
 		return "", ports.Principal{}, err
@@ -455,14 +467,14 @@ func (sb *Sandbox) demoCloudAccount(ctx context.Context, c *cloud.Service) (stri
 		if res, err := c.TestAccount(ctx, id); err == nil && res.OK {
 			return id, nil
 		}
-		sb.logger.Warn("sandbox: cloud account " + SandboxCloudAccount + " does not reach the fake AWS: replacing it")
+		sb.logger.Warn("sandbox: cloud account " + CloudAccount + " does not reach the fake AWS: replacing it")
 		if err := c.DeleteAccount(ctx, id); err != nil {
 			return "", err
 		}
 	}
 	a, err := c.CreateAccount(ctx, cloud.NewAccount{
-		Name: SandboxCloudAccount, Region: SandboxAWSRegion,
-		Auth: cloud.AuthInput{Mode: ports.AuthAccessKey, AccessKeyID: SandboxAWSAccessKeyID, SecretAccessKey: SandboxAWSSecretKey},
+		Name: CloudAccount, Region: AWSRegion,
+		Auth: cloud.AuthInput{Mode: ports.AuthAccessKey, AccessKeyID: AWSAccessKeyID, SecretAccessKey: AWSSecretKey},
 	})
 	if err != nil {
 		return "", err
@@ -487,7 +499,7 @@ func findCloudAccount(ctx context.Context, c *cloud.Service) (string, error) {
 			return "", err
 		}
 		for _, a := range list {
-			if a.Name == SandboxCloudAccount {
+			if a.Name == CloudAccount {
 				return a.ID, nil
 			}
 		}
@@ -575,7 +587,7 @@ const sandboxCostDays = 60
 const sandboxBuildTime = 6 * time.Second
 
 func seedSandboxAWS(a *fakeaws.Account, now time.Time) {
-	a.User("devpilot-sandbox", SandboxAWSAccessKeyID, SandboxAWSSecretKey)
+	a.User("devpilot-sandbox", AWSAccessKeyID, AWSSecretKey)
 	byCluster := map[string][]fakeaws.Service{}
 	for i, s := range sandboxServices {
 		group := "/ecs/" + s.cluster + "/" + s.name
@@ -619,16 +631,16 @@ func seedSandboxAWS(a *fakeaws.Account, now time.Time) {
 		fakeaws.LogEvent{Timestamp: now.Add(-9 * time.Minute), Message: "receipt sent order=ord_1042 to=sam@example.com"})
 
 	a.App(fakeaws.App{
-		ID: SandboxAmplifyAppID, Name: "storefront", Repository: "https://github.com/demo/storefront",
+		ID: AmplifyAppID, Name: "storefront", Repository: "https://github.com/demo/storefront",
 		UpdatedAt: now.Add(-2 * time.Hour).Truncate(time.Minute),
 		Branches: []fakeaws.Branch{{Name: "main", Jobs: []fakeaws.Job{
 			{ID: "11", StartTime: now.AddDate(0, 0, -1).Truncate(time.Minute), Steps: []fakeaws.Step{
 				{Name: "BUILD", Log: "npm ci\nnpm run build\nbuild ok in 48s\n"},
-				{Name: "DEPLOY", Log: "deployed to main." + SandboxAmplifyAppID + ".amplifyapp.com\n"},
+				{Name: "DEPLOY", Log: "deployed to main." + AmplifyAppID + ".amplifyapp.com\n"},
 			}},
 			{ID: "12", StartTime: now.Add(-2 * time.Hour).Truncate(time.Minute), Steps: []fakeaws.Step{
 				{Name: "BUILD", Log: "npm ci\nnpm run build\nbuild ok in 51s\n"},
-				{Name: "DEPLOY", Log: "deployed to main." + SandboxAmplifyAppID + ".amplifyapp.com\n"},
+				{Name: "DEPLOY", Log: "deployed to main." + AmplifyAppID + ".amplifyapp.com\n"},
 				{Name: "VERIFY", Log: "lighthouse performance 94, accessibility 100\n"},
 			}},
 		}}},
@@ -751,13 +763,13 @@ var sandboxRepos = []struct {
 // and shared with them, with commits over the last days, pull requests and
 // a recent push each.
 func seedSandboxGitHub(gh *fakegithub.Server, now time.Time) {
-	authors := []string{SandboxGitHubLogin, "ana-lopez", "sam-k"}
-	gh.AddUser(SandboxGitHubLogin, 90001).Profile("Demo Developer", "demo-dev@example.com")
+	authors := []string{GitHubLogin, "ana-lopez", "sam-k"}
+	gh.AddUser(GitHubLogin, 90001).Profile("Demo Developer", "demo-dev@example.com")
 	gh.AddUser("ana-lopez", 90002).Profile("Ana López", "ana@example.com")
 	gh.AddUser("sam-k", 90003).Profile("Sam Kowalski", "sam@example.com")
 	now = now.Truncate(time.Minute)
 	for ri, r := range sandboxRepos {
-		repo := gh.AddRepo(SandboxOrg, r.name, fakegithub.RepoID(r.id), fakegithub.Private(),
+		repo := gh.AddRepo(Org, r.name, fakegithub.RepoID(r.id), fakegithub.Private(),
 			fakegithub.VisibleTo(authors...), fakegithub.Description(r.description))
 		for ci, msg := range r.commits {
 			age := time.Duration(len(r.commits)-ci)*29*time.Hour + time.Duration(ri)*47*time.Minute
