@@ -34,7 +34,10 @@ var sharedCore = []string{"tool", "internal"}
 // TestDependencyRule enforces DESIGN.md: core → ports (and the pure helpers);
 // one area of core never imports another's package, and core's shared
 // packages import no area; ports → standard library; adapters and testkit
-// never import core or hosts; nothing outside hosts imports hosts.
+// never import core or hosts; nothing outside hosts imports hosts; in hosts
+// only the sandbox (hosts/sandbox) imports testkit, so hosts/app stays
+// wiring only and a binary without the sandbox links no testkit code. Only
+// the packages' own files count, not their tests.
 func TestDependencyRule(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...")
@@ -97,6 +100,10 @@ func standard(path string) bool {
 	return !strings.Contains(first, ".")
 }
 
+// sandboxHost is the one host package that may import testkit: it runs the
+// sandbox's fakes.
+const sandboxHost = module + "/hosts/sandbox"
+
 // forbidden says why the package pkg may not import imp, "" when it may.
 func forbidden(pkg, imp string) string {
 	from, to := layer(pkg), layer(imp)
@@ -111,6 +118,8 @@ func forbidden(pkg, imp string) string {
 		return from + " may not import core"
 	case from == "core" && to == "core" && coreArea(imp) != "" && coreArea(imp) != coreArea(pkg):
 		return "one area of core may not import another area's package (nor may core's shared packages); share through ports or core/tool"
+	case from == "hosts" && to == "testkit" && pkg != sandboxHost:
+		return "in hosts only " + sandboxHost + " may import testkit (the fakes stay out of the wiring and out of a -tags nosandbox binary)"
 	}
 	return ""
 }
@@ -141,6 +150,10 @@ func TestForbidden(t *testing.T) {
 		{"testkit/fakeaws", module + "/hosts/httpapi", true},
 		{"hosts/app", module + "/core/identity", false},
 		{"hosts/app", module + "/core/assistant", false},
+		{"hosts/app", module + "/testkit/fakeaws", true},
+		{"hosts/devpilot", module + "/testkit/demomodel", true},
+		{"hosts/sandbox", module + "/testkit/fakeopenai", false},
+		{"hosts/sandbox", module + "/hosts/app", false},
 	}
 	for _, tt := range tests {
 		if got := forbidden(module+"/"+tt.from, tt.imp) != ""; got != tt.bad {
