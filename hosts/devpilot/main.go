@@ -215,6 +215,9 @@ func serveFlags(args []string) (bool, error) {
 
 func (c cli) loadConfig(mode app.Mode, opts ...app.LoadOption) (app.Config, error) {
 	cfg, err := app.Load(mode, c.getenv, opts...)
+	if err == nil {
+		err = checkSandboxBuild(cfg)
+	}
 	if err != nil {
 		return cfg, errUsage{err}
 	}
