@@ -39,9 +39,10 @@ check-generate: generate
 check-tidy:
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit"; exit 1; }
 
-## lint: go vet and a gofmt check.
+## lint: go vet (also of the binary built with -tags nosandbox) and a gofmt check.
 lint:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags nosandbox ./hosts/devpilot
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 
