@@ -60,6 +60,9 @@ type Config struct {
 	SpecContextBudget int
 	// WorkerJobs is how many background jobs a worker runs at once.
 	WorkerJobs int
+	// WorkerAddr is where the worker command serves /livez, /readyz and
+	// /metrics (DEVPILOT_WORKER_ADDR); run and serve serve them on HTTPAddr.
+	WorkerAddr string
 	// JobRescueAfter bounds how long a background job stays running once the
 	// process working it died: after it, a working process makes the job
 	// available again (DEVPILOT_JOB_RESCUE_AFTER, default 5m). Every attempt
@@ -283,6 +286,7 @@ const (
 	EnvTranscribe     = "DEVPILOT_TRANSCRIBE_MODEL"
 	EnvSandbox        = "DEVPILOT_SANDBOX"
 	EnvWorkerJobs     = "DEVPILOT_WORKER_CONCURRENCY"
+	EnvWorkerAddr     = "DEVPILOT_WORKER_ADDR"
 	EnvJobRescueAfter = "DEVPILOT_JOB_RESCUE_AFTER"
 )
 
@@ -384,6 +388,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	}
 	c.SpecContextBudget = int(r.number(EnvSpecContextBudget, spec.DefaultContextBudget, 2000, 10_000_000))
 	c.WorkerJobs = int(r.number(EnvWorkerJobs, queue.DefaultMaxWorkers, 1, 1000))
+	c.WorkerAddr = r.addr(EnvWorkerAddr, ":9091")
 	c.JobRescueAfter = r.duration(EnvJobRescueAfter, queue.DefaultRescueAfter)
 	switch jobTimeout := queue.JobTimeout(c.JobRescueAfter); {
 	case c.JobRescueAfter < 30*time.Second || c.JobRescueAfter > 24*time.Hour:

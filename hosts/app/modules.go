@@ -9,6 +9,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
@@ -50,6 +51,9 @@ func Base(cfg Config, logger *slog.Logger) fx.Option {
 			return l
 		}),
 		fx.Provide(
+			// The one metrics registry of the process: every server and
+			// instrumented adapter registers on it.
+			prometheus.NewRegistry,
 			fx.Annotate(func() system.Clock { return system.Clock{} }, fx.As(new(ports.Clock))),
 			fx.Annotate(func() system.IDs { return system.IDs{} }, fx.As(new(ports.IDs))),
 		),
@@ -197,6 +201,37 @@ var WorkerModule = fx.Module("worker",
 	fx.Invoke(StartWorkers),
 )
 
+// WorkerProbesModule serves the worker command's /livez, /readyz and
+// /metrics on DEVPILOT_WORKER_ADDR, so that a worker is probed and scraped
+// like serve.
+var WorkerProbesModule = fx.Module("worker-probes",
+	fx.Invoke(ServeWorkerProbes),
+)
+
+// ServeWorkerProbes listens on cfg.WorkerAddr on start (a bad or busy
+// address fails start-up), serves the probes and the metrics, and shuts
+// down gracefully on stop.
+func ServeWorkerProbes(lc fx.Lifecycle, sd fx.Shutdowner, cfg Config, logger *slog.Logger, ready *Readiness, reg *prometheus.Registry) {
+	srv := httpapi.NewOperations(httpapi.Config{RequestTimeout: cfg.RequestTimeout, ShutdownGrace: cfg.ShutdownGrace},
+		httpapi.Deps{Ready: ready, Providers: providers(cfg), Logger: logger, Metrics: reg})
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			ln, err := net.Listen("tcp", cfg.WorkerAddr)
+			if err != nil {
+				return fmt.Errorf("%s: %w", EnvWorkerAddr, err)
+			}
+			go func() {
+				if err := srv.Serve(ln); err != nil {
+					logger.Error("worker probe server stopped", "err", err)
+					_ = sd.Shutdown(fx.ExitCode(1))
+				}
+			}()
+			return nil
+		},
+		OnStop: srv.Shutdown,
+	})
+}
+
 // WorkerParams are what the worker client is built from.
 type WorkerParams struct {
 	fx.In
@@ -285,6 +320,7 @@ type HTTPParams struct {
 	Voice      *voice.Service
 	Usage      *usage.Service
 	Ready      *Readiness
+	Metrics    *prometheus.Registry
 	// Idempotency keeps the Idempotency-Key records of the API's writes.
 	Idempotency ports.IdempotencyStore
 }
@@ -303,7 +339,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		ShutdownGrace:   p.Config.ShutdownGrace,
 	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
-		DemoToken: demoToken, Idempotency: p.Idempotency})
+		DemoToken: demoToken, Idempotency: p.Idempotency, Metrics: p.Metrics})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln := p.Config.takeHTTPListener()
@@ -370,6 +406,9 @@ func Options(cfg Config, logger *slog.Logger) fx.Option {
 	}
 	if cfg.Mode == ModeRun || cfg.Mode == ModeWorker {
 		opts = append(opts, WorkerModule)
+	}
+	if cfg.Mode == ModeWorker {
+		opts = append(opts, WorkerProbesModule)
 	}
 	return fx.Options(opts...)
 }

@@ -23,10 +23,8 @@ import (
 //
 //	s.handle(http.MethodPost, "/api/v1/agent/chat", s.chat, streaming)
 func (s *Server) routes() {
-	s.handle(http.MethodGet, "/livez", s.livez, public, quiet)
+	s.operationRoutes()
 	s.handle(http.MethodGet, "/openapi.json", s.openapi, public, quiet)
-	s.handle(http.MethodGet, "/readyz", s.readyz, public, quiet)
-	s.handle(http.MethodGet, "/metrics", s.metricsEndpoint(), public, quiet)
 
 	s.handle(http.MethodGet, "/api/v1/me", s.me)
 	s.consoleRoutes()
@@ -51,6 +49,13 @@ func (s *Server) routes() {
 	if s.d.Usage != nil {
 		s.usageRoutes()
 	}
+}
+
+// operationRoutes are the probes and the metrics, which every Server serves.
+func (s *Server) operationRoutes() {
+	s.handle(http.MethodGet, "/livez", s.livez, public, quiet)
+	s.handle(http.MethodGet, "/readyz", s.readyz, public, quiet)
+	s.handle(http.MethodGet, "/metrics", s.metricsEndpoint(), public, quiet)
 }
 
 // handlerFunc is what every endpoint implements: write a response, or return

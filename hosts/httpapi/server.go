@@ -139,6 +139,21 @@ func New(cfg Config, d Deps) *Server {
 	if d.Identity == nil || d.Ready == nil {
 		panic("httpapi.New: Deps.Identity and Deps.Ready are required")
 	}
+	return newServer(cfg, d, (*Server).routes)
+}
+
+// NewOperations builds a Server for a process that serves no API, the
+// worker: it answers /livez, /readyz and /metrics only, with the same
+// middleware (request ids, metrics, problem responses) as the API. Of d it
+// uses Ready (required), Providers, Logger and Metrics.
+func NewOperations(cfg Config, d Deps) *Server {
+	if d.Ready == nil {
+		panic("httpapi.NewOperations: Deps.Ready is required")
+	}
+	return newServer(cfg, Deps{Ready: d.Ready, Providers: d.Providers, Logger: d.Logger, Metrics: d.Metrics}, (*Server).operationRoutes)
+}
+
+func newServer(cfg Config, d Deps, routes func(*Server)) *Server {
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = DefaultBodyLimit
 	}
@@ -162,7 +177,7 @@ func New(cfg Config, d Deps) *Server {
 	}
 	s.registry, s.metrics = newMetrics(d.Metrics)
 	s.router = s.newRouter()
-	s.routes()
+	routes(s)
 	s.handler = s.observe(withCORS(cfg.CORSOrigins, s.recoverer(s.router)))
 	s.srv = &http.Server{
 		Handler:           s.handler,
