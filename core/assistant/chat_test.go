@@ -149,7 +149,7 @@ func TestChatAsksToConfirmWritesWithoutRunningThem(t *testing.T) {
 		t.Fatal("a write ran without confirmation")
 	}
 	cr := decode[assistant.ConfirmationRequiredData](t, evs[1])
-	confs := e.confirmations()
+	confs := e.confirmations(sid)
 	if len(confs) != 1 {
 		t.Fatalf("%d confirmations stored", len(confs))
 	}
@@ -196,7 +196,7 @@ func TestChatRefusesBadToolCallsAndGoesOn(t *testing.T) {
 			if want := []string{"tool_call", "tool_result", "content", "done"}; !slices.Equal(names(evs), want) {
 				t.Fatalf("events %v, want %v", names(evs), want)
 			}
-			if reads.runs()+writes.runs() != 0 || len(e.confirmations()) != 0 {
+			if reads.runs()+writes.runs() != 0 || len(e.confirmations(sid)) != 0 {
 				t.Fatal("a refused call ran or asked for confirmation")
 			}
 			tc := decode[assistant.ToolCallData](t, evs[0])
@@ -453,10 +453,8 @@ func TestChatBatchesContent(t *testing.T) {
 		if want := []string{"content", "content", "content", "content", "content", "done"}; !slices.Equal(names(evs), want) {
 			t.Fatalf("events %v", names(evs))
 		}
-		e.m.mu.Lock()
-		defer e.m.mu.Unlock()
 		var sizes []int
-		for _, a := range e.m.appends {
+		for _, a := range e.events.calls() {
 			if a[0].SessionID == sid {
 				sizes = append(sizes, len(a))
 			}
@@ -546,9 +544,9 @@ func TestChatStoreFailureStillEndsWithDone(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, assistant.Config{})
 	e.script(func(ctx context.Context, _ ports.ChatRequest, onDelta func(string) error) (ports.ChatResult, error) {
-		e.m.mu.Lock()
-		e.m.failEvents = errors.New("disk full")
-		e.m.mu.Unlock()
+		e.events.mu.Lock()
+		e.events.fail = errors.New("disk full")
+		e.events.mu.Unlock()
 		if err := onDelta("lost"); err == nil {
 			t.Error("a delta that could not be stored was accepted")
 		}
@@ -692,7 +690,10 @@ func TestChatRefusals(t *testing.T) {
 
 func TestPromptCarriesPreferencesContextAndOrderedAnswers(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, assistant.Config{SystemPrompt: "BASE PROMPT"})
+	// w4 is asked for with a confirmation that expires after five minutes.
+	e := newEnv(t, assistant.Config{SystemPrompt: "BASE PROMPT"}, func(d *assistant.Deps) {
+		d.Confirmations = shortConfirmation{d.Confirmations, "w4", 5 * time.Minute}
+	})
 	if _, _, err := e.svc.SetPreferences(as(alice), []string{"Answer in French.", "Be\nterse."}); err != nil {
 		t.Fatal(err)
 	}
@@ -704,17 +705,14 @@ func TestPromptCarriesPreferencesContextAndOrderedAnswers(t *testing.T) {
 	sid, _ := e.chat(as(alice), assistant.ChatInput{Message: "deploy both"})
 	e.script(call("w3", "deploy_service", projectArgs, "w4", "deploy_service", projectArgs))
 	e.chat(as(alice), assistant.ChatInput{SessionID: sid, Message: "and two more"})
-	confs := e.confirmations()
-	e.clock.Advance(5 * 60e9)
+	confs := e.confirmations(sid)
+	e.clock.Advance(5 * 60e9) // w4 expires now; w3 stays pending
 	if _, err := e.svc.Confirm(as(alice), assistant.ConfirmInput{SessionID: sid, ConfirmationID: confs[0].ID, Approved: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.svc.Confirm(as(alice), assistant.ConfirmInput{SessionID: sid, ConfirmationID: confs[1].ID, Reason: "not now"}); err != nil {
 		t.Fatal(err)
 	}
-	e.m.mu.Lock()
-	e.m.confs[3].ExpiresAt = e.clock.Now() // w4 expires now; w3 stays pending
-	e.m.mu.Unlock()
 
 	e.script(say("ok"))
 	e.chat(as(alice), assistant.ChatInput{SessionID: sid, Message: "status?",
@@ -761,12 +759,27 @@ func TestPromptCarriesPreferencesContextAndOrderedAnswers(t *testing.T) {
 	}
 }
 
+// shortConfirmation stores the confirmation of one tool call with a
+// shorter time to live.
+type shortConfirmation struct {
+	ports.ConfirmationStore
+	toolCallID string
+	ttl        time.Duration
+}
+
+func (s shortConfirmation) CreateConfirmation(ctx context.Context, c ports.Confirmation) error {
+	if c.ToolCallID == s.toolCallID {
+		c.ExpiresAt = c.CreatedAt.Add(s.ttl)
+	}
+	return s.ConfirmationStore.CreateConfirmation(ctx, c)
+}
+
 // holdNextEvents makes e hold the next AppendEvents until hold is closed;
 // held is closed as it starts waiting.
 func (e *env) holdNextEvents(hold, held chan struct{}) {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	e.m.holdEvents, e.m.heldEvents = hold, held
+	e.events.mu.Lock()
+	defer e.events.mu.Unlock()
+	e.events.hold, e.events.held = hold, held
 }
 
 func TestChatStoresTheEventsOfConcurrentTurnsTogether(t *testing.T) {
@@ -812,8 +825,8 @@ func TestChatStoresTheEventsOfConcurrentTurnsTogether(t *testing.T) {
 	close(hold)
 	wg.Wait()
 
-	together := false
-	for _, call := range e.m.appends {
+	together, calls := false, e.events.calls()
+	for _, call := range calls {
 		bySession := map[string]bool{}
 		for _, ev := range call {
 			bySession[ev.SessionID] = true
@@ -821,7 +834,7 @@ func TestChatStoresTheEventsOfConcurrentTurnsTogether(t *testing.T) {
 		together = together || len(bySession) >= 2
 	}
 	if !together {
-		t.Errorf("no write held the events of two turns: %d writes", len(e.m.appends))
+		t.Errorf("no write held the events of two turns: %d writes", len(calls))
 	}
 	for i, sid := range sessions {
 		stored := e.storedEvents(sid)

@@ -28,17 +28,40 @@ func pendingWrites(t *testing.T, e *env, runs *counter, callIDs ...string) (stri
 	if done := decode[assistant.DoneData](t, evs[len(evs)-1]); done.FinishReason != "confirmation_required" {
 		t.Fatalf("done %+v", done)
 	}
-	return sid, e.confirmations()
+	return sid, e.confirmations(sid)
+}
+
+// readTogether holds each GetConfirmation, once armed with n, until n
+// have been made, so that n concurrent Confirms all read the confirmation
+// pending and race to decide it.
+type readTogether struct {
+	ports.ConfirmationStore
+	all *sync.WaitGroup
+}
+
+func (r *readTogether) GetConfirmation(ctx context.Context, o ports.Owner, id string) (ports.Confirmation, error) {
+	c, err := r.ConfirmationStore.GetConfirmation(ctx, o, id)
+	if r.all != nil {
+		r.all.Done()
+		r.all.Wait()
+	}
+	return c, err
 }
 
 func TestConfirmApprovedRunsExactlyOnce(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, assistant.Config{})
+	together := &readTogether{}
+	e := newEnv(t, assistant.Config{}, func(d *assistant.Deps) {
+		together.ConfirmationStore = d.Confirmations
+		d.Confirmations = together
+	})
 	var runs counter
 	sid, confs := pendingWrites(t, e, &runs, "c1")
 	e.clock.Advance(time.Minute)
 
 	const callers = 8
+	together.all = &sync.WaitGroup{}
+	together.all.Add(callers)
 	var wg sync.WaitGroup
 	results := make([]error, callers)
 	var won assistant.ConfirmResult
@@ -72,7 +95,7 @@ func TestConfirmApprovedRunsExactlyOnce(t *testing.T) {
 		c.ExecutedAt == nil || won.Outcome == nil || !won.Outcome.OK || string(won.Outcome.Result) != `{"status":"deployed"}` {
 		t.Errorf("result %+v outcome %+v", c, won.Outcome)
 	}
-	stored := e.confirmations()[0]
+	stored := e.confirmations(sid)[0]
 	if stored.Outcome == nil || !stored.Outcome.OK || stored.ExecutedAt == nil {
 		t.Errorf("outcome not recorded: %+v", stored)
 	}
@@ -121,10 +144,15 @@ func TestConfirmRefusals(t *testing.T) {
 	}{
 		{"expired", as(alice), func(sid, cid string) assistant.ConfirmInput {
 			return assistant.ConfirmInput{SessionID: sid, ConfirmationID: cid, Approved: true}
-		}, func(e *env) { e.clock.Advance(15 * time.Minute) }, ports.KindGone, "expired"},
+		}, func(e *env) { e.clock.Advance(15*time.Minute + time.Second) }, ports.KindGone, "expired"},
 		{"expired already recorded", as(alice), func(sid, cid string) assistant.ConfirmInput {
 			return assistant.ConfirmInput{SessionID: sid, ConfirmationID: cid, Approved: true}
-		}, func(e *env) { e.m.mu.Lock(); e.m.confs[0].Status = ports.ConfirmationExpired; e.m.mu.Unlock() }, ports.KindGone, "expired"},
+		}, func(e *env) {
+			// recorded by the background job of another replica, whose clock is ahead
+			if n, err := e.store.ExpireConfirmations(context.Background(), e.clock.Now().Add(time.Hour)); n != 1 || err != nil {
+				e.t.Fatalf("ExpireConfirmations = %d, %v", n, err)
+			}
+		}, ports.KindGone, "expired"},
 		{"another user's", as(bob), func(sid, cid string) assistant.ConfirmInput {
 			return assistant.ConfirmInput{SessionID: sid, ConfirmationID: cid, Approved: true}
 		}, nil, ports.KindNotFound, "not_found"},
@@ -237,7 +265,7 @@ func TestTwoConfirmationsDecidedInAnyOrder(t *testing.T) {
 				!strings.Contains(msgs[n-1].Content, `"ok":true`) {
 				t.Errorf("history ends %+v", msgs[n-3:])
 			}
-			for _, c := range e.confirmations() {
+			for _, c := range e.confirmations(sid) {
 				if c.Status != ports.ConfirmationApproved {
 					t.Errorf("confirmation %s is %s", c.ID, c.Status)
 				}

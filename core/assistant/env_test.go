@@ -3,7 +3,7 @@ package assistant_test
 import (
 	"context"
 	"encoding/json"
-	"maps"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +17,7 @@ import (
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
+	"github.com/devpilot/devpilot/testkit/memstore"
 	"github.com/devpilot/devpilot/testkit/mocks"
 )
 
@@ -27,390 +28,120 @@ var (
 
 func as(p ports.Principal) context.Context { return ports.WithPrincipal(context.Background(), p) }
 
-// mem is the state behind the store mocks: the tests read what was stored.
-type mem struct {
-	mu       sync.Mutex
-	sessions map[string]ports.ChatSession
-	msgs     []ports.ChatMessage
-	events   []ports.StreamEvent
-	appends  [][]ports.StreamEvent // each AppendEvents call
-	confs    []ports.Confirmation
-	turns    []ports.Turn
-	ended    map[string]int
-	touched  int
-	prefs    map[ports.Owner][]ports.Preference
-	prefsAt  map[ports.Owner]time.Time
-	titles   map[string]string
-	// failEvents, when set, fails every AppendEvents.
-	failEvents error
-	// holdEvents, when set, holds the next AppendEvents until it is closed;
-	// heldEvents is closed as that call starts waiting.
-	holdEvents, heldEvents chan struct{}
+// env is a Service over one memstore.Store, the store of every port and the
+// Transactor, and a mock model; events and turns pass through spies.
+type env struct {
+	t      *testing.T
+	svc    *assistant.Service
+	reg    *tool.Registry
+	llm    *mocks.MockLLM
+	clock  *fixture.Clock
+	ids    *fixture.IDs
+	store  *memstore.Store
+	events *eventSpy
+	turns  *turnSpy
+	reqs   []ports.ChatRequest
+	reqMu  sync.Mutex
 }
 
-// snapshot copies what a transaction may change.
-func (m *mem) snapshot() *mem {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return &mem{sessions: maps.Clone(m.sessions), msgs: slices.Clone(m.msgs), confs: slices.Clone(m.confs),
-		turns: slices.Clone(m.turns), prefs: maps.Clone(m.prefs), prefsAt: maps.Clone(m.prefsAt)}
+// eventSpy passes AppendEvents on to the store, recording each call (the
+// batching, which the port does not tell); it can fail or hold them.
+type eventSpy struct {
+	ports.StreamEventStore
+	t       *testing.T
+	mu      sync.Mutex
+	appends [][]ports.StreamEvent
+	// fail, when set, fails every AppendEvents.
+	fail error
+	// hold, when set, holds the next AppendEvents until it is closed; held
+	// is closed as that call starts waiting.
+	hold, held chan struct{}
 }
 
-func (m *mem) restore(s *mem) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.sessions, m.msgs, m.confs, m.turns, m.prefs, m.prefsAt = s.sessions, s.msgs, s.confs, s.turns, s.prefs, s.prefsAt
-}
-
-// messagesLocked, lastSeqLocked and confirmationsLocked read a session's
-// messages, last event seq and confirmations; m.mu is held.
-func (m *mem) messagesLocked(sessionID string) []ports.ChatMessage {
-	return inSession(m.msgs, sessionID, func(msg ports.ChatMessage) string { return msg.SessionID })
-}
-
-func (m *mem) lastSeqLocked(sessionID string) int64 {
-	var last int64
-	for _, ev := range inSession(m.events, sessionID, func(ev ports.StreamEvent) string { return ev.SessionID }) {
-		last = max(last, ev.Seq)
+func (s *eventSpy) AppendEvents(ctx context.Context, evs ...ports.StreamEvent) error {
+	if ctx.Err() != nil {
+		s.t.Errorf("AppendEvents with a cancelled context")
 	}
-	return last
-}
-
-func (m *mem) confirmationsLocked(sessionID string) []ports.Confirmation {
-	return inSession(m.confs, sessionID, func(c ports.Confirmation) string { return c.SessionID })
-}
-
-// inSession returns the items of xs whose session is sessionID, in order.
-func inSession[T any](xs []T, sessionID string, session func(T) string) []T {
-	var out []T
-	for _, x := range xs {
-		if session(x) == sessionID {
-			out = append(out, x)
-		}
+	s.mu.Lock()
+	hold, held := s.hold, s.held
+	s.hold = nil
+	s.mu.Unlock()
+	if hold != nil {
+		close(held)
+		<-hold
 	}
-	return out
-}
-
-// startTurnLocked records tr as running, taking over a turn started before
-// staleBefore; conflict while a later one runs. m.mu is held.
-func (m *mem) startTurnLocked(tr ports.Turn, staleBefore time.Time) error {
-	for i, old := range m.turns {
-		if old.SessionID == tr.SessionID && old.EndedAt == nil {
-			if !old.StartedAt.Before(staleBefore) {
-				return ports.Errorf(ports.KindConflict, "turn running")
-			}
-			m.turns[i].EndedAt = &staleBefore
-		}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
 	}
-	m.turns = append(m.turns, tr)
+	if err := s.StreamEventStore.AppendEvents(ctx, evs...); err != nil {
+		return err
+	}
+	s.appends = append(s.appends, slices.Clone(evs))
 	return nil
 }
 
-type env struct {
-	t     *testing.T
-	svc   *assistant.Service
-	reg   *tool.Registry
-	llm   *mocks.MockLLM
-	clock *fixture.Clock
-	ids   *fixture.IDs
-	m     *mem
-	reqs  []ports.ChatRequest
-	reqMu sync.Mutex
+func (s *eventSpy) calls() [][]ports.StreamEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.appends)
 }
 
-// newEnv wires a Service to mocks backed by mem. Content is sent delta by
-// delta unless cfg says otherwise. Each with may change the Deps before the
-// Service is made (to add a policy store, say).
+// turnSpy passes EndTurn on to the store, counting the calls per turn.
+type turnSpy struct {
+	ports.TurnStore
+	t     *testing.T
+	mu    sync.Mutex
+	ended map[string]int
+}
+
+func (s *turnSpy) EndTurn(ctx context.Context, id string, at time.Time) error {
+	if ctx.Err() != nil {
+		s.t.Errorf("EndTurn with a cancelled context")
+	}
+	s.mu.Lock()
+	s.ended[id]++
+	s.mu.Unlock()
+	return s.TurnStore.EndTurn(ctx, id, at)
+}
+
+// newStore returns a memstore holding org-1 (alice, bob, carol) and org-2
+// (dave).
+func newStore(t *testing.T) *memstore.Store {
+	t.Helper()
+	s, ctx := memstore.New(), context.Background()
+	err := errors.Join(s.CreateOrg(ctx, ports.Org{ID: "org-1", Name: "one"}), s.CreateOrg(ctx, ports.Org{ID: "org-2", Name: "two"}))
+	for _, p := range []ports.Principal{alice, bob, carol, dave} {
+		err = errors.Join(err, s.CreateUser(ctx, ports.User{ID: p.UserID, OrgID: p.OrgID, Email: p.UserID + "@example.com", Role: p.Role}))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// newEnv wires a Service to one memstore, as every store and the
+// Transactor, and a mock model. Content is sent delta by delta unless cfg
+// says otherwise. Each with may change the Deps before the Service is made
+// (to add a policy store, say).
 func newEnv(t *testing.T, cfg assistant.Config, with ...func(*assistant.Deps)) *env {
 	t.Helper()
-	ctrl := gomock.NewController(t)
 	if cfg.ContentBatch == 0 {
 		cfg.ContentBatch = 1
 	}
 	if cfg.ReplayPoll == 0 {
 		cfg.ReplayPoll = time.Millisecond
 	}
+	store := newStore(t)
 	e := &env{
-		t: t, reg: tool.NewRegistry(), llm: mocks.NewMockLLM(ctrl),
-		clock: fixture.NewClock(), ids: &fixture.IDs{},
-		m: &mem{sessions: map[string]ports.ChatSession{}, ended: map[string]int{},
-			prefs: map[ports.Owner][]ports.Preference{}, prefsAt: map[ports.Owner]time.Time{}, titles: map[string]string{}},
+		t: t, reg: tool.NewRegistry(), llm: mocks.NewMockLLM(gomock.NewController(t)),
+		clock: fixture.NewClock(), ids: &fixture.IDs{}, store: store,
+		events: &eventSpy{StreamEventStore: store, t: t}, turns: &turnSpy{TurnStore: store, t: t, ended: map[string]int{}},
 	}
-	sessions := mocks.NewMockChatSessionStore(ctrl)
-	messages := mocks.NewMockChatMessageStore(ctrl)
-	confs := mocks.NewMockConfirmationStore(ctrl)
-	events := mocks.NewMockStreamEventStore(ctrl)
-	turns := mocks.NewMockTurnStore(ctrl)
-	prefs := mocks.NewMockPreferenceStore(ctrl)
-	tx := mocks.NewMockTransactor(ctrl)
-	m := e.m
-
-	// Transactions roll back on error, as the port promises.
-	tx.EXPECT().WithinTx(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(ctx context.Context, fn func(context.Context) error) error {
-			saved := m.snapshot()
-			err := fn(ctx)
-			if err != nil {
-				m.restore(saved)
-			}
-			return err
-		})
-
-	sessions.EXPECT().CreateSession(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, s ports.ChatSession) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.sessions[s.ID] = s
-			return nil
-		})
-	sessions.EXPECT().StartSession(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, s ports.ChatSession, tr ports.Turn, msg ports.ChatMessage) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if _, ok := m.sessions[s.ID]; ok {
-				return ports.Errorf(ports.KindConflict, "chat session %s exists", s.ID)
-			}
-			m.sessions[s.ID] = s
-			m.turns = append(m.turns, tr)
-			m.msgs = append(m.msgs, msg)
-			return nil
-		})
-	sessions.EXPECT().ContinueSession(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, o ports.Owner, tr ports.Turn, msg ports.ChatMessage, staleBefore time.Time) (ports.SessionState, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if s, ok := m.sessions[tr.SessionID]; !ok || s.OrgID != o.OrgID || s.UserID != o.UserID {
-				return ports.SessionState{}, ports.NotFound("chat session", tr.SessionID)
-			}
-			if err := m.startTurnLocked(tr, staleBefore); err != nil {
-				return ports.SessionState{}, err
-			}
-			m.msgs = append(m.msgs, msg)
-			m.touched++
-			return ports.SessionState{Messages: m.messagesLocked(tr.SessionID), LastEventSeq: m.lastSeqLocked(tr.SessionID),
-				Confirmations: m.confirmationsLocked(tr.SessionID)}, nil
-		})
-	sessions.EXPECT().GetSession(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, o ports.Owner, id string) (ports.ChatSession, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			s, ok := m.sessions[id]
-			if !ok || s.OrgID != o.OrgID || s.UserID != o.UserID {
-				return ports.ChatSession{}, ports.NotFound("chat session", id)
-			}
-			return s, nil
-		})
-	sessions.EXPECT().TouchSession(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(context.Context, string, time.Time) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.touched++
-			return nil
-		})
-	sessions.EXPECT().SetSessionTitle(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, _ ports.Owner, id, title string, _ time.Time) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.titles[id] = title
-			return nil
-		})
-	sessions.EXPECT().DeleteSession(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, o ports.Owner, id string, staleBefore time.Time) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if s, ok := m.sessions[id]; !ok || s.OrgID != o.OrgID || s.UserID != o.UserID {
-				return ports.NotFound("chat session", id)
-			}
-			for _, tr := range m.turns {
-				if tr.SessionID == id && tr.EndedAt == nil && !tr.StartedAt.Before(staleBefore) {
-					return ports.Errorf(ports.KindConflict, "chat session %s has a turn running", id)
-				}
-			}
-			delete(m.sessions, id)
-			return nil
-		})
-	sessions.EXPECT().ListSessions(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().Return(nil, "", nil)
-
-	messages.EXPECT().AppendMessages(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, msgs ...ports.ChatMessage) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.msgs = append(m.msgs, msgs...)
-			return nil
-		})
-	messages.EXPECT().ListMessages(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, sessionID string) ([]ports.ChatMessage, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			return m.messagesLocked(sessionID), nil
-		})
-
-	events.EXPECT().AppendEvents(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(ctx context.Context, evs ...ports.StreamEvent) error {
-			if ctx.Err() != nil {
-				t.Errorf("AppendEvents with a cancelled context")
-			}
-			m.mu.Lock()
-			hold, held := m.holdEvents, m.heldEvents
-			m.holdEvents = nil
-			m.mu.Unlock()
-			if hold != nil {
-				close(held)
-				<-hold
-			}
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if m.failEvents != nil {
-				return m.failEvents
-			}
-			for _, ev := range evs {
-				for _, old := range m.events {
-					if old.SessionID == ev.SessionID && old.Seq == ev.Seq {
-						return ports.Errorf(ports.KindConflict, "event %d exists", ev.Seq)
-					}
-				}
-			}
-			m.events = append(m.events, evs...)
-			m.appends = append(m.appends, slices.Clone(evs))
-			return nil
-		})
-	events.EXPECT().LastEventSeq(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, sessionID string) (int64, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			return m.lastSeqLocked(sessionID), nil
-		})
-	events.EXPECT().ListEvents(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, sessionID string, after int64, limit int) ([]ports.StreamEvent, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			var out []ports.StreamEvent
-			for _, ev := range m.events {
-				if ev.SessionID == sessionID && ev.Seq > after && len(out) < limit {
-					out = append(out, ev)
-				}
-			}
-			return out, nil
-		})
-
-	turns.EXPECT().StartTurn(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, tr ports.Turn, staleBefore time.Time) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			return m.startTurnLocked(tr, staleBefore)
-		})
-	turns.EXPECT().EndTurn(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(ctx context.Context, id string, at time.Time) error {
-			if ctx.Err() != nil {
-				t.Errorf("EndTurn with a cancelled context")
-			}
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.ended[id]++
-			for i := range m.turns {
-				if m.turns[i].ID == id && m.turns[i].EndedAt == nil {
-					m.turns[i].EndedAt = &at
-					m.touched++
-				}
-			}
-			return nil
-		})
-	turns.EXPECT().RunningTurn(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, sessionID string) (ports.Turn, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			for _, tr := range m.turns {
-				if tr.SessionID == sessionID && tr.EndedAt == nil {
-					return tr, nil
-				}
-			}
-			return ports.Turn{}, ports.NotFound("running turn", sessionID)
-		})
-
-	prefs.EXPECT().GetPreferences(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, o ports.Owner) ([]ports.Preference, *time.Time, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			at, ok := m.prefsAt[o]
-			if !ok {
-				return nil, nil, nil
-			}
-			return slices.Clone(m.prefs[o]), &at, nil
-		})
-	prefs.EXPECT().ReplacePreferences(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, o ports.Owner, p []ports.Preference, at time.Time) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.prefs[o], m.prefsAt[o] = slices.Clone(p), at
-			return nil
-		})
-
-	confs.EXPECT().CreateConfirmation(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, c ports.Confirmation) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.confs = append(m.confs, c)
-			return nil
-		})
-	confs.EXPECT().ListConfirmations(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, sessionID string) ([]ports.Confirmation, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			return m.confirmationsLocked(sessionID), nil
-		})
-	confs.EXPECT().GetConfirmation(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, o ports.Owner, id string) (ports.Confirmation, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			for _, c := range m.confs {
-				if c.ID == id && c.OrgID == o.OrgID && c.UserID == o.UserID {
-					return c, nil
-				}
-			}
-			return ports.Confirmation{}, ports.NotFound("confirmation", id)
-		})
-	// DecideConfirmation is atomic, as the port promises.
-	confs.EXPECT().DecideConfirmation(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, o ports.Owner, id string, d ports.Decision) (ports.Confirmation, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			for i, c := range m.confs {
-				if c.ID != id || c.OrgID != o.OrgID || c.UserID != o.UserID {
-					continue
-				}
-				switch {
-				case c.Status != ports.ConfirmationPending:
-					return c, &ports.Error{Kind: ports.KindConflict, Code: "already_decided", Message: "decided"}
-				case !d.At.Before(c.ExpiresAt):
-					m.confs[i].Status = ports.ConfirmationExpired
-					return m.confs[i], &ports.Error{Kind: ports.KindGone, Code: "expired", Message: "expired"}
-				}
-				at := d.At
-				m.confs[i].Status, m.confs[i].DecidedAt, m.confs[i].DecidedBy, m.confs[i].Reason = d.Status, &at, d.By, d.Reason
-				return m.confs[i], nil
-			}
-			return ports.Confirmation{}, ports.NotFound("confirmation", id)
-		})
-	confs.EXPECT().RecordOutcome(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, id string, o ports.ToolOutcome, at time.Time) error {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			for i := range m.confs {
-				if m.confs[i].ID == id {
-					if m.confs[i].Outcome != nil {
-						return ports.Errorf(ports.KindConflict, "outcome recorded")
-					}
-					m.confs[i].Outcome, m.confs[i].ExecutedAt = &o, &at
-					return nil
-				}
-			}
-			return ports.NotFound("confirmation", id)
-		})
-	confs.EXPECT().ExpireConfirmations(gomock.Any(), gomock.Any()).AnyTimes().Return(0, nil)
-
 	d := assistant.Deps{
-		Sessions: sessions, Messages: messages, Confirmations: confs, Events: events, Turns: turns,
-		Preferences: prefs, Tx: tx, LLM: e.llm, Clock: e.clock, IDs: e.ids, Registry: e.reg,
+		Sessions: store, Messages: store, Confirmations: store, Events: e.events, Turns: e.turns,
+		Preferences: store, Tx: store, LLM: e.llm, Clock: e.clock, IDs: e.ids, Registry: e.reg,
 	}
 	for _, w := range with {
 		w(&d)
@@ -530,10 +261,8 @@ type recorder struct {
 }
 
 func (r *recorder) emit(ev assistant.Event) error {
-	r.e.m.mu.Lock()
-	stored := slices.ContainsFunc(r.e.m.events, func(s ports.StreamEvent) bool { return s.SessionID == ev.SessionID && s.Seq == ev.Seq })
-	r.e.m.mu.Unlock()
-	if !stored {
+	stored, err := r.e.store.ListEvents(context.Background(), ev.SessionID, ev.Seq-1, 1)
+	if err != nil || len(stored) != 1 || stored[0].Seq != ev.Seq {
 		r.e.t.Errorf("event %d (%s) sent before it was stored", ev.Seq, ev.Name)
 	}
 	if !json.Valid(ev.Data) || strings.ContainsAny(string(ev.Data), "\r\n") {
@@ -597,43 +326,60 @@ func only[T any](t *testing.T, evs []assistant.Event, name string) []T {
 }
 
 func (e *env) messages(sessionID string) []ports.ChatMessage {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	var out []ports.ChatMessage
-	for _, m := range e.m.msgs {
-		if m.SessionID == sessionID {
-			out = append(out, m)
-		}
+	e.t.Helper()
+	msgs, err := e.store.ListMessages(context.Background(), sessionID)
+	if err != nil {
+		e.t.Fatalf("ListMessages: %v", err)
 	}
-	return out
+	return msgs
 }
 
 func (e *env) storedEvents(sessionID string) []ports.StreamEvent {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	var out []ports.StreamEvent
-	for _, ev := range e.m.events {
-		if ev.SessionID == sessionID {
-			out = append(out, ev)
-		}
+	e.t.Helper()
+	evs, err := e.store.ListEvents(context.Background(), sessionID, 0, 1000)
+	if err != nil {
+		e.t.Fatalf("ListEvents: %v", err)
 	}
-	return out
+	return evs
 }
 
-func (e *env) confirmations() []ports.Confirmation {
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	return slices.Clone(e.m.confs)
+func (e *env) confirmations(sessionID string) []ports.Confirmation {
+	e.t.Helper()
+	confs, err := e.store.ListConfirmations(context.Background(), sessionID)
+	if err != nil {
+		e.t.Fatalf("ListConfirmations: %v", err)
+	}
+	return confs
 }
 
-// endedOnce checks that every turn started was ended exactly once.
+// endedOnce checks that no turn runs in any session and that every turn
+// was ended exactly once: each that stored an event, and each ended at all.
 func (e *env) endedOnce() {
 	e.t.Helper()
-	e.m.mu.Lock()
-	defer e.m.mu.Unlock()
-	for _, tr := range e.m.turns {
-		if n := e.m.ended[tr.ID]; n != 1 {
-			e.t.Errorf("turn %s ended %d times, want 1", tr.ID, n)
+	ctx := context.Background()
+	turns := map[string]bool{}
+	for _, p := range []ports.Principal{alice, bob} {
+		list, _, err := e.store.ListSessions(ctx, p.Owner(), ports.Page{Limit: ports.MaxPageLimit})
+		if err != nil {
+			e.t.Fatalf("ListSessions: %v", err)
+		}
+		for _, s := range list {
+			if tr, err := e.store.RunningTurn(ctx, s.ID); !errors.Is(err, ports.ErrNotFound) {
+				e.t.Errorf("turn %s still runs (%v)", tr.ID, err)
+			}
+			for _, ev := range e.storedEvents(s.ID) {
+				turns[ev.TurnID] = true
+			}
+		}
+	}
+	e.turns.mu.Lock()
+	defer e.turns.mu.Unlock()
+	for id := range e.turns.ended {
+		turns[id] = true
+	}
+	for id := range turns {
+		if n := e.turns.ended[id]; n != 1 {
+			e.t.Errorf("turn %s ended %d times, want 1", id, n)
 		}
 	}
 }

@@ -53,11 +53,8 @@ func TestGenerateTitle(t *testing.T) {
 			if tt.want == "" && !strings.HasSuffix(title, "…") {
 				t.Errorf("a cut title %q has no ellipsis", title)
 			}
-			e.m.mu.Lock()
-			stored := e.m.titles[sid]
-			e.m.mu.Unlock()
-			if stored != title {
-				t.Errorf("stored %q", stored)
+			if stored, err := e.store.GetSession(context.Background(), alice.Owner(), sid); err != nil || stored.Title != title {
+				t.Errorf("stored %q, %v", stored.Title, err)
 			}
 		})
 	}
@@ -66,8 +63,10 @@ func TestGenerateTitle(t *testing.T) {
 func TestGenerateTitleRefusals(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, assistant.Config{})
-	sess := ports.ChatSession{ID: projectID, OrgID: alice.OrgID, UserID: alice.UserID}
-	e.m.sessions[sess.ID] = sess
+	sess := ports.ChatSession{ID: projectID, OrgID: alice.OrgID, UserID: alice.UserID, CreatedAt: e.clock.Now()}
+	if err := e.store.CreateSession(context.Background(), sess); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.svc.GenerateTitle(as(alice), sess.ID); !errors.Is(err, ports.ErrConflict) || errCode(err) != "empty_session" {
 		t.Errorf("empty session: %v", err)
 	}
@@ -77,7 +76,11 @@ func TestGenerateTitleRefusals(t *testing.T) {
 	if _, err := e.svc.GenerateTitle(as(alice), "x"); !errors.Is(err, ports.ErrInvalid) {
 		t.Errorf("malformed id: %v", err)
 	}
-	e.m.msgs = append(e.m.msgs, ports.ChatMessage{SessionID: sess.ID, Message: ports.Message{Role: ports.MessageUser, Content: "hi"}})
+	err := e.store.AppendMessages(context.Background(), ports.ChatMessage{ID: e.ids.NewID(), SessionID: sess.ID, CreatedAt: e.clock.Now(),
+		Message: ports.Message{Role: ports.MessageUser, Content: "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.script(fail(&ports.Error{Kind: ports.KindRateLimited, Message: "slow down"}))
 	if _, err := e.svc.GenerateTitle(as(alice), sess.ID); !errors.Is(err, ports.ErrRateLimited) {
 		t.Errorf("model failure: %v", err)
@@ -209,9 +212,9 @@ func TestReplayStopsWhenTheTurnDiesWithoutDone(t *testing.T) {
 	e.script(say("one"))
 	sid, _ := e.chat(as(alice), assistant.ChatInput{Message: "hi"})
 	// A running turn whose process died: it is stale, so Replay does not wait for it.
-	e.m.mu.Lock()
-	e.m.turns = append(e.m.turns, ports.Turn{ID: "dead", SessionID: sid, StartedAt: e.clock.Now().Add(-time.Hour)})
-	e.m.mu.Unlock()
+	if err := e.store.StartTurn(context.Background(), ports.Turn{ID: "dead", SessionID: sid, StartedAt: e.clock.Now().Add(-time.Hour)}, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
 	var n int
 	ok, err := e.svc.Replay(as(alice), sid, 0, func(assistant.Event) error { n++; return nil })
 	if err != nil || !ok || n != 2 {

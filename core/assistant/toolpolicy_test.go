@@ -6,14 +6,10 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
-
-	"go.uber.org/mock/gomock"
 
 	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/mocks"
 )
 
 var (
@@ -21,56 +17,24 @@ var (
 	dave  = ports.Principal{UserID: "user-dave", OrgID: "org-2", Role: ports.RoleAdmin}
 )
 
-// policies is the state behind a ToolPolicyStore mock: org → tool →
-// always_confirm, the policies set and how often the org's were listed.
+// policies passes ListToolPolicies on to the store, counting the calls; it
+// can fail them.
 type policies struct {
+	ports.ToolPolicyStore
 	mu    sync.Mutex
-	rules map[string]map[string]bool
-	sets  []ports.ToolPolicy
 	lists int
 	fail  error // when set, every ListToolPolicies fails with it
 }
 
-// newPolicyEnv is newEnv with a policy store holding rules.
-func newPolicyEnv(t *testing.T, rules map[string]map[string]bool) (*env, *policies) {
-	t.Helper()
-	pol := &policies{rules: map[string]map[string]bool{}}
-	for org, tools := range rules {
-		pol.rules[org] = map[string]bool{}
-		for tl, on := range tools {
-			pol.rules[org][tl] = on
-		}
+func (p *policies) ListToolPolicies(ctx context.Context, orgID string) ([]ports.ToolPolicy, error) {
+	p.mu.Lock()
+	p.lists++
+	fail := p.fail
+	p.mu.Unlock()
+	if fail != nil {
+		return nil, fail
 	}
-	e := newEnv(t, assistant.Config{}, func(d *assistant.Deps) {
-		store := mocks.NewMockToolPolicyStore(gomock.NewController(t))
-		store.EXPECT().ListToolPolicies(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-			func(_ context.Context, orgID string) ([]ports.ToolPolicy, error) {
-				pol.mu.Lock()
-				defer pol.mu.Unlock()
-				pol.lists++
-				if pol.fail != nil {
-					return nil, pol.fail
-				}
-				var out []ports.ToolPolicy
-				for tl, on := range pol.rules[orgID] {
-					out = append(out, ports.ToolPolicy{OrgID: orgID, Tool: tl, AlwaysConfirm: on})
-				}
-				return out, nil
-			})
-		store.EXPECT().SetAlwaysConfirm(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-			func(_ context.Context, orgID, tl string, on bool, by string, at time.Time) error {
-				pol.mu.Lock()
-				defer pol.mu.Unlock()
-				if pol.rules[orgID] == nil {
-					pol.rules[orgID] = map[string]bool{}
-				}
-				pol.rules[orgID][tl] = on
-				pol.sets = append(pol.sets, ports.ToolPolicy{OrgID: orgID, Tool: tl, AlwaysConfirm: on, UpdatedBy: by, UpdatedAt: at})
-				return nil
-			})
-		d.Policies = store
-	})
-	return e, pol
+	return p.ToolPolicyStore.ListToolPolicies(ctx, orgID)
 }
 
 func (p *policies) listed() int {
@@ -79,10 +43,35 @@ func (p *policies) listed() int {
 	return p.lists
 }
 
-func (p *policies) setCalls() []ports.ToolPolicy {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.sets)
+// newPolicyEnv is newEnv with the store's policies, holding rules (org →
+// tool → always_confirm).
+func newPolicyEnv(t *testing.T, rules map[string]map[string]bool) (*env, *policies) {
+	t.Helper()
+	pol := &policies{}
+	e := newEnv(t, assistant.Config{}, func(d *assistant.Deps) { d.Policies = pol })
+	pol.ToolPolicyStore = e.store
+	for org, tools := range rules {
+		for tl, on := range tools {
+			if err := e.store.SetAlwaysConfirm(context.Background(), org, tl, on, "user-seed", e.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return e, pol
+}
+
+// storedPolicies returns every org's policies, read from the store.
+func (e *env) storedPolicies() []ports.ToolPolicy {
+	e.t.Helper()
+	var out []ports.ToolPolicy
+	for _, org := range []string{"org-1", "org-2"} {
+		list, err := e.store.ListToolPolicies(context.Background(), org)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, list...)
+	}
+	return out
 }
 
 func TestChatUnderToolPolicy(t *testing.T) {
@@ -119,8 +108,8 @@ func TestChatUnderToolPolicy(t *testing.T) {
 				if want := []string{"tool_call", "tool_result", "content", "done"}; !slices.Equal(names(evs), want) {
 					t.Fatalf("events %v, want %v", names(evs), want)
 				}
-				if runs.runs() != 1 || done.FinishReason != "stop" || len(e.confirmations()) != 0 {
-					t.Fatalf("runs %d, done %+v, confirmations %+v", runs.runs(), done, e.confirmations())
+				if runs.runs() != 1 || done.FinishReason != "stop" || len(e.confirmations(sid)) != 0 {
+					t.Fatalf("runs %d, done %+v, confirmations %+v", runs.runs(), done, e.confirmations(sid))
 				}
 				return
 			}
@@ -162,7 +151,7 @@ func TestChatRejectedMarkedReadNeverRuns(t *testing.T) {
 	e.register(readTool("get_project", &runs, "apollo"))
 	e.script(call("c1", "get_project", projectArgs))
 	sid, _ := e.chat(as(alice), assistant.ChatInput{Message: "which project?"})
-	conf := e.confirmations()[0]
+	conf := e.confirmations(sid)[0]
 	res, err := e.svc.Confirm(as(alice), assistant.ConfirmInput{SessionID: sid, ConfirmationID: conf.ID, Approved: false})
 	if err != nil || res.Confirmation.Status != ports.ConfirmationRejected || runs.runs() != 0 {
 		t.Fatalf("reject: %+v %v, runs %d", res, err, runs.runs())
@@ -327,17 +316,17 @@ func TestSetToolPolicy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e, pol := newPolicyEnv(t, nil)
+			e, _ := newPolicyEnv(t, nil)
 			var runs counter
 			e.register(readTool("get_project", &runs, "apollo"), writeTool("deploy_service", &runs, "ok"))
 
 			got, err := e.svc.SetToolPolicy(as(tc.as), tc.tl, tc.on)
 			if tc.wantKind != "" {
-				e, ok := ports.AsError(err)
-				if !ok || e.Kind != tc.wantKind || e.ErrorCode() != tc.wantCode {
+				pe, ok := ports.AsError(err)
+				if !ok || pe.Kind != tc.wantKind || pe.ErrorCode() != tc.wantCode {
 					t.Fatalf("SetToolPolicy: %v, want %s (%s)", err, tc.wantKind, tc.wantCode)
 				}
-				if sets := pol.setCalls(); len(sets) != 0 {
+				if sets := e.storedPolicies(); len(sets) != 0 {
 					t.Errorf("stored %+v", sets)
 				}
 				return
@@ -346,7 +335,7 @@ func TestSetToolPolicy(t *testing.T) {
 				t.Fatalf("SetToolPolicy = %+v, %v; want %+v", got, err, tc.want)
 			}
 			want := []ports.ToolPolicy{{OrgID: tc.as.OrgID, Tool: tc.tl, AlwaysConfirm: tc.on, UpdatedBy: tc.as.UserID, UpdatedAt: e.clock.Now()}}
-			if sets := pol.setCalls(); !slices.Equal(sets, want) {
+			if sets := e.storedPolicies(); !slices.Equal(sets, want) {
 				t.Errorf("stored %+v, want %+v", sets, want)
 			}
 		})
