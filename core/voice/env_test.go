@@ -3,6 +3,9 @@ package voice_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/devpilot/devpilot/core/voice"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
+	"github.com/devpilot/devpilot/testkit/memstore"
 	"github.com/devpilot/devpilot/testkit/mocks"
 )
 
@@ -24,24 +28,75 @@ var (
 
 func as(p ports.Principal) context.Context { return ports.WithPrincipal(context.Background(), p) }
 
-// inTx marks the context a transaction runs with, so store mocks can tell
-// whether they were called inside one.
+// inTx marks the context a transaction runs with, so the spy can tell
+// whether a write was made inside one.
 type inTx struct{}
 
 func withinTx(ctx context.Context) bool { return ctx.Value(inTx{}) != nil }
 
-// env is a voice Service over a real assistant Service, every store a strict
-// mock: a test expects each store call it allows, so a call it did not
-// expect (such as a write after a refused tool call) fails it.
+// spy is the env's memstore, passed as every store and the Transactor. It
+// notes what the ports cannot tell: the transactions run, the pages of
+// sessions listed and, in order, the writes a voice call makes, each with
+// " (tx)" when made inside a transaction.
+type spy struct {
+	*memstore.Store
+	mu     sync.Mutex
+	txs    int
+	pages  []ports.Page
+	writes []string
+}
+
+func (s *spy) note(ctx context.Context, write string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if withinTx(ctx) {
+		write += " (tx)"
+	}
+	s.writes = append(s.writes, write)
+}
+
+func (s *spy) WithinTx(ctx context.Context, fn func(context.Context) error) error {
+	s.mu.Lock()
+	s.txs++
+	s.mu.Unlock()
+	return s.Store.WithinTx(ctx, func(ctx context.Context) error { return fn(context.WithValue(ctx, inTx{}, true)) })
+}
+
+func (s *spy) ListSessions(ctx context.Context, o ports.Owner, p ports.Page) ([]ports.ChatSession, string, error) {
+	s.mu.Lock()
+	s.pages = append(s.pages, p)
+	s.mu.Unlock()
+	return s.Store.ListSessions(ctx, o, p)
+}
+
+func (s *spy) CreateSession(ctx context.Context, cs ports.ChatSession) error {
+	s.note(ctx, "CreateSession")
+	return s.Store.CreateSession(ctx, cs)
+}
+
+func (s *spy) TouchSession(ctx context.Context, id string, at time.Time) error {
+	s.note(ctx, "TouchSession")
+	return s.Store.TouchSession(ctx, id, at)
+}
+
+func (s *spy) AppendMessages(ctx context.Context, msgs ...ports.ChatMessage) error {
+	s.note(ctx, "AppendMessages")
+	return s.Store.AppendMessages(ctx, msgs...)
+}
+
+func (s *spy) CreateConfirmation(ctx context.Context, c ports.Confirmation) error {
+	s.note(ctx, "CreateConfirmation")
+	return s.Store.CreateConfirmation(ctx, c)
+}
+
+// env is a voice Service over a real assistant Service, both over one
+// memstore (through the spy), with mock providers.
 type env struct {
 	t           *testing.T
 	svc         *voice.Service
 	reg         *tool.Registry
-	sessions    *mocks.MockChatSessionStore
-	messages    *mocks.MockChatMessageStore
-	confs       *mocks.MockConfirmationStore
-	prefs       *mocks.MockPreferenceStore
-	tx          *mocks.MockTransactor
+	store       *memstore.Store // the store under the spy, to set up and read back
+	spy         *spy
 	realtime    *mocks.MockRealtime
 	transcriber *mocks.MockTranscriber
 	clock       *fixture.Clock
@@ -60,18 +115,25 @@ const (
 )
 
 // newEnv wires the env; each with may change the assistant's Deps first (to
-// add a policy store, say).
-func newEnv(t *testing.T, cfg voice.Config, with ...func(*assistant.Deps)) *env {
+// add a policy store, say). At the end of the test it checks that voice
+// stored no stream event and left no turn running.
+func newEnv(t *testing.T, cfg voice.Config, with ...func(*env, *assistant.Deps)) *env {
 	t.Helper()
 	ctrl := gomock.NewController(t)
+	store, ctx := memstore.New(), context.Background()
+	err := store.CreateOrg(ctx, ports.Org{ID: "org-1", Name: "one"})
+	for _, p := range []ports.Principal{alice, bob} {
+		err = errors.Join(err, store.CreateUser(ctx, ports.User{ID: p.UserID, OrgID: p.OrgID, Email: p.UserID + "@example.com", Role: p.Role}))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := &env{
-		t: t, reg: tool.NewRegistry(),
-		sessions: mocks.NewMockChatSessionStore(ctrl), messages: mocks.NewMockChatMessageStore(ctrl),
-		confs: mocks.NewMockConfirmationStore(ctrl), prefs: mocks.NewMockPreferenceStore(ctrl),
-		tx: mocks.NewMockTransactor(ctrl), realtime: mocks.NewMockRealtime(ctrl), transcriber: mocks.NewMockTranscriber(ctrl),
+		t: t, reg: tool.NewRegistry(), store: store, spy: &spy{Store: store},
+		realtime: mocks.NewMockRealtime(ctrl), transcriber: mocks.NewMockTranscriber(ctrl),
 		clock: fixture.NewClock(), ids: &fixture.IDs{},
 	}
-	err := e.reg.Register(
+	err = e.reg.Register(
 		tool.Tool{Name: "get_project", Description: "reads a project", Schema: json.RawMessage(projectSchema), Effect: tool.EffectRead,
 			Run: func(_ context.Context, args json.RawMessage) (any, error) {
 				e.reads.Add(1)
@@ -94,65 +156,86 @@ func newEnv(t *testing.T, cfg voice.Config, with ...func(*assistant.Deps)) *env 
 		t.Fatal(err)
 	}
 	d := assistant.Deps{
-		Sessions: e.sessions, Messages: e.messages, Confirmations: e.confs,
-		Events: mocks.NewMockStreamEventStore(ctrl), Turns: mocks.NewMockTurnStore(ctrl), Preferences: e.prefs,
-		Tx: e.tx, LLM: mocks.NewMockLLM(ctrl), Clock: e.clock, IDs: e.ids, Registry: e.reg,
+		Sessions: e.spy, Messages: e.spy, Confirmations: e.spy, Events: e.spy, Turns: e.spy, Preferences: e.spy,
+		Tx: e.spy, LLM: mocks.NewMockLLM(ctrl), Clock: e.clock, IDs: e.ids, Registry: e.reg,
 	}
 	for _, w := range with {
-		w(&d)
+		w(e, &d)
 	}
 	asst := assistant.New(assistant.Config{}, d)
 	e.svc = voice.New(cfg, voice.Deps{
-		Assistant: asst, Sessions: e.sessions, Messages: e.messages, Realtime: e.realtime, Transcriber: e.transcriber,
-		Tx: e.tx, Clock: e.clock, IDs: e.ids,
+		Assistant: asst, Sessions: e.spy, Messages: e.spy, Realtime: e.realtime, Transcriber: e.transcriber,
+		Tx: e.spy, Clock: e.clock, IDs: e.ids,
+	})
+	t.Cleanup(func() {
+		for _, p := range []ports.Principal{alice, bob} {
+			for _, s := range e.sessions(p) {
+				if evs, _ := store.ListEvents(ctx, s.ID, 0, 1000); len(evs) != 0 {
+					t.Errorf("session %s has %d stream events", s.ID, len(evs))
+				}
+				if tr, err := store.RunningTurn(ctx, s.ID); err == nil {
+					t.Errorf("turn %s runs in session %s", tr.ID, s.ID)
+				}
+			}
+		}
 	})
 	return e
 }
 
-// expectTx allows n transactions, which commit when fn succeeds.
-func (e *env) expectTx(n int) {
-	e.tx.EXPECT().WithinTx(gomock.Any(), gomock.Any()).Times(n).DoAndReturn(
-		func(ctx context.Context, fn func(context.Context) error) error {
-			return fn(context.WithValue(ctx, inTx{}, true))
-		})
+// session stores a voice session of owner's, active an hour ago.
+func (e *env) session(owner ports.Principal, id string) {
+	e.t.Helper()
+	e.sessionTitled(owner, id, voice.SessionTitle, e.clock.Now().Add(-time.Hour))
 }
 
-// expectSession lets GetSession find the owner's session id, and nothing else.
-func (e *env) expectSession(owner ports.Principal, id string) {
-	e.sessions.EXPECT().GetSession(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-		func(_ context.Context, o ports.Owner, got string) (ports.ChatSession, error) {
-			if got != id || o != owner.Owner() {
-				return ports.ChatSession{}, ports.NotFound("chat session", got)
-			}
-			return ports.ChatSession{ID: id, OrgID: owner.OrgID, UserID: owner.UserID, Title: voice.SessionTitle}, nil
-		})
+// sessionTitled stores a session of owner's with the title, active at the
+// time given.
+func (e *env) sessionTitled(owner ports.Principal, id, title string, at time.Time) {
+	e.t.Helper()
+	cs := ports.ChatSession{ID: id, OrgID: owner.OrgID, UserID: owner.UserID, Title: title, CreatedAt: at}
+	if err := e.store.CreateSession(context.Background(), cs); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
-// expectAppend expects one AppendMessages inside a transaction and returns
-// what it stored.
-func (e *env) expectAppend() *[]ports.ChatMessage {
-	var got []ports.ChatMessage
-	e.messages.EXPECT().AppendMessages(gomock.Any(), gomock.Any()).Times(1).DoAndReturn(
-		func(ctx context.Context, msgs ...ports.ChatMessage) error {
-			if !withinTx(ctx) {
-				e.t.Error("AppendMessages outside a transaction")
-			}
-			got = append(got, msgs...)
-			return nil
-		})
-	return &got
+// sessions returns owner's stored sessions, most recently active first.
+func (e *env) sessions(owner ports.Principal) []ports.ChatSession {
+	e.t.Helper()
+	list, _, err := e.store.ListSessions(context.Background(), owner.Owner(), ports.Page{Limit: ports.MaxPageLimit})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return list
 }
 
-// expectTouch expects the session to be touched once, at the clock's time,
-// inside a transaction.
-func (e *env) expectTouch(id string) {
-	e.sessions.EXPECT().TouchSession(gomock.Any(), id, e.clock.Now()).Times(1).DoAndReturn(
-		func(ctx context.Context, _ string, _ time.Time) error {
-			if !withinTx(ctx) {
-				e.t.Error("TouchSession outside a transaction")
-			}
-			return nil
-		})
+// messages returns the session's stored messages.
+func (e *env) messages(sessionID string) []ports.ChatMessage {
+	e.t.Helper()
+	msgs, err := e.store.ListMessages(context.Background(), sessionID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return msgs
+}
+
+// checkWrites checks the number of transactions run and the writes made,
+// in order.
+func (e *env) checkWrites(txs int, writes ...string) {
+	e.t.Helper()
+	e.spy.mu.Lock()
+	defer e.spy.mu.Unlock()
+	if e.spy.txs != txs || !slices.Equal(e.spy.writes, writes) {
+		e.t.Errorf("%d transactions, writes %q; want %d, %q", e.spy.txs, e.spy.writes, txs, writes)
+	}
+}
+
+// checkTouched checks that the session was last active at the clock's time.
+func (e *env) checkTouched(owner ports.Principal, id string) {
+	e.t.Helper()
+	s, err := e.store.GetSession(context.Background(), owner.Owner(), id)
+	if err != nil || !s.UpdatedAt.Equal(e.clock.Now()) {
+		e.t.Errorf("session %s updated at %v (%v), want %v", id, s.UpdatedAt, err, e.clock.Now())
+	}
 }
 
 func errCode(err error) string {

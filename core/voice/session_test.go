@@ -22,10 +22,15 @@ func TestStartSession(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, voice.Config{Voice: "verse", Model: "gpt-realtime-mini", Expiry: 5 * time.Minute})
 	at := e.clock.Now()
-	e.prefs.EXPECT().GetPreferences(gomock.Any(), alice.Owner()).Return([]ports.Preference{
-		{ID: "p1", Instruction: "Answer in French."},
-		{ID: "p2", Instruction: "Call me\n  Captain."},
-	}, &at, nil)
+	err := errors.Join(
+		e.store.ReplacePreferences(context.Background(), alice.Owner(), []ports.Preference{
+			{ID: "p1", Instruction: "Answer in French.", CreatedAt: at},
+			{ID: "p2", Instruction: "Call me\n  Captain.", CreatedAt: at},
+		}, at),
+		e.store.ReplacePreferences(context.Background(), bob.Owner(), []ports.Preference{{ID: "p3", Instruction: "Not alice's.", CreatedAt: at}}, at))
+	if err != nil {
+		t.Fatal(err)
+	}
 	secret := ports.RealtimeSecret{Value: "ek_123", ExpiresAt: at.Add(5 * time.Minute), Model: "gpt-realtime-mini"}
 	e.realtime.EXPECT().CreateClientSecret(gomock.Any(), gomock.Any()).DoAndReturn(
 		func(_ context.Context, cfg ports.RealtimeSessionConfig) (ports.RealtimeSecret, error) {
@@ -50,27 +55,25 @@ func TestStartSession(t *testing.T) {
 			}
 			return secret, nil
 		})
-	var created ports.ChatSession
-	e.sessions.EXPECT().CreateSession(gomock.Any(), gomock.Any()).DoAndReturn(
-		func(_ context.Context, s ports.ChatSession) error { created = s; return nil })
 
 	got, err := e.svc.StartSession(as(alice))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Secret != secret || got.SessionID == "" || got.SessionID != created.ID {
-		t.Errorf("session %+v, created %+v", got, created)
+	created := e.sessions(alice)
+	if got.Secret != secret || got.SessionID == "" || len(created) != 1 || got.SessionID != created[0].ID {
+		t.Fatalf("session %+v, created %+v", got, created)
 	}
-	if created.Title != "Voice session" || created.OrgID != alice.OrgID || created.UserID != alice.UserID ||
-		!created.CreatedAt.Equal(at) || !created.UpdatedAt.Equal(at) {
-		t.Errorf("created %+v", created)
+	if c := created[0]; c.Title != "Voice session" || c.OrgID != alice.OrgID || c.UserID != alice.UserID ||
+		!c.CreatedAt.Equal(at) || !c.UpdatedAt.Equal(at) {
+		t.Errorf("created %+v", c)
 	}
+	e.checkWrites(0, "CreateSession")
 }
 
 func TestStartSessionWithoutPreferences(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, voice.Config{Instructions: "  Be terse.  "})
-	e.prefs.EXPECT().GetPreferences(gomock.Any(), alice.Owner()).Return(nil, nil, nil)
 	e.realtime.EXPECT().CreateClientSecret(gomock.Any(), gomock.Any()).DoAndReturn(
 		func(_ context.Context, cfg ports.RealtimeSessionConfig) (ports.RealtimeSecret, error) {
 			if !strings.HasPrefix(cfg.Instructions, "Be terse.\n\n"+assistant.GroundRules) || cfg.Model != "" || cfg.Voice != "" || cfg.ExpiresIn != 0 {
@@ -78,22 +81,23 @@ func TestStartSessionWithoutPreferences(t *testing.T) {
 			}
 			return ports.RealtimeSecret{Value: "ek_1"}, nil
 		})
-	e.sessions.EXPECT().CreateSession(gomock.Any(), gomock.Any()).Return(nil)
 	if _, err := e.svc.StartSession(as(alice)); err != nil {
 		t.Fatal(err)
 	}
+	e.checkWrites(0, "CreateSession")
 }
 
 func TestStartSessionProviderErrorsPassThrough(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, voice.Config{})
-	e.prefs.EXPECT().GetPreferences(gomock.Any(), gomock.Any()).Return(nil, nil, nil)
 	limited := &ports.Error{Kind: ports.KindRateLimited, Message: "slow down", RetryAfter: 3 * time.Second}
 	e.realtime.EXPECT().CreateClientSecret(gomock.Any(), gomock.Any()).Return(ports.RealtimeSecret{}, limited)
-	// No session is created: CreateSession is not expected.
 	_, err := e.svc.StartSession(as(alice))
 	if err != limited {
 		t.Fatalf("err %v, want the provider's", err)
+	}
+	if e.checkWrites(0); len(e.sessions(alice)) != 0 {
+		t.Error("a session was created")
 	}
 }
 
@@ -103,6 +107,7 @@ func TestStartSessionNeedsPrincipal(t *testing.T) {
 	if _, err := e.svc.StartSession(context.Background()); !errors.Is(err, ports.ErrUnauthenticated) {
 		t.Fatalf("err %v", err)
 	}
+	e.checkWrites(0)
 }
 
 // TestStartSessionRoutesTools: a voice session started on a page is offered
@@ -139,7 +144,6 @@ func TestStartSessionRoutesTools(t *testing.T) {
 			if err := e.reg.Register(tools...); err != nil {
 				t.Fatal(err)
 			}
-			e.prefs.EXPECT().GetPreferences(gomock.Any(), gomock.Any()).Return(nil, nil, nil)
 			e.realtime.EXPECT().CreateClientSecret(gomock.Any(), gomock.Any()).DoAndReturn(
 				func(_ context.Context, cfg ports.RealtimeSessionConfig) (ports.RealtimeSecret, error) {
 					n := len(cfg.Tools)
@@ -156,10 +160,10 @@ func TestStartSessionRoutesTools(t *testing.T) {
 					}
 					return ports.RealtimeSecret{Value: "ek_1"}, nil
 				})
-			e.sessions.EXPECT().CreateSession(gomock.Any(), gomock.Any()).Return(nil)
 			if _, err := e.svc.StartSessionOn(as(alice), tt.page); err != nil {
 				t.Fatal(err)
 			}
+			e.checkWrites(0, "CreateSession")
 		})
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/mock/gomock"
-
 	"github.com/devpilot/devpilot/core/voice"
 	"github.com/devpilot/devpilot/ports"
 )
@@ -17,10 +15,7 @@ import (
 func TestToolCallRead(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, voice.Config{})
-	e.expectSession(alice, aliceVoice)
-	e.expectTx(1)
-	stored := e.expectAppend()
-	e.expectTouch(aliceVoice)
+	e.session(alice, aliceVoice)
 
 	res, err := e.svc.ToolCall(as(alice), voice.ToolCallInput{SessionID: aliceVoice, Name: "get_project",
 		Arguments: json.RawMessage(projectArgs), CallID: "call_rt_1"})
@@ -37,7 +32,9 @@ func TestToolCallRead(t *testing.T) {
 	if n := e.reads.Load(); n != 1 {
 		t.Errorf("the tool ran %d times", n)
 	}
-	msgs := *stored
+	e.checkWrites(1, "AppendMessages (tx)", "TouchSession (tx)")
+	e.checkTouched(alice, aliceVoice)
+	msgs := e.messages(aliceVoice)
 	if len(msgs) != 2 {
 		t.Fatalf("stored %+v", msgs)
 	}
@@ -56,10 +53,7 @@ func TestToolCallRead(t *testing.T) {
 func TestToolCallReadFailureIsAnOutput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, voice.Config{})
-	e.expectSession(alice, aliceVoice)
-	e.expectTx(1)
-	stored := e.expectAppend()
-	e.expectTouch(aliceVoice)
+	e.session(alice, aliceVoice)
 
 	other := "0193a1b2-c3d4-7e5f-8a9b-000000000000"
 	res, err := e.svc.ToolCall(as(alice), voice.ToolCallInput{SessionID: aliceVoice, Name: "get_project",
@@ -71,7 +65,8 @@ func TestToolCallReadFailureIsAnOutput(t *testing.T) {
 	if out, _ := res.Output.(json.RawMessage); string(out) != want {
 		t.Errorf("output %s, want %s", out, want)
 	}
-	msgs := *stored
+	e.checkWrites(1, "AppendMessages (tx)", "TouchSession (tx)")
+	msgs := e.messages(aliceVoice)
 	if len(msgs) != 2 || msgs[1].Content != want {
 		t.Fatalf("stored %+v", msgs)
 	}
@@ -84,19 +79,7 @@ func TestToolCallReadFailureIsAnOutput(t *testing.T) {
 func TestToolCallWrite(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, voice.Config{})
-	e.expectSession(alice, aliceVoice)
-	e.expectTx(1)
-	stored := e.expectAppend()
-	e.expectTouch(aliceVoice)
-	var created ports.Confirmation
-	e.confs.EXPECT().CreateConfirmation(gomock.Any(), gomock.Any()).Times(1).DoAndReturn(
-		func(ctx context.Context, c ports.Confirmation) error {
-			if !withinTx(ctx) {
-				t.Error("CreateConfirmation outside the transaction")
-			}
-			created = c
-			return nil
-		})
+	e.session(alice, aliceVoice)
 
 	res, err := e.svc.ToolCall(as(alice), voice.ToolCallInput{SessionID: aliceVoice, Name: "deploy_project",
 		Arguments: json.RawMessage(projectArgs), CallID: "call_rt_2"})
@@ -110,12 +93,18 @@ func TestToolCallWrite(t *testing.T) {
 	if c == nil || res.Output != nil || res.SessionID != aliceVoice || res.Summary != "Deploy project Apollo." {
 		t.Fatalf("result %+v", res)
 	}
+	e.checkWrites(1, "CreateConfirmation (tx)", "AppendMessages (tx)", "TouchSession (tx)")
+	e.checkTouched(alice, aliceVoice)
+	created, err := e.store.GetConfirmation(context.Background(), alice.Owner(), c.ID)
+	if err != nil || created.Status != ports.ConfirmationPending || created.ToolCallID != "call_rt_2" || string(created.Arguments) != projectArgs {
+		t.Errorf("stored confirmation %+v, %v", created, err)
+	}
 	if c.ID != created.ID || c.Status != ports.ConfirmationPending || c.SessionID != aliceVoice || c.UserID != alice.UserID ||
 		c.ToolCallID != "call_rt_2" || c.ToolName != "deploy_project" || string(c.Arguments) != projectArgs ||
 		c.Summary != res.Summary || !c.ExpiresAt.Equal(e.clock.Now().Add(15*time.Minute)) {
 		t.Errorf("confirmation %+v", c)
 	}
-	msgs := *stored
+	msgs := e.messages(aliceVoice)
 	if len(msgs) != 1 || msgs[0].Role != ports.MessageAssistant || len(msgs[0].ToolCalls) != 1 ||
 		msgs[0].ToolCalls[0] != (ports.ToolCall{ID: "call_rt_2", Name: "deploy_project", Arguments: projectArgs}) {
 		t.Errorf("stored %+v, want only the call", msgs)
@@ -139,10 +128,7 @@ func TestToolCallArguments(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, voice.Config{})
-			e.expectSession(alice, aliceVoice)
-			e.expectTx(1)
-			stored := e.expectAppend()
-			e.expectTouch(aliceVoice)
+			e.session(alice, aliceVoice)
 			res, err := e.svc.ToolCall(as(alice), voice.ToolCallInput{SessionID: aliceVoice, Name: c.tool, Arguments: json.RawMessage(c.args)})
 			if err != nil {
 				t.Fatal(err)
@@ -150,14 +136,16 @@ func TestToolCallArguments(t *testing.T) {
 			if out, _ := res.Output.(json.RawMessage); !strings.HasPrefix(string(out), `{"ok":true`) {
 				t.Errorf("output %s", out)
 			}
-			if got := (*stored)[0].ToolCalls[0].Arguments; got != c.want {
+			e.checkWrites(1, "AppendMessages (tx)", "TouchSession (tx)")
+			if got := e.messages(aliceVoice)[0].ToolCalls[0].Arguments; got != c.want {
 				t.Errorf("stored arguments %s, want %s", got, c.want)
 			}
 		})
 	}
 }
 
-// A refused call runs nothing and stores nothing: the mocks expect no call.
+// A refused call runs nothing and stores nothing, though the caller has a
+// voice session to record it in.
 func TestToolCallRefused(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -184,6 +172,7 @@ func TestToolCallRefused(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, voice.Config{})
+			e.session(alice, aliceVoice)
 			_, err := e.svc.ToolCall(as(alice), c.in)
 			if !errors.Is(err, ports.ErrInvalid) {
 				t.Fatalf("err %v, want invalid", err)
@@ -195,6 +184,10 @@ func TestToolCallRefused(t *testing.T) {
 			if e.reads.Load()+e.writes.Load() != 0 {
 				t.Error("a refused call ran")
 			}
+			e.checkWrites(0)
+			if n := len(e.sessions(alice)); n != 1 || len(e.messages(aliceVoice)) != 0 {
+				t.Errorf("%d sessions, messages %+v", n, e.messages(aliceVoice))
+			}
 		})
 	}
 }
@@ -205,15 +198,16 @@ func TestToolCallAnotherUsersSession(t *testing.T) {
 		t.Run(tool, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, voice.Config{})
-			e.expectSession(bob, bobSession)
-			e.tx.EXPECT().WithinTx(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
-				func(ctx context.Context, fn func(context.Context) error) error { return fn(ctx) })
+			e.session(bob, bobSession)
 			_, err := e.svc.ToolCall(as(alice), voice.ToolCallInput{SessionID: bobSession, Name: tool, Arguments: json.RawMessage(projectArgs)})
 			if !errors.Is(err, ports.ErrNotFound) {
 				t.Fatalf("err %v, want not_found", err)
 			}
 			if e.reads.Load()+e.writes.Load() != 0 {
 				t.Error("the tool ran")
+			}
+			if msgs := e.messages(bobSession); len(msgs) != 0 || len(e.sessions(alice)) != 0 {
+				t.Errorf("stored %+v", msgs)
 			}
 		})
 	}
@@ -226,6 +220,7 @@ func TestToolCallSessionNotAUUID(t *testing.T) {
 	if !errors.Is(err, ports.ErrNotFound) {
 		t.Fatalf("err %v, want not_found", err)
 	}
+	e.checkWrites(0)
 }
 
 func TestToolCallFindsTheLatestVoiceSession(t *testing.T) {
@@ -234,25 +229,26 @@ func TestToolCallFindsTheLatestVoiceSession(t *testing.T) {
 		t.Run(tool, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, voice.Config{})
-			older := "0193a1b2-0000-7000-8000-0000000000a1"
-			e.sessions.EXPECT().ListSessions(gomock.Any(), alice.Owner(), ports.Page{Limit: 50}).Return([]ports.ChatSession{
-				{ID: "0193a1b2-0000-7000-8000-0000000000c1", Title: "Deploy plans"},
-				{ID: aliceVoice, Title: "Voice session"},
-				{ID: older, Title: "Voice session"},
-			}, "next", nil)
-			e.expectSession(alice, aliceVoice)
-			e.expectTx(1)
-			e.expectAppend()
-			e.expectTouch(aliceVoice)
-			if tool == "deploy_project" {
-				e.confs.EXPECT().CreateConfirmation(gomock.Any(), gomock.Any()).Return(nil)
-			}
+			now := e.clock.Now()
+			e.sessionTitled(alice, "0193a1b2-0000-7000-8000-0000000000c1", "Deploy plans", now.Add(-time.Minute))
+			e.sessionTitled(alice, aliceVoice, voice.SessionTitle, now.Add(-time.Hour))
+			e.sessionTitled(alice, "0193a1b2-0000-7000-8000-0000000000a1", voice.SessionTitle, now.Add(-2*time.Hour))
+			e.sessionTitled(bob, bobSession, voice.SessionTitle, now)
 			res, err := e.svc.ToolCall(as(alice), voice.ToolCallInput{Name: tool, Arguments: json.RawMessage(projectArgs)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if res.SessionID != aliceVoice {
 				t.Errorf("session %s, want %s", res.SessionID, aliceVoice)
+			}
+			if e.spy.pages[0] != (ports.Page{Limit: 50}) || len(e.messages(aliceVoice)) == 0 {
+				t.Errorf("listed %+v, stored %+v", e.spy.pages, e.messages(aliceVoice))
+			}
+			e.checkTouched(alice, aliceVoice)
+			if tool == "deploy_project" {
+				e.checkWrites(1, "CreateConfirmation (tx)", "AppendMessages (tx)", "TouchSession (tx)")
+			} else {
+				e.checkWrites(1, "AppendMessages (tx)", "TouchSession (tx)")
 			}
 		})
 	}
@@ -264,32 +260,26 @@ func TestToolCallCreatesAVoiceSession(t *testing.T) {
 		t.Run(tool, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, voice.Config{})
-			e.sessions.EXPECT().ListSessions(gomock.Any(), alice.Owner(), gomock.Any()).Return([]ports.ChatSession{
-				{ID: "0193a1b2-0000-7000-8000-0000000000c1", Title: "Deploy plans"},
-			}, "", nil)
-			var created ports.ChatSession
-			e.sessions.EXPECT().CreateSession(gomock.Any(), gomock.Any()).DoAndReturn(
-				func(ctx context.Context, s ports.ChatSession) error {
-					// A write is recorded in one transaction with its session.
-					if withinTx(ctx) != (tool == "deploy_project") {
-						t.Errorf("CreateSession within a transaction: %v", withinTx(ctx))
-					}
-					created = s
-					e.expectSession(alice, s.ID)
-					return nil
-				})
-			e.expectTx(1)
-			stored := e.expectAppend()
-			e.sessions.EXPECT().TouchSession(gomock.Any(), gomock.Any(), gomock.Any()).Return(nil)
-			if tool == "deploy_project" {
-				e.confs.EXPECT().CreateConfirmation(gomock.Any(), gomock.Any()).Return(nil)
-			}
+			plans := "0193a1b2-0000-7000-8000-0000000000c1"
+			e.sessionTitled(alice, plans, "Deploy plans", e.clock.Now().Add(-time.Minute))
+			e.sessionTitled(bob, bobSession, voice.SessionTitle, e.clock.Now())
 			res, err := e.svc.ToolCall(as(alice), voice.ToolCallInput{Name: tool, Arguments: json.RawMessage(projectArgs)})
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A write is recorded in one transaction with its session.
+			if tool == "deploy_project" {
+				e.checkWrites(1, "CreateSession (tx)", "CreateConfirmation (tx)", "AppendMessages (tx)", "TouchSession (tx)")
+			} else {
+				e.checkWrites(1, "CreateSession", "AppendMessages (tx)", "TouchSession (tx)")
+			}
+			sessions := e.sessions(alice)
+			if len(sessions) != 2 || sessions[0].ID == plans {
+				t.Fatalf("sessions %+v", sessions)
+			}
+			created := sessions[0]
 			if created.Title != "Voice session" || created.UserID != alice.UserID || created.OrgID != alice.OrgID ||
-				res.SessionID != created.ID || (*stored)[0].SessionID != created.ID {
+				res.SessionID != created.ID || len(e.messages(created.ID)) == 0 || len(e.messages(plans)) != 0 {
 				t.Errorf("created %+v, result %+v", created, res)
 			}
 		})
@@ -303,4 +293,5 @@ func TestToolCallNeedsPrincipal(t *testing.T) {
 	if !errors.Is(err, ports.ErrUnauthenticated) {
 		t.Fatalf("err %v", err)
 	}
+	e.checkWrites(0)
 }
