@@ -222,13 +222,13 @@ type ConfirmationStore interface {
 	// d.Status and returns it, so of any number of concurrent calls exactly
 	// one succeeds. Errors: not_found (absent or another owner's); conflict
 	// (Code "already_decided") when it is not pending; gone (Code "expired")
-	// when it expired before d.At, and it is then recorded as expired. The
+	// when it expired at or before d.At, and it is then recorded as expired. The
 	// conflict and gone errors come with the confirmation as it stands.
 	DecideConfirmation(ctx context.Context, owner Owner, id string, d Decision) (Confirmation, error)
 	// RecordOutcome stores what running an approved confirmation gave;
 	// conflict when an outcome is recorded already.
 	RecordOutcome(ctx context.Context, id string, o ToolOutcome, at time.Time) error
-	// ExpireConfirmations marks pending confirmations that expired before now
+	// ExpireConfirmations marks pending confirmations that expired at or before now
 	// as expired and returns how many.
 	ExpireConfirmations(ctx context.Context, now time.Time) (int, error)
 }

@@ -144,7 +144,7 @@ func TestConfirmRefusals(t *testing.T) {
 	}{
 		{"expired", as(alice), func(sid, cid string) assistant.ConfirmInput {
 			return assistant.ConfirmInput{SessionID: sid, ConfirmationID: cid, Approved: true}
-		}, func(e *env) { e.clock.Advance(15*time.Minute + time.Second) }, ports.KindGone, "expired"},
+		}, func(e *env) { e.clock.Advance(15 * time.Minute) }, ports.KindGone, "expired"},
 		{"expired already recorded", as(alice), func(sid, cid string) assistant.ConfirmInput {
 			return assistant.ConfirmInput{SessionID: sid, ConfirmationID: cid, Approved: true}
 		}, func(e *env) {

@@ -417,7 +417,7 @@ func (s *Store) DecideConfirmation(ctx context.Context, owner ports.Owner, id st
 	}
 	c := r.v
 	switch {
-	case c.Status == ports.ConfirmationPending && c.ExpiresAt.Before(usec(d.At)):
+	case c.Status == ports.ConfirmationPending && !c.ExpiresAt.After(usec(d.At)):
 		c.Status = ports.ConfirmationExpired
 		r.v = c
 		put(ctx, s, s.assistant.confirmations, id, r)
@@ -457,7 +457,7 @@ func (s *Store) ExpireConfirmations(ctx context.Context, now time.Time) (int, er
 	defer s.lock()()
 	n := 0
 	for id, r := range s.assistant.confirmations {
-		if r.v.Status == ports.ConfirmationPending && r.v.ExpiresAt.Before(usec(now)) {
+		if r.v.Status == ports.ConfirmationPending && !r.v.ExpiresAt.After(usec(now)) {
 			r.v.Status = ports.ConfirmationExpired
 			put(ctx, s, s.assistant.confirmations, id, r)
 			n++

@@ -866,7 +866,8 @@ func testDecideExpired(t *testing.T, s AssistantStores) {
 	c := mustCreateConfirmation(t, s, newConfirmation(cs))
 	want := c
 	want.Status = ports.ConfirmationExpired
-	for _, at := range []time.Time{c.ExpiresAt.Add(time.Minute), c.ExpiresAt.Add(time.Hour), base} {
+	// At ExpiresAt exactly, it has expired.
+	for _, at := range []time.Time{c.ExpiresAt, c.ExpiresAt.Add(time.Minute), c.ExpiresAt.Add(time.Hour), base} {
 		got, err := s.Confirmations.DecideConfirmation(ctx, owner, c.ID, approval(owner.UserID, at))
 		checkErr(t, "DecideConfirmation after expiry", err, errExpired)
 		checkConfirmation(t, "DecideConfirmation after expiry", got, want)
@@ -913,6 +914,7 @@ func testExpireConfirmations(t *testing.T, s AssistantStores) {
 		return mustCreateConfirmation(t, s, c)
 	}
 	expired := []ports.Confirmation{
+		confirmation(cutoff), // expiring at now exactly
 		confirmation(cutoff.Add(-time.Millisecond)),
 		confirmation(epoch.Add(time.Minute)),
 		confirmation(epoch.Add(time.Second)),
