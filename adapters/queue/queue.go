@@ -294,9 +294,11 @@ func (q *Queue) Start(ctx context.Context) error {
 }
 
 // Stop stops fetching jobs and waits for running ones to finish until ctx
-// ends; then it cancels them and waits a short grace period more. It is a
-// no-op for an insert-only queue or one not started. It returns an
-// unavailable Error only when cancelled jobs did not return in time either.
+// ends; then it cancels them and waits a short grace period more. River
+// makes a job cancelled so available again at once, with the attempt it was
+// on not counted and no error recorded. It is a no-op for an insert-only
+// queue or one not started. It returns an unavailable Error only when
+// cancelled jobs did not return in time either.
 func (q *Queue) Stop(ctx context.Context) error {
 	if !q.works {
 		return nil

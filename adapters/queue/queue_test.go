@@ -387,7 +387,8 @@ func TestUniqueByArgsAfterCompletion(t *testing.T) {
 }
 
 // A graceful Stop that runs out of time cancels the running job and still
-// returns once it has ended.
+// returns once it has ended; the job is available again at once, the
+// cancelled attempt not counted and no error recorded (River since v0.44).
 func TestStopCancelsJobsAfterDeadline(t *testing.T) {
 	t.Parallel()
 	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
@@ -426,6 +427,13 @@ func TestStopCancelsJobsAfterDeadline(t *testing.T) {
 			}
 		default:
 			t.Fatal("Stop returned while the job was still running")
+		}
+		jobs := listJobs(t, q, blockArgs{}.Kind())
+		if len(jobs) != 1 {
+			t.Fatalf("%d jobs, want 1", len(jobs))
+		}
+		if j := jobs[0]; j.State != rivertype.JobStateAvailable || j.Attempt != 0 || len(j.Errors) != 0 {
+			t.Errorf("cancelled job: %s, attempt %d, errors %+v; want available, attempt 0, no errors", j.State, j.Attempt, j.Errors)
 		}
 	})
 }

@@ -61,9 +61,11 @@ WHERE state = 'running'`
 		}
 	case sqlstore.DialectSQLite:
 		now := time.Now().UTC()
+		// River (since v0.40, its migration 7) keeps errors and metadata as
+		// JSONB on SQLite, so the updated values are written as JSONB too.
 		query = `UPDATE river_job SET state = 'available', scheduled_at = ?,
-	errors = json_insert(coalesce(errors, json('[]')), '$[#]', json_object('at', ?, 'attempt', attempt, 'error', ?, 'trace', '')),
-	metadata = json_set(metadata, '$."devpilot:rescues"', coalesce(json_extract(metadata, '$."devpilot:rescues"'), 0) + 1)
+	errors = jsonb_insert(coalesce(errors, jsonb('[]')), '$[#]', json_object('at', ?, 'attempt', attempt, 'error', ?, 'trace', '')),
+	metadata = jsonb_set(metadata, '$."devpilot:rescues"', coalesce(json_extract(metadata, '$."devpilot:rescues"'), 0) + 1)
 WHERE state = 'running'`
 		args = []any{sqliteTime(now), now.Format(time.RFC3339Nano), rescuedError}
 		if runningFor > 0 {
@@ -84,10 +86,11 @@ WHERE state = 'running'`
 	return int(n), nil
 }
 
-// sqliteTime formats t as River's SQLite driver stores times, so that they
-// compare as text with the ones it wrote.
+// sqliteTime formats t as River's SQLite driver stores times (always three
+// digits of milliseconds, since River v0.44), so that they compare as text
+// with the ones it wrote.
 func sqliteTime(t time.Time) string {
-	return t.UTC().Round(time.Millisecond).Format("2006-01-02 15:04:05.999")
+	return t.UTC().Round(time.Millisecond).Format("2006-01-02 15:04:05.000")
 }
 
 // rescueLoop takes up abandoned jobs every rescueInterval until ctx ends.

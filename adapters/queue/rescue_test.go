@@ -37,7 +37,7 @@ func abandon(t *testing.T, db *sqlstore.DB, q *queue.Queue, args echoArgs, ago t
 		_, err = db.Writer.ExecContext(t.Context(), `UPDATE river_job SET state = 'running', attempt = attempt + 1,
 			attempted_at = now() - make_interval(secs => $2) WHERE id = $1`, id, ago.Seconds())
 	default:
-		at := time.Now().UTC().Add(-ago).Format("2006-01-02 15:04:05.999")
+		at := time.Now().UTC().Add(-ago).Format("2006-01-02 15:04:05.000")
 		_, err = db.Writer.ExecContext(t.Context(), `UPDATE river_job SET state = 'running', attempt = attempt + 1,
 			attempted_at = ? WHERE id = ?`, at, id)
 	}
@@ -183,6 +183,18 @@ func TestRescueCounts(t *testing.T) {
 		for _, j := range listJobs(t, q, echoArgs{}.Kind()) {
 			if j.State != rivertype.JobStateAvailable {
 				t.Errorf("job %d is %s after the rescues, want available", argsOf(t, j).N, j.State)
+			}
+		}
+		if db.Dialect == sqlstore.DialectSQLite {
+			// River keeps these columns as JSONB on SQLite; a rescue must not
+			// leave JSON text behind.
+			var text int
+			if err := db.Writer.GetContext(ctx, &text, `SELECT count(*) FROM river_job
+	WHERE typeof(errors) = 'text' OR typeof(metadata) = 'text'`); err != nil {
+				t.Fatal(err)
+			}
+			if text != 0 {
+				t.Errorf("%d rescued jobs hold errors or metadata as JSON text, want JSONB", text)
 			}
 		}
 	})

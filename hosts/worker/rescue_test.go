@@ -106,7 +106,7 @@ func TestProcessDeliveryWorkerGivesUpPermanentErrors(t *testing.T) {
 func leaveRunning(t *testing.T, db *sqlstore.DB, kind string) {
 	t.Helper()
 	q := `UPDATE river_job SET state = 'running', attempt = attempt + 1, attempted_at = ? WHERE kind = ?`
-	args := []any{time.Now().UTC().Format("2006-01-02 15:04:05.999"), kind}
+	args := []any{time.Now().UTC().Format("2006-01-02 15:04:05.000"), kind}
 	if db.Dialect == sqlstore.DialectPostgres {
 		q, args = `UPDATE river_job SET state = 'running', attempt = attempt + 1, attempted_at = now() WHERE kind = $1`, []any{kind}
 	}
