@@ -154,3 +154,56 @@ func IsKind(err error, kind Kind) bool {
 	e, ok := AsError(err)
 	return ok && e.Kind == kind
 }
+
+// InternalMessage is all a client is told of an internal error, or of an
+// error that is not an Error at all; the cause goes to the log.
+const InternalMessage = "internal error"
+
+// Retryable reports whether the same request may succeed when it is made
+// again later, unchanged: a rate limit, an unavailable or slow provider, or
+// a model stream cut off before it finished (CodeTruncated). An internal
+// error is never retryable: what a client cannot be told of, it cannot be
+// told to retry.
+func (e *Error) Retryable() bool {
+	switch e.Kind {
+	case KindRateLimited, KindUnavailable, KindTimeout:
+		return true
+	case KindInternal, "":
+		return false
+	}
+	return e.Code == CodeTruncated
+}
+
+// PublicError is what any client (an HTTP problem, an SSE error event, the
+// failure of a tool or a job) may be shown of an error.
+type PublicError struct {
+	// Kind is the Error's kind; KindInternal for anything hidden.
+	Kind Kind
+	// Code is the Error's code (ErrorCode), or "internal".
+	Code string
+	// Message is the Error's client-safe message, the kind's name when it
+	// has none, or InternalMessage.
+	Message string
+	// Retryable is the Error's Retryable.
+	Retryable bool
+}
+
+// Public returns what a client may be shown of err: for an Error in err's
+// chain its code, its message (or its kind's name when it has none) and
+// whether to retry; for an internal Error, an Error without a kind, or an
+// error that is not an Error, only that it was internal (InternalMessage),
+// never its text. Public(nil) is the zero PublicError.
+func Public(err error) PublicError {
+	if err == nil {
+		return PublicError{}
+	}
+	e, ok := AsError(err)
+	if !ok || e.Kind == KindInternal || e.Kind == "" {
+		return PublicError{Kind: KindInternal, Code: string(KindInternal), Message: InternalMessage}
+	}
+	msg := e.Message
+	if msg == "" {
+		msg = string(e.Kind)
+	}
+	return PublicError{Kind: e.Kind, Code: e.ErrorCode(), Message: msg, Retryable: e.Retryable()}
+}

@@ -10,13 +10,14 @@ import (
 )
 
 // Transient reports whether the work that failed with err may succeed when
-// it is tried again later, as background jobs are: a rate limit, an
-// unavailable or slow provider or database, a cut-off model stream, an ended
-// context, or a connection lost under an internal Error. Every other Error
-// (invalid input, a constraint, a conflict, a provider's refusal, an
-// internal fault) is permanent: trying again gives the same answer. An error
-// that is no Error at all counts as transient, as nothing says otherwise.
-// nil is not transient.
+// it is tried again later, as background jobs are: an Error a client may
+// retry (Error.Retryable: a rate limit, an unavailable or slow provider or
+// database, a cut-off model stream), or an ended context or a connection
+// lost under an internal Error. Every other Error (invalid input, a
+// constraint, a conflict, a provider's refusal, an internal fault) is
+// permanent: trying again gives the same answer. An error that is no Error
+// at all counts as transient, as nothing says otherwise. nil is not
+// transient.
 func Transient(err error) bool {
 	if err == nil {
 		return false
@@ -25,15 +26,10 @@ func Transient(err error) bool {
 	if !ok {
 		return true
 	}
-	switch e.Kind {
-	case KindRateLimited, KindUnavailable, KindTimeout:
+	if e.Retryable() {
 		return true
-	case KindUpstream:
-		return e.Code == CodeTruncated
-	case KindInternal:
-		return connectionLost(e.Err)
 	}
-	return false
+	return e.Kind == KindInternal && connectionLost(e.Err)
 }
 
 // connectionLost reports whether err is the loss of a connection or of the

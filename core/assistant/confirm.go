@@ -141,34 +141,32 @@ func (s *Service) execute(ctx context.Context, c ports.Confirmation) ports.ToolO
 	return s.runTool(ctx, def, args)
 }
 
-// runTool runs a tool whose arguments passed its schema. A panic, an error
-// that is not a ports.Error and a result that does not encode are failures
-// the model sees as "internal error"; their cause is logged.
+// runTool runs a tool whose arguments passed its schema. A failure is what
+// ports.Public tells of it; a panic, an error that is not a ports.Error and
+// a result that does not encode are failures the model sees as
+// ports.InternalMessage; their cause is logged.
 func (s *Service) runTool(ctx context.Context, def tool.Tool, args json.RawMessage) (out ports.ToolOutcome) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error("tool panicked", "tool", def.Name, "panic", v)
-			out = failed("internal error")
+			out = failed(ports.InternalMessage)
 		}
 	}()
 	v, err := def.Run(ctx, args)
 	if err != nil {
-		if e, ok := ports.AsError(err); ok && e.Kind != ports.KindInternal {
-			if e.Message == "" {
-				return failed(string(e.Kind))
-			}
-			return failed(e.Message)
-		}
-		if ctx.Err() != nil {
+		pub := ports.Public(err)
+		if pub.Kind == ports.KindInternal && ctx.Err() != nil {
 			return failed("cancelled")
 		}
-		s.log.Error("tool failed", "tool", def.Name, "err", err)
-		return failed("internal error")
+		if pub.Kind == ports.KindInternal {
+			s.log.Error("tool failed", "tool", def.Name, "err", err)
+		}
+		return failed(pub.Message)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		s.log.Error("encoding a tool result", "tool", def.Name, "err", err)
-		return failed("internal error: the result could not be encoded")
+		return failed(ports.InternalMessage + ": the result could not be encoded")
 	}
 	return ports.ToolOutcome{OK: true, Result: b}
 }

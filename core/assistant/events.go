@@ -104,22 +104,11 @@ type ErrorData struct {
 	Retryable bool   `json:"retryable"`
 }
 
-// errorFor turns a model or store error into the error event a client sees.
+// errorFor turns a model or store error into the error event a client sees:
+// what ports.Public says of it.
 func errorFor(err error) ErrorData {
-	e, ok := ports.AsError(err)
-	if !ok || e.Kind == ports.KindInternal {
-		return ErrorData{Code: string(ports.KindInternal), Message: "internal error"}
-	}
-	msg := e.Message
-	if msg == "" {
-		msg = "the model failed: " + string(e.Kind)
-	}
-	retry := e.Code == ports.CodeTruncated
-	switch e.Kind {
-	case ports.KindRateLimited, ports.KindUnavailable, ports.KindTimeout:
-		retry = true
-	}
-	return ErrorData{Code: e.ErrorCode(), Message: msg, Retryable: retry}
+	pub := ports.Public(err)
+	return ErrorData{Code: pub.Code, Message: pub.Message, Retryable: pub.Retryable}
 }
 
 // emitter numbers a turn's events, stores them and only then sends them.

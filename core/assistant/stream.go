@@ -64,7 +64,8 @@ func (r *Run) Stream(ctx context.Context, emit func(Event) error) error {
 // then sent.
 func (t *turnRun) wind(end ending) {
 	if t.em.failure() != nil {
-		end = ending{reason: FinishError, err: &ErrorData{Code: string(ports.KindInternal), Message: "internal error"}}
+		e := errorFor(ports.ErrInternal) // whatever the store said, it is our fault
+		end = ending{reason: FinishError, err: &e}
 	}
 	if end.err != nil {
 		t.log().Info("chat turn failed", "code", end.err.Code, "message", end.err.Message)
@@ -179,11 +180,12 @@ func finished(reason ports.FinishReason) ending {
 // modelFailed ends a turn whose model call failed or whose client left.
 func (t *turnRun) modelFailed(err error) ending {
 	if cerr := t.ctx.Err(); cerr != nil || errors.Is(err, errStopped) {
-		e := ErrorData{Code: CodeCancelled, Message: "the reply was cancelled before it was finished", Retryable: true}
 		if errors.Is(cerr, context.DeadlineExceeded) {
-			e = ErrorData{Code: string(ports.KindTimeout), Message: "the reply took too long", Retryable: true}
+			e := errorFor(&ports.Error{Kind: ports.KindTimeout, Message: "the reply took too long"})
+			return ending{reason: FinishError, err: &e}
 		}
-		return ending{reason: FinishError, err: &e}
+		// Asking again for a cancelled reply is asking for it anew.
+		return ending{reason: FinishError, err: &ErrorData{Code: CodeCancelled, Message: "the reply was cancelled before it was finished", Retryable: true}}
 	}
 	t.log().Warn("model call failed", "err", err)
 	e := errorFor(err)

@@ -204,20 +204,17 @@ func scrub(err error, secret string) error {
 	return out
 }
 
-// message is what a client may read of err: a ports.Error's message, or a
-// generic one for anything else.
+// message is what a client may read of err: what ports.Public tells of it,
+// but for an ended context, which is said as such rather than as internal.
 func message(err error) string {
-	switch e, ok := ports.AsError(err); {
-	case ok && e.Kind != ports.KindInternal:
-		if e.Message == "" {
-			return string(e.Kind)
-		}
-		return e.Message
+	switch pub := ports.Public(err); {
+	case pub.Kind != ports.KindInternal:
+		return pub.Message
 	case errors.Is(err, context.Canceled):
 		return "cancelled"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timed out"
 	default:
-		return "internal error"
+		return pub.Message
 	}
 }

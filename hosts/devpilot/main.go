@@ -444,10 +444,7 @@ func asUsage(err error) error {
 	switch ports.KindOf(err) {
 	case ports.KindInvalid, ports.KindMalformed, ports.KindNotFound, ports.KindConflict:
 		pe, _ := ports.AsError(err)
-		msg := pe.Message
-		if msg == "" {
-			msg = string(pe.Kind)
-		}
+		msg := ports.Public(pe).Message
 		for _, f := range pe.Fields {
 			msg += "; " + f.Field + ": " + f.Reason
 		}

@@ -81,8 +81,19 @@ func newProblem(ctx context.Context, kind ports.Kind, code, detail string) probl
 	}
 }
 
+// publicProblem is the problem for pe: what ports.Public tells of it. An
+// Error without a message is described by its kind's title.
+func publicProblem(ctx context.Context, pe *ports.Error) problem {
+	pub := ports.Public(pe)
+	detail := pub.Message
+	if pe.Message == "" && pub.Kind != ports.KindInternal {
+		detail = ""
+	}
+	return newProblem(ctx, pub.Kind, pub.Code, detail)
+}
+
 func internalProblem(ctx context.Context) problem {
-	return newProblem(ctx, ports.KindInternal, string(ports.KindInternal), "internal error")
+	return publicProblem(ctx, ports.ErrInternal)
 }
 
 // writeError answers a failed request with a problem response. It is the only
@@ -124,14 +135,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 
-	p := newProblem(ctx, pe.Kind, pe.ErrorCode(), pe.Message)
-	p.Errors = pe.Fields
+	p := publicProblem(ctx, pe)
+	if pe.Kind != ports.KindInternal {
+		p.Errors = pe.Fields
+	}
 	if n := len(p.Errors); n > maxProblemErrors {
 		p.Errors = p.Errors[:maxProblemErrors]
 		p.Detail += fmt.Sprintf(" (errors lists the first %d of %d; the rest are omitted)", maxProblemErrors, n)
-	}
-	if pe.Kind == ports.KindInternal {
-		p = internalProblem(ctx)
 	}
 	s.writeProblem(w, r, p, pe)
 }

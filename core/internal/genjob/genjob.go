@@ -4,7 +4,6 @@
 package genjob
 
 import (
-	"cmp"
 	"context"
 	"errors"
 
@@ -30,19 +29,17 @@ func (f *Failure) Error() string {
 func (f *Failure) Unwrap() error { return f.Cause }
 
 // FailureOf is the Failure to record for err: a Failure in its chain as it
-// is; a ports.Error with its code and client-safe message; an ended context
-// as a timeout; anything else as an internal error.
+// is; an ended context as a timeout, unless a ports.Error that is not
+// internal says otherwise; anything else as ports.Public tells it.
 func FailureOf(err error) *Failure {
 	if f, ok := errors.AsType[*Failure](err); ok {
 		return f
 	}
-	if e, ok := ports.AsError(err); ok && e.Kind != ports.KindInternal {
-		return &Failure{Code: e.ErrorCode(), Message: cmp.Or(e.Message, string(e.Kind)), Cause: err}
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	pub := ports.Public(err)
+	if pub.Kind == ports.KindInternal && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 		return &Failure{Code: string(ports.KindTimeout), Message: "the generation did not finish in time", Cause: err}
 	}
-	return &Failure{Code: string(ports.KindInternal), Message: "internal error", Cause: err}
+	return &Failure{Code: pub.Code, Message: pub.Message, Cause: err}
 }
 
 // Transient reports whether an error may go away when the job runs again:
