@@ -84,6 +84,29 @@ type APIToken struct {
 	RevokedAt  *time.Time
 }
 
+// TokenStatus says whether an API token still authenticates.
+type TokenStatus string
+
+// The statuses of an API token.
+const (
+	TokenActive  TokenStatus = "active"  // neither revoked nor expired: it authenticates
+	TokenRevoked TokenStatus = "revoked" // revoked, whether or not it has expired too
+	TokenExpired TokenStatus = "expired" // its ExpiresAt is not after now
+)
+
+// Status is the token's status at now: revoked once RevokedAt is set,
+// expired from ExpiresAt on, active otherwise. Only an active token
+// authenticates.
+func (t APIToken) Status(now time.Time) TokenStatus {
+	switch {
+	case t.RevokedAt != nil:
+		return TokenRevoked
+	case t.ExpiresAt != nil && !now.Before(*t.ExpiresAt):
+		return TokenExpired
+	}
+	return TokenActive
+}
+
 // OrgStore keeps organisations.
 type OrgStore interface {
 	// CreateOrg stores a new org; conflict when the name is taken.

@@ -216,7 +216,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (ports.Princip
 	if err != nil {
 		return ports.Principal{}, err
 	}
-	if rec.RevokedAt != nil || (rec.ExpiresAt != nil && !now.Before(*rec.ExpiresAt)) {
+	if rec.Status(now) != ports.TokenActive {
 		return ports.Principal{}, errBadToken
 	}
 	e := cachedPrincipal{

@@ -415,7 +415,7 @@ func (c cli) token(ctx context.Context, args []string) error {
 		fmt.Fprintln(tw, "ID\tPREFIX\tORG\tEMAIL\tNAME\tCREATED\tLAST USED\tSTATUS")
 		for _, t := range tokens {
 			fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Prefix, t.OrgName, t.Email, t.Name,
-				t.CreatedAt.Format(time.RFC3339), stamp(t.LastUsedAt), status(t.APIToken, time.Now()))
+				t.CreatedAt.Format(time.RFC3339), stamp(t.LastUsedAt), t.Status(time.Now()))
 		}
 		return tw.Flush()
 	default:
@@ -458,16 +458,6 @@ func stamp(t *time.Time) string {
 		return "never"
 	}
 	return t.Format(time.RFC3339)
-}
-
-func status(t ports.APIToken, now time.Time) string {
-	switch {
-	case t.RevokedAt != nil:
-		return "revoked"
-	case t.ExpiresAt != nil && !now.Before(*t.ExpiresAt):
-		return "expired"
-	}
-	return "active"
 }
 
 func oneLine(err error) string {
