@@ -273,7 +273,7 @@ func (s *Service) TestAccount(ctx context.Context, id string) (TestResult, error
 		err = s.d.Provider.Probe(ctx, c)
 	}
 	res.LatencyMS = s.d.Clock.Now().Sub(start).Milliseconds()
-	err = scrub(err, c.SecretAccessKey)
+	err = ports.Redact(err, c.SecretAccessKey)
 	if err != nil && ctx.Err() != nil {
 		return TestResult{}, err // the caller gave up: that says nothing about the account
 	}

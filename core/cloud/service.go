@@ -181,27 +181,7 @@ func call[T any](ctx context.Context, s *Service, a ports.CloudAccount, fn func(
 		return zero, err
 	}
 	v, err := fn(ctx, c)
-	return v, scrub(err, c.SecretAccessKey)
-}
-
-const redacted = "[redacted]"
-
-// scrub returns err, or, should its text contain the secret (a provider must
-// never do that), a copy of it of the same kind with the secret replaced.
-func scrub(err error, secret string) error {
-	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
-		return err
-	}
-	clean := func(s string) string { return strings.ReplaceAll(s, secret, redacted) }
-	out := &ports.Error{Kind: ports.KindInternal, Message: "internal error"}
-	if e, ok := ports.AsError(err); ok {
-		out = &ports.Error{Kind: e.Kind, Code: e.Code, Message: clean(e.Message), RetryAfter: e.RetryAfter}
-		for _, f := range e.Fields {
-			out.Fields = append(out.Fields, ports.FieldError{Field: f.Field, Reason: clean(f.Reason)})
-		}
-	}
-	out.Err = errors.New(clean(err.Error()))
-	return out
+	return v, ports.Redact(err, c.SecretAccessKey)
 }
 
 // message is what a client may read of err: what ports.Public tells of it,

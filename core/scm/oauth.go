@@ -173,7 +173,7 @@ func (s *Service) Callback(ctx context.Context, in CallbackInput) (CallbackResul
 	}
 	user, err := s.d.Provider.User(ctx, token)
 	if err != nil {
-		return CallbackResult{}, scrub(err, token)
+		return CallbackResult{}, ports.Redact(err, token)
 	}
 	owner := ports.Owner{OrgID: st.OrgID, UserID: st.UserID}
 	conn, err := s.saveConnection(ctx, owner, user.Login, token)
@@ -243,7 +243,7 @@ func (s *Service) recordRepositories(ctx context.Context, conn ports.SCMConnecti
 	for page := 0; page < repoPages; page++ {
 		list, next, err := s.d.Provider.ListRepos(ctx, token, ports.Page{Limit: repoPageSize, Cursor: cursor})
 		if err != nil {
-			return 0, s.providerError(ctx, conn, scrub(err, token))
+			return 0, s.providerError(ctx, conn, ports.Redact(err, token))
 		}
 		for _, r := range list {
 			repos = append(repos, ports.Repository{ID: s.d.IDs.NewID(), OrgID: conn.OrgID, UserID: conn.UserID,

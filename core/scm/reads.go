@@ -135,7 +135,7 @@ func list[T any](ctx context.Context, s *Service, conn ports.SCMConnection, fn f
 	}
 	items, next, err := fn(string(token))
 	if err != nil {
-		return nil, "", s.providerError(ctx, conn, scrub(err, string(token)))
+		return nil, "", s.providerError(ctx, conn, ports.Redact(err, string(token)))
 	}
 	return items, next, nil
 }

@@ -14,7 +14,6 @@ package scm
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"io"
 	"log/slog"
 	"net/url"
@@ -215,26 +214,6 @@ func checkPage(page ports.Page) (ports.Page, error) {
 	}
 	page.Limit = min(page.Limit, ProviderPageLimit)
 	return page, nil
-}
-
-const redacted = "[redacted]"
-
-// scrub returns err, or, should its text contain the secret (a provider must
-// never do that), a copy of it of the same kind with the secret replaced.
-func scrub(err error, secret string) error {
-	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
-		return err
-	}
-	clean := func(s string) string { return strings.ReplaceAll(s, secret, redacted) }
-	out := &ports.Error{Kind: ports.KindInternal, Message: "internal error"}
-	if e, ok := ports.AsError(err); ok {
-		out = &ports.Error{Kind: e.Kind, Code: e.Code, Message: clean(e.Message), RetryAfter: e.RetryAfter}
-		for _, f := range e.Fields {
-			out.Fields = append(out.Fields, ports.FieldError{Field: f.Field, Reason: clean(f.Reason)})
-		}
-	}
-	out.Err = errors.New(clean(err.Error()))
-	return out
 }
 
 // line makes text from outside (a title, a provider's message) safe to show
