@@ -3,6 +3,7 @@ package ports
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -120,6 +121,24 @@ func Wrap(kind Kind, cause error, message string) *Error {
 // Invalid returns an invalid-input Error listing the offending fields.
 func Invalid(message string, fields ...FieldError) *Error {
 	return &Error{Kind: KindInvalid, Message: message, Fields: fields}
+}
+
+// FieldsError returns nil when fields is empty, and otherwise an Error of
+// the given kind (malformed or invalid) listing them, whose message names
+// each: "invalid request (name: required; limit: must be 1 to 200)".
+func FieldsError(kind Kind, fields ...FieldError) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	parts := make([]string, len(fields))
+	for i, f := range fields {
+		parts[i] = f.Field + ": " + f.Reason
+	}
+	what := "malformed request"
+	if kind != KindMalformed {
+		what = "invalid request"
+	}
+	return &Error{Kind: kind, Message: what + " (" + strings.Join(parts, "; ") + ")", Fields: fields}
 }
 
 // NotFound returns a not_found Error for the named resource, such as

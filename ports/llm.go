@@ -106,6 +106,10 @@ const (
 	CodeTruncated = "truncated"
 )
 
+// ErrContextLength matches (errors.Is) a model's refusal of a conversation
+// too long for it: an invalid Error with CodeContextLength.
+var ErrContextLength = &Error{Kind: KindInvalid, Code: CodeContextLength}
+
 // LLM is a chat model that streams its answers and calls tools.
 type LLM interface {
 	// Chat runs one completion. Text deltas are passed to onDelta as they

@@ -68,3 +68,14 @@ func TestPublic(t *testing.T) {
 		}
 	}
 }
+
+func TestErrContextLength(t *testing.T) {
+	t.Parallel()
+	tooLong := fmt.Errorf("chat: %w", &ports.Error{Kind: ports.KindInvalid, Code: ports.CodeContextLength, Message: "too long"})
+	if !errors.Is(tooLong, ports.ErrContextLength) {
+		t.Errorf("errors.Is(%v, ErrContextLength) = false", tooLong)
+	}
+	if other := (&ports.Error{Kind: ports.KindInvalid, Code: ports.CodeInvalidRequest}); errors.Is(other, ports.ErrContextLength) {
+		t.Errorf("errors.Is(%v, ErrContextLength) = true", other)
+	}
+}

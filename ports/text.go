@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -149,4 +150,40 @@ func cleanValue(v any) any {
 		return out
 	}
 	return v
+}
+
+// OneLine returns s with each run of white space (line breaks included)
+// made one space and none at either end: a title or a name fit for one line
+// of a prompt, a log or a message.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Line returns s as one line of at most n bytes (Clip): each run of white
+// space and control characters made one space, none at either end. It
+// suits text from outside (a title, a provider's message) quoted in a
+// message or a prompt.
+func Line(s string, n int) string {
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+	return Clip(s, n)
+}
+
+// ClipBytes returns the longest prefix of s of at most max bytes that ends
+// at a rune boundary, and whether it is shorter than s.
+func ClipBytes(s string, max int) (string, bool) {
+	if len(s) <= max {
+		return s, false
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut], true
+}
+
+// Clip returns s, or when it is longer than n bytes, its ClipBytes prefix
+// marked with "…" (so at most n+3 bytes).
+func Clip(s string, n int) string {
+	if c, cut := ClipBytes(s, n); cut {
+		return c + "…"
+	}
+	return s
 }

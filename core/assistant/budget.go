@@ -3,7 +3,6 @@ package assistant
 import (
 	"encoding/json"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
@@ -116,11 +115,8 @@ func shorten(m *ports.Message, keep int) int {
 		return 0
 	}
 	before := messageTokens(*m)
-	cut := keep
-	for cut > 0 && !utf8.RuneStart(m.Content[cut]) {
-		cut--
-	}
-	text := m.Content[:cut] + "… (cut short to fit the model's context; call the tool again for all of it)"
+	head, _ := ports.ClipBytes(m.Content, keep)
+	text := head + "… (cut short to fit the model's context; call the tool again for all of it)"
 	if o := tool.Outcome(m.Content); o.OK || o.Error != m.Content {
 		// Ours: keep it a tool message the model can read as JSON.
 		b, _ := json.Marshal(map[string]any{"ok": o.OK, "truncated": true, "partial": text})

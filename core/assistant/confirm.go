@@ -186,14 +186,14 @@ func (s *Service) newConfirmation(p ports.Principal, sessionID, turnID string, c
 
 func (s *Service) summarise(def tool.Tool, args json.RawMessage) (sum string) {
 	if def.Summary == nil { // a read an organisation marked always_confirm
-		return truncate(oneLine(fmt.Sprintf("Run %s with %s.", def.Name, args)), maxSummaryLen, "…")
+		return truncate(ports.OneLine(fmt.Sprintf("Run %s with %s.", def.Name, args)), maxSummaryLen, "…")
 	}
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error("tool summary panicked", "tool", def.Name, "panic", v)
 			sum = ""
 		}
-		if sum = oneLine(sum); sum == "" {
+		if sum = ports.OneLine(sum); sum == "" {
 			sum = fmt.Sprintf("Run %s with %s.", def.Name, args)
 		}
 		sum = truncate(sum, maxSummaryLen, "…")

@@ -45,7 +45,7 @@ func systemPrompt(base string, prefs []ports.Preference, today time.Time) string
 		b.WriteString("\n\nThe user's standing instructions (follow them unless they conflict with the above):")
 		for _, p := range prefs {
 			b.WriteString("\n- ")
-			b.WriteString(oneLine(p.Instruction))
+			b.WriteString(ports.OneLine(p.Instruction))
 		}
 	}
 	return b.String()
@@ -68,7 +68,7 @@ func contextBlock(page *tool.PageContext, at time.Time) string {
 	var b strings.Builder
 	b.WriteString("<request_context>\n")
 	if page != nil && page.CurrentPage != "" {
-		b.WriteString("current_page: " + oneLine(page.CurrentPage) + "\n")
+		b.WriteString("current_page: " + ports.OneLine(page.CurrentPage) + "\n")
 	} else {
 		b.WriteString("current_page: none (the message was sent without a page)\n")
 	}
@@ -92,8 +92,6 @@ func withContext(msgs []ports.Message, page *tool.PageContext, at time.Time) {
 		}
 	}
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Answers synthesised for tool calls that have no stored answer.
 const (

@@ -213,18 +213,13 @@ func (t *turnRun) callModel() ([]ports.ToolCall, ports.FinishReason, error) {
 	}
 	req, size := t.request(t.budget)
 	res, err := t.s.d.LLM.Chat(t.ctx, req, onDelta)
-	if isContextLength(err) && streamed.Len() == 0 && t.ctx.Err() == nil {
+	if errors.Is(err, ports.ErrContextLength) && streamed.Len() == 0 && t.ctx.Err() == nil {
 		t.budget = max(size/2, 1)
 		t.log().Info("the model's context was exceeded; trying once more with a shorter history", "estimated_tokens", size, "budget", t.budget)
 		req, _ = t.request(t.budget)
 		res, err = t.s.d.LLM.Chat(t.ctx, req, onDelta)
 	}
 	return t.reply(msgID, streamed.String(), &res, err)
-}
-
-func isContextLength(err error) bool {
-	var pe *ports.Error
-	return errors.As(err, &pe) && pe.Code == ports.CodeContextLength
 }
 
 // request is what the model is asked next, with the tools routed for where

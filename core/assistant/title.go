@@ -116,7 +116,7 @@ func cleanTitle(s string, max int) string {
 		}
 		s = t
 	}
-	return truncate(oneLine(s), max, "…")
+	return truncate(ports.OneLine(s), max, "…")
 }
 
 // truncate cuts s to at most max characters, at a space when there is one in

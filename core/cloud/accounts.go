@@ -105,7 +105,7 @@ func (in NewAccount) check() (NewAccount, error) {
 	default:
 		bad("auth.mode", fmt.Sprintf("must be %s or %s", ports.AuthAssumeRole, ports.AuthAccessKey))
 	}
-	if err := fieldsError(ports.KindInvalid, fields); err != nil {
+	if err := ports.FieldsError(ports.KindInvalid, fields...); err != nil {
 		return NewAccount{}, err
 	}
 	return in, nil
@@ -142,8 +142,8 @@ func (s *Service) CreateAccount(ctx context.Context, in NewAccount) (ports.Cloud
 			return ports.CloudAccount{}, err
 		}
 		if in.Auth.ExternalID != "" && in.Auth.ExternalID != ext {
-			return ports.CloudAccount{}, fieldsError(ports.KindInvalid, []ports.FieldError{{Field: "auth.external_id",
-				Reason: "must be left out or be " + ext + ", the external id devpilot gives this organisation's roles (GET /cloud/external-id)"}})
+			return ports.CloudAccount{}, ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "auth.external_id",
+				Reason: "must be left out or be " + ext + ", the external id devpilot gives this organisation's roles (GET /cloud/external-id)"})
 		}
 		in.Auth.ExternalID = ext
 	}

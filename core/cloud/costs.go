@@ -125,7 +125,7 @@ func (s *Service) costQuery(in CostInput) (ports.CostQuery, error) {
 	if q.GroupBy != "" && q.GroupBy != GroupByService {
 		bad("group_by", "must be SERVICE or left out")
 	}
-	if err := fieldsError(ports.KindMalformed, fields); err != nil {
+	if err := ports.FieldsError(ports.KindMalformed, fields...); err != nil {
 		return ports.CostQuery{}, err
 	}
 	return q, nil
@@ -196,7 +196,7 @@ func parseAmount(s string) (*big.Rat, int, error) {
 		r, ok = new(big.Rat).SetString(s)
 	}
 	if !ok {
-		return nil, 0, ports.Errorf(ports.KindUpstream, "the provider reported the amount %q, which is not a decimal number", clip(s, 40))
+		return nil, 0, ports.Errorf(ports.KindUpstream, "the provider reported the amount %q, which is not a decimal number", ports.Clip(s, 40))
 	}
 	mantissa, exp, _ := strings.Cut(strings.ToLower(s), "e")
 	d := 0
@@ -220,15 +220,4 @@ func formatAmount(r *big.Rat, decimals int) string {
 		s = s[1:]
 	}
 	return s
-}
-
-// clip cuts s to at most n bytes at a character boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

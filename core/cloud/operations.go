@@ -111,14 +111,14 @@ func (q LogsInput) logQuery(fields []ports.FieldError) (ports.LogQuery, error) {
 		}
 		lq.Since = t.UTC()
 	}
-	if err := fieldsError(ports.KindMalformed, fields); err != nil {
+	if err := ports.FieldsError(ports.KindMalformed, fields...); err != nil {
 		return lq, err
 	}
 	switch {
 	case q.Limit == 0:
 		lq.Limit = DefaultLogLimit
 	case q.Limit < 1 || q.Limit > MaxLogLimit:
-		return lq, fieldsError(ports.KindInvalid, []ports.FieldError{{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxLogLimit)}})
+		return lq, ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxLogLimit)})
 	default:
 		lq.Limit = q.Limit
 	}
@@ -151,7 +151,7 @@ func (s *Service) ListServices(ctx context.Context, accountID, cluster string) (
 	if err != nil {
 		return nil, err
 	}
-	if err := fieldsError(ports.KindMalformed, required("cluster", cluster)); err != nil {
+	if err := ports.FieldsError(ports.KindMalformed, required("cluster", cluster)...); err != nil {
 		return nil, err
 	}
 	a, err := s.pick(ctx, p, accountID)
@@ -173,7 +173,7 @@ func (s *Service) DeployService(ctx context.Context, in ServiceRef) (ports.Deplo
 	if err != nil {
 		return ports.Deployment{}, err
 	}
-	if err := fieldsError(ports.KindMalformed, required("service", in.Service)); err != nil {
+	if err := ports.FieldsError(ports.KindMalformed, required("service", in.Service)...); err != nil {
 		return ports.Deployment{}, err
 	}
 	a, cluster, err := s.locateService(ctx, p, in)
@@ -203,14 +203,14 @@ func (s *Service) ScaleService(ctx context.Context, in ScaleInput) (ports.Contai
 	if err != nil {
 		return ports.ContainerService{}, err
 	}
-	if err := fieldsError(ports.KindMalformed, fields); err != nil {
+	if err := ports.FieldsError(ports.KindMalformed, fields...); err != nil {
 		return ports.ContainerService{}, err
 	}
 	switch n := *in.DesiredCount; {
 	case n < 0 || n > MaxDesiredCount:
-		return ports.ContainerService{}, fieldsError(ports.KindInvalid, []ports.FieldError{{Field: "desired_count", Reason: fmt.Sprintf("must be 0 to %d", MaxDesiredCount)}})
+		return ports.ContainerService{}, ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "desired_count", Reason: fmt.Sprintf("must be 0 to %d", MaxDesiredCount)})
 	case n == 0 && !in.ConfirmScaleToZero:
-		return ports.ContainerService{}, fieldsError(ports.KindInvalid, []ports.FieldError{{Field: "confirm_scale_to_zero", Reason: "must be true to scale a service to 0 tasks, which stops it"}})
+		return ports.ContainerService{}, ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "confirm_scale_to_zero", Reason: "must be true to scale a service to 0 tasks, which stops it"})
 	}
 	n := *in.DesiredCount
 	a, cluster, err := s.locateService(ctx, p, in.ServiceRef)
@@ -284,7 +284,7 @@ func (s *Service) InvokeFunction(ctx context.Context, in InvokeInput) (ports.Inv
 		}
 		payload = buf.Bytes()
 	}
-	if err := fieldsError(ports.KindMalformed, fields); err != nil {
+	if err := ports.FieldsError(ports.KindMalformed, fields...); err != nil {
 		return ports.Invocation{}, err
 	}
 	if len(payload) > MaxPayloadBytes {
@@ -386,7 +386,7 @@ func (s *Service) DeployApp(ctx context.Context, in AppDeployInput) (StartedBuil
 	if err != nil {
 		return StartedBuild{}, err
 	}
-	if err := fieldsError(ports.KindMalformed, required("app_id", in.AppID)); err != nil {
+	if err := ports.FieldsError(ports.KindMalformed, required("app_id", in.AppID)...); err != nil {
 		return StartedBuild{}, err
 	}
 	var a ports.CloudAccount
@@ -444,7 +444,7 @@ func (s *Service) BuildLogs(ctx context.Context, in BuildQuery) (ports.Build, er
 	if err != nil {
 		return ports.Build{}, err
 	}
-	if err := fieldsError(ports.KindMalformed, required("app_id", in.AppID, "build_id", in.BuildID)); err != nil {
+	if err := ports.FieldsError(ports.KindMalformed, required("app_id", in.AppID, "build_id", in.BuildID)...); err != nil {
 		return ports.Build{}, err
 	}
 	if ports.IsID(in.BuildID) {

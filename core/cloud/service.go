@@ -87,23 +87,6 @@ func New(cfg Config, d Deps) *Service {
 	return &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "cloud")}
 }
 
-// fieldsError is an error of the kind listing the fields, with a message that
-// names them too (the assistant's model sees only the message).
-func fieldsError(kind ports.Kind, fields []ports.FieldError) error {
-	if len(fields) == 0 {
-		return nil
-	}
-	parts := make([]string, len(fields))
-	for i, f := range fields {
-		parts[i] = f.Field + ": " + f.Reason
-	}
-	what := "malformed request"
-	if kind != ports.KindMalformed {
-		what = "invalid request"
-	}
-	return &ports.Error{Kind: kind, Message: what + " (" + strings.Join(parts, "; ") + ")", Fields: fields}
-}
-
 // required names each field whose value is blank; pairs are field, value.
 func required(pairs ...string) []ports.FieldError {
 	var fields []ports.FieldError
@@ -146,7 +129,7 @@ func (s *Service) target(ctx context.Context, accountID string, fields []ports.F
 	if err != nil {
 		return p, ports.CloudAccount{}, err
 	}
-	if err := fieldsError(ports.KindMalformed, fields); err != nil {
+	if err := ports.FieldsError(ports.KindMalformed, fields...); err != nil {
 		return p, ports.CloudAccount{}, err
 	}
 	a, err := s.account(ctx, p, accountID)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
@@ -196,10 +195,8 @@ type toolArgs struct {
 // decodeArgs reads arguments that passed the tool's schema.
 func decodeArgs(raw json.RawMessage) (toolArgs, error) {
 	var a toolArgs
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return a, ports.Wrap(ports.KindInvalid, err, "the arguments do not fit the tool's schema")
-	}
-	return a, nil
+	err := tool.DecodeArgs(raw, &a)
+	return a, err
 }
 
 func (a toolArgs) logs() LogsInput {
@@ -226,7 +223,7 @@ func (a toolArgs) payload() (json.RawMessage, error) {
 		return nil, nil
 	}
 	if !json.Valid([]byte(text)) {
-		return nil, ports.Errorf(ports.KindInvalid, "the payload is not JSON text: %s", clip(text, 200))
+		return nil, ports.Errorf(ports.KindInvalid, "the payload is not JSON text: %s", ports.Clip(text, 200))
 	}
 	return json.RawMessage(text), nil
 }
@@ -393,17 +390,10 @@ func inAccount(id string) string {
 // word makes a model-chosen name safe to show in one line: no control
 // characters or runs of spaces, at most 100 bytes.
 func word(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.Join(strings.Fields(s), " ")
-	if s == "" {
+	if s = ports.Line(s, 100); s == "" {
 		return `""`
 	}
-	return clip(s, 100)
+	return s
 }
 
 // The views of provider records for the model: snake_case and bounded.
@@ -449,7 +439,7 @@ func serviceView(v ports.ContainerService) any {
 }
 
 func logView(e ports.LogEvent) any {
-	return map[string]any{"timestamp": e.Timestamp, "message": clip(e.Message, maxToolLogLine), "stream": e.Stream}
+	return map[string]any{"timestamp": e.Timestamp, "message": ports.Clip(e.Message, maxToolLogLine), "stream": e.Stream}
 }
 
 func functionView(f ports.Function) any {
@@ -486,7 +476,7 @@ func invocationView(inv ports.Invocation) any {
 	case len(p) <= maxToolPayloadText && json.Valid(p):
 		out["payload"] = json.RawMessage(p)
 	default:
-		out["payload_text"] = clip(string(p), maxToolPayloadText)
+		out["payload_text"] = ports.Clip(string(p), maxToolPayloadText)
 	}
 	return out
 }

@@ -63,9 +63,6 @@ func (f *fieldErrors) list(field string, in []string, maxItems, maxLen int, dedu
 
 func (f fieldErrors) err() error { return invalid(f) }
 
-// line collapses the whitespace of s into single spaces.
-func line(s string) string { return strings.Join(strings.Fields(s), " ") }
-
 // clipRunes cuts s to at most max characters.
 func clipRunes(s string, max int) string {
 	if len(s) <= max {
@@ -79,16 +76,4 @@ func clipRunes(s string, max int) string {
 		n++
 	}
 	return s
-}
-
-// clipBytes cuts s to at most max bytes at a character boundary.
-func clipBytes(s string, max int) (string, bool) {
-	if len(s) <= max {
-		return s, false
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut], true
 }

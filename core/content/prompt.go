@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/devpilot/devpilot/core/internal/genjob"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -48,7 +49,7 @@ func buildMessages(b ports.Brand, brief ports.Brief, variant int) []ports.Messag
 	if len(b.Values) > 0 {
 		sys.WriteString("Values:\n")
 		for _, v := range b.Values {
-			sys.WriteString("- " + line(v) + "\n")
+			sys.WriteString("- " + ports.OneLine(v) + "\n")
 		}
 	}
 	if len(b.BannedWords) > 0 {
@@ -65,12 +66,12 @@ func buildMessages(b ports.Brand, brief ports.Brief, variant int) []ports.Messag
 		}
 	}
 	if g := strings.TrimSpace(b.StyleGuide); g != "" {
-		sys.WriteString("Style guide:\n<style_guide>\n" + fenced(g, "style_guide") + "\n</style_guide>\n")
+		sys.WriteString("Style guide:\n<style_guide>\n" + genjob.Fenced(g, "style_guide") + "\n</style_guide>\n")
 	}
 	if len(b.Examples) > 0 {
 		sys.WriteString("Examples of the brand's writing (match their voice; do not copy their content):\n")
 		for i, ex := range b.Examples {
-			fmt.Fprintf(&sys, "<example n=\"%d\">\n%s\n</example>\n", i+1, fenced(ex, "example"))
+			fmt.Fprintf(&sys, "<example n=\"%d\">\n%s\n</example>\n", i+1, genjob.Fenced(ex, "example"))
 		}
 	}
 
@@ -85,7 +86,7 @@ func buildMessages(b ports.Brand, brief ports.Brief, variant int) []ports.Messag
 	field(&u, "Call to action", brief.CTA)
 	field(&u, "Length", lengthBounds(brief.MinWords, brief.MaxWords))
 	if n := strings.TrimSpace(brief.Notes); n != "" {
-		u.WriteString("Notes:\n" + fenced(n, "brief") + "\n")
+		u.WriteString("Notes:\n" + genjob.Fenced(n, "brief") + "\n")
 	}
 	u.WriteString("</brief>\n\n")
 	if angle, ok := variantAngles[variant]; ok {
@@ -109,11 +110,6 @@ func lengthBounds(min, max int) string {
 		return fmt.Sprintf("at most %d words", max)
 	}
 	return ""
-}
-
-// fenced keeps text from closing the tag it is wrapped in.
-func fenced(text, tag string) string {
-	return strings.ReplaceAll(strings.TrimSpace(text), "</"+tag, "<\\/"+tag)
 }
 
 // draftSchema is the structured output asked of the model; it stays within
@@ -141,7 +137,7 @@ func parseDraft(res ports.ChatResult, brief ports.Brief) (draft, error) {
 		}
 		d = draft{body: text}
 	}
-	d.title = clipRunes(line(d.title), MaxTitleLen)
+	d.title = clipRunes(ports.OneLine(d.title), MaxTitleLen)
 	if d.title == "" {
 		d.title = brief.Title
 	}

@@ -98,10 +98,10 @@ func toolBrandOf(b ports.Brand) toolBrand {
 	out := toolBrand{ProjectID: b.ProjectID, Name: b.Name, Voice: b.Voice, Tone: nonNil(b.Tone), Audience: b.Audience,
 		Values: nonNil(b.Values), BannedWords: nonNil(b.BannedWords), PreferredTerms: pairsOf(b.PreferredTerms),
 		Examples: make([]string, len(b.Examples)), Version: b.Version}
-	out.StyleGuide, out.Truncated = clipBytes(b.StyleGuide, maxToolBodyLen)
+	out.StyleGuide, out.Truncated = ports.ClipBytes(b.StyleGuide, maxToolBodyLen)
 	for i, ex := range b.Examples {
 		var cut bool
-		out.Examples[i], cut = clipBytes(ex, maxToolExampleLen)
+		out.Examples[i], cut = ports.ClipBytes(ex, maxToolExampleLen)
 		out.Truncated = out.Truncated || cut
 	}
 	if !b.UpdatedAt.IsZero() {
@@ -348,18 +348,11 @@ type contentIDArgs struct {
 	ContentID string `json:"content_id"`
 }
 
-func decodeArgs(raw json.RawMessage, v any) error {
-	if err := json.Unmarshal(raw, v); err != nil {
-		return ports.Wrap(ports.KindInvalid, err, "the arguments do not fit the tool's schema")
-	}
-	return nil
-}
-
 func (s *Service) runGetBrand(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args struct {
 		ProjectID string `json:"project_id"`
 	}
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	b, err := s.Brand(ctx, args.ProjectID)
@@ -375,7 +368,7 @@ func (s *Service) runListBriefs(ctx context.Context, raw json.RawMessage) (any, 
 		Limit     int    `json:"limit"`
 		Cursor    string `json:"cursor"`
 	}
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	briefs, next, err := s.ListBriefs(ctx, args.ProjectID, ports.Page{Limit: args.Limit, Cursor: args.Cursor})
@@ -397,7 +390,7 @@ func (s *Service) runListContent(ctx context.Context, raw json.RawMessage) (any,
 		Limit     int                 `json:"limit"`
 		Cursor    string              `json:"cursor"`
 	}
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	f := ports.ContentFilter{ProjectID: args.ProjectID, BriefID: args.BriefID, Status: args.Status}
@@ -414,7 +407,7 @@ func (s *Service) runListContent(ctx context.Context, raw json.RawMessage) (any,
 
 func (s *Service) runGetContent(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args contentIDArgs
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	it, err := s.Item(ctx, args.ContentID)
@@ -422,13 +415,13 @@ func (s *Service) runGetContent(ctx context.Context, raw json.RawMessage) (any, 
 		return nil, err
 	}
 	out := toolItemDetail{toolItem: toolItemOf(it)}
-	out.Body, out.Truncated = clipBytes(it.Body, maxToolBodyLen)
+	out.Body, out.Truncated = ports.ClipBytes(it.Body, maxToolBodyLen)
 	return out, nil
 }
 
 func (s *Service) runUpdateBrand(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args updateBrandArgs
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	b, err := s.PutBrand(ctx, args.ProjectID, BrandInput{Name: args.Name, Voice: args.Voice, Tone: args.Tone,
@@ -442,7 +435,7 @@ func (s *Service) runUpdateBrand(ctx context.Context, raw json.RawMessage) (any,
 
 func (s *Service) runCreateBrief(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args createBriefArgs
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	b, err := s.CreateBrief(ctx, BriefInput{ProjectID: args.ProjectID, Title: args.Title, Goal: args.Goal,
@@ -456,7 +449,7 @@ func (s *Service) runCreateBrief(ctx context.Context, raw json.RawMessage) (any,
 
 func (s *Service) runGenerateContent(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args generateContentArgs
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	items, err := s.Generate(ctx, args.BriefID, args.Variants)
@@ -477,7 +470,7 @@ func (s *Service) runGenerateContent(ctx context.Context, raw json.RawMessage) (
 
 func (s *Service) runUpdateContent(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args updateContentArgs
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	it, err := s.UpdateItem(ctx, args.ContentID, UpdateInput{Version: args.Version, Title: args.Title, Body: args.Body, Status: args.Status})
@@ -489,7 +482,7 @@ func (s *Service) runUpdateContent(ctx context.Context, raw json.RawMessage) (an
 
 func (s *Service) runDeleteContent(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args contentIDArgs
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	if err := s.DeleteItem(ctx, args.ContentID); err != nil {
@@ -502,7 +495,7 @@ func summariseUpdateBrand(raw json.RawMessage) string {
 	var args updateBrandArgs
 	_ = json.Unmarshal(raw, &args)
 	name := ""
-	if n := line(args.Name); n != "" {
+	if n := ports.OneLine(args.Name); n != "" {
 		name = fmt.Sprintf(" (%q)", clipRunes(n, 60))
 	}
 	return fmt.Sprintf("Replace the brand settings of project %s%s with %s and %s; settings left out are cleared.",
@@ -512,11 +505,11 @@ func summariseUpdateBrand(raw json.RawMessage) string {
 func summariseCreateBrief(raw json.RawMessage) string {
 	var args createBriefArgs
 	_ = json.Unmarshal(raw, &args)
-	format := line(args.Format)
+	format := ports.OneLine(args.Format)
 	if format == "" {
 		format = DefaultFormat
 	}
-	return fmt.Sprintf("Create the %s brief %q for project %s.", clipRunes(format, MaxFormatLen), clipRunes(line(args.Title), 80), args.ProjectID)
+	return fmt.Sprintf("Create the %s brief %q for project %s.", clipRunes(format, MaxFormatLen), clipRunes(ports.OneLine(args.Title), 80), args.ProjectID)
 }
 
 func summariseGenerateContent(raw json.RawMessage) string {
@@ -533,7 +526,7 @@ func summariseUpdateContent(raw json.RawMessage) string {
 	_ = json.Unmarshal(raw, &args)
 	var changes []string
 	if args.Title != nil {
-		changes = append(changes, fmt.Sprintf("retitle it %q", clipRunes(line(*args.Title), 80)))
+		changes = append(changes, fmt.Sprintf("retitle it %q", clipRunes(ports.OneLine(*args.Title), 80)))
 	}
 	if args.Body != nil {
 		changes = append(changes, fmt.Sprintf("replace its body (%s)", count(len(strings.Fields(*args.Body)), "word")))

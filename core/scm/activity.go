@@ -69,7 +69,7 @@ func decodeCursor(page ports.Page) (activityCursor, error) {
 		err = json.Unmarshal(b, &c)
 	}
 	if err != nil || c.N < 1 || c.N > MaxPageLimit || c.S[0].Skip < 0 || c.S[1].Skip < 0 {
-		return c, fieldsError(ports.KindInvalid, ports.FieldError{Field: "cursor", Reason: "is not a cursor this list returned"})
+		return c, ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "cursor", Reason: "is not a cursor this list returned"})
 	}
 	return c, nil
 }

@@ -107,13 +107,13 @@ func entry(e ports.SCMWebhookEvent, action string) (ports.SCMActivity, error) {
 	if e.RepoID == 0 {
 		return ports.SCMActivity{}, unusable(e.Kind + " payload lacks repository.id")
 	}
-	if line(e.Actor, maxLoginLen) == "" {
+	if ports.Line(e.Actor, maxLoginLen) == "" {
 		return ports.SCMActivity{}, unusable(e.Kind + " payload lacks sender.login")
 	}
-	return ports.SCMActivity{RepoID: e.RepoID, Kind: e.Kind, Action: action, Actor: line(e.Actor, maxLoginLen)}, nil
+	return ports.SCMActivity{RepoID: e.RepoID, Kind: e.Kind, Action: action, Actor: ports.Line(e.Actor, maxLoginLen)}, nil
 }
 
-func repoURL(e ports.SCMWebhookEvent) string { return clip(e.RepoURL, maxURLLen) }
+func repoURL(e ports.SCMWebhookEvent) string { return ports.Clip(e.RepoURL, maxURLLen) }
 
 func mapPush(p ports.SCMWebhookEvent) ([]ports.SCMActivity, error) {
 	n := p.Commits
@@ -146,7 +146,7 @@ func mapPush(p ports.SCMWebhookEvent) ([]ports.SCMActivity, error) {
 		head = p.HeadCommit
 	}
 	head = commitSHA(head)
-	e.Ref, e.URL = name, clip(line(p.Compare, maxURLLen), maxURLLen)
+	e.Ref, e.URL = name, ports.Clip(ports.Line(p.Compare, maxURLLen), maxURLLen)
 	if e.URL == "" && head != "" && repoURL(p) != "" {
 		e.URL = repoURL(p) + "/commit/" + head
 	}
@@ -178,7 +178,7 @@ func commitSHA(sha string) string {
 
 // refName is a ref's short name, and whether it is a tag.
 func refName(ref string) (string, bool) {
-	ref = line(ref, maxRefLen)
+	ref = ports.Line(ref, maxRefLen)
 	if name, ok := strings.CutPrefix(ref, "refs/tags/"); ok {
 		return name, true
 	}
@@ -208,10 +208,10 @@ func mapPull(p ports.SCMWebhookEvent) ([]ports.SCMActivity, error) {
 	if n <= 0 {
 		return nil, unusable("pull_request payload lacks number")
 	}
-	e.Ref = line(p.Ref, maxRefLen)
-	e.URL = clip(p.URL, maxURLLen)
+	e.Ref = ports.Line(p.Ref, maxRefLen)
+	e.URL = ports.Clip(p.URL, maxURLLen)
 	e.Summary = fmt.Sprintf("%s %s pull request #%d", e.Actor, action, n)
-	if title := line(p.Title, maxTitleLen); action == "opened" && title != "" {
+	if title := ports.Line(p.Title, maxTitleLen); action == "opened" && title != "" {
 		e.Summary += ": " + title
 	}
 	return []ports.SCMActivity{e}, nil
@@ -231,7 +231,7 @@ func mapRef(kind, verb string) mapper {
 		if err != nil {
 			return nil, err
 		}
-		if e.Ref = line(p.Ref, maxRefLen); e.Ref == "" {
+		if e.Ref = ports.Line(p.Ref, maxRefLen); e.Ref == "" {
 			return nil, unusable(kind + " payload lacks ref")
 		}
 		e.URL = repoURL(p)
@@ -251,10 +251,10 @@ func mapRelease(p ports.SCMWebhookEvent) ([]ports.SCMActivity, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !p.HasRelease || line(p.Ref, maxRefLen) == "" {
+	if !p.HasRelease || ports.Line(p.Ref, maxRefLen) == "" {
 		return nil, unusable("release payload lacks release.tag_name")
 	}
-	e.Ref, e.URL = line(p.Ref, maxRefLen), clip(p.URL, maxURLLen)
+	e.Ref, e.URL = ports.Line(p.Ref, maxRefLen), ports.Clip(p.URL, maxURLLen)
 	e.Summary = fmt.Sprintf("%s published release %s", e.Actor, e.Ref)
 	return []ports.SCMActivity{e}, nil
 }
@@ -270,7 +270,7 @@ func mapComment(p ports.SCMWebhookEvent) ([]ports.SCMActivity, error) {
 	if !p.HasIssue || p.Number <= 0 {
 		return nil, unusable("issue_comment payload lacks issue.number")
 	}
-	e.URL = clip(p.URL, maxURLLen)
+	e.URL = ports.Clip(p.URL, maxURLLen)
 	e.Summary = fmt.Sprintf("%s commented on #%d", e.Actor, p.Number)
 	return []ports.SCMActivity{e}, nil
 }

@@ -128,8 +128,8 @@ func boundTo(st ports.OAuthState, binding string) bool {
 // Config.PublicURL is not set; the provider's other errors.
 func (s *Service) Callback(ctx context.Context, in CallbackInput) (CallbackResult, error) {
 	if in.Error != "" {
-		msg := s.providerName() + ": " + line(in.Error, 100)
-		if d := line(in.ErrorDescription, 500); d != "" {
+		msg := s.providerName() + ": " + ports.Line(in.Error, 100)
+		if d := ports.Line(in.ErrorDescription, 500); d != "" {
 			msg += ": " + d
 		}
 		return CallbackResult{}, &ports.Error{Kind: ports.KindMalformed, Message: msg}
@@ -140,7 +140,7 @@ func (s *Service) Callback(ctx context.Context, in CallbackInput) (CallbackResul
 			fields = append(fields, ports.FieldError{Field: f[0], Reason: "required"})
 		}
 	}
-	if err := fieldsError(ports.KindMalformed, fields...); err != nil {
+	if err := ports.FieldsError(ports.KindMalformed, fields...); err != nil {
 		return CallbackResult{}, err
 	}
 	if err := s.configured(); err != nil {
@@ -290,10 +290,10 @@ func (s *Service) checkRedirect(raw string) error {
 	if raw == "" {
 		return nil
 	}
-	bad := fieldsError(ports.KindInvalid, ports.FieldError{Field: "redirect_after",
+	bad := ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "redirect_after",
 		Reason: "must be a path such as /settings or a URL on " + s.origin()})
 	if len(raw) > MaxRedirectLen {
-		return fieldsError(ports.KindInvalid, ports.FieldError{Field: "redirect_after", Reason: "must be at most 2048 characters"})
+		return ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "redirect_after", Reason: "must be at most 2048 characters"})
 	}
 	// Browsers read a backslash as a slash, and drop tabs and newlines.
 	if strings.ContainsFunc(raw, func(r rune) bool { return r == '\\' || unicode.IsSpace(r) || unicode.IsControl(r) }) {

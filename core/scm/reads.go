@@ -59,10 +59,10 @@ func (s *Service) SearchCommits(ctx context.Context, q string, page ports.Page) 
 	}
 	q = strings.TrimSpace(q)
 	if q == "" {
-		return nil, "", fieldsError(ports.KindMalformed, ports.FieldError{Field: "q", Reason: "required"})
+		return nil, "", ports.FieldsError(ports.KindMalformed, ports.FieldError{Field: "q", Reason: "required"})
 	}
 	if utf8.RuneCountInString(q) > MaxQueryLen {
-		return nil, "", fieldsError(ports.KindInvalid, ports.FieldError{Field: "q", Reason: "must be at most 256 characters"})
+		return nil, "", ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "q", Reason: "must be at most 256 characters"})
 	}
 	if page, err = checkPage(page); err != nil {
 		return nil, "", err

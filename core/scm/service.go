@@ -19,8 +19,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/devpilot/devpilot/core/internal/groupcommit"
 	"github.com/devpilot/devpilot/ports"
@@ -190,23 +188,6 @@ func (s *Service) providerName() string {
 	return s.cfg.Provider
 }
 
-// fieldsError is an error of the kind listing the fields, with a message that
-// names them too (the assistant's model sees only the message).
-func fieldsError(kind ports.Kind, fields ...ports.FieldError) error {
-	if len(fields) == 0 {
-		return nil
-	}
-	parts := make([]string, len(fields))
-	for i, f := range fields {
-		parts[i] = f.Field + ": " + f.Reason
-	}
-	what := "malformed request"
-	if kind != ports.KindMalformed {
-		what = "invalid request"
-	}
-	return &ports.Error{Kind: kind, Message: what + " (" + strings.Join(parts, "; ") + ")", Fields: fields}
-}
-
 func checkPage(page ports.Page) (ports.Page, error) {
 	page, err := page.Checked()
 	if err != nil {
@@ -214,25 +195,6 @@ func checkPage(page ports.Page) (ports.Page, error) {
 	}
 	page.Limit = min(page.Limit, ProviderPageLimit)
 	return page, nil
-}
-
-// line makes text from outside (a title, a provider's message) safe to show
-// in one line: no control characters or runs of spaces, at most n bytes.
-func line(s string, n int) string {
-	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
-	return clip(s, n)
-}
-
-// clip keeps at most n bytes of s, cut at a rune boundary, marked with "…".
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // detached keeps ctx's values but not its cancellation, for bookkeeping

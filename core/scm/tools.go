@@ -92,8 +92,8 @@ func (a toolArgs) page() ports.Page { return ports.Page{Limit: a.Limit, Cursor: 
 func run(fn func(context.Context, toolArgs) (any, error)) func(context.Context, json.RawMessage) (any, error) {
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var a toolArgs
-		if err := json.Unmarshal(raw, &a); err != nil {
-			return nil, ports.Wrap(ports.KindInvalid, err, "the arguments do not fit the tool's schema")
+		if err := tool.DecodeArgs(raw, &a); err != nil {
+			return nil, err
 		}
 		v, err := fn(ctx, a)
 		if err != nil {
@@ -155,7 +155,7 @@ type toolRepo struct {
 }
 
 func repoView(r ports.Repository) toolRepo {
-	return toolRepo{ID: r.ID, FullName: r.FullName, Description: clip(r.Description, maxToolDescription),
+	return toolRepo{ID: r.ID, FullName: r.FullName, Description: ports.Clip(r.Description, maxToolDescription),
 		DefaultBranch: r.DefaultBranch, Private: r.Private, URL: r.HTMLURL, PushedAt: r.PushedAt}
 }
 
@@ -170,7 +170,7 @@ type toolCommit struct {
 }
 
 func commitView(c ports.SCMCommit) toolCommit {
-	return toolCommit{SHA: c.SHA, Repo: c.Repo, Message: clip(strings.TrimSpace(c.Message), maxToolMessage),
+	return toolCommit{SHA: c.SHA, Repo: c.Repo, Message: ports.Clip(strings.TrimSpace(c.Message), maxToolMessage),
 		Author: c.AuthorName, AuthorLogin: c.AuthorLogin, CommittedAt: timeOrNil(c.CommittedAt), URL: c.HTMLURL}
 }
 

@@ -111,7 +111,7 @@ func (s *Service) ReceiveWebhook(ctx context.Context, in WebhookInput) (duplicat
 	if !headerToken(in.DeliveryID, maxDeliveryLen) {
 		fields = append(fields, ports.FieldError{Field: "X-GitHub-Delivery", Reason: "required: a delivery id of at most 128 letters, digits or -_."})
 	}
-	if err := fieldsError(ports.KindMalformed, fields...); err != nil {
+	if err := ports.FieldsError(ports.KindMalformed, fields...); err != nil {
 		return false, err
 	}
 	payload, err := check.Payload(body)

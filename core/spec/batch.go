@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/devpilot/devpilot/core/internal/genjob"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -142,7 +143,7 @@ func prdBrief(p *prdDoc) string {
 		NonFunctional []nfRequirement `json:"non_functional_requirements"`
 	}{p.Title, p.Summary, p.Glossary, p.NonFunctional}
 	b, _ := json.Marshal(brief)
-	return "<prd_summary>\n" + fenced(string(b), "prd_summary") + "\n</prd_summary>\n"
+	return "<prd_summary>\n" + genjob.Fenced(string(b), "prd_summary") + "\n</prd_summary>\n"
 }
 
 func requirementsOf(p *prdDoc, ids []string) []requirement {
@@ -160,7 +161,7 @@ func requirementsOf(p *prdDoc, ids []string) []requirement {
 
 func tagged(tag string, v any) string {
 	b, _ := json.Marshal(v)
-	return "<" + tag + ">\n" + fenced(string(b), tag) + "\n</" + tag + ">\n"
+	return "<" + tag + ">\n" + genjob.Fenced(string(b), tag) + "\n</" + tag + ">\n"
 }
 
 // batchMessages is a batch call: the stage's system message (with its

@@ -56,12 +56,6 @@ func inputTokens(inputs []ports.SpecInput) int {
 	return n
 }
 
-// isContextLength reports whether err is a provider's refusal of a request
-// too long for the model's context window.
-func isContextLength(err error) bool {
-	return errors.Is(err, &ports.Error{Kind: ports.KindInvalid, Code: ports.CodeContextLength})
-}
-
 // askWithinBudget asks for args.Stage from the raw inputs and the earlier
 // artifacts, repairing findings once — unless the inputs are too long.
 // They are when the session has a current stored digest (made for an
@@ -83,7 +77,7 @@ func (s *Service) askWithinBudget(ctx context.Context, args GenerateStageArgs, i
 		n := estimateRequest(msgs, responseFormat(st))
 		if n <= s.cfg.ContextBudget {
 			out, res, err := s.askRepairing(ctx, st, msgs, findings, log)
-			if !isContextLength(err) || inputTokens(inputs) < minDigestTokens {
+			if !errors.Is(err, ports.ErrContextLength) || inputTokens(inputs) < minDigestTokens {
 				return out, res, err
 			}
 			log.WarnContext(ctx, "the model's context window is too small for the inputs; digesting them", "estimated_tokens", n, "err", err)

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
+	"github.com/devpilot/devpilot/core/internal/genjob"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -211,14 +211,11 @@ func splitText(text string, maxBytes int) []string {
 	}
 	for line := range strings.SplitAfterSeq(text, "\n") {
 		for len(line) > maxBytes {
-			cut := maxBytes
-			for cut > 0 && !utf8.RuneStart(line[cut]) {
-				cut--
-			}
+			head, _ := ports.ClipBytes(line, maxBytes)
 			flush()
-			cur.WriteString(line[:cut])
+			cur.WriteString(head)
 			flush()
-			line = line[cut:]
+			line = line[len(head):]
 		}
 		if cur.Len()+len(line) > maxBytes {
 			flush()
@@ -237,10 +234,10 @@ func splitText(text string, maxBytes int) []string {
 // chunk's input, whatever the model wrote.
 func (s *Service) mapChunk(ctx context.Context, c chunk, splits int, log *slog.Logger) ([]digestDoc, error) {
 	user := fmt.Sprintf("<input id=%s kind=%q title=%s part=\"%d of %d\">\n%s\n</input>\n\nWrite down the key facts of this part now.",
-		strconv.Quote(c.in.ID), c.in.Kind, strconv.Quote(c.in.Title), c.part, c.parts, fenced(c.text, "input"))
+		strconv.Quote(c.in.ID), c.in.Kind, strconv.Quote(c.in.Title), c.part, c.parts, genjob.Fenced(c.text, "input"))
 	msgs := []ports.Message{{Role: ports.MessageSystem, Content: digestMapPrompt}, {Role: ports.MessageUser, Content: user}}
 	doc, _, err := s.askDigest(ctx, DigestMapSchema, msgs, log)
-	if isContextLength(err) && splits < maxSplits && len(c.text) > 1024 {
+	if errors.Is(err, ports.ErrContextLength) && splits < maxSplits && len(c.text) > 1024 {
 		log.WarnContext(ctx, "a chunk of the inputs is too long for the model; halving it", "input_id", c.in.ID, "bytes", len(c.text))
 		var out []digestDoc
 		for _, half := range splitText(c.text, (len(c.text)+1)/2) {
@@ -285,7 +282,7 @@ func (s *Service) reduce(ctx context.Context, parts []digestDoc, known map[strin
 			var u strings.Builder
 			for j, p := range g {
 				b, _ := json.Marshal(p)
-				fmt.Fprintf(&u, "<partial_digest n=\"%d\">\n%s\n</partial_digest>\n\n", j+1, fenced(string(b), "partial_digest"))
+				fmt.Fprintf(&u, "<partial_digest n=\"%d\">\n%s\n</partial_digest>\n\n", j+1, genjob.Fenced(string(b), "partial_digest"))
 			}
 			u.WriteString("Merge these partial digests into one now.")
 			msgs := []ports.Message{
@@ -382,9 +379,9 @@ func (s *Service) askDigest(ctx context.Context, schema string, msgs []ports.Mes
 // renderDigest is the Markdown the stages are given instead of the inputs.
 func renderDigest(d digestDoc, inputs []ports.SpecInput) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\n", cmp.Or(line(d.Title), "Digest of the raw material"))
+	fmt.Fprintf(&b, "# %s\n\n", cmp.Or(ports.OneLine(d.Title), "Digest of the raw material"))
 	if sum := strings.TrimSpace(d.Summary); sum != "" {
-		b.WriteString(line(sum) + "\n\n")
+		b.WriteString(ports.OneLine(sum) + "\n\n")
 	}
 	b.WriteString("The raw material is too long to give whole; this digest of its key facts stands in for it. Each fact cites the ids of the inputs it comes from. The inputs are")
 	for i, in := range inputs {
@@ -392,11 +389,11 @@ func renderDigest(d digestDoc, inputs []ports.SpecInput) string {
 		if i == 0 {
 			sep = ""
 		}
-		fmt.Fprintf(&b, "%s %s %s (%s)", sep, in.ID, strconv.Quote(line(in.Title)), in.Kind)
+		fmt.Fprintf(&b, "%s %s %s (%s)", sep, in.ID, strconv.Quote(ports.OneLine(in.Title)), in.Kind)
 	}
 	b.WriteString(".\n\n## Key facts\n\n")
 	for _, f := range d.Facts {
-		b.WriteString("- " + line(f.Fact))
+		b.WriteString("- " + ports.OneLine(f.Fact))
 		if len(f.Inputs) > 0 {
 			b.WriteString(" [inputs: " + strings.Join(f.Inputs, ", ") + "]")
 		}
@@ -405,7 +402,7 @@ func renderDigest(d digestDoc, inputs []ports.SpecInput) string {
 	if len(d.OpenQuestions) > 0 {
 		b.WriteString("\n## Open questions\n\n")
 		for _, q := range d.OpenQuestions {
-			b.WriteString("- " + line(q) + "\n")
+			b.WriteString("- " + ports.OneLine(q) + "\n")
 		}
 	}
 	return b.String()

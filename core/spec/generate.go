@@ -254,7 +254,7 @@ func invalidOutputMessage(st ports.Stage, problems []string) string {
 	if n := len(problems) - 1; n > 0 {
 		msg += fmt.Sprintf(" (and %d more problem%s)", n, plural(n))
 	}
-	if clipped, cut := clipBytes(msg, maxFailureLen); cut {
+	if clipped, cut := ports.ClipBytes(msg, maxFailureLen); cut {
 		msg = clipped + "…"
 	}
 	return msg

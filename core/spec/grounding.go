@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/devpilot/devpilot/core/internal/genjob"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -303,7 +304,7 @@ func (r *repoView) groundingSection(ctx context.Context, st story) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n# Repository %s\n\nThe PRP is implemented in this repository. Name only paths listed here in file references and modify tasks; a created file goes where the layout says it belongs.\n", r.fullName)
 	excerpt := r.treeExcerpt(words)
-	fmt.Fprintf(&b, "\n<tree files=\"%d\" shown=\"%d\"%s>\n%s\n</tree>\n", len(r.files), len(excerpt), map[bool]string{true: ` truncated="true"`}[r.truncated], fenced(strings.Join(excerpt, "\n"), "tree"))
+	fmt.Fprintf(&b, "\n<tree files=\"%d\" shown=\"%d\"%s>\n%s\n</tree>\n", len(r.files), len(excerpt), map[bool]string{true: ` truncated="true"`}[r.truncated], genjob.Fenced(strings.Join(excerpt, "\n"), "tree"))
 	for i, p := range r.ranked(words, true) {
 		if i == maxSimilarFiles {
 			break
@@ -312,14 +313,14 @@ func (r *repoView) groundingSection(ctx context.Context, st story) string {
 		if c == "" {
 			continue
 		}
-		if clipped, cut := clipBytes(c, maxFileBytes); cut {
+		if clipped, cut := ports.ClipBytes(c, maxFileBytes); cut {
 			c = clipped + "\n…"
 		}
-		fmt.Fprintf(&b, "\n<file path=%q>\n%s\n</file>\n", p, fenced(c, "file"))
+		fmt.Fprintf(&b, "\n<file path=%q>\n%s\n</file>\n", p, genjob.Fenced(c, "file"))
 	}
 	if len(r.commands) > 0 {
 		fmt.Fprintf(&b, "\n<commands source=\"Makefile, package scripts, CI workflows\">\n%s\n</commands>\n\nValidation commands and task validations come from these commands (narrowed to a package or a file where the tool allows it); do not invent others.\n",
-			fenced(strings.Join(r.commands, "\n"), "commands"))
+			genjob.Fenced(strings.Join(r.commands, "\n"), "commands"))
 	} else {
 		b.WriteString("\nThe repository shows no test or build commands: leave validation.commands empty and say why in none_reason.\n")
 	}
@@ -358,7 +359,7 @@ func groundingChecks(c *checks, d *prpsDoc, r *repoView) {
 		}
 		for _, v := range p.Validation.Commands {
 			if !programs[program(v.Command)] {
-				c.add("%s validation command %q uses none of the commands %s shows", p.ID, line(v.Command), r.fullName)
+				c.add("%s validation command %q uses none of the commands %s shows", p.ID, ports.OneLine(v.Command), r.fullName)
 			}
 		}
 	}

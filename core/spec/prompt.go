@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/devpilot/devpilot/core/internal/genjob"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -47,7 +48,7 @@ func buildMessages(st ports.Stage, inputs []ports.SpecInput, current map[ports.S
 	if len(applying) > 0 {
 		system += standardsIntro
 		for _, std := range applying {
-			system += "\n\n## " + line(std.Title) + "\n\n" + strings.TrimSpace(std.Body)
+			system += "\n\n## " + ports.OneLine(std.Title) + "\n\n" + strings.TrimSpace(std.Body)
 		}
 	}
 
@@ -55,7 +56,7 @@ func buildMessages(st ports.Stage, inputs []ports.SpecInput, current map[ports.S
 	u.WriteString("# Raw material\n")
 	for i, in := range inputs {
 		fmt.Fprintf(&u, "\n<input n=\"%d\" kind=%q title=%s content_type=%s>\n%s\n</input>\n",
-			i+1, in.Kind, strconv.Quote(in.Title), strconv.Quote(in.ContentType), fenced(in.Content, "input"))
+			i+1, in.Kind, strconv.Quote(in.Title), strconv.Quote(in.ContentType), genjob.Fenced(in.Content, "input"))
 	}
 	if i := stageIndex(st); i > 0 {
 		u.WriteString("\n# Earlier stages\n")
@@ -64,7 +65,7 @@ func buildMessages(st ports.Stage, inputs []ports.SpecInput, current map[ports.S
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(&u, "\n<artifact stage=%q version=\"%d\">\n%s\n</artifact>\n", prev, a.Version, fenced(string(a.Data), "artifact"))
+			fmt.Fprintf(&u, "\n<artifact stage=%q version=\"%d\">\n%s\n</artifact>\n", prev, a.Version, genjob.Fenced(string(a.Data), "artifact"))
 		}
 	}
 	fmt.Fprintf(&u, "\nWrite the %s stage now.", st)
@@ -72,11 +73,6 @@ func buildMessages(st ports.Stage, inputs []ports.SpecInput, current map[ports.S
 		{Role: ports.MessageSystem, Content: system},
 		{Role: ports.MessageUser, Content: u.String()},
 	}
-}
-
-// fenced keeps text from closing the tag it is wrapped in.
-func fenced(text, tag string) string {
-	return strings.ReplaceAll(strings.TrimSpace(text), "</"+tag, "<\\/"+tag)
 }
 
 // retryMessage tells the model what was wrong with its answer.

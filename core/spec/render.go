@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/devpilot/devpilot/ports"
 )
 
 // md builds a Markdown document.
@@ -13,7 +15,7 @@ func (m *md) heading(level int, format string, args ...any) {
 	if m.b.Len() > 0 {
 		m.b.WriteString("\n")
 	}
-	m.b.WriteString(strings.Repeat("#", level) + " " + line(fmt.Sprintf(format, args...)) + "\n")
+	m.b.WriteString(strings.Repeat("#", level) + " " + ports.OneLine(fmt.Sprintf(format, args...)) + "\n")
 }
 
 func (m *md) para(text string) {
@@ -24,7 +26,7 @@ func (m *md) para(text string) {
 func (m *md) fields(pairs ...string) {
 	m.b.WriteString("\n")
 	for i := 0; i+1 < len(pairs); i += 2 {
-		m.b.WriteString("- **" + pairs[i] + ":** " + line(pairs[i+1]) + "\n")
+		m.b.WriteString("- **" + pairs[i] + ":** " + ports.OneLine(pairs[i+1]) + "\n")
 	}
 }
 
@@ -35,28 +37,25 @@ func (m *md) bullets(items []string) {
 		return
 	}
 	for _, it := range items {
-		m.b.WriteString("- " + line(it) + "\n")
+		m.b.WriteString("- " + ports.OneLine(it) + "\n")
 	}
 }
 
 func (m *md) numbered(items []string) {
 	m.b.WriteString("\n")
 	for i, it := range items {
-		fmt.Fprintf(&m.b, "%d. %s\n", i+1, line(it))
+		fmt.Fprintf(&m.b, "%d. %s\n", i+1, ports.OneLine(it))
 	}
 }
 
 func (m *md) checklist(items []string) {
 	m.b.WriteString("\n")
 	for _, it := range items {
-		m.b.WriteString("- [ ] " + line(it) + "\n")
+		m.b.WriteString("- [ ] " + ports.OneLine(it) + "\n")
 	}
 }
 
 func (m *md) String() string { return m.b.String() }
-
-// line makes text fit on one Markdown line.
-func line(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func idList(ids []string) string {
 	if len(ids) == 0 {
@@ -93,11 +92,11 @@ func renderScope(m *md, d *scopeDoc) {
 	m.heading(2, "Problem")
 	m.para(d.Problem)
 	m.heading(2, "Users")
-	m.bullets(mapIDs(d.Users, func(u scopeUser) string { return "**" + line(u.Persona) + "**: " + u.Needs }))
+	m.bullets(mapIDs(d.Users, func(u scopeUser) string { return "**" + ports.OneLine(u.Persona) + "**: " + u.Needs }))
 	m.heading(2, "Goals")
 	m.bullets(d.Goals)
 	m.heading(2, "Success metrics")
-	m.bullets(mapIDs(d.SuccessMetrics, func(s scopeMetric) string { return "**" + line(s.Metric) + "**: " + s.Target }))
+	m.bullets(mapIDs(d.SuccessMetrics, func(s scopeMetric) string { return "**" + ports.OneLine(s.Metric) + "**: " + s.Target }))
 	m.heading(2, "In scope")
 	m.bullets(d.InScope)
 	m.heading(2, "Out of scope")
@@ -105,7 +104,7 @@ func renderScope(m *md, d *scopeDoc) {
 	m.heading(2, "Constraints")
 	m.bullets(d.Constraints)
 	m.heading(2, "Risks")
-	m.bullets(mapIDs(d.Risks, func(r scopeRisk) string { return line(r.Risk) + " _Mitigation:_ " + r.Mitigation }))
+	m.bullets(mapIDs(d.Risks, func(r scopeRisk) string { return ports.OneLine(r.Risk) + " _Mitigation:_ " + r.Mitigation }))
 	m.heading(2, "Open questions")
 	m.bullets(d.OpenQuestions)
 }
@@ -135,7 +134,7 @@ func renderPRD(m *md, d *prdDoc) {
 	}
 	m.heading(2, "Success metrics")
 	m.bullets(mapIDs(d.SuccessMetrics, func(s validatingGoal) string {
-		return fmt.Sprintf("**%s**: %s (validates %s)", line(s.Metric), s.Target, idList(s.Validates))
+		return fmt.Sprintf("**%s**: %s (validates %s)", ports.OneLine(s.Metric), s.Target, idList(s.Validates))
 	}))
 	m.heading(2, "Non-goals")
 	m.bullets(d.NonGoals)
@@ -144,10 +143,10 @@ func renderPRD(m *md, d *prdDoc) {
 	m.heading(2, "Edge cases")
 	m.bullets(d.EdgeCases)
 	m.heading(2, "Glossary")
-	m.bullets(mapIDs(d.Glossary, func(t term) string { return "**" + line(t.Term) + "**: " + t.Definition }))
+	m.bullets(mapIDs(d.Glossary, func(t term) string { return "**" + ports.OneLine(t.Term) + "**: " + t.Definition }))
 	m.heading(2, "Needs clarification")
 	m.bullets(mapIDs(d.Clarifications, func(c clarification) string {
-		return "[NEEDS CLARIFICATION] " + line(c.Question) + " _Impact:_ " + c.Impact
+		return "[NEEDS CLARIFICATION] " + ports.OneLine(c.Question) + " _Impact:_ " + c.Impact
 	}))
 }
 
@@ -177,7 +176,7 @@ func renderStories(m *md, d *storiesDoc) {
 				continue
 			}
 			m.heading(3, "%s: %s", s.ID, s.Title)
-			m.para(fmt.Sprintf("**As a** %s, **I want** %s, **so that** %s.", line(s.AsA), line(s.IWant), strings.TrimRight(line(s.SoThat), ".")))
+			m.para(fmt.Sprintf("**As a** %s, **I want** %s, **so that** %s.", ports.OneLine(s.AsA), ports.OneLine(s.IWant), strings.TrimRight(ports.OneLine(s.SoThat), ".")))
 			m.fields("Epic", s.EpicID, "Requirements", idList(s.RequirementIDs), "Estimate", fmt.Sprintf("%d points", s.Estimate),
 				"Depends on", idList(s.DependsOn))
 			m.heading(4, "Acceptance criteria")
@@ -191,7 +190,7 @@ func renderStories(m *md, d *storiesDoc) {
 }
 
 func criterionLine(c criterion) string {
-	return fmt.Sprintf("**Given** %s, **when** %s, **then** %s", line(c.Given), line(c.When), line(c.Then))
+	return fmt.Sprintf("**Given** %s, **when** %s, **then** %s", ports.OneLine(c.Given), ports.OneLine(c.When), ports.OneLine(c.Then))
 }
 
 // code writes a fenced code block of shell commands; a command holding a
@@ -213,7 +212,7 @@ func (m *md) code(commands []string) {
 // inlineCode writes s as inline code, with a longer backtick run when s
 // holds backticks.
 func inlineCode(s string) string {
-	s = line(s)
+	s = ports.OneLine(s)
 	ticks := "`"
 	for strings.Contains(s, ticks) {
 		ticks += "`"
@@ -242,11 +241,11 @@ func renderPRPs(m *md, d *prpsDoc) {
 		m.heading(3, "All needed context")
 		m.heading(4, "References")
 		m.bullets(mapIDs(p.Context.References, func(r reference) string {
-			target := line(r.Target)
+			target := ports.OneLine(r.Target)
 			if r.Kind == refFile {
 				target = inlineCode(r.Target)
 			}
-			return fmt.Sprintf("**%s** %s (%s): %s", r.Kind, target, line(r.Section), line(r.Why))
+			return fmt.Sprintf("**%s** %s (%s): %s", r.Kind, target, ports.OneLine(r.Section), ports.OneLine(r.Why))
 		}))
 		m.heading(4, "Codebase")
 		m.bullets(p.Context.Codebase)
@@ -263,7 +262,7 @@ func renderPRPs(m *md, d *prpsDoc) {
 		}
 		m.heading(3, "Validation")
 		if len(p.Validation.Commands) == 0 {
-			m.para("_No validation commands: " + line(p.Validation.NoneReason) + "_")
+			m.para("_No validation commands: " + ports.OneLine(p.Validation.NoneReason) + "_")
 		}
 		for _, level := range []string{"syntax", "unit", "integration", "domain"} {
 			var cmds []check
@@ -278,7 +277,7 @@ func renderPRPs(m *md, d *prpsDoc) {
 			m.heading(4, "%s", strings.ToUpper(level[:1])+level[1:])
 			for _, c := range cmds {
 				m.code([]string{c.Command})
-				m.para("Expect: " + line(c.Expect))
+				m.para("Expect: " + ports.OneLine(c.Expect))
 			}
 		}
 		m.heading(3, "Success checklist")

@@ -129,19 +129,12 @@ type generateArgs struct {
 	Stage     ports.Stage `json:"stage"`
 }
 
-func decodeArgs(raw json.RawMessage, v any) error {
-	if err := json.Unmarshal(raw, v); err != nil {
-		return ports.Wrap(ports.KindInvalid, err, "the arguments do not fit the tool's schema")
-	}
-	return nil
-}
-
 func (s *Service) runListSessions(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args struct {
 		Limit  int    `json:"limit"`
 		Cursor string `json:"cursor"`
 	}
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	sessions, next, err := s.ListSessions(ctx, ports.Page{Limit: args.Limit, Cursor: args.Cursor})
@@ -159,7 +152,7 @@ func (s *Service) runGetSession(ctx context.Context, raw json.RawMessage) (any, 
 	var args struct {
 		SessionID string `json:"session_id"`
 	}
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	v, err := s.GetSession(ctx, args.SessionID)
@@ -176,7 +169,7 @@ func (s *Service) runGetSession(ctx context.Context, raw json.RawMessage) (any, 
 		if !ok {
 			continue
 		}
-		content, cut := clipBytes(a.Content, maxToolArtifactLen)
+		content, cut := ports.ClipBytes(a.Content, maxToolArtifactLen)
 		checks := a.Checks
 		if checks == nil {
 			checks = []string{}
@@ -188,7 +181,7 @@ func (s *Service) runGetSession(ctx context.Context, raw json.RawMessage) (any, 
 
 func (s *Service) runAddInput(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args addInputArgs
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	in, err := s.AddInput(ctx, args.SessionID, NewInput{Kind: args.Kind, Title: args.Title, ContentType: args.ContentType, Content: args.Content})
@@ -200,7 +193,7 @@ func (s *Service) runAddInput(ctx context.Context, raw json.RawMessage) (any, er
 
 func (s *Service) runGenerate(ctx context.Context, raw json.RawMessage) (any, error) {
 	var args generateArgs
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	sess, err := s.Generate(ctx, args.SessionID, args.Stage)
@@ -213,7 +206,7 @@ func (s *Service) runGenerate(ctx context.Context, raw json.RawMessage) (any, er
 func summariseAddInput(raw json.RawMessage) string {
 	var args addInputArgs
 	_ = json.Unmarshal(raw, &args)
-	return fmt.Sprintf("Add the %s %q (%s) to specification session %s.", args.Kind, line(args.Title), formatSize(int64(len(args.Content))), args.SessionID)
+	return fmt.Sprintf("Add the %s %q (%s) to specification session %s.", args.Kind, ports.OneLine(args.Title), formatSize(int64(len(args.Content))), args.SessionID)
 }
 
 func summariseGenerate(raw json.RawMessage) string {
@@ -223,16 +216,4 @@ func summariseGenerate(raw json.RawMessage) string {
 		return fmt.Sprintf("Generate the next stage of specification session %s.", args.SessionID)
 	}
 	return fmt.Sprintf("Generate the %s stage of specification session %s; any later stages become stale.", args.Stage, args.SessionID)
-}
-
-// clipBytes cuts s to at most max bytes at a character boundary.
-func clipBytes(s string, max int) (string, bool) {
-	if len(s) <= max {
-		return s, false
-	}
-	cut := max
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut], true
 }

@@ -11,9 +11,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/devpilot/devpilot/ports"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Effect says whether a tool only reads or changes something. Writes run only
@@ -257,7 +256,7 @@ func (r *Registry) check(call ports.ToolCall, known Known) (args json.RawMessage
 	case !ok:
 		return args, Tool{}, fmt.Sprintf("unknown tool %q; call one of the tools you were given", call.Name)
 	case err != nil:
-		return nil, e.tool, clip("the arguments are not valid JSON: " + err.Error())
+		return nil, e.tool, ports.Clip("the arguments are not valid JSON: "+err.Error(), maxProblemLen)
 	}
 	if e.complete(inst, known) {
 		if b, err := json.Marshal(inst); err == nil {
@@ -265,7 +264,7 @@ func (r *Registry) check(call ports.ToolCall, known Known) (args json.RawMessage
 		}
 	}
 	if err := e.schema.Validate(inst); err != nil {
-		return args, e.tool, clip("the arguments do not match the tool's schema: " + schemaProblems(err))
+		return args, e.tool, ports.Clip("the arguments do not match the tool's schema: "+schemaProblems(err), maxProblemLen)
 	}
 	return args, e.tool, ""
 }
@@ -296,19 +295,6 @@ func schemaProblems(err error) string {
 	}
 	return strings.Join(lines, "; ")
 }
-
-func clip(s string) string {
-	if len(s) <= maxProblemLen {
-		return s
-	}
-	cut := maxProblemLen
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // Check decides, as the chat loop does, whether a call may run, without
 // running it: it returns the arguments as JSON when they parse (an empty

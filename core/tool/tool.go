@@ -96,3 +96,12 @@ func Outcome(content string) ports.ToolOutcome {
 	}
 	return ports.ToolOutcome{OK: m.OK, Result: m.Result, Error: m.Error}
 }
+
+// DecodeArgs decodes a call's arguments, already checked against the tool's
+// schema, into v. Errors: invalid when they do not fit v after all.
+func DecodeArgs(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return ports.Wrap(ports.KindInvalid, err, "the arguments do not fit the tool's schema")
+	}
+	return nil
+}

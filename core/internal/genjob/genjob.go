@@ -6,6 +6,7 @@ package genjob
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/devpilot/devpilot/ports"
 )
@@ -72,4 +73,11 @@ const CodeInterrupted = "interrupted"
 func Interrupted() *Failure {
 	return &Failure{Code: CodeInterrupted,
 		Message: "the generation was interrupted: the process working on it stopped during its last attempt; start it again"}
+}
+
+// Fenced returns text, trimmed, to be put between <tag> and </tag> in a
+// prompt: a closing </tag inside it is escaped, so the text cannot end its
+// fence early and pass for instructions.
+func Fenced(text, tag string) string {
+	return strings.ReplaceAll(strings.TrimSpace(text), "</"+tag, "<\\/"+tag)
 }
