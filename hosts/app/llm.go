@@ -5,9 +5,11 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 
 	"github.com/devpilot/devpilot/adapters/openai"
+	"github.com/devpilot/devpilot/adapters/telemetry"
 	"github.com/devpilot/devpilot/core/usage"
 	"github.com/devpilot/devpilot/ports"
 )
@@ -43,13 +45,28 @@ func NewOpenAI(cfg Config, logger *slog.Logger) (*openai.Client, error) {
 	})
 }
 
-// NewLLM returns the chat model: c, metered (every call's tokens are added
-// to store), or the unconfigured stand-in when c is nil.
-func NewLLM(c *openai.Client, store ports.UsageStore, clock ports.Clock, cfg Config, logger *slog.Logger) ports.LLM {
+// NewLLM returns the chat model: c, measured on reg (see telemetry.NewLLM;
+// nil measures nothing) and metered (every call's tokens are added to
+// store), or the unconfigured stand-in when c is nil.
+//
+// The measuring decorator is the inner one, right around the provider, so
+// that a call's duration is the provider's alone (not the usage store's
+// write that follows it) and its outcome the provider's error. Its model
+// labels are the configured chat models: DEVPILOT_LLM_MODEL and the models
+// DEVPILOT_LLM_STRUCTURED_OUTPUT names.
+func NewLLM(c *openai.Client, store ports.UsageStore, clock ports.Clock, cfg Config, logger *slog.Logger, reg *prometheus.Registry) ports.LLM {
 	if c == nil {
 		return unconfigured{}
 	}
-	return usage.NewMeter(c, store, clock, cfg.LLMModel, logger)
+	var measured ports.LLM = c
+	if reg != nil {
+		models := make([]string, 0, len(cfg.LLM.StructuredOutputByModel))
+		for m := range cfg.LLM.StructuredOutputByModel {
+			models = append(models, m)
+		}
+		measured = telemetry.NewLLM(c, reg, cfg.LLMModel, models...)
+	}
+	return usage.NewMeter(measured, store, clock, cfg.LLMModel, logger)
 }
 
 // NewRealtime returns the realtime speech provider: c, or the unconfigured
