@@ -51,19 +51,28 @@ type resources map[string]string
 // name the AWS error code and message, never the credentials; the cause is
 // kept (redacted) for logs and errors.As.
 func (p *Provider) fail(ctx context.Context, s *session, err error, res resources) error {
-	var e *ports.Error
-	if errors.As(err, &e) {
+	if _, ok := ports.AsError(err); ok {
 		return err
 	}
 	if errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == context.Canceled {
 		return fmt.Errorf("aws: %w", context.Canceled)
 	}
-	service, operation := "AWS", "call"
+	e, service, operation, cause := classify(err, s.creds, res)
+	p.log.Debug("aws call failed", "service", service, "operation", operation, "kind", string(e.Kind), "error", cause.text)
+	return e
+}
+
+// classify maps err, an SDK call's error that is not a cancellation, to a
+// ports.Error whose cause is err redacted of c's secret; res names the
+// resource of a not-found error. It also returns the service and operation
+// the error names, and the redacted cause.
+func classify(err error, c ports.CloudCredentials, res resources) (e *ports.Error, service, operation string, cause *redacted) {
+	service, operation = "AWS", "call"
 	var opErr *smithy.OperationError
 	if errors.As(err, &opErr) {
 		service, operation = opErr.ServiceID, opErr.OperationName
 	}
-	cause := &redacted{err: err, text: redact(err.Error(), s.creds)}
+	cause = &redacted{err: err, text: redact(err.Error(), c)}
 
 	var apiErr smithy.APIError
 	var netErr net.Error
@@ -73,7 +82,7 @@ func (p *Provider) fail(ctx context.Context, s *session, err error, res resource
 	case errors.As(err, &apiErr):
 		code := apiErr.ErrorCode()
 		msg := "aws: " + code
-		if m := oneLine(redact(apiErr.ErrorMessage(), s.creds)); m != "" {
+		if m := oneLine(redact(apiErr.ErrorMessage(), c)); m != "" {
 			msg += ": " + m
 		}
 		switch {
@@ -99,8 +108,7 @@ func (p *Provider) fail(ctx context.Context, s *session, err error, res resource
 		e = &ports.Error{Kind: ports.KindUpstream, Message: fmt.Sprintf("aws: %s %s failed", service, operation)}
 	}
 	e.Err = cause
-	p.log.Debug("aws call failed", "service", service, "operation", operation, "kind", string(e.Kind), "error", cause.text)
-	return e
+	return e, service, operation, cause
 }
 
 func isThrottle(code string) bool {

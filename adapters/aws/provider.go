@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go/logging"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/devpilot/devpilot/ports"
 )
@@ -74,6 +75,14 @@ type Options struct {
 	// RoleSessionName names the sessions of assumed roles:
 	// DefaultRoleSessionName when empty.
 	RoleSessionName string
+	// Metrics, when set, receives the devpilot_aws_calls_total counter (by
+	// service, operation and outcome: ok, canceled or the kind of the
+	// ports.Error the call's failure maps to) and the
+	// devpilot_aws_call_duration_seconds histogram (by service and
+	// operation) of every SDK call, AssumeRole included; a call's retries
+	// are part of it. Collectors registered already are reused. Nothing is
+	// measured when nil.
+	Metrics prometheus.Registerer
 }
 
 // Provider is a ports.CloudProvider for AWS, safe for concurrent use.
@@ -129,6 +138,9 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	}
 	base.Logger = sdkLogger{log}
 	base.ClientLogMode = 0
+	if opts.Metrics != nil {
+		base.APIOptions = append(base.APIOptions, newCallMetrics(opts.Metrics).addTo)
+	}
 
 	p := &Provider{
 		base:        base,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 
 	"github.com/devpilot/devpilot/adapters/aws"
@@ -26,9 +27,14 @@ var CloudModule = fx.Module("cloud",
 )
 
 // NewCloudProvider returns the AWS adapter over the SDK's default
-// configuration (environment, shared files, endpoint overrides).
-func NewCloudProvider(cfg Config, clock ports.Clock, logger *slog.Logger) (ports.CloudProvider, error) {
-	return aws.New(context.Background(), aws.Options{BaseEndpoint: cfg.AWSEndpoint, Clock: clock, Logger: logger})
+// configuration (environment, shared files, endpoint overrides), its calls
+// measured on reg when it is not nil.
+func NewCloudProvider(cfg Config, clock ports.Clock, logger *slog.Logger, reg *prometheus.Registry) (ports.CloudProvider, error) {
+	opts := aws.Options{BaseEndpoint: cfg.AWSEndpoint, Clock: clock, Logger: logger}
+	if reg != nil {
+		opts.Metrics = reg
+	}
+	return aws.New(context.Background(), opts)
 }
 
 // CloudParams are what cloud management is built from.
