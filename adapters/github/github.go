@@ -34,6 +34,7 @@ import (
 	"time"
 
 	gh "github.com/google/go-github/v84/github"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/oauth2"
 
 	"github.com/devpilot/devpilot/ports"
@@ -67,6 +68,13 @@ type Config struct {
 	HTTPClient *http.Client
 	// Timeout bounds each call, DefaultTimeout when zero or negative.
 	Timeout time.Duration
+	// Metrics, when set, receives the devpilot_github_calls_total counter
+	// (by operation, a fixed name per method such as list_commits, and
+	// outcome: ok, canceled or the kind of the error returned) and the
+	// devpilot_github_call_duration_seconds histogram (by operation) of
+	// every request. Collectors registered already are reused. Nothing is
+	// measured when nil.
+	Metrics prometheus.Registerer
 }
 
 // String describes the configuration without the client secret.
@@ -91,6 +99,7 @@ type Client struct {
 	webURL  string
 	timeout time.Duration
 	now     func() time.Time
+	metrics *callMetrics
 }
 
 var _ ports.SCMProvider = (*Client)(nil)
@@ -141,6 +150,7 @@ func New(cfg Config) (*Client, error) {
 		webURL:  web,
 		timeout: timeout,
 		now:     time.Now,
+		metrics: newCallMetrics(cfg.Metrics),
 	}, nil
 }
 
@@ -185,9 +195,14 @@ func (c *Client) Exchange(ctx context.Context, code, codeVerifier, redirectURI s
 	if redirectURI != "" {
 		opts = append(opts, oauth2.SetAuthURLParam("redirect_uri", redirectURI))
 	}
+	start := time.Now()
 	tok, err := c.oauth.Exchange(cctx, code, opts...)
 	if err != nil {
-		return ports.SCMToken{}, c.exchangeFailed(ctx, err)
+		err = c.exchangeFailed(ctx, err)
+	}
+	c.metrics.observe(opExchange, time.Since(start), err)
+	if err != nil {
+		return ports.SCMToken{}, err
 	}
 	out := ports.SCMToken{
 		AccessToken:  tok.AccessToken,

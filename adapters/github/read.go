@@ -20,19 +20,22 @@ const (
 	maxPerPage     = 100
 )
 
-// call runs one API call with the user's token under the per-call timeout
-// and maps its failure; what names the resource a 404 is about.
-func (c *Client) call(ctx context.Context, token, what string, fn func(context.Context, *gh.Client) (*gh.Response, error)) (*gh.Response, error) {
+// call runs one API call of operation op with the user's token under the
+// per-call timeout, maps its failure and measures it; what names the
+// resource a 404 is about.
+func (c *Client) call(ctx context.Context, op operation, token, what string, fn func(context.Context, *gh.Client) (*gh.Response, error)) (*gh.Response, error) {
 	if token == "" {
 		return nil, ports.Errorf(ports.KindInternal, "github: no token given")
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	start := time.Now()
 	resp, err := fn(cctx, c.api.WithAuthToken(token))
 	if err != nil {
-		return resp, c.failed(ctx, token, what, err)
+		err = c.failed(ctx, token, what, err)
 	}
-	return resp, nil
+	c.metrics.observe(op, time.Since(start), err)
+	return resp, err
 }
 
 // listOptions turns a page into GitHub's offset paging: Limit is per_page
@@ -99,7 +102,7 @@ func checkRepo(owner, repo string) error {
 // User returns who the token belongs to.
 func (c *Client) User(ctx context.Context, token string) (ports.SCMUser, error) {
 	var u *gh.User
-	_, err := c.call(ctx, token, "GitHub user", func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
+	_, err := c.call(ctx, opUser, token, "GitHub user", func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
 		u, resp, err = api.Users.Get(ctx, "")
 		return resp, err
 	})
@@ -123,7 +126,7 @@ func (c *Client) ListRepos(ctx context.Context, token string, page ports.Page) (
 		ListOptions: lo,
 	}
 	var repos []*gh.Repository
-	resp, err := c.call(ctx, token, "GitHub repositories", func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
+	resp, err := c.call(ctx, opListRepos, token, "GitHub repositories", func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
 		repos, resp, err = api.Repositories.ListByAuthenticatedUser(ctx, opts)
 		return resp, err
 	})
@@ -158,7 +161,7 @@ func (c *Client) ListCommits(ctx context.Context, token, owner, repo string, pag
 		return nil, "", err
 	}
 	var commits []*gh.RepositoryCommit
-	resp, err := c.call(ctx, token, "GitHub repository "+owner+"/"+repo, func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
+	resp, err := c.call(ctx, opListCommits, token, "GitHub repository "+owner+"/"+repo, func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
 		commits, resp, err = api.Repositories.ListCommits(ctx, owner, repo, &gh.CommitsListOptions{ListOptions: lo})
 		return resp, err
 	})
@@ -193,7 +196,7 @@ func (c *Client) ListPulls(ctx context.Context, token, owner, repo string, page 
 	}
 	opts := &gh.PullRequestListOptions{State: "all", Sort: "updated", Direction: "desc", ListOptions: lo}
 	var pulls []*gh.PullRequest
-	resp, err := c.call(ctx, token, "GitHub repository "+owner+"/"+repo, func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
+	resp, err := c.call(ctx, opListPulls, token, "GitHub repository "+owner+"/"+repo, func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
 		pulls, resp, err = api.PullRequests.List(ctx, owner, repo, opts)
 		return resp, err
 	})
@@ -241,7 +244,7 @@ func (c *Client) SearchCommits(ctx context.Context, token, query string, page po
 		return nil, "", err
 	}
 	var res *gh.CommitsSearchResult
-	resp, err := c.call(ctx, token, "GitHub search", func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
+	resp, err := c.call(ctx, opSearchCommits, token, "GitHub search", func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
 		res, resp, err = api.Search.Commits(ctx, query, &gh.SearchOptions{ListOptions: lo})
 		return resp, err
 	})
@@ -313,7 +316,7 @@ func (c *Client) ListActivity(ctx context.Context, token, owner, repo string, pa
 	}
 	opts := &gh.ListRepositoryActivityOptions{Direction: "desc", PerPage: perPage(page.Limit), After: page.Cursor}
 	var acts []*gh.RepositoryActivity
-	resp, err := c.call(ctx, token, "GitHub repository "+owner+"/"+repo, func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
+	resp, err := c.call(ctx, opListActivity, token, "GitHub repository "+owner+"/"+repo, func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
 		acts, resp, err = api.Repositories.ListRepositoryActivities(ctx, owner, repo, opts)
 		return resp, err
 	})

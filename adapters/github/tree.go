@@ -27,7 +27,7 @@ func (c *Client) ReadTree(ctx context.Context, token, owner, repo, ref string) (
 		return nil, false, err
 	}
 	var tree *gh.Tree
-	resp, err := c.call(ctx, token, "GitHub repository "+owner+"/"+repo+" at "+ref, func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
+	resp, err := c.call(ctx, opReadTree, token, "GitHub repository "+owner+"/"+repo+" at "+ref, func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
 		tree, resp, err = api.Git.GetTree(ctx, owner, repo, ref, true)
 		return resp, err
 	})
@@ -67,7 +67,7 @@ func (c *Client) ReadFile(ctx context.Context, token, owner, repo, ref, filePath
 	}
 	var file *gh.RepositoryContent
 	var dir []*gh.RepositoryContent
-	_, err := c.call(ctx, token, "file "+filePath+" of GitHub repository "+owner+"/"+repo, func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
+	_, err := c.call(ctx, opReadFile, token, "file "+filePath+" of GitHub repository "+owner+"/"+repo, func(ctx context.Context, api *gh.Client) (resp *gh.Response, err error) {
 		file, dir, resp, err = api.Repositories.GetContents(ctx, owner, repo, filePath, &gh.RepositoryContentGetOptions{Ref: ref})
 		return resp, err
 	})

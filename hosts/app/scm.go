@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 
 	"github.com/devpilot/devpilot/adapters/github"
@@ -28,8 +29,9 @@ var SCMModule = fx.Module("scm",
 
 // NewSCMProvider returns the GitHub adapter, or, without an OAuth app
 // configured, a provider that answers every call with an unavailable error
-// naming the variables to set.
-func NewSCMProvider(cfg Config, logger *slog.Logger) (ports.SCMProvider, error) {
+// naming the variables to set. The adapter's requests are measured on reg
+// when it is not nil.
+func NewSCMProvider(cfg Config, logger *slog.Logger, reg *prometheus.Registry) (ports.SCMProvider, error) {
 	if cfg.GitHub.ClientID == "" {
 		logger.Info("GitHub is not configured: set " + EnvGitHubClientID + " and " + EnvGitHubSecret + " to connect repositories")
 		return unconfiguredSCM{}, nil
@@ -38,10 +40,14 @@ func NewSCMProvider(cfg Config, logger *slog.Logger) (ports.SCMProvider, error) 
 	if apiURL != "" && !strings.HasSuffix(apiURL, "/") {
 		apiURL += "/"
 	}
-	return github.New(github.Config{
+	ghCfg := github.Config{
 		ClientID: cfg.GitHub.ClientID, ClientSecret: cfg.GitHub.ClientSecret,
 		WebURL: cfg.GitHub.WebURL, APIURL: apiURL,
-	})
+	}
+	if reg != nil {
+		ghCfg.Metrics = reg
+	}
+	return github.New(ghCfg)
 }
 
 // NewSCMWebhooks returns the reader of GitHub's webhook deliveries. It needs
