@@ -75,7 +75,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 // streamRun answers with the run's events as an SSE stream. Errors after the
 // stream started are the run's to report as events; they are only logged.
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *assistant.Run) error {
-	stream := startSSE(w, pingEvery)
+	stream := s.openSSE(w, pingEvery)
 	defer stream.close()
 	return run.Stream(r.Context(), func(ev assistant.Event) error {
 		return stream.event(ev.Seq, ev.Name, ev.Data)
@@ -275,14 +275,18 @@ func (s *Server) resumeStream(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var stream *sseStream
+	defer func() {
+		if stream != nil {
+			stream.close()
+		}
+	}()
 	replayed, err := s.d.Assistant.Replay(r.Context(), pathParam(r, "session_id"), after, func(ev assistant.Event) error {
 		if stream == nil {
-			stream = startSSE(w, pingEvery)
+			stream = s.openSSE(w, pingEvery)
 		}
 		return stream.event(ev.Seq, ev.Name, ev.Data)
 	})
 	if stream != nil {
-		stream.close()
 		return err
 	}
 	if err != nil {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -10,12 +9,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/devpilot/devpilot/adapters/telemetry"
 )
 
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
+	sseOpen  prometheus.Gauge
 }
 
 // newMetrics registers the HTTP metrics, and the Go and process collectors,
@@ -41,21 +43,18 @@ func newMetrics(reg *prometheus.Registry) (*prometheus.Registry, *metrics) {
 			Name: "devpilot_http_requests_in_flight",
 			Help: "HTTP requests being served.",
 		})),
+		sseOpen: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "devpilot_http_sse_streams_open",
+			Help: "Server-Sent Event streams (assistant turns and resumed sessions) open now.",
+		})),
 	}
 	return reg, m
 }
 
+// register is telemetry.Register: collectors registered already are
+// reused.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	err := reg.Register(c)
-	if err == nil {
-		return c
-	}
-	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing
-		}
-	}
-	panic(fmt.Sprintf("httpapi: registering metrics: %v", err))
+	return telemetry.Register(reg, c)
 }
 
 func (m *metrics) observe(method, route string, status int, elapsed time.Duration) {

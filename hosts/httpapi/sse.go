@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // pingEvery is how long a stream may stay silent before a ": ping" comment
@@ -24,6 +26,9 @@ type sseStream struct {
 	written time.Time
 	timer   *time.Timer
 	closed  bool
+	// open, when set, counts the stream while it is open: close
+	// decrements it.
+	open prometheus.Gauge
 }
 
 // startSSE sends the stream's headers and arms its ping timer; call close
@@ -77,10 +82,30 @@ func (s *sseStream) flushLocked() error {
 	return s.err
 }
 
-// close stops the pings; the handler returning ends the response.
+// openSSE is startSSE for a stream counted by the
+// devpilot_http_sse_streams_open gauge until its close. The count goes up
+// before the headers leave, so a client that sees the stream start sees
+// it counted.
+func (s *Server) openSSE(w http.ResponseWriter, every time.Duration) *sseStream {
+	s.metrics.sseOpen.Inc()
+	stream := startSSE(w, every)
+	stream.mu.Lock()
+	stream.open = s.metrics.sseOpen
+	stream.mu.Unlock()
+	return stream
+}
+
+// close stops the pings (and ends the stream's count in the open streams);
+// the handler returning ends the response. Closing again does nothing.
 func (s *sseStream) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
 	s.closed = true
 	s.timer.Stop()
+	if s.open != nil {
+		s.open.Dec()
+	}
 }
