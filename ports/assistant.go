@@ -231,6 +231,10 @@ type ConfirmationStore interface {
 	// ExpireConfirmations marks pending confirmations that expired at or before now
 	// as expired and returns how many.
 	ExpireConfirmations(ctx context.Context, now time.Time) (int, error)
+	// CountPendingConfirmations returns how many confirmations, of every
+	// organisation, are pending and expire after now: the ones still
+	// waiting for a human.
+	CountPendingConfirmations(ctx context.Context, now time.Time) (int64, error)
 }
 
 // StreamEventStore keeps the events of chat streams for replay.

@@ -173,3 +173,16 @@ func (s *Assistant) ExpireConfirmations(ctx context.Context, now time.Time) (int
 	}
 	return int(n), nil
 }
+
+// CountPendingConfirmations implements ports.ConfirmationStore with one
+// COUNT over the partial index of pending confirmations by expiry
+// (confirmations_pending_expires_at_idx).
+func (s *Assistant) CountPendingConfirmations(ctx context.Context, now time.Time) (int64, error) {
+	var n int64
+	err := s.db.read(ctx).get(ctx, &n,
+		"SELECT COUNT(*) FROM confirmations WHERE status = 'pending' AND expires_at > ?", timestamp(now))
+	if err != nil {
+		return 0, storeErr(err, "confirmations", "")
+	}
+	return n, nil
+}

@@ -466,6 +466,19 @@ func (s *Store) ExpireConfirmations(ctx context.Context, now time.Time) (int, er
 	return n, nil
 }
 
+// CountPendingConfirmations returns how many confirmations, of every
+// organisation, are pending and expire after now.
+func (s *Store) CountPendingConfirmations(_ context.Context, now time.Time) (int64, error) {
+	defer s.lock()()
+	var n int64
+	for _, r := range s.assistant.confirmations {
+		if r.v.Status == ports.ConfirmationPending && r.v.ExpiresAt.After(usec(now)) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // AppendEvents stores events, all or none. Errors: conflict when a (session,
 // seq) exists or repeats; not_found for a missing session.
 func (s *Store) AppendEvents(ctx context.Context, events ...ports.StreamEvent) error {

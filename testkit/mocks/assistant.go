@@ -480,6 +480,45 @@ func (m *MockConfirmationStore) EXPECT() *MockConfirmationStoreMockRecorder {
 	return m.recorder
 }
 
+// CountPendingConfirmations mocks base method.
+func (m *MockConfirmationStore) CountPendingConfirmations(ctx context.Context, now time.Time) (int64, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "CountPendingConfirmations", ctx, now)
+	ret0, _ := ret[0].(int64)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// CountPendingConfirmations indicates an expected call of CountPendingConfirmations.
+func (mr *MockConfirmationStoreMockRecorder) CountPendingConfirmations(ctx, now any) *MockConfirmationStoreCountPendingConfirmationsCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "CountPendingConfirmations", reflect.TypeOf((*MockConfirmationStore)(nil).CountPendingConfirmations), ctx, now)
+	return &MockConfirmationStoreCountPendingConfirmationsCall{Call: call}
+}
+
+// MockConfirmationStoreCountPendingConfirmationsCall wrap *gomock.Call
+type MockConfirmationStoreCountPendingConfirmationsCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockConfirmationStoreCountPendingConfirmationsCall) Return(arg0 int64, arg1 error) *MockConfirmationStoreCountPendingConfirmationsCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockConfirmationStoreCountPendingConfirmationsCall) Do(f func(context.Context, time.Time) (int64, error)) *MockConfirmationStoreCountPendingConfirmationsCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockConfirmationStoreCountPendingConfirmationsCall) DoAndReturn(f func(context.Context, time.Time) (int64, error)) *MockConfirmationStoreCountPendingConfirmationsCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // CreateConfirmation mocks base method.
 func (m *MockConfirmationStore) CreateConfirmation(ctx context.Context, c ports.Confirmation) error {
 	m.ctrl.T.Helper()

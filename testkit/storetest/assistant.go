@@ -63,6 +63,7 @@ func TestAssistant(t *testing.T, newStores func(t *testing.T) AssistantStores) {
 		{"DecideExpired", testDecideExpired},
 		{"ConfirmationOwnerIsolation", testConfirmationOwnerIsolation},
 		{"ExpireConfirmations", testExpireConfirmations},
+		{"CountPendingConfirmations", testCountPendingConfirmations},
 		{"RecordOutcome", testRecordOutcome},
 		{"RaceDecideConfirmation", testRaceDecideConfirmation},
 		{"RaceRecordOutcome", testRaceRecordOutcome},
