@@ -8,17 +8,29 @@ import "time"
 // given no Observer uses NopObserver.
 type Observer interface {
 	// ToolCall is called once for each tool call the assistant handles, in
-	// chat or by voice, when its outcome is known.
+	// chat or by voice, when its outcome is known. tool is the registry's
+	// name of the tool, or UnknownTool when the call named none the
+	// registry has: a name the model made up never reaches an Observer. A
+	// call that waits for confirmation is reported twice: pending when it
+	// is asked for, and again (ok, failed or rejected) when a human decides
+	// it, or when deciding it finds it expired; one the expiry sweep marks
+	// expired is reported only as ConfirmationDecided(expired).
 	ToolCall(tool string, outcome ToolCallOutcome)
-	// ConfirmationDecided is called when a confirmation leaves pending:
-	// approved, rejected, or found expired.
+	// ConfirmationDecided is called once for each confirmation that leaves
+	// pending: approved, rejected, or expired (found so when decided, or
+	// marked so by the expiry sweep).
 	ConfirmationDecided(status ConfirmationStatus)
-	// WebhookReceived is called for each webhook delivery answered.
+	// WebhookReceived is called once for each webhook delivery answered.
 	WebhookReceived(outcome WebhookOutcome)
-	// WebhookProcessed is called when a delivery has been turned into
-	// activity, lag after it was received.
+	// WebhookProcessed is called once for each delivery turned into
+	// activity (or marked ignored or failed), lag after it was received;
+	// processing a delivery again that was finished before is not reported.
 	WebhookProcessed(lag time.Duration)
 }
+
+// UnknownTool is the tool ToolCall is given for a call that named no tool
+// of the registry.
+const UnknownTool = ""
 
 // ToolCallOutcome is how a tool call ended.
 type ToolCallOutcome string
@@ -26,8 +38,8 @@ type ToolCallOutcome string
 // The outcomes of a tool call.
 const (
 	ToolCallOK       ToolCallOutcome = "ok"       // ran and succeeded
-	ToolCallFailed   ToolCallOutcome = "failed"   // ran and failed
-	ToolCallRefused  ToolCallOutcome = "refused"  // not run: unknown tool or arguments that fail its schema
+	ToolCallFailed   ToolCallOutcome = "failed"   // ran and failed, or could not run (the reply was cancelled, the tool policy unreadable)
+	ToolCallRefused  ToolCallOutcome = "refused"  // not run: unknown tool, arguments that fail its schema, or past the limit of tool rounds
 	ToolCallPending  ToolCallOutcome = "pending"  // waits for a human decision
 	ToolCallRejected ToolCallOutcome = "rejected" // a human said no, or the confirmation expired
 )

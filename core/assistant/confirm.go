@@ -74,14 +74,21 @@ func (s *Service) Confirm(ctx context.Context, in ConfirmInput) (ConfirmResult, 
 	// The decision commits on its own: from here on, this call alone runs the tool.
 	c, err = s.d.Confirmations.DecideConfirmation(ctx, p.Owner(), c.ID, d)
 	if err != nil {
+		if errors.Is(err, ports.ErrGone) { // found pending above, expired now
+			s.d.Observer.ConfirmationDecided(ports.ConfirmationExpired)
+			s.d.Observer.ToolCall(s.toolName(c.ToolName), ports.ToolCallRejected)
+		}
 		return ConfirmResult{Confirmation: c}, decideError(c, err)
 	}
+	s.d.Observer.ConfirmationDecided(c.Status)
 
 	ctx = context.WithoutCancel(ctx)
 	var outcome ports.ToolOutcome
 	if in.Approved {
 		outcome = s.execute(ctx, c)
+		s.d.Observer.ToolCall(s.toolName(c.ToolName), ranOutcome(outcome))
 	} else {
+		s.d.Observer.ToolCall(s.toolName(c.ToolName), ports.ToolCallRejected)
 		outcome = failed("the user rejected this action")
 		if reason != "" {
 			outcome.Error += ": " + reason
@@ -111,6 +118,23 @@ func (s *Service) Confirm(ctx context.Context, in ConfirmInput) (ConfirmResult, 
 		return res, err
 	}
 	return res, nil
+}
+
+// ranOutcome is how a tool call that ran ended.
+func ranOutcome(o ports.ToolOutcome) ports.ToolCallOutcome {
+	if o.OK {
+		return ports.ToolCallOK
+	}
+	return ports.ToolCallFailed
+}
+
+// toolName is name as an Observer hears it: ports.UnknownTool unless the
+// registry has it (a confirmation may outlive its tool).
+func (s *Service) toolName(name string) string {
+	if _, ok := s.d.Registry.Lookup(name); !ok {
+		return ports.UnknownTool
+	}
+	return name
 }
 
 // decideError explains why c cannot be decided: err from the store, or nil

@@ -127,7 +127,7 @@ func (c Config) withDefaults() Config {
 
 // Deps are the ports a Service needs. Registry nil means an empty registry;
 // Policies nil means no organisation marks any tool (and SetToolPolicy is
-// unavailable); Logger nil discards logs.
+// unavailable); Observer nil hears nothing; Logger nil discards logs.
 type Deps struct {
 	Sessions      ports.ChatSessionStore
 	Messages      ports.ChatMessageStore
@@ -141,7 +141,10 @@ type Deps struct {
 	Clock         ports.Clock
 	IDs           ports.IDs
 	Registry      *tool.Registry
-	Logger        *slog.Logger
+	// Observer hears the chat's tool calls and the confirmations decided
+	// (ExecuteTool's calls are its caller's to report).
+	Observer ports.Observer
+	Logger   *slog.Logger
 }
 
 // Service is the assistant's use cases. Every method acts for the principal
@@ -160,6 +163,9 @@ func New(cfg Config, d Deps) *Service {
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Observer == nil {
+		d.Observer = ports.NopObserver{}
 	}
 	s := &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "assistant")}
 	s.events = groupcommit.New(groupcommit.Config{MaxItems: eventBatchTurns, Writers: s.cfg.EventWriters},
@@ -388,5 +394,9 @@ func (ExpireConfirmationsArgs) Kind() string { return "assistant.expire_confirma
 // expired and returns how many. It is a background job, not scoped to a
 // principal; the service never depends on it having run.
 func (s *Service) ExpireConfirmations(ctx context.Context) (int, error) {
-	return s.d.Confirmations.ExpireConfirmations(ctx, s.d.Clock.Now())
+	n, err := s.d.Confirmations.ExpireConfirmations(ctx, s.d.Clock.Now())
+	for range n {
+		s.d.Observer.ConfirmationDecided(ports.ConfirmationExpired)
+	}
+	return n, err
 }

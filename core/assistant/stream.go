@@ -159,9 +159,10 @@ func (t *turnRun) reportPrologue() {
 func (t *turnRun) tooManyRounds(calls []ports.ToolCall, rounds int) ending {
 	reason := fmt.Sprintf("not run: the limit of %d tool rounds in one reply was reached", rounds)
 	for _, c := range calls {
-		args, _, _ := t.s.d.Registry.CheckWith(c, t.known())
+		args, def, _ := t.s.d.Registry.CheckWith(c, t.known())
 		t.announce(c, args)
 		t.answer(c, failed(reason))
+		t.s.d.Observer.ToolCall(def.Name, ports.ToolCallRefused)
 	}
 	return ending{reason: FinishError, err: &ErrorData{Code: CodeToolLoopLimit,
 		Message: fmt.Sprintf("the assistant called tools %d times in a row without answering; ask again or narrow the request", rounds)}}
@@ -311,21 +312,32 @@ func (t *turnRun) append(m ports.ChatMessage) {
 func (t *turnRun) runCalls(calls []ports.ToolCall) (asked int) {
 	for _, c := range calls {
 		args, def, problem := t.s.d.Registry.CheckWith(c, t.known())
+		checked := problem != "" // refused by the registry: unknown, or bad arguments
 		t.announce(c, args)
 		if problem == "" && !t.em.stopped() && t.ctx.Err() == nil {
 			problem = t.readPolicy(def)
 		}
+		obs := t.s.d.Observer
 		switch {
 		case problem != "":
 			t.log().Info("tool call refused", "tool", c.Name, "problem", problem)
 			t.answer(c, failed(problem))
+			if checked {
+				obs.ToolCall(def.Name, ports.ToolCallRefused)
+			} else { // the policy could not be read, or the reply was cancelled meanwhile
+				obs.ToolCall(def.Name, ports.ToolCallFailed)
+			}
 		case t.em.stopped() || t.ctx.Err() != nil:
 			t.answer(c, failed("not run: the reply was cancelled"))
+			obs.ToolCall(def.Name, ports.ToolCallFailed)
 		case !t.policy.Confirms(def):
-			t.answer(c, t.s.runTool(t.ctx, def, args))
+			o := t.s.runTool(t.ctx, def, args)
+			t.answer(c, o)
+			obs.ToolCall(def.Name, ranOutcome(o))
 		default:
 			if t.askConfirmation(c, def, args) {
 				asked++
+				obs.ToolCall(def.Name, ports.ToolCallPending)
 			}
 		}
 	}

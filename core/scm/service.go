@@ -128,8 +128,8 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Deps are the ports a Service needs. Random nil is crypto/rand; Logger nil
-// discards logs.
+// Deps are the ports a Service needs. Random nil is crypto/rand; Observer
+// nil hears nothing; Logger nil discards logs.
 type Deps struct {
 	Store    ports.SCMStore
 	Provider ports.SCMProvider
@@ -142,6 +142,8 @@ type Deps struct {
 	Clock    ports.Clock
 	IDs      ports.IDs
 	Random   io.Reader
+	// Observer hears the webhook deliveries received and processed.
+	Observer ports.Observer
 	Logger   *slog.Logger
 }
 
@@ -170,6 +172,9 @@ func New(cfg Config, d Deps) *Service {
 	}
 	if d.Random == nil {
 		d.Random = rand.Reader
+	}
+	if d.Observer == nil {
+		d.Observer = ports.NopObserver{}
 	}
 	s := &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "scm")}
 	s.ingest = newIngest(s.cfg.WebhookBatch, s.cfg.WebhookWriters, s.storeDeliveries)

@@ -91,8 +91,10 @@ const (
 // missing or odd, when the body cannot be read (wrapping the reader's
 // error), or the payload is not JSON; payload_too_large above 25 MiB; the
 // store's and the queue's errors; ctx's error. Nothing is stored when it
-// fails, except as said when ctx ends.
+// fails, except as said when ctx ends. Each call is reported to
+// Deps.Observer once, with how it was answered.
 func (s *Service) ReceiveWebhook(ctx context.Context, in WebhookInput) (duplicate bool, err error) {
+	defer func() { s.d.Observer.WebhookReceived(webhookOutcome(duplicate, err)) }()
 	if len(s.cfg.WebhookSecret) == 0 || s.d.Webhooks == nil {
 		return false, &ports.Error{Kind: ports.KindUnavailable, Message: "webhooks are not configured"}
 	}
@@ -124,6 +126,19 @@ func (s *Service) ReceiveWebhook(ctx context.Context, in WebhookInput) (duplicat
 		return false, err
 	}
 	return !stored, nil
+}
+
+// webhookOutcome is how ReceiveWebhook answered a delivery.
+func webhookOutcome(duplicate bool, err error) ports.WebhookOutcome {
+	switch {
+	case errors.Is(err, ports.ErrUnauthenticated):
+		return ports.WebhookBadSignature
+	case err != nil:
+		return ports.WebhookRefused
+	case duplicate:
+		return ports.WebhookDuplicate
+	}
+	return ports.WebhookAccepted
 }
 
 // readSigned reads a delivery's body, once a reader is free, writing it to
@@ -223,7 +238,8 @@ func headerToken(v string, n int) bool {
 // Deps.Webhooks into a typed event; the mapping to activity is this
 // package's. Errors: unavailable without Deps.Webhooks; the store's, and
 // Deps.Webhooks' other than malformed, so that the job runs again; a
-// delivery that does not exist is logged and dropped.
+// delivery that does not exist is logged and dropped. Finishing a pending
+// delivery is reported to Deps.Observer with the lag since it was received.
 func (s *Service) ProcessDelivery(ctx context.Context, deliveryID string) error {
 	log := s.log.With("delivery_id", deliveryID)
 	d, err := s.d.Store.GetDelivery(ctx, deliveryID)
@@ -249,5 +265,12 @@ func (s *Service) ProcessDelivery(ctx context.Context, deliveryID string) error 
 	if status == ports.DeliveryFailed {
 		log.WarnContext(ctx, "webhook delivery failed", "event", d.Event, "reason", reason)
 	}
-	return s.d.Store.FinishDelivery(ctx, d.ID, status, reason, s.d.Clock.Now())
+	now := s.d.Clock.Now()
+	if err := s.d.Store.FinishDelivery(ctx, d.ID, status, reason, now); err != nil {
+		return err
+	}
+	if d.Status == ports.DeliveryPending { // not finished by an earlier run
+		s.d.Observer.WebhookProcessed(now.Sub(d.ReceivedAt))
+	}
+	return nil
 }

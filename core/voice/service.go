@@ -91,7 +91,8 @@ type Assistant interface {
 	ExecuteToolUnder(ctx context.Context, sessionID string, call ports.ToolCall, pol tool.Policy) (tool.Execution, error)
 }
 
-// Deps are the ports and services a Service needs. Logger nil discards logs.
+// Deps are the ports and services a Service needs. Observer nil hears
+// nothing; Logger nil discards logs.
 type Deps struct {
 	// Assistant provides the tools, runs them and keeps the preferences.
 	Assistant   Assistant
@@ -102,7 +103,9 @@ type Deps struct {
 	Tx          ports.Transactor
 	Clock       ports.Clock
 	IDs         ports.IDs
-	Logger      *slog.Logger
+	// Observer hears the tool calls ToolCall handles.
+	Observer ports.Observer
+	Logger   *slog.Logger
 }
 
 // Service is the voice use cases. Every method acts for the principal in ctx
@@ -117,6 +120,9 @@ type Service struct {
 func New(cfg Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Observer == nil {
+		d.Observer = ports.NopObserver{}
 	}
 	return &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "voice")}
 }

@@ -70,6 +70,7 @@ func (s *Service) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallResul
 	}
 	call, def, err := s.validCall(ctx, in)
 	if err != nil {
+		s.d.Observer.ToolCall(def.Name, ports.ToolCallRefused) // def is zero for an unknown tool
 		return ToolCallResult{}, err
 	}
 	sess, fresh, err := s.voiceSession(ctx, p, in.SessionID)
@@ -186,6 +187,11 @@ func (s *Service) read(ctx context.Context, sess ports.ChatSession, fresh bool, 
 	if ex.Outcome == nil {
 		return ToolCallResult{}, ports.Errorf(ports.KindInternal, "read tool %q gave no outcome", call.Name)
 	}
+	outcome := ports.ToolCallFailed
+	if ex.Outcome.OK {
+		outcome = ports.ToolCallOK
+	}
+	s.d.Observer.ToolCall(ex.Call.Name, outcome)
 	content := tool.Content(*ex.Outcome)
 	now := s.d.Clock.Now()
 	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
@@ -206,7 +212,10 @@ func (s *Service) read(ctx context.Context, sess ports.ChatSession, fresh bool, 
 // write asks for a confirmation of a write call (or of a read marked
 // always_confirm) and records the call, in one transaction.
 func (s *Service) write(ctx context.Context, sess ports.ChatSession, fresh bool, call ports.ToolCall, pol tool.Policy) (ToolCallResult, error) {
-	var conf *ports.Confirmation
+	var (
+		conf    *ports.Confirmation
+		refused bool
+	)
 	err := s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
 		if fresh {
 			if err := s.d.Sessions.CreateSession(ctx, sess); err != nil {
@@ -218,6 +227,7 @@ func (s *Service) write(ctx context.Context, sess ports.ChatSession, fresh bool,
 			return err
 		}
 		if ex.Confirmation == nil { // refused after all: the registry changed under us
+			refused = true
 			problem := "the call was refused"
 			if ex.Outcome != nil {
 				problem = ex.Outcome.Error
@@ -232,9 +242,13 @@ func (s *Service) write(ctx context.Context, sess ports.ChatSession, fresh bool,
 		}
 		return s.d.Sessions.TouchSession(ctx, sess.ID, now)
 	})
+	if refused {
+		s.d.Observer.ToolCall(call.Name, ports.ToolCallRefused)
+	}
 	if err != nil {
 		return ToolCallResult{}, err
 	}
+	s.d.Observer.ToolCall(call.Name, ports.ToolCallPending)
 	return ToolCallResult{SessionID: sess.ID, CallID: conf.ToolCallID, Confirmation: conf, Summary: conf.Summary}, nil
 }
 
