@@ -1,0 +1,112 @@
+// Package telemetry turns what devpilot does into Prometheus metrics.
+package telemetry
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// unknownTool is the tool label of a call that named no tool of the
+// registry (ports.UnknownTool).
+const unknownTool = "unknown"
+
+// Observer is a ports.Observer that counts what the cores report as
+// Prometheus metrics:
+//
+//   - devpilot_tool_calls_total{tool,outcome}: tool is a name of the tool
+//     registry, or "unknown" (the cores pass ports.UnknownTool for a name the
+//     registry lacks, so a model's inventions never become labels); outcome
+//     is ok, failed, refused, pending or rejected.
+//   - devpilot_confirmations_decided_total{status}: approved, rejected or
+//     expired.
+//   - devpilot_webhook_deliveries_total{outcome}: accepted, duplicate,
+//     bad_signature or refused.
+//   - devpilot_webhook_processing_lag_seconds: a histogram of the time from a
+//     delivery's receipt to the end of its processing.
+//
+// Its methods are safe for concurrent use and never block.
+type Observer struct {
+	toolCalls  *prometheus.CounterVec
+	decided    *prometheus.CounterVec
+	deliveries *prometheus.CounterVec
+	lag        prometheus.Histogram
+}
+
+var _ ports.Observer = (*Observer)(nil)
+
+// NewObserver returns an Observer whose metrics are registered on reg; a
+// second Observer on the same registry shares the first one's. It panics
+// when reg holds other metrics of the same names.
+func NewObserver(reg prometheus.Registerer) *Observer {
+	o := &Observer{
+		toolCalls: registerObserverMetric(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "devpilot_tool_calls_total",
+			Help: "Tool calls the assistant handled, in chat or by voice, by tool and outcome (ok, failed, refused, pending, rejected); a confirmed call counts as pending, then with its decision's outcome.",
+		}, []string{"tool", "outcome"})),
+		decided: registerObserverMetric(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "devpilot_confirmations_decided_total",
+			Help: "Confirmations that left pending, by status (approved, rejected, expired).",
+		}, []string{"status"})),
+		deliveries: registerObserverMetric(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "devpilot_webhook_deliveries_total",
+			Help: "Webhook deliveries answered, by outcome (accepted, duplicate, bad_signature, refused).",
+		}, []string{"outcome"})),
+		lag: registerObserverMetric(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "devpilot_webhook_processing_lag_seconds",
+			Help:    "Time from a webhook delivery's receipt to the end of its processing.",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
+		})),
+	}
+	// The bounded labels start at zero, so that rates exist before the first event.
+	for _, s := range []ports.ConfirmationStatus{ports.ConfirmationApproved, ports.ConfirmationRejected, ports.ConfirmationExpired} {
+		o.decided.WithLabelValues(string(s))
+	}
+	for _, w := range []ports.WebhookOutcome{ports.WebhookAccepted, ports.WebhookDuplicate, ports.WebhookBadSignature, ports.WebhookRefused} {
+		o.deliveries.WithLabelValues(string(w))
+	}
+	return o
+}
+
+// ToolCall implements ports.Observer.
+func (o *Observer) ToolCall(tool string, outcome ports.ToolCallOutcome) {
+	if tool == ports.UnknownTool {
+		tool = unknownTool
+	}
+	o.toolCalls.WithLabelValues(tool, string(outcome)).Inc()
+}
+
+// ConfirmationDecided implements ports.Observer.
+func (o *Observer) ConfirmationDecided(status ports.ConfirmationStatus) {
+	o.decided.WithLabelValues(string(status)).Inc()
+}
+
+// WebhookReceived implements ports.Observer.
+func (o *Observer) WebhookReceived(outcome ports.WebhookOutcome) {
+	o.deliveries.WithLabelValues(string(outcome)).Inc()
+}
+
+// WebhookProcessed implements ports.Observer. A negative lag (the clocks of
+// the receiving and the processing replica disagree) counts as zero.
+func (o *Observer) WebhookProcessed(lag time.Duration) {
+	o.lag.Observe(max(lag, 0).Seconds())
+}
+
+// registerObserverMetric registers c on reg, or returns the collector
+// registered before under the same description.
+func registerObserverMetric[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	err := reg.Register(c)
+	if err == nil {
+		return c
+	}
+	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing
+		}
+	}
+	panic(fmt.Sprintf("telemetry: registering metrics: %v", err))
+}
