@@ -44,6 +44,9 @@ type AssistantParams struct {
 	IDs           ports.IDs
 	Registry      *tool.Registry
 	DB            *sqlstore.DB `optional:"true"`
+	// Observer, when given (TelemetryModule), hears the tool calls and
+	// decisions.
+	Observer ports.Observer `optional:"true"`
 }
 
 // NewAssistant returns the assistant service. On SQLite, which has one
@@ -62,6 +65,6 @@ func NewAssistant(p AssistantParams) *assistant.Service {
 	}, assistant.Deps{
 		Sessions: p.Sessions, Messages: p.Messages, Confirmations: p.Confirmations, Events: p.Events,
 		Turns: p.Turns, Preferences: p.Preferences, Policies: p.Policies, Tx: p.Tx, LLM: p.LLM, Clock: p.Clock, IDs: p.IDs,
-		Registry: p.Registry, Logger: p.Logger,
+		Registry: p.Registry, Observer: p.Observer, Logger: p.Logger,
 	})
 }

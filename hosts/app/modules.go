@@ -393,6 +393,7 @@ func Options(cfg Config, logger *slog.Logger) fx.Option {
 		ContentModule,
 		VoiceModule,
 		QueueModule,
+		TelemetryModule,
 		fx.StopTimeout(cfg.ShutdownGrace + 5*time.Second),
 	}
 	switch {

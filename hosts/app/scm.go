@@ -69,6 +69,8 @@ type SCMParams struct {
 	IDs      ports.IDs
 	// DB, when given, tunes the webhook group commit to the database.
 	DB *sqlstore.DB `optional:"true"`
+	// Observer, when given (TelemetryModule), hears the webhook deliveries.
+	Observer ports.Observer `optional:"true"`
 }
 
 // NewSCM returns the GitHub integration service. On SQLite, which has one
@@ -87,7 +89,7 @@ func NewSCM(p SCMParams) *scm.Service {
 	}
 	return scm.New(scm.Config{PublicURL: publicURL, WebhookSecret: []byte(p.Config.GitHub.WebhookSecret), WebhookWriters: writers}, scm.Deps{
 		Store: p.Store, Provider: p.Provider, Webhooks: p.Webhooks, Cipher: p.Cipher, Jobs: p.Jobs, Tx: p.Tx,
-		Clock: p.Clock, IDs: p.IDs, Logger: p.Logger,
+		Clock: p.Clock, IDs: p.IDs, Observer: p.Observer, Logger: p.Logger,
 	})
 }
 

@@ -27,6 +27,8 @@ type VoiceParams struct {
 	Tx          ports.Transactor
 	Clock       ports.Clock
 	IDs         ports.IDs
+	// Observer, when given (TelemetryModule), hears the tool calls.
+	Observer ports.Observer `optional:"true"`
 }
 
 // NewVoice returns the voice service. The realtime model, voice and token
@@ -34,6 +36,6 @@ type VoiceParams struct {
 func NewVoice(p VoiceParams) *voice.Service {
 	return voice.New(voice.Config{}, voice.Deps{
 		Assistant: p.Assistant, Sessions: p.Sessions, Messages: p.Messages, Realtime: p.Realtime,
-		Transcriber: p.Transcriber, Tx: p.Tx, Clock: p.Clock, IDs: p.IDs, Logger: p.Logger,
+		Transcriber: p.Transcriber, Tx: p.Tx, Clock: p.Clock, IDs: p.IDs, Observer: p.Observer, Logger: p.Logger,
 	})
 }
