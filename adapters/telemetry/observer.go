@@ -1,4 +1,3 @@
-// Package telemetry turns what devpilot does into Prometheus metrics.
 package telemetry
 
 import (

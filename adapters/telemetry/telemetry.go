@@ -1,8 +1,10 @@
-// Package telemetry holds devpilot's Prometheus instrumentation that is not
-// tied to one adapter: the decorator that measures model calls (NewLLM),
-// the helper that registers a collector or reuses the one registered
-// already (Register), and the bounded outcome label of a call (Outcome),
-// which the AWS and GitHub adapters share.
+// Package telemetry turns what devpilot does into Prometheus metrics, where
+// no single adapter can: the decorator that measures model calls (NewLLM),
+// the Observer the cores report to (tool calls, confirmations, webhooks)
+// and the pending confirmations gauge, the helper that registers a
+// collector or reuses the one registered already (Register), and the
+// bounded outcome label of a call (Outcome), which the AWS and GitHub
+// adapters share.
 package telemetry
 
 import (

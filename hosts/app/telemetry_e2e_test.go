@@ -70,7 +70,7 @@ func startTelemetryStack(t *testing.T, dialect string) *stack {
 }
 
 // scrape returns /metrics as text.
-func (st *stack) scrape() string {
+func (st *stack) metricsText() string {
 	st.t.Helper()
 	resp, err := http.Get(st.base + "/metrics")
 	if err != nil {
@@ -151,7 +151,7 @@ func TestMetricsOfTheCores(t *testing.T) {
 			// The worker processes the delivery meanwhile.
 			var metrics string
 			for deadline := time.Now().Add(20 * time.Second); ; {
-				metrics = st.scrape()
+				metrics = st.metricsText()
 				if n, _ := seriesValue(metrics, "devpilot_webhook_processing_lag_seconds_count"); n >= 1 {
 					break
 				}
@@ -225,7 +225,7 @@ func TestWorkerMetricsOfTheCores(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no listening line")
 	}
-	metrics := st.scrape()
+	metrics := st.metricsText()
 	for _, series := range []string{`devpilot_confirmations_pending`, `devpilot_webhook_deliveries_total{outcome="accepted"}`,
 		`devpilot_confirmations_decided_total{status="expired"}`, `devpilot_webhook_processing_lag_seconds_count`} {
 		if got, ok := seriesValue(metrics, series); !ok || got != 0 {
