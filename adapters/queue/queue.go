@@ -16,6 +16,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
@@ -74,6 +75,17 @@ type Config struct {
 	// database (`devpilot run`), whose jobs left running can only be those of
 	// its predecessor that died.
 	RescueOnStart bool
+	// Metrics, when set, receives the queue's metrics: jobs inserted,
+	// attempts' waits, run times, outcomes, failures and retries, and the
+	// number of jobs waiting, read from the database when scraped. Queues
+	// sharing a registry (an insert-only and a working one in one process)
+	// share the metrics; they must share the database too, as the first
+	// queue's reads the depth. Nil: no metrics.
+	Metrics prometheus.Registerer
+	// Kinds are the job kinds the metrics name in their kind label; jobs of
+	// any other kind are counted under "other" (OtherKind), so that the
+	// label stays bounded.
+	Kinds []string
 }
 
 // Queue enqueues jobs and, when it has workers, works them.
@@ -141,6 +153,9 @@ func New(db *sqlstore.DB, cfg Config) (*Queue, error) {
 		}
 	} else if len(cfg.PeriodicJobs) > 0 || len(cfg.Queues) > 0 {
 		return nil, ports.Errorf(ports.KindInternal, "queue: periodic jobs and queues need Workers")
+	}
+	if cfg.Metrics != nil {
+		rc.Middleware = []rivertype.Middleware{newJobMetrics(cfg.Metrics, db, cfg.Kinds, logger)}
 	}
 	client, err := river.NewClient(drv, rc)
 	if err != nil {
