@@ -184,11 +184,12 @@ func NewIdentity(p IdentityParams) *identity.Service {
 
 // QueueModule provides the JobQueue port: an insert-only River client, so
 // services enqueue jobs in their transactions whether or not this process
-// works them.
+// works them. It counts the jobs inserted, and reads the queue's depth, on
+// the process registry.
 var QueueModule = fx.Module("queue",
 	fx.Provide(fx.Annotate(
-		func(db *sqlstore.DB, logger *slog.Logger) (*queue.Queue, error) {
-			return queue.New(db, queue.Config{Logger: logger})
+		func(db *sqlstore.DB, logger *slog.Logger, reg *prometheus.Registry) (*queue.Queue, error) {
+			return queue.New(db, queue.Config{Logger: logger, Metrics: reg, Kinds: worker.Kinds()})
 		},
 		fx.As(new(ports.JobQueue)),
 	)),
@@ -247,6 +248,8 @@ type WorkerParams struct {
 	// Idempotency is pruned of expired Idempotency-Key records.
 	Idempotency ports.IdempotencyStore
 	Clock       ports.Clock
+	// Metrics receives the job metrics.
+	Metrics *prometheus.Registry
 }
 
 // StartWorkers builds the worker client and ties it to the app's lifecycle.
@@ -259,7 +262,7 @@ func StartWorkers(p WorkerParams) error {
 	// `devpilot run` is documented as the only worker of its database, so
 	// jobs running when it starts are its predecessor's, which died.
 	q, err := queue.New(p.DB, queue.Config{Workers: workers, PeriodicJobs: worker.PeriodicJobs(), MaxWorkers: p.Config.WorkerJobs, Logger: p.Logger,
-		RescueAfter: p.Config.JobRescueAfter, RescueOnStart: p.Config.Mode == ModeRun})
+		RescueAfter: p.Config.JobRescueAfter, RescueOnStart: p.Config.Mode == ModeRun, Metrics: p.Metrics, Kinds: worker.Kinds()})
 	if err != nil {
 		return err
 	}

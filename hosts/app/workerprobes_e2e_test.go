@@ -75,7 +75,8 @@ func TestWorkerServesProbesAndMetrics(t *testing.T) {
 				t.Errorf("/readyz: %d %s", code, body)
 			}
 			code, body := get("/metrics")
-			if code != 200 || !strings.Contains(body, "go_goroutines") || !strings.Contains(body, `devpilot_http_requests_total{code="200",method="GET",route="/livez"} 1`) {
+			if code != 200 || !strings.Contains(body, "go_goroutines") || !strings.Contains(body, `devpilot_http_requests_total{code="200",method="GET",route="/livez"} 1`) ||
+				!strings.Contains(body, `devpilot_job_queue_depth{kind="other"} 0`) {
 				t.Errorf("/metrics: %d %s", code, body)
 			}
 			for _, path := range []string{"/api/v1/me", "/openapi.json", "/", "/api/v1/usage"} {

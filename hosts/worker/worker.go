@@ -120,6 +120,19 @@ func NewWorkers(d Deps) (*river.Workers, error) {
 	return workers, nil
 }
 
+// Kinds returns the kinds of the jobs NewWorkers works: the values the job
+// queue's metrics name in their kind label (queue.Config.Kinds).
+func Kinds() []string {
+	return []string{
+		identity.PruneTokensArgs{}.Kind(),
+		assistant.ExpireConfirmationsArgs{}.Kind(),
+		PruneIdempotencyArgs{}.Kind(),
+		spec.GenerateStageArgs{}.Kind(),
+		scm.ProcessDeliveryArgs{}.Kind(),
+		content.GenerateContentArgs{}.Kind(),
+	}
+}
+
 // PeriodicJobs returns the maintenance jobs the worker host enqueues on a
 // schedule, and once when a process becomes the queue's leader.
 func PeriodicJobs() []*river.PeriodicJob {

@@ -239,6 +239,42 @@ func TestNewWorkers(t *testing.T) {
 	}
 }
 
+// kindArgs is a job of the kind it names, with no arguments.
+type kindArgs struct{ kind string }
+
+func (k kindArgs) Kind() string { return k.kind }
+
+// Every kind Kinds names has a worker: a queue with the workers accepts it
+// and rejects a kind without one.
+func TestKinds(t *testing.T) {
+	t.Parallel()
+	db := sqlstoretest.Open(t, sqlstore.DialectSQLite)
+	ctx := t.Context()
+	if err := queue.Migrate(ctx, db, nil); err != nil {
+		t.Fatal(err)
+	}
+	workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := queue.New(db, queue.Config{Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errRollback := errors.New("rollback")
+	for _, kind := range append(worker.Kinds(), "worker_test.none") {
+		err := db.WithinTx(ctx, func(ctx context.Context) error {
+			if err := q.Enqueue(ctx, kindArgs{kind}, ports.EnqueueOptions{}); err != nil {
+				return err
+			}
+			return errRollback
+		})
+		if accepted := errors.Is(err, errRollback); accepted != (kind != "worker_test.none") {
+			t.Errorf("enqueueing %s: %v", kind, err)
+		}
+	}
+}
+
 // The periodic jobs are accepted by a queue with the workers, and prune
 // tokens once when the queue starts.
 func TestPeriodicJobsRunOnStart(t *testing.T) {
