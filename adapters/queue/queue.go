@@ -79,8 +79,9 @@ type Config struct {
 	// attempts' waits, run times, outcomes, failures and retries, and the
 	// number of jobs waiting, read from the database when scraped. Queues
 	// sharing a registry (an insert-only and a working one in one process)
-	// share the metrics; they must share the database too, as the first
-	// queue's reads the depth. Nil: no metrics.
+	// share the metrics; they must share the database too, as the depth is
+	// read by the first queue registered. New panics when the registry
+	// holds other metrics of the same names. Nil: no metrics.
 	Metrics prometheus.Registerer
 	// Kinds are the job kinds the metrics name in their kind label; jobs of
 	// any other kind are counted under "other" (OtherKind), so that the
