@@ -169,8 +169,9 @@ type ChatSessionStore interface {
 	// StartSession stores a new session with its first turn, running, and
 	// its first message, all or nothing: what a chat without a session
 	// starts with, in as few round trips as the database allows. Conflict
-	// when one of the ids exists.
-	StartSession(ctx context.Context, s ChatSession, first Turn, msg ChatMessage) error
+	// when one of the ids exists; ErrTooManyTurns as StartTurn (staleBefore
+	// and maxPerUser are the cap's).
+	StartSession(ctx context.Context, s ChatSession, first Turn, msg ChatMessage, staleBefore time.Time, maxPerUser int) error
 	// ContinueSession starts turn, running, in the owner's session
 	// turn.SessionID, ending a running turn that started before staleBefore
 	// (at turn.StartedAt), appends msg, and records activity at
@@ -179,8 +180,9 @@ type ChatSessionStore interface {
 	// what the turn starts from: the session as it stands once turn has
 	// started, msg its last message. Errors: not_found when the session is
 	// absent or another owner's; conflict when a turn started at or after
-	// staleBefore still runs in it, or an id exists.
-	ContinueSession(ctx context.Context, owner Owner, turn Turn, msg ChatMessage, staleBefore time.Time) (SessionState, error)
+	// staleBefore still runs in it, or an id exists; ErrTooManyTurns as
+	// StartTurn.
+	ContinueSession(ctx context.Context, owner Owner, turn Turn, msg ChatMessage, staleBefore time.Time, maxPerUser int) (SessionState, error)
 	// GetSession returns the owner's session with its counts; not_found when
 	// absent or another owner's.
 	GetSession(ctx context.Context, owner Owner, id string) (ChatSession, error)
@@ -248,14 +250,22 @@ type StreamEventStore interface {
 	LastEventSeq(ctx context.Context, sessionID string) (int64, error)
 }
 
+// ErrTooManyTurns (rate_limited, code too_many_turns) is what a store
+// returns when a turn would take its user past the cap on running turns.
+var ErrTooManyTurns = &Error{Kind: KindRateLimited, Code: "too_many_turns"}
+
 // TurnStore tracks which sessions have a turn running, on any replica.
 type TurnStore interface {
 	// StartTurn records a running turn; conflict when the session has a
 	// running turn that started at or after staleBefore (older ones are taken
 	// to have died with their process and are ended). A zero staleBefore
 	// takes no turn for stale, and spares the store looking for one: a new
-	// session has none.
-	StartTurn(ctx context.Context, t Turn, staleBefore time.Time) error
+	// session has none. With maxPerUser > 0 it caps the turns of the
+	// session's user: ErrTooManyTurns, nothing stored, when maxPerUser turns
+	// that started at or after staleBefore already run in the user's other
+	// sessions. The count and the insert are one atomic step on every
+	// replica, so concurrent starts never pass the cap together. 0 is no cap.
+	StartTurn(ctx context.Context, t Turn, staleBefore time.Time, maxPerUser int) error
 	// EndTurn marks the turn ended at the time given, and records activity
 	// in its session then (as TouchSession does); ending an ended turn
 	// changes nothing. not_found when the turn does not exist.

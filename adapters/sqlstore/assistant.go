@@ -85,8 +85,10 @@ func (s *Assistant) CreateSession(ctx context.Context, cs ports.ChatSession) err
 // StartSession implements ports.ChatSessionStore. On PostgreSQL it is one
 // statement (sibling INSERTs in a WITH; the foreign keys are checked at its
 // end), written through DB.Relaxed outside a transaction; on SQLite, three
-// in a transaction.
-func (s *Assistant) StartSession(ctx context.Context, cs ports.ChatSession, first ports.Turn, msg ports.ChatMessage) error {
+// in a transaction. With a cap (maxPerUser > 0) the user's running turns are
+// counted first, in the transaction (on PostgreSQL, under the user's turn
+// lock: see capTurns).
+func (s *Assistant) StartSession(ctx context.Context, cs ports.ChatSession, first ports.Turn, msg ports.ChatMessage, staleBefore time.Time, maxPerUser int) error {
 	calls, err := encodeToolCalls(msg.ToolCalls)
 	if err != nil {
 		return ports.Wrap(ports.KindInternal, err, "encode tool calls")
@@ -95,29 +97,45 @@ func (s *Assistant) StartSession(ctx context.Context, cs ports.ChatSession, firs
 	if updated.IsZero() {
 		updated = cs.CreatedAt
 	}
-	what := "chat session " + cs.ID
 	if s.db.Dialect == DialectPostgres {
-		// A new chat's only write is on the path to its first token, and
-		// losing it in a crash of the server loses no more than the turn
-		// it starts (nothing has run yet).
-		_, err := s.db.writeRelaxed(ctx).exec(ctx, `WITH
-			s AS (INSERT INTO chat_sessions (id, org_id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)),
-			t AS (INSERT INTO turns (id, session_id, started_at) VALUES (?, ?, ?))
-			INSERT INTO chat_messages (`+messageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			cs.ID, cs.OrgID, cs.UserID, cs.Title, timestamp(cs.CreatedAt), timestamp(updated),
-			first.ID, first.SessionID, timestamp(first.StartedAt),
-			msg.ID, msg.SessionID, msg.TurnID, string(msg.Role), msg.Content, calls, msg.ToolCallID, msg.Name, timestamp(msg.CreatedAt))
-		return storeErr(err, what, "user "+cs.UserID)
+		if maxPerUser > 0 {
+			return s.db.WithinTx(ctx, func(ctx context.Context) error {
+				if err := s.capTurns(ctx, cs.UserID, cs.ID, staleBefore, maxPerUser); err != nil {
+					return err
+				}
+				return s.startSessionAtOnce(ctx, cs, updated, first, msg, calls)
+			})
+		}
+		return s.startSessionAtOnce(ctx, cs, updated, first, msg, calls)
 	}
 	return s.db.WithinTx(ctx, func(ctx context.Context) error {
 		if err := s.CreateSession(ctx, cs); err != nil {
 			return err
 		}
-		if err := s.StartTurn(ctx, first, time.Time{}); err != nil {
+		if err := s.capTurns(ctx, cs.UserID, cs.ID, staleBefore, maxPerUser); err != nil {
+			return err
+		}
+		if err := s.StartTurn(ctx, first, time.Time{}, 0); err != nil {
 			return err
 		}
 		return s.AppendMessages(ctx, msg)
 	})
+}
+
+// startSessionAtOnce is StartSession on PostgreSQL: one statement, written
+// through DB.Relaxed unless ctx carries a transaction.
+func (s *Assistant) startSessionAtOnce(ctx context.Context, cs ports.ChatSession, updated time.Time, first ports.Turn, msg ports.ChatMessage, calls jsonText) error {
+	// A new chat's only write is on the path to its first token, and losing
+	// it in a crash of the server loses no more than the turn it starts
+	// (nothing has run yet).
+	_, err := s.db.writeRelaxed(ctx).exec(ctx, `WITH
+		s AS (INSERT INTO chat_sessions (id, org_id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)),
+		t AS (INSERT INTO turns (id, session_id, started_at) VALUES (?, ?, ?))
+		INSERT INTO chat_messages (`+messageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		cs.ID, cs.OrgID, cs.UserID, cs.Title, timestamp(cs.CreatedAt), timestamp(updated),
+		first.ID, first.SessionID, timestamp(first.StartedAt),
+		msg.ID, msg.SessionID, msg.TurnID, string(msg.Role), msg.Content, calls, msg.ToolCallID, msg.Name, timestamp(msg.CreatedAt))
+	return storeErr(err, "chat session "+cs.ID, "user "+cs.UserID)
 }
 
 // ContinueSession implements ports.ChatSessionStore. On PostgreSQL, outside
@@ -126,8 +144,11 @@ func (s *Assistant) StartSession(ctx context.Context, cs ports.ChatSession, firs
 // running in the session: then, as on SQLite, it checks and takes over a
 // stale turn statement by statement in a transaction, and reads the session
 // in it.
-func (s *Assistant) ContinueSession(ctx context.Context, owner ports.Owner, turn ports.Turn, msg ports.ChatMessage, staleBefore time.Time) (ports.SessionState, error) {
-	if _, inTx := TxFromContext(ctx); s.db.Dialect == DialectPostgres && !inTx {
+//
+// With a cap (maxPerUser > 0) it always goes statement by statement, as
+// StartTurn counts the user's turns under the user's turn lock.
+func (s *Assistant) ContinueSession(ctx context.Context, owner ports.Owner, turn ports.Turn, msg ports.ChatMessage, staleBefore time.Time, maxPerUser int) (ports.SessionState, error) {
+	if _, inTx := TxFromContext(ctx); s.db.Dialect == DialectPostgres && !inTx && maxPerUser <= 0 {
 		if st, done, err := s.continueAtOnce(ctx, owner, turn, msg); done {
 			return st, err
 		}
@@ -137,7 +158,7 @@ func (s *Assistant) ContinueSession(ctx context.Context, owner ports.Owner, turn
 		if _, err := s.GetSession(ctx, owner, turn.SessionID); err != nil {
 			return err
 		}
-		if err := s.StartTurn(ctx, turn, staleBefore); err != nil {
+		if err := s.StartTurn(ctx, turn, staleBefore, maxPerUser); err != nil {
 			return err
 		}
 		if err := s.AppendMessages(ctx, msg); err != nil {
@@ -546,6 +567,41 @@ func (s *Assistant) LastEventSeq(ctx context.Context, sessionID string) (int64, 
 	return seq, storeErr(err, "stream events", "")
 }
 
+// capTurns is ErrTooManyTurns when maxPerUser > 0 turns that started at or
+// after staleBefore run in the user's sessions other than sessionID. It runs
+// in the transaction that inserts the turn, so the count holds until it
+// commits: on SQLite the transaction holds the one writer; on PostgreSQL it
+// first takes a transaction-scoped advisory lock keyed by the user (every
+// capped start takes it), so concurrent starts of one user count one after
+// the other, each seeing the turns the ones before it committed.
+func (s *Assistant) capTurns(ctx context.Context, userID, sessionID string, staleBefore time.Time, maxPerUser int) error {
+	if maxPerUser <= 0 {
+		return nil
+	}
+	c := s.db.write(ctx)
+	if s.db.Dialect == DialectPostgres {
+		if _, err := c.exec(ctx, "SELECT pg_advisory_xact_lock(?, hashtext(?))", turnLockClass, userID); err != nil {
+			return storeErr(err, "turn lock of user "+userID, "")
+		}
+	}
+	var n int
+	err := c.get(ctx, &n, `SELECT COUNT(*) FROM turns t JOIN chat_sessions s ON s.id = t.session_id
+		WHERE s.user_id = ? AND t.session_id <> ? AND t.ended_at IS NULL AND t.started_at >= ?`,
+		userID, sessionID, timestamp(staleBefore))
+	if err != nil {
+		return storeErr(err, "running turns of user "+userID, "")
+	}
+	if n >= maxPerUser {
+		return &ports.Error{Kind: ports.KindRateLimited, Code: ports.ErrTooManyTurns.Code,
+			Message: fmt.Sprintf("user %s runs %d turns already, the most allowed", userID, n)}
+	}
+	return nil
+}
+
+// turnLockClass is the first key of the advisory locks capTurns takes on
+// PostgreSQL; the second is a hash of the user's id.
+const turnLockClass = 0x7475726e // "turn"
+
 type turnRow struct {
 	ID        string     `db:"id"`
 	SessionID string     `db:"session_id"`
@@ -555,10 +611,23 @@ type turnRow struct {
 
 // StartTurn implements ports.TurnStore; t.EndedAt is ignored, and a stale
 // turn is recorded as ended at t.StartedAt. It is not_found when the session
-// does not exist.
-func (s *Assistant) StartTurn(ctx context.Context, t ports.Turn, staleBefore time.Time) error {
+// does not exist; ErrTooManyTurns past maxPerUser (see capTurns).
+func (s *Assistant) StartTurn(ctx context.Context, t ports.Turn, staleBefore time.Time, maxPerUser int) error {
 	return s.db.WithinTx(ctx, func(ctx context.Context) error {
 		c := s.db.write(ctx)
+		if maxPerUser > 0 {
+			var userID string
+			err := c.get(ctx, &userID, "SELECT user_id FROM chat_sessions WHERE id = ?", t.SessionID)
+			if errors.Is(err, sql.ErrNoRows) {
+				return ports.NotFound("chat session", t.SessionID)
+			}
+			if err != nil {
+				return storeErr(err, "chat session "+t.SessionID, "")
+			}
+			if err := s.capTurns(ctx, userID, t.SessionID, staleBefore, maxPerUser); err != nil {
+				return err
+			}
+		}
 		if !staleBefore.IsZero() {
 			ended, err := c.exec(ctx,
 				"UPDATE turns SET ended_at = ? WHERE session_id = ? AND ended_at IS NULL AND started_at < ?",

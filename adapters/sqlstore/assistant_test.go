@@ -49,7 +49,7 @@ func TestDeleteSessionWhileAStaleTurnEnds(t *testing.T) {
 		f := newChatFixture(t, db, "org-")
 		a, owner, cs, now := f.a, f.owner, f.cs, f.now
 		turn := ports.Turn{ID: "turn-" + f.suffix, SessionID: cs.ID, StartedAt: now.Add(-time.Hour)}
-		if err := a.StartTurn(ctx, turn, now.Add(-2*time.Hour)); err != nil {
+		if err := a.StartTurn(ctx, turn, now.Add(-2*time.Hour), 0); err != nil {
 			t.Fatal(err)
 		}
 

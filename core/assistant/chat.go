@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/devpilot/devpilot/core/tool"
@@ -103,13 +104,10 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
 	var prefsRead sync.WaitGroup
 	var prefsErr error
 	prefsRead.Go(func() { prefsErr = s.readPreferences(ctx, r) })
-	st, err := s.d.Sessions.ContinueSession(ctx, p.Owner(), r.turn, user, now.Add(-s.cfg.TurnStaleAfter))
+	st, err := s.d.Sessions.ContinueSession(ctx, p.Owner(), r.turn, user, now.Add(-s.cfg.TurnStaleAfter), s.cfg.MaxTurnsPerUser)
 	prefsRead.Wait()
-	if errors.Is(err, ports.ErrConflict) {
-		return nil, turnRunning(in.SessionID, err)
-	}
 	if err != nil {
-		return nil, err
+		return nil, s.turnRefused(in.SessionID, err)
 	}
 	if err := prefsErr; err != nil {
 		s.abandon(r)
@@ -132,8 +130,11 @@ func (s *Service) chatInNewSession(ctx context.Context, r *Run, msg string) (*Ru
 	var prefsRead sync.WaitGroup
 	var prefsErr error
 	prefsRead.Go(func() { prefsErr = s.readPreferences(ctx, r) })
-	err := s.d.Sessions.StartSession(ctx, r.session, r.turn, user)
+	err := s.d.Sessions.StartSession(ctx, r.session, r.turn, user, now.Add(-s.cfg.TurnStaleAfter), s.cfg.MaxTurnsPerUser)
 	prefsRead.Wait()
+	if errors.Is(err, ports.ErrTooManyTurns) {
+		return nil, s.turnRefused(r.session.ID, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -195,9 +196,29 @@ func (s *Service) Continue(ctx context.Context, sessionID string) (*Run, error) 
 func (s *Service) startTurn(ctx context.Context, r *Run) error {
 	now := s.d.Clock.Now()
 	r.turn = ports.Turn{ID: s.d.IDs.NewID(), SessionID: r.session.ID, StartedAt: now}
-	err := s.d.Turns.StartTurn(ctx, r.turn, now.Add(-s.cfg.TurnStaleAfter))
-	if errors.Is(err, ports.ErrConflict) {
-		return turnRunning(r.session.ID, err)
+	err := s.d.Turns.StartTurn(ctx, r.turn, now.Add(-s.cfg.TurnStaleAfter), s.cfg.MaxTurnsPerUser)
+	if err != nil {
+		return s.turnRefused(r.session.ID, err)
+	}
+	return nil
+}
+
+// TooManyTurnsRetryAfter is how long a client refused for too many running
+// turns is told to wait before it tries again.
+const TooManyTurnsRetryAfter = 5 * time.Second
+
+// turnRefused is the error of a turn the store would not start in the
+// session: conflict (turn_running) while a turn runs in it, rate_limited
+// (too_many_turns) when the caller runs Config.MaxTurnsPerUser turns
+// already, or err as it is.
+func (s *Service) turnRefused(sessionID string, err error) error {
+	switch {
+	case errors.Is(err, ports.ErrTooManyTurns):
+		return &ports.Error{Kind: ports.KindRateLimited, Code: ports.ErrTooManyTurns.Code, RetryAfter: TooManyTurnsRetryAfter,
+			Message: fmt.Sprintf("you have %d assistant turns running, the most allowed at once; wait for one to finish", s.cfg.MaxTurnsPerUser),
+			Err:     err}
+	case errors.Is(err, ports.ErrConflict):
+		return turnRunning(sessionID, err)
 	}
 	return err
 }

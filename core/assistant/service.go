@@ -56,6 +56,10 @@ type Config struct {
 	// and another may start (15 minutes). A turn is stopped with a timeout
 	// error before then.
 	TurnStaleAfter time.Duration
+	// MaxTurnsPerUser caps the turns one user runs at once, across every
+	// replica (0: no cap). A chat or continue past it is refused with
+	// rate_limited (code too_many_turns) before anything is stored.
+	MaxTurnsPerUser int
 	// ReplayPoll is how often Replay looks for new events (100 ms).
 	ReplayPoll time.Duration
 	// ContentBatch and ContentFlush batch content events: they are stored and

@@ -212,7 +212,7 @@ func TestReplayStopsWhenTheTurnDiesWithoutDone(t *testing.T) {
 	e.script(say("one"))
 	sid, _ := e.chat(as(alice), assistant.ChatInput{Message: "hi"})
 	// A running turn whose process died: it is stale, so Replay does not wait for it.
-	if err := e.store.StartTurn(context.Background(), ports.Turn{ID: "dead", SessionID: sid, StartedAt: e.clock.Now().Add(-time.Hour)}, time.Time{}); err != nil {
+	if err := e.store.StartTurn(context.Background(), ports.Turn{ID: "dead", SessionID: sid, StartedAt: e.clock.Now().Add(-time.Hour)}, time.Time{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	var n int

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -140,14 +141,15 @@ func (s *Store) CreateSession(ctx context.Context, cs ports.ChatSession) error {
 
 // StartSession stores a new session with its first turn, running, and its
 // first message, all or nothing. Errors: conflict when an id exists;
-// not_found when the user is not one of the org.
-func (s *Store) StartSession(ctx context.Context, cs ports.ChatSession, first ports.Turn, msg ports.ChatMessage) error {
+// not_found when the user is not one of the org; ErrTooManyTurns as
+// StartTurn.
+func (s *Store) StartSession(ctx context.Context, cs ports.ChatSession, first ports.Turn, msg ports.ChatMessage, staleBefore time.Time, maxPerUser int) error {
 	defer s.lock()()
 	return s.atomically(ctx, func(ctx context.Context) error {
 		if err := s.createSession(ctx, cs); err != nil {
 			return err
 		}
-		if err := s.startTurn(ctx, first, time.Time{}); err != nil {
+		if err := s.startTurn(ctx, first, staleBefore, maxPerUser); err != nil {
 			return err
 		}
 		return s.appendMessages(ctx, []ports.ChatMessage{msg})
@@ -158,14 +160,15 @@ func (s *Store) StartSession(ctx context.Context, cs ports.ChatSession, first po
 // that started before staleBefore, appends msg and records activity at
 // turn.StartedAt, all or nothing, and returns the session's state. Errors:
 // not_found for a session absent or another owner's; conflict when a turn
-// started at or after staleBefore runs, or an id exists.
-func (s *Store) ContinueSession(ctx context.Context, owner ports.Owner, turn ports.Turn, msg ports.ChatMessage, staleBefore time.Time) (ports.SessionState, error) {
+// started at or after staleBefore runs, or an id exists; ErrTooManyTurns as
+// StartTurn.
+func (s *Store) ContinueSession(ctx context.Context, owner ports.Owner, turn ports.Turn, msg ports.ChatMessage, staleBefore time.Time, maxPerUser int) (ports.SessionState, error) {
 	defer s.lock()()
 	if _, err := s.ownedSession(owner, turn.SessionID); err != nil {
 		return ports.SessionState{}, err
 	}
 	err := s.atomically(ctx, func(ctx context.Context) error {
-		if err := s.startTurn(ctx, turn, staleBefore); err != nil {
+		if err := s.startTurn(ctx, turn, staleBefore, maxPerUser); err != nil {
 			return err
 		}
 		if err := s.appendMessages(ctx, []ports.ChatMessage{msg}); err != nil {
@@ -544,13 +547,18 @@ func (s *Store) LastEventSeq(_ context.Context, sessionID string) (int64, error)
 }
 
 // startTurn records a running turn, ending a stale one at t.StartedAt (s.mu
-// held).
-func (s *Store) startTurn(ctx context.Context, t ports.Turn, staleBefore time.Time) error {
-	if _, ok := s.assistant.sessions[t.SessionID]; !ok {
+// held), unless maxPerUser > 0 turns of the session's user run elsewhere.
+func (s *Store) startTurn(ctx context.Context, t ports.Turn, staleBefore time.Time, maxPerUser int) error {
+	cs, ok := s.assistant.sessions[t.SessionID]
+	if !ok {
 		return notFoundSession(t.SessionID)
 	}
 	if _, ok := s.assistant.turns[t.ID]; ok {
 		return ports.Errorf(ports.KindConflict, "turn %s exists already", t.ID)
+	}
+	if maxPerUser > 0 && s.runningTurnsOf(cs.UserID, t.SessionID, staleBefore) >= maxPerUser {
+		return &ports.Error{Kind: ports.KindRateLimited, Code: ports.ErrTooManyTurns.Code,
+			Message: fmt.Sprintf("user %s runs %d turns already", cs.UserID, maxPerUser)}
 	}
 	if running, ok := s.runningTurn(t.SessionID); ok {
 		if !running.StartedAt.Before(usec(staleBefore)) {
@@ -567,10 +575,27 @@ func (s *Store) startTurn(ctx context.Context, t ports.Turn, staleBefore time.Ti
 // StartTurn records a running turn, ending a running one that started
 // before staleBefore. Errors: conflict when a turn started at or after
 // staleBefore runs (any running turn when staleBefore is zero) or the id
-// exists; not_found for a missing session.
-func (s *Store) StartTurn(ctx context.Context, t ports.Turn, staleBefore time.Time) error {
+// exists; not_found for a missing session; ErrTooManyTurns when maxPerUser
+// > 0 turns that started at or after staleBefore run in the user's other
+// sessions.
+func (s *Store) StartTurn(ctx context.Context, t ports.Turn, staleBefore time.Time, maxPerUser int) error {
 	defer s.lock()()
-	return s.startTurn(ctx, t, staleBefore)
+	return s.startTurn(ctx, t, staleBefore, maxPerUser)
+}
+
+// runningTurnsOf counts the turns that started at or after staleBefore and
+// run in the user's sessions other than exceptSession (s.mu held).
+func (s *Store) runningTurnsOf(userID, exceptSession string, staleBefore time.Time) int {
+	n := 0
+	for _, t := range s.assistant.turns {
+		if t.EndedAt != nil || t.SessionID == exceptSession || t.StartedAt.Before(usec(staleBefore)) {
+			continue
+		}
+		if cs, ok := s.assistant.sessions[t.SessionID]; ok && cs.UserID == userID {
+			n++
+		}
+	}
+	return n
 }
 
 // EndTurn marks the turn ended at the time given and records activity in its

@@ -43,18 +43,18 @@ func (m *MockChatSessionStore) EXPECT() *MockChatSessionStoreMockRecorder {
 }
 
 // ContinueSession mocks base method.
-func (m *MockChatSessionStore) ContinueSession(ctx context.Context, owner ports.Owner, turn ports.Turn, msg ports.ChatMessage, staleBefore time.Time) (ports.SessionState, error) {
+func (m *MockChatSessionStore) ContinueSession(ctx context.Context, owner ports.Owner, turn ports.Turn, msg ports.ChatMessage, staleBefore time.Time, maxPerUser int) (ports.SessionState, error) {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "ContinueSession", ctx, owner, turn, msg, staleBefore)
+	ret := m.ctrl.Call(m, "ContinueSession", ctx, owner, turn, msg, staleBefore, maxPerUser)
 	ret0, _ := ret[0].(ports.SessionState)
 	ret1, _ := ret[1].(error)
 	return ret0, ret1
 }
 
 // ContinueSession indicates an expected call of ContinueSession.
-func (mr *MockChatSessionStoreMockRecorder) ContinueSession(ctx, owner, turn, msg, staleBefore any) *MockChatSessionStoreContinueSessionCall {
+func (mr *MockChatSessionStoreMockRecorder) ContinueSession(ctx, owner, turn, msg, staleBefore, maxPerUser any) *MockChatSessionStoreContinueSessionCall {
 	mr.mock.ctrl.T.Helper()
-	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ContinueSession", reflect.TypeOf((*MockChatSessionStore)(nil).ContinueSession), ctx, owner, turn, msg, staleBefore)
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ContinueSession", reflect.TypeOf((*MockChatSessionStore)(nil).ContinueSession), ctx, owner, turn, msg, staleBefore, maxPerUser)
 	return &MockChatSessionStoreContinueSessionCall{Call: call}
 }
 
@@ -70,13 +70,13 @@ func (c *MockChatSessionStoreContinueSessionCall) Return(arg0 ports.SessionState
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockChatSessionStoreContinueSessionCall) Do(f func(context.Context, ports.Owner, ports.Turn, ports.ChatMessage, time.Time) (ports.SessionState, error)) *MockChatSessionStoreContinueSessionCall {
+func (c *MockChatSessionStoreContinueSessionCall) Do(f func(context.Context, ports.Owner, ports.Turn, ports.ChatMessage, time.Time, int) (ports.SessionState, error)) *MockChatSessionStoreContinueSessionCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockChatSessionStoreContinueSessionCall) DoAndReturn(f func(context.Context, ports.Owner, ports.Turn, ports.ChatMessage, time.Time) (ports.SessionState, error)) *MockChatSessionStoreContinueSessionCall {
+func (c *MockChatSessionStoreContinueSessionCall) DoAndReturn(f func(context.Context, ports.Owner, ports.Turn, ports.ChatMessage, time.Time, int) (ports.SessionState, error)) *MockChatSessionStoreContinueSessionCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }
@@ -275,17 +275,17 @@ func (c *MockChatSessionStoreSetSessionTitleCall) DoAndReturn(f func(context.Con
 }
 
 // StartSession mocks base method.
-func (m *MockChatSessionStore) StartSession(ctx context.Context, s ports.ChatSession, first ports.Turn, msg ports.ChatMessage) error {
+func (m *MockChatSessionStore) StartSession(ctx context.Context, s ports.ChatSession, first ports.Turn, msg ports.ChatMessage, staleBefore time.Time, maxPerUser int) error {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "StartSession", ctx, s, first, msg)
+	ret := m.ctrl.Call(m, "StartSession", ctx, s, first, msg, staleBefore, maxPerUser)
 	ret0, _ := ret[0].(error)
 	return ret0
 }
 
 // StartSession indicates an expected call of StartSession.
-func (mr *MockChatSessionStoreMockRecorder) StartSession(ctx, s, first, msg any) *MockChatSessionStoreStartSessionCall {
+func (mr *MockChatSessionStoreMockRecorder) StartSession(ctx, s, first, msg, staleBefore, maxPerUser any) *MockChatSessionStoreStartSessionCall {
 	mr.mock.ctrl.T.Helper()
-	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "StartSession", reflect.TypeOf((*MockChatSessionStore)(nil).StartSession), ctx, s, first, msg)
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "StartSession", reflect.TypeOf((*MockChatSessionStore)(nil).StartSession), ctx, s, first, msg, staleBefore, maxPerUser)
 	return &MockChatSessionStoreStartSessionCall{Call: call}
 }
 
@@ -301,13 +301,13 @@ func (c *MockChatSessionStoreStartSessionCall) Return(arg0 error) *MockChatSessi
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockChatSessionStoreStartSessionCall) Do(f func(context.Context, ports.ChatSession, ports.Turn, ports.ChatMessage) error) *MockChatSessionStoreStartSessionCall {
+func (c *MockChatSessionStoreStartSessionCall) Do(f func(context.Context, ports.ChatSession, ports.Turn, ports.ChatMessage, time.Time, int) error) *MockChatSessionStoreStartSessionCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockChatSessionStoreStartSessionCall) DoAndReturn(f func(context.Context, ports.ChatSession, ports.Turn, ports.ChatMessage) error) *MockChatSessionStoreStartSessionCall {
+func (c *MockChatSessionStoreStartSessionCall) DoAndReturn(f func(context.Context, ports.ChatSession, ports.Turn, ports.ChatMessage, time.Time, int) error) *MockChatSessionStoreStartSessionCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }
@@ -998,17 +998,17 @@ func (c *MockTurnStoreRunningTurnCall) DoAndReturn(f func(context.Context, strin
 }
 
 // StartTurn mocks base method.
-func (m *MockTurnStore) StartTurn(ctx context.Context, t ports.Turn, staleBefore time.Time) error {
+func (m *MockTurnStore) StartTurn(ctx context.Context, t ports.Turn, staleBefore time.Time, maxPerUser int) error {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "StartTurn", ctx, t, staleBefore)
+	ret := m.ctrl.Call(m, "StartTurn", ctx, t, staleBefore, maxPerUser)
 	ret0, _ := ret[0].(error)
 	return ret0
 }
 
 // StartTurn indicates an expected call of StartTurn.
-func (mr *MockTurnStoreMockRecorder) StartTurn(ctx, t, staleBefore any) *MockTurnStoreStartTurnCall {
+func (mr *MockTurnStoreMockRecorder) StartTurn(ctx, t, staleBefore, maxPerUser any) *MockTurnStoreStartTurnCall {
 	mr.mock.ctrl.T.Helper()
-	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "StartTurn", reflect.TypeOf((*MockTurnStore)(nil).StartTurn), ctx, t, staleBefore)
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "StartTurn", reflect.TypeOf((*MockTurnStore)(nil).StartTurn), ctx, t, staleBefore, maxPerUser)
 	return &MockTurnStoreStartTurnCall{Call: call}
 }
 
@@ -1024,13 +1024,13 @@ func (c *MockTurnStoreStartTurnCall) Return(arg0 error) *MockTurnStoreStartTurnC
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockTurnStoreStartTurnCall) Do(f func(context.Context, ports.Turn, time.Time) error) *MockTurnStoreStartTurnCall {
+func (c *MockTurnStoreStartTurnCall) Do(f func(context.Context, ports.Turn, time.Time, int) error) *MockTurnStoreStartTurnCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockTurnStoreStartTurnCall) DoAndReturn(f func(context.Context, ports.Turn, time.Time) error) *MockTurnStoreStartTurnCall {
+func (c *MockTurnStoreStartTurnCall) DoAndReturn(f func(context.Context, ports.Turn, time.Time, int) error) *MockTurnStoreStartTurnCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

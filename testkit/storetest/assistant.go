@@ -41,7 +41,9 @@ type AssistantStores struct {
 // or events is stored whole or not at all; CreateConfirmation and StartTurn
 // in a missing session are not_found; a confirmation the sweep expired is
 // gone when decided; RecordOutcome for a confirmation that is not approved
-// is a conflict; EndTurn of a missing turn is not_found.
+// is a conflict; EndTurn of a missing turn is not_found; a turn refused for
+// the cap on a user's turns leaves nothing stored, and a turn that takes over
+// its session's stale turn does not count that turn.
 func TestAssistant(t *testing.T, newStores func(t *testing.T) AssistantStores) {
 	runSuite(t, newStores, []suiteCase[AssistantStores]{
 		{"SessionRoundTrip", testSessionRoundTrip},
@@ -79,6 +81,8 @@ func TestAssistant(t *testing.T, newStores func(t *testing.T) AssistantStores) {
 		{"Turns", testTurns},
 		{"StaleTurn", testStaleTurn},
 		{"RaceStartTurn", testRaceStartTurn},
+		{"TurnCap", testTurnCap},
+		{"RaceTurnCap", testRaceTurnCap},
 		{"Preferences", testPreferences},
 		{"PreferencesOwnerIsolation", testPreferencesOwnerIsolation},
 		{"TxJoins", testAssistantTxJoins},
@@ -640,14 +644,14 @@ func testDeleteSessionCascades(t *testing.T, s AssistantStores) {
 		}
 		confs[x.ID] = mustCreateConfirmation(t, s, newConfirmation(x))
 		old := newTurn(x.ID, base)
-		if err := s.Turns.StartTurn(ctx, old, base.Add(-time.Hour)); err != nil {
+		if err := s.Turns.StartTurn(ctx, old, base.Add(-time.Hour), 0); err != nil {
 			t.Fatalf("StartTurn: %v", err)
 		}
 		if err := s.Turns.EndTurn(ctx, old.ID, base.Add(time.Minute)); err != nil {
 			t.Fatalf("EndTurn: %v", err)
 		}
 		ended[x.ID] = old
-		if err := s.Turns.StartTurn(ctx, newTurn(x.ID, base.Add(2*time.Minute)), base.Add(-time.Hour)); err != nil {
+		if err := s.Turns.StartTurn(ctx, newTurn(x.ID, base.Add(2*time.Minute)), base.Add(-time.Hour), 0); err != nil {
 			t.Fatalf("StartTurn: %v", err)
 		}
 	}
@@ -1189,7 +1193,7 @@ func testTurns(t *testing.T, s AssistantStores) {
 	checkErr(t, "RunningTurn of a new session", err, ports.ErrNotFound)
 
 	first := newTurn(cs.ID, base)
-	if err := s.Turns.StartTurn(ctx, first, longAgo); err != nil {
+	if err := s.Turns.StartTurn(ctx, first, longAgo, 0); err != nil {
 		t.Fatalf("StartTurn: %v", err)
 	}
 	running := func(sessionID string) ports.Turn {
@@ -1203,13 +1207,13 @@ func testTurns(t *testing.T, s AssistantStores) {
 	checkTurn(t, "RunningTurn", running(cs.ID), first)
 
 	second := newTurn(cs.ID, base.Add(time.Minute))
-	checkErr(t, "StartTurn while a turn runs", s.Turns.StartTurn(ctx, second, longAgo), ports.ErrConflict)
-	checkErr(t, "StartTurn while a turn started at staleBefore runs", s.Turns.StartTurn(ctx, second, first.StartedAt), ports.ErrConflict)
-	checkErr(t, "StartTurn with a zero staleBefore while a turn runs", s.Turns.StartTurn(ctx, second, time.Time{}), ports.ErrConflict)
+	checkErr(t, "StartTurn while a turn runs", s.Turns.StartTurn(ctx, second, longAgo, 0), ports.ErrConflict)
+	checkErr(t, "StartTurn while a turn started at staleBefore runs", s.Turns.StartTurn(ctx, second, first.StartedAt, 0), ports.ErrConflict)
+	checkErr(t, "StartTurn with a zero staleBefore while a turn runs", s.Turns.StartTurn(ctx, second, time.Time{}, 0), ports.ErrConflict)
 	checkTurn(t, "RunningTurn after a conflict", running(cs.ID), first)
 
 	elsewhere := newTurn(other.ID, base)
-	if err := s.Turns.StartTurn(ctx, elsewhere, longAgo); err != nil {
+	if err := s.Turns.StartTurn(ctx, elsewhere, longAgo, 0); err != nil {
 		t.Fatalf("StartTurn in another session while a turn runs: %v", err)
 	}
 
@@ -1232,25 +1236,25 @@ func testTurns(t *testing.T, s AssistantStores) {
 		t.Errorf("the other session updated at %v after EndTurn, want %v", got, want)
 	}
 	second.StartedAt = base.Add(3 * time.Minute)
-	if err := s.Turns.StartTurn(ctx, second, longAgo); err != nil {
+	if err := s.Turns.StartTurn(ctx, second, longAgo, 0); err != nil {
 		t.Fatalf("StartTurn after EndTurn: %v", err)
 	}
 	checkTurn(t, "RunningTurn after EndTurn and StartTurn", running(cs.ID), second)
 	checkTurn(t, "RunningTurn of the other session", running(other.ID), elsewhere)
 
 	checkErr(t, "EndTurn of a missing turn", s.Turns.EndTurn(ctx, newID(), base), ports.ErrNotFound)
-	checkErr(t, "StartTurn in a missing session", s.Turns.StartTurn(ctx, newTurn(newID(), base), longAgo), ports.ErrNotFound)
+	checkErr(t, "StartTurn in a missing session", s.Turns.StartTurn(ctx, newTurn(newID(), base), longAgo, 0), ports.ErrNotFound)
 }
 
 func testStaleTurn(t *testing.T, s AssistantStores) {
 	ctx := t.Context()
 	_, cs := newChat(t, s)
 	dead := newTurn(cs.ID, base)
-	if err := s.Turns.StartTurn(ctx, dead, base.Add(-time.Hour)); err != nil {
+	if err := s.Turns.StartTurn(ctx, dead, base.Add(-time.Hour), 0); err != nil {
 		t.Fatalf("StartTurn: %v", err)
 	}
 	next := newTurn(cs.ID, base.Add(10*time.Minute))
-	if err := s.Turns.StartTurn(ctx, next, base.Add(5*time.Minute)); err != nil {
+	if err := s.Turns.StartTurn(ctx, next, base.Add(5*time.Minute), 0); err != nil {
 		t.Fatalf("StartTurn over a stale turn: %v", err)
 	}
 	checkRunningTurn(t, s, "RunningTurn after taking over", cs.ID, next)
@@ -1271,7 +1275,7 @@ func testRaceStartTurn(t *testing.T, s AssistantStores) {
 		turns[i] = newTurn(cs.ID, base)
 	}
 	errs := race(len(turns), func(i int) error {
-		return s.Turns.StartTurn(t.Context(), turns[i], base.Add(-time.Hour))
+		return s.Turns.StartTurn(t.Context(), turns[i], base.Add(-time.Hour), 0)
 	})
 	winner := oneWinner(t, "StartTurn", errs, ports.ErrConflict)
 	if winner < 0 {
@@ -1347,7 +1351,7 @@ func testContinueSession(t *testing.T, s AssistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
 	continueSession := func(o ports.Owner, tr ports.Turn, m ports.ChatMessage, staleBefore time.Time) error {
-		_, err := s.Sessions.ContinueSession(ctx, o, tr, m, staleBefore)
+		_, err := s.Sessions.ContinueSession(ctx, o, tr, m, staleBefore, 0)
 		return err
 	}
 	checkMessages := func(what string, want ...ports.ChatMessage) {
@@ -1400,7 +1404,7 @@ func testContinueSession(t *testing.T, s AssistantStores) {
 	conf := mustCreateConfirmation(t, s, newConfirmation(cs))
 
 	first, m1 := continueTurn(cs, at, "deploy the api")
-	st, err := s.Sessions.ContinueSession(ctx, owner, first, m1, at.Add(-time.Hour))
+	st, err := s.Sessions.ContinueSession(ctx, owner, first, m1, at.Add(-time.Hour), 0)
 	if err != nil {
 		t.Fatalf("ContinueSession: %v", err)
 	}
@@ -1423,7 +1427,7 @@ func testContinueSession(t *testing.T, s AssistantStores) {
 	// first started before staleBefore: it is taken over (and ended).
 	takeover, m2 := continueTurn(cs, later, "take over")
 	mustAppendEvents(t, s, newEvent(cs.ID, 4)) // the stale turn's
-	st, err = s.Sessions.ContinueSession(ctx, owner, takeover, m2, at.Add(time.Second))
+	st, err = s.Sessions.ContinueSession(ctx, owner, takeover, m2, at.Add(time.Second), 0)
 	if err != nil {
 		t.Fatalf("ContinueSession over a stale turn: %v", err)
 	}
@@ -1460,7 +1464,7 @@ func testRaceContinueSession(t *testing.T, s AssistantStores) {
 		turns[i], msgs[i] = continueTurn(cs, base.Add(time.Minute), fmt.Sprintf("message %d", i))
 	}
 	errs := race(len(turns), func(i int) error {
-		_, err := s.Sessions.ContinueSession(t.Context(), owner, turns[i], msgs[i], base.Add(-time.Hour))
+		_, err := s.Sessions.ContinueSession(t.Context(), owner, turns[i], msgs[i], base.Add(-time.Hour), 0)
 		return err
 	})
 	winner := oneWinner(t, "ContinueSession", errs, ports.ErrConflict)
@@ -1487,7 +1491,7 @@ func testContinueSessionAsATurnEnds(t *testing.T, s AssistantStores) {
 	at := base.Add(time.Minute)
 	never := base.Add(-time.Hour) // no turn is stale
 	running, m := continueTurn(cs, at, "round 0")
-	if _, err := s.Sessions.ContinueSession(ctx, owner, running, m, never); err != nil {
+	if _, err := s.Sessions.ContinueSession(ctx, owner, running, m, never, 0); err != nil {
 		t.Fatalf("ContinueSession: %v", err)
 	}
 	var seq int64
@@ -1524,7 +1528,7 @@ func testContinueSessionAsATurnEnds(t *testing.T, s AssistantStores) {
 			for start := time.Now(); time.Since(start) < 20*time.Second; {
 				tr, msg := continueTurn(cs, at, fmt.Sprintf("round %d", round))
 				var err error
-				st, err = s.Sessions.ContinueSession(ctx, owner, tr, msg, never)
+				st, err = s.Sessions.ContinueSession(ctx, owner, tr, msg, never, 0)
 				if errors.Is(err, ports.ErrConflict) {
 					continue
 				}
@@ -1557,7 +1561,7 @@ func testRaceDeleteSession(t *testing.T, s AssistantStores) {
 		turn, msg := continueTurn(cs, at, fmt.Sprintf("round %d", round))
 		var continued, deleted error
 		var wg sync.WaitGroup
-		wg.Go(func() { _, continued = s.Sessions.ContinueSession(ctx, owner, turn, msg, base) })
+		wg.Go(func() { _, continued = s.Sessions.ContinueSession(ctx, owner, turn, msg, base, 0) })
 		wg.Go(func() { deleted = s.Sessions.DeleteSession(ctx, owner, cs.ID, base) })
 		wg.Wait()
 		switch {
@@ -1687,7 +1691,7 @@ func testAssistantTxJoins(t *testing.T, s AssistantStores) {
 			step("AppendMessages", s.Messages.AppendMessages(ctx, msg)) &&
 			step("CreateConfirmation", s.Confirmations.CreateConfirmation(ctx, c)) &&
 			step("AppendEvents", s.Events.AppendEvents(ctx, ev)) &&
-			step("StartTurn", s.Turns.StartTurn(ctx, turn, base.Add(-time.Hour))) &&
+			step("StartTurn", s.Turns.StartTurn(ctx, turn, base.Add(-time.Hour), 0)) &&
 			step("ReplacePreferences", s.Preferences.ReplacePreferences(ctx, owner, prefs, base))
 		if failed != nil {
 			return failed
@@ -1766,7 +1770,7 @@ func testStartSession(t *testing.T, s AssistantStores) {
 	}
 	cs := newSession(owner)
 	turn, msg := start(cs)
-	if err := s.Sessions.StartSession(ctx, cs, turn, msg); err != nil {
+	if err := s.Sessions.StartSession(ctx, cs, turn, msg, time.Time{}, 0); err != nil {
 		t.Fatalf("StartSession: %v", err)
 	}
 	got := mustGetSession(t, s, owner, cs.ID)
@@ -1783,7 +1787,7 @@ func testStartSession(t *testing.T, s AssistantStores) {
 		msgs[0].Role != ports.MessageUser || msgs[0].Content != "deploy the api" || msgs[0].ToolCalls != nil {
 		t.Fatalf("messages %+v, %v", msgs, err)
 	}
-	checkErr(t, "StartTurn in the started session", s.Turns.StartTurn(ctx, newTurn(cs.ID, base.Add(time.Minute)), time.Time{}), ports.ErrConflict)
+	checkErr(t, "StartTurn in the started session", s.Turns.StartTurn(ctx, newTurn(cs.ID, base.Add(time.Minute)), time.Time{}, 0), ports.ErrConflict)
 
 	// A conflict on any of the three ids stores none of them.
 	for _, tc := range []struct {
@@ -1799,7 +1803,7 @@ func testStartSession(t *testing.T, s AssistantStores) {
 		again := newSession(owner)
 		tu, m := start(again)
 		tc.change(&again, &tu, &m)
-		checkErr(t, "StartSession reusing the "+tc.name, s.Sessions.StartSession(ctx, again, tu, m), ports.ErrConflict)
+		checkErr(t, "StartSession reusing the "+tc.name, s.Sessions.StartSession(ctx, again, tu, m, time.Time{}, 0), ports.ErrConflict)
 		if again.ID != cs.ID {
 			_, err := s.Sessions.GetSession(ctx, owner, again.ID)
 			checkErr(t, "the session of a failed StartSession ("+tc.name+")", err, ports.ErrNotFound)
@@ -1812,5 +1816,5 @@ func testStartSession(t *testing.T, s AssistantStores) {
 	stranger := ports.Owner{OrgID: owner.OrgID, UserID: newID()}
 	lost := newSession(stranger)
 	tu, m := start(lost)
-	checkErr(t, "StartSession for an unknown user", s.Sessions.StartSession(ctx, lost, tu, m), ports.ErrNotFound)
+	checkErr(t, "StartSession for an unknown user", s.Sessions.StartSession(ctx, lost, tu, m, time.Time{}, 0), ports.ErrNotFound)
 }
