@@ -61,6 +61,7 @@ func NewAssistant(p AssistantParams) *assistant.Service {
 		MaxToolRounds:   p.Config.Assistant.MaxToolRounds,
 		MaxTokens:       p.Config.Assistant.MaxTokens,
 		ConfirmationTTL: p.Config.Assistant.ConfirmationTTL,
+		MaxTurnsPerUser: p.Config.Assistant.MaxTurnsPerUser,
 		EventWriters:    writers,
 	}, assistant.Deps{
 		Sessions: p.Sessions, Messages: p.Messages, Confirmations: p.Confirmations, Events: p.Events,

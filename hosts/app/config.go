@@ -246,6 +246,9 @@ type AssistantConfig struct {
 	MaxToolRounds   int
 	MaxTokens       int
 	ConfirmationTTL time.Duration
+	// MaxTurnsPerUser caps the chat turns one user runs at once, on every
+	// replica together (0: no cap).
+	MaxTurnsPerUser int
 }
 
 // Variable names read by Load.
@@ -293,6 +296,10 @@ const (
 // EnvSpecContextBudget is the variable of Config.SpecContextBudget, in
 // tokens.
 const EnvSpecContextBudget = "DEVPILOT_SPEC_CONTEXT_BUDGET"
+
+// EnvMaxTurnsPerUser is the variable of AssistantConfig.MaxTurnsPerUser
+// (default 8, 0 to 1000, 0 for no cap).
+const EnvMaxTurnsPerUser = "DEVPILOT_MAX_TURNS_PER_USER"
 
 // ProviderVariables returns the settings of real providers: any of them
 // set turns the sandbox off in run mode, unless its value is the public
@@ -386,6 +393,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 		MaxTokens:       int(r.number(EnvMaxTokens, 4096, 1, 1<<20)),
 		ConfirmationTTL: r.duration(EnvConfirmTTL, 15*time.Minute),
 	}
+	c.Assistant.MaxTurnsPerUser = int(r.number(EnvMaxTurnsPerUser, 8, 0, 1000))
 	c.SpecContextBudget = int(r.number(EnvSpecContextBudget, spec.DefaultContextBudget, 2000, 10_000_000))
 	c.WorkerJobs = int(r.number(EnvWorkerJobs, queue.DefaultMaxWorkers, 1, 1000))
 	c.WorkerAddr = r.addr(EnvWorkerAddr, ":9091")
