@@ -1,6 +1,6 @@
 package ports
 
-//go:generate go tool mockgen -typed -destination ../testkit/mocks/usage.go -package mocks . UsageStore
+//go:generate go tool mockgen -typed -destination ../testkit/mocks/usage.go -package mocks . UsageStore,BudgetStore
 
 import (
 	"context"
@@ -124,6 +124,47 @@ func CheckUsageRecord(r UsageRecord) error {
 	}
 	if fields != nil {
 		return Invalid("invalid usage record", fields...)
+	}
+	return nil
+}
+
+// CodeBudgetExceeded is the code of the rate_limited Error a model call is
+// refused with when its organisation has used its monthly token budget; its
+// RetryAfter runs to the start of the next month (UTC). A client may retry
+// then; background work fails at once (see Transient).
+const CodeBudgetExceeded = "budget_exceeded"
+
+// MaxMonthlyTokens is the largest monthly token budget an organisation may
+// have.
+const MaxMonthlyTokens int64 = 1_000_000_000_000
+
+// BudgetStore keeps the monthly token budget an admin set for an
+// organisation, which overrides the configured default. It is a port of its
+// own, not part of UsageStore: a budget is a setting an admin writes rarely,
+// in a table of its own, while usage is written after every model call.
+type BudgetStore interface {
+	// OrgTokenBudget returns the organisation's monthly token budget and
+	// true, or false when none is set (the default applies).
+	OrgTokenBudget(ctx context.Context, orgID string) (int64, bool, error)
+	// SetOrgTokenBudget sets the organisation's monthly token budget, or
+	// removes it when tokens is nil. Errors: invalid when orgID is empty or
+	// tokens is negative or over MaxMonthlyTokens.
+	SetOrgTokenBudget(ctx context.Context, orgID string, tokens *int64) error
+}
+
+// CheckOrgTokenBudget is the rule every BudgetStore applies to a budget it
+// sets: invalid when orgID is empty or tokens is negative or over
+// MaxMonthlyTokens.
+func CheckOrgTokenBudget(orgID string, tokens *int64) error {
+	var fields []FieldError
+	if orgID == "" {
+		fields = append(fields, FieldError{Field: "org_id", Reason: "required"})
+	}
+	if tokens != nil && (*tokens < 0 || *tokens > MaxMonthlyTokens) {
+		fields = append(fields, FieldError{Field: "monthly_tokens", Reason: "must be between 0 and 1000000000000"})
+	}
+	if fields != nil {
+		return Invalid("invalid token budget", fields...)
 	}
 	return nil
 }

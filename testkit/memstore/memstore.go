@@ -38,6 +38,7 @@ type Store struct {
 	identity    identityData
 	policies    map[policyKey]ports.ToolPolicy
 	usage       map[usageKey]ports.UsageTotal
+	budgets     map[string]int64 // monthly token budgets by organisation
 	idempotency map[idemKey]ports.IdempotencyRecord
 	spec        specData
 	content     contentData
@@ -58,6 +59,7 @@ func New() *Store {
 	s.assistant.init()
 	s.policies = map[policyKey]ports.ToolPolicy{}
 	s.usage = map[usageKey]ports.UsageTotal{}
+	s.budgets = map[string]int64{}
 	s.idempotency = map[idemKey]ports.IdempotencyRecord{}
 	return s
 }

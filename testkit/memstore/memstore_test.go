@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"testing"
 
+	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/memstore"
 	"github.com/devpilot/devpilot/testkit/storetest"
 )
@@ -37,6 +38,12 @@ func TestUsage(t *testing.T) {
 	t.Parallel()
 	s := memstore.New()
 	storetest.TestUsage(t, func(*testing.T) storetest.UsageStores { return storetest.UsageStores{Usage: s} })
+}
+
+func TestBudgets(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	storetest.TestBudgets(t, func(*testing.T) ports.BudgetStore { return s })
 }
 
 func spec(s *memstore.Store) storetest.SpecStores {
