@@ -15,7 +15,9 @@ import (
 // database, a cut-off model stream), or an ended context or a connection
 // lost under an internal Error. Every other Error (invalid input, a
 // constraint, a conflict, a provider's refusal, an internal fault) is
-// permanent: trying again gives the same answer. An error that is no Error
+// permanent: trying again gives the same answer, and so is a spent token
+// budget (CodeBudgetExceeded), which a client may retry next month but
+// background work must not retry until then. An error that is no Error
 // at all counts as transient, as nothing says otherwise. nil is not
 // transient.
 func Transient(err error) bool {
@@ -25,6 +27,9 @@ func Transient(err error) bool {
 	e, ok := AsError(err)
 	if !ok {
 		return true
+	}
+	if e.Code == CodeBudgetExceeded {
+		return false
 	}
 	if e.Retryable() {
 		return true

@@ -7,6 +7,7 @@ import (
 	"net"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/devpilot/devpilot/ports"
 )
@@ -24,6 +25,7 @@ func TestTransient(t *testing.T) {
 		{"rate limited", ports.Errorf(ports.KindRateLimited, "slow down"), true},
 		{"unavailable", ports.Errorf(ports.KindUnavailable, "503"), true},
 		{"timeout", ports.Errorf(ports.KindTimeout, "slow"), true},
+		{"budget exceeded", fmt.Errorf("call: %w", &ports.Error{Kind: ports.KindRateLimited, Code: ports.CodeBudgetExceeded, RetryAfter: time.Hour}), false},
 		{"truncated stream", &ports.Error{Kind: ports.KindUpstream, Code: ports.CodeTruncated}, true},
 		{"upstream refusal", ports.Errorf(ports.KindUpstream, "bad credentials"), false},
 		{"invalid", ports.Invalid("no"), false},
