@@ -21,12 +21,17 @@ const FeatureOther ports.Feature = "other"
 // provider reported no tokens (it failed) is not recorded; a call with
 // tokens and no organisation to charge is logged, as is a store failure:
 // the call's answer is returned either way.
+//
+// With Budgets (Enforce), a call charged to an organisation that has used
+// its monthly token budget is refused before the model is called, with the
+// budget_exceeded Error of Budgets.Check.
 type Meter struct {
-	llm   ports.LLM
-	store ports.UsageStore
-	clock ports.Clock
-	model string
-	log   *slog.Logger
+	llm     ports.LLM
+	store   ports.UsageStore
+	budgets *Budgets
+	clock   ports.Clock
+	model   string
+	log     *slog.Logger
 }
 
 var _ ports.LLM = (*Meter)(nil)
@@ -41,8 +46,24 @@ func NewMeter(llm ports.LLM, store ports.UsageStore, clock ports.Clock, model st
 	return &Meter{llm: llm, store: store, clock: clock, model: model, log: log.With("core", "usage")}
 }
 
-// Chat implements ports.LLM: it runs the call, then records its usage.
+// Enforce makes m refuse calls over the budgets of b, and returns m. Call it
+// before m is used.
+func (m *Meter) Enforce(b *Budgets) *Meter {
+	m.budgets = b
+	return m
+}
+
+// Chat implements ports.LLM: it checks the organisation's budget, runs the
+// call, then records its usage. Errors: budget_exceeded (rate_limited), a
+// store's error reading the budget, the model's.
 func (m *Meter) Chat(ctx context.Context, req ports.ChatRequest, onDelta func(string) error) (ports.ChatResult, error) {
+	if m.budgets != nil {
+		if a, _ := ports.AttributionFrom(ctx); a.OrgID != "" {
+			if err := m.budgets.Check(ctx, a.OrgID); err != nil {
+				return ports.ChatResult{}, err
+			}
+		}
+	}
 	res, err := m.llm.Chat(ctx, req, onDelta)
 	if res.Usage.PromptTokens > 0 || res.Usage.CompletionTokens > 0 {
 		m.record(ctx, cmp.Or(res.Model, req.Model, m.model, "unknown"), res.Usage)
@@ -57,6 +78,9 @@ func (m *Meter) record(ctx context.Context, model string, u ports.Usage) {
 		m.log.ErrorContext(ctx, "a model call's usage has no organisation to charge", "feature", a.Feature, "model", model,
 			"prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens)
 		return
+	}
+	if m.budgets != nil {
+		m.budgets.Charge(a.OrgID, int64(u.PromptTokens)+int64(u.CompletionTokens))
 	}
 	r := ports.UsageRecord{Attribution: a, Model: model, Day: m.clock.Now(),
 		PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens), Calls: 1}

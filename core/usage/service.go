@@ -14,13 +14,15 @@ const MaxDays = 366
 // Service reports usage. Every method acts for the principal in ctx and
 // fails with unauthenticated without one.
 type Service struct {
-	store ports.UsageStore
-	clock ports.Clock
+	store   ports.UsageStore
+	budgets *Budgets
+	clock   ports.Clock
 }
 
-// New returns a Service over store.
-func New(store ports.UsageStore, clock ports.Clock) *Service {
-	return &Service{store: store, clock: clock}
+// New returns a Service over store, reporting and setting the budgets of
+// budgets.
+func New(store ports.UsageStore, budgets *Budgets, clock ports.Clock) *Service {
+	return &Service{store: store, budgets: budgets, clock: clock}
 }
 
 // Query asks for a report. From and To are days (YYYY-MM-DD) or RFC 3339

@@ -161,7 +161,7 @@ func TestUsageReport(t *testing.T) {
 	add(bo, today, ports.FeatureSpec, 100)
 	add(ann, monthStart.AddDate(0, 0, -1), ports.FeatureChat, 1000) // last month
 	add(ports.Principal{OrgID: otherID, UserID: annID}, today, ports.FeatureChat, 5000)
-	svc := usage.New(store, clock)
+	svc := usage.New(store, usage.NewBudgets(store, store, clock, 0), clock)
 	as := func(p ports.Principal) context.Context { return ports.WithPrincipal(t.Context(), p) }
 
 	r, err := svc.Report(as(admin), usage.Query{})

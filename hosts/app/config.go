@@ -58,6 +58,10 @@ type Config struct {
 	// default spec.DefaultContextBudget): longer inputs are digested once
 	// and the stages are given the digest (spec.Config.ContextBudget).
 	SpecContextBudget int
+	// OrgMonthlyTokens is the monthly token budget (prompt plus completion,
+	// per UTC month) of an organisation whose admin set none
+	// (DEVPILOT_ORG_MONTHLY_TOKENS, default 0: unlimited).
+	OrgMonthlyTokens int64
 	// WorkerJobs is how many background jobs a worker runs at once.
 	WorkerJobs int
 	// WorkerAddr is where the worker command serves /livez, /readyz and
@@ -301,6 +305,9 @@ const EnvSpecContextBudget = "DEVPILOT_SPEC_CONTEXT_BUDGET"
 // (default 8, 0 to 1000, 0 for no cap).
 const EnvMaxTurnsPerUser = "DEVPILOT_MAX_TURNS_PER_USER"
 
+// EnvOrgMonthlyTokens is the variable of Config.OrgMonthlyTokens.
+const EnvOrgMonthlyTokens = "DEVPILOT_ORG_MONTHLY_TOKENS"
+
 // ProviderVariables returns the settings of real providers: any of them
 // set turns the sandbox off in run mode, unless its value is the public
 // default (OPENAI_BASE_URL=https://api.openai.com/v1,
@@ -395,6 +402,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	}
 	c.Assistant.MaxTurnsPerUser = int(r.number(EnvMaxTurnsPerUser, 8, 0, 1000))
 	c.SpecContextBudget = int(r.number(EnvSpecContextBudget, spec.DefaultContextBudget, 2000, 10_000_000))
+	c.OrgMonthlyTokens = r.number(EnvOrgMonthlyTokens, 0, 0, 1_000_000_000_000)
 	c.WorkerJobs = int(r.number(EnvWorkerJobs, queue.DefaultMaxWorkers, 1, 1000))
 	c.WorkerAddr = r.addr(EnvWorkerAddr, ":9091")
 	c.JobRescueAfter = r.duration(EnvJobRescueAfter, queue.DefaultRescueAfter)

@@ -47,14 +47,15 @@ func NewOpenAI(cfg Config, logger *slog.Logger) (*openai.Client, error) {
 
 // NewLLM returns the chat model: c, measured on reg (see telemetry.NewLLM;
 // nil measures nothing) and metered (every call's tokens are added to
-// store), or the unconfigured stand-in when c is nil.
+// store, and calls over an organisation's token budget are refused), or the
+// unconfigured stand-in when c is nil.
 //
 // The measuring decorator is the inner one, right around the provider, so
 // that a call's duration is the provider's alone (not the usage store's
 // write that follows it) and its outcome the provider's error. Its model
 // labels are the configured chat models: DEVPILOT_LLM_MODEL and the models
 // DEVPILOT_LLM_STRUCTURED_OUTPUT names.
-func NewLLM(c *openai.Client, store ports.UsageStore, clock ports.Clock, cfg Config, logger *slog.Logger, reg *prometheus.Registry) ports.LLM {
+func NewLLM(c *openai.Client, store ports.UsageStore, budgets *usage.Budgets, clock ports.Clock, cfg Config, logger *slog.Logger, reg *prometheus.Registry) ports.LLM {
 	if c == nil {
 		return unconfigured{}
 	}
@@ -66,7 +67,7 @@ func NewLLM(c *openai.Client, store ports.UsageStore, clock ports.Clock, cfg Con
 		}
 		measured = telemetry.NewLLM(c, reg, cfg.LLMModel, models...)
 	}
-	return usage.NewMeter(measured, store, clock, cfg.LLMModel, logger)
+	return usage.NewMeter(measured, store, clock, cfg.LLMModel, logger).Enforce(budgets)
 }
 
 // NewRealtime returns the realtime speech provider: c, or the unconfigured
@@ -125,4 +126,11 @@ func (unconfigured) CreateClientSecret(context.Context, ports.RealtimeSessionCon
 // Transcribe always fails with errNoProvider.
 func (unconfigured) Transcribe(context.Context, ports.TranscriptionRequest) (ports.Transcription, error) {
 	return ports.Transcription{}, errNoProvider
+}
+
+// NewBudgets returns the organisations' monthly token budgets, enforced on
+// every model call: an admin's budget for the organisation, else the
+// configured default (DEVPILOT_ORG_MONTHLY_TOKENS, 0: unlimited).
+func NewBudgets(usageStore ports.UsageStore, budgets ports.BudgetStore, clock ports.Clock, cfg Config) *usage.Budgets {
+	return usage.NewBudgets(usageStore, budgets, clock, cfg.OrgMonthlyTokens)
 }

@@ -71,6 +71,7 @@ var StoreModule = fx.Module("sqlstore",
 			fx.As(new(ports.OrgStore)), fx.As(new(ports.UserStore)), fx.As(new(ports.TokenStore))),
 		fx.Annotate(sqlstore.NewIdempotency, fx.As(new(ports.IdempotencyStore))),
 		fx.Annotate(sqlstore.NewUsage, fx.As(new(ports.UsageStore))),
+		fx.Annotate(sqlstore.NewBudgets, fx.As(new(ports.BudgetStore))),
 		NewReadiness,
 	),
 )
@@ -159,7 +160,7 @@ func NewCipher(cfg Config) (*secretbox.Box, error) {
 
 // CoreModule provides the core services every host shares.
 var CoreModule = fx.Module("core",
-	fx.Provide(NewIdentity, usage.New),
+	fx.Provide(NewIdentity, usage.New, NewBudgets),
 )
 
 // IdentityParams are the ports the identity service is built from.
