@@ -61,6 +61,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	if req.Message == nil {
 		return missing("message")
 	}
+	if err := s.checkBudget(r); err != nil {
+		return err
+	}
 	in := assistant.ChatInput{SessionID: req.SessionID, Message: *req.Message}
 	if req.Context != nil {
 		in.Context = &tool.PageContext{CurrentPage: req.Context.CurrentPage, SelectedProjectID: req.Context.SelectedProjectID}

@@ -306,6 +306,9 @@ func (s *Server) generateContent(w http.ResponseWriter, r *http.Request) error {
 	if req.BriefID == nil {
 		return missing("brief_id")
 	}
+	if err := s.checkBudget(r); err != nil {
+		return err
+	}
 	items, err := s.d.Content.Generate(r.Context(), *req.BriefID, req.Variants)
 	if err != nil {
 		return err

@@ -168,6 +168,9 @@ func (s *Server) generateSpec(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	if err := s.checkBudget(r); err != nil {
+		return err
+	}
 	sess, err := s.d.Spec.Generate(r.Context(), pathParam(r, "session_id"), ports.Stage(req.Stage))
 	if err != nil {
 		return err

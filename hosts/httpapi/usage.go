@@ -9,14 +9,18 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// Usage is what the HTTP layer needs of the usage report (*usage.Service
-// has it).
+// Usage is what the HTTP layer needs of the usage report and of the token
+// budgets (*usage.Service has it).
 type Usage interface {
 	Report(ctx context.Context, q usage.Query) (usage.Report, error)
+	Budget(ctx context.Context) (usage.BudgetStatus, error)
+	SetBudget(ctx context.Context, tokens *int64) (usage.BudgetStatus, error)
+	CheckBudget(ctx context.Context) error
 }
 
 func (s *Server) usageRoutes() {
 	s.handle(http.MethodGet, "/api/v1/usage", s.getUsage)
+	s.budgetRoutes()
 }
 
 type usageTotalJSON struct {
