@@ -38,7 +38,8 @@ type Store struct {
 	identity    identityData
 	policies    map[policyKey]ports.ToolPolicy
 	usage       map[usageKey]ports.UsageTotal
-	budgets     map[string]int64 // monthly token budgets by organisation
+	budgets     map[string]int64      // monthly token budgets by organisation
+	rates       map[string]rateWindow // made on first use
 	idempotency map[idemKey]ports.IdempotencyRecord
 	spec        specData
 	content     contentData

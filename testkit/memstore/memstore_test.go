@@ -100,3 +100,9 @@ func TestAssistant(t *testing.T) {
 	}
 	storetest.TestAssistant(t, open)
 }
+
+func TestRates(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	storetest.TestRates(t, func(*testing.T) storetest.RateStores { return storetest.RateStores{Rates: s} })
+}
