@@ -31,7 +31,7 @@ type Assistant interface {
 }
 
 func (s *Server) assistantRoutes() {
-	s.handle(http.MethodPost, "/api/v1/agent/chat", s.chat, streaming)
+	s.handle(http.MethodPost, "/api/v1/agent/chat", s.chat, streaming, costly)
 	s.handle(http.MethodPost, "/api/v1/agent/confirm", s.confirm, streaming)
 	s.handle(http.MethodGet, "/api/v1/agent/sessions", s.listSessions)
 	s.handle(http.MethodGet, "/api/v1/agent/sessions/:session_id", s.getSession)

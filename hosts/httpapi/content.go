@@ -54,7 +54,7 @@ func (s *Server) contentTable() map[contentKey]map[string]handlerFunc {
 		{"", 1}:         {http.MethodGet: s.getContent, http.MethodPut: s.updateContent, http.MethodDelete: s.deleteContent},
 		{"briefs", 1}:   {http.MethodGet: s.listBriefs, http.MethodPost: s.createBrief},
 		{"briefs", 2}:   {http.MethodGet: s.getBrief},
-		{"generate", 1}: {http.MethodPost: s.generateContent},
+		{"generate", 1}: {http.MethodPost: s.limited(s.generateContent)},
 		{"brands", 2}:   {http.MethodGet: s.getBrand, http.MethodPut: s.putBrand},
 	}
 }

@@ -18,6 +18,8 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
 	sseOpen  prometheus.Gauge
+	// rateErrors counts requests let through because the rate counter failed.
+	rateErrors prometheus.Counter
 }
 
 // newMetrics registers the HTTP metrics, and the Go and process collectors,
@@ -46,6 +48,10 @@ func newMetrics(reg *prometheus.Registry) (*prometheus.Registry, *metrics) {
 		sseOpen: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "devpilot_http_sse_streams_open",
 			Help: "Server-Sent Event streams (assistant turns and resumed sessions) open now.",
+		})),
+		rateErrors: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "devpilot_http_rate_limit_errors_total",
+			Help: "Requests to costly routes let through unchecked because the rate counter failed.",
 		})),
 	}
 	return reg, m

@@ -19,7 +19,7 @@ import (
 
 // routes registers every endpoint, one line each. Options: public (no auth),
 // streaming (no request timeout, no HEAD twin), maxBody(n) (body limit),
-// quiet (access log at debug when successful). For example:
+// quiet (access log at debug when successful), costly (per-user rate limit). For example:
 //
 //	s.handle(http.MethodPost, "/api/v1/agent/chat", s.chat, streaming)
 func (s *Server) routes() {
@@ -70,7 +70,9 @@ type route struct {
 	streaming bool
 	quiet     bool
 	bodyLimit int64
-	timeout   time.Duration
+	// costly routes take from the caller's rate bucket (see takeRate).
+	costly  bool
+	timeout time.Duration
 	// bodyTimeout bounds reading the request body, from the request's start.
 	bodyTimeout time.Duration
 }
@@ -123,7 +125,7 @@ func (s *Server) handle(method, pattern string, h handlerFunc, opts ...routeOpti
 var errRequestTimeout = errors.New("request timeout")
 
 // wrap is the per-route middleware: route label, path params, timeout, the
-// deadline of the body, auth and body limit, the Idempotency-Key convention
+// deadline of the body, auth, the rate limit of costly routes, body limit, the Idempotency-Key convention
 // on authenticated writes, then the handler, whose error becomes a problem
 // response.
 func (s *Server) wrap(rt route) httprouter.Handle {
@@ -158,6 +160,12 @@ func (s *Server) wrap(rt route) httprouter.Handle {
 			ctx = ports.WithPrincipal(ctx, p)
 		}
 		r = r.WithContext(ctx)
+		if rt.costly { // before any body is read or any work is done
+			if err := s.takeRate(r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
 
 		if r.ContentLength > rt.bodyLimit {
 			s.writeError(w, r, tooLarge(rt.bodyLimit))

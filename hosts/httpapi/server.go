@@ -58,6 +58,10 @@ type Deps struct {
 	Voice Voice
 	// Usage serves /api/v1/usage; nil leaves it out.
 	Usage Usage
+	// Rates counts the requests of each user to the costly routes (chat,
+	// spec and content generation, transcription, voice sessions) against
+	// Config.RateLimit; nil sets no limit.
+	Rates ports.RateStore
 	// Idempotency keeps the Idempotency-Key records of authenticated writes;
 	// nil ignores the header.
 	Idempotency ports.IdempotencyStore
@@ -100,6 +104,14 @@ type Config struct {
 	// from another origin (see CheckOrigins for their form); none, the
 	// default, sends no CORS headers and answers no preflight.
 	CORSOrigins []string
+	// RateLimit is how many requests a user may make to the costly routes
+	// (chat, spec and content generation, transcription, voice sessions),
+	// all together, per RateWindow, counted in Deps.Rates and so across
+	// replicas; over it they get 429 with Retry-After. 0, the default, sets
+	// no limit.
+	RateLimit int
+	// RateWindow is the fixed window RateLimit counts in (default 1m).
+	RateWindow time.Duration
 }
 
 // Defaults for Config.
@@ -108,6 +120,7 @@ const (
 	DefaultRequestTimeout        = 30 * time.Second
 	DefaultShutdownGrace         = 10 * time.Second
 	DefaultBodyReadTimeout       = 30 * time.Second
+	DefaultRateWindow            = time.Minute
 )
 
 const (
@@ -165,6 +178,9 @@ func newServer(cfg Config, d Deps, routes func(*Server)) *Server {
 	}
 	if cfg.BodyReadTimeout <= 0 {
 		cfg.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if cfg.RateWindow <= 0 {
+		cfg.RateWindow = DefaultRateWindow
 	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()

@@ -46,7 +46,7 @@ func (s *Server) specRoutes() {
 		s.handle(http.MethodGet, p+"/pse/sessions", s.listSpecSessions)
 		s.handle(http.MethodGet, p+"/pse/sessions/:session_id", s.getSpecSession)
 		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/inputs", s.addSpecInput, maxBody(specUploadLimit))
-		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/generate", s.generateSpec)
+		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/generate", s.generateSpec, costly)
 		s.handle(http.MethodPut, p+"/pse/sessions/:session_id/repository", s.setSpecRepository)
 		s.handle(http.MethodGet, p+"/pse/standards", s.listStandards)
 		s.handle(http.MethodPost, p+"/pse/standards", s.createStandard)

@@ -34,10 +34,10 @@ const transcribeTimeout = 3 * time.Minute
 // voiceRoutes serves §4.5: the voice endpoints under /api/v1/voice, and
 // transcription at /audio/transcribe and under /api/v1.
 func (s *Server) voiceRoutes() {
-	s.handle(http.MethodPost, "/api/v1/voice/session", s.voiceSession)
+	s.handle(http.MethodPost, "/api/v1/voice/session", s.voiceSession, costly)
 	s.handle(http.MethodPost, "/api/v1/voice/tool-calls", s.voiceToolCall)
 	for _, p := range []string{"", "/api/v1"} {
-		s.handle(http.MethodPost, p+"/audio/transcribe", s.transcribe, maxBody(audioUploadLimit), timeout(transcribeTimeout))
+		s.handle(http.MethodPost, p+"/audio/transcribe", s.transcribe, maxBody(audioUploadLimit), timeout(transcribeTimeout), costly)
 	}
 }
 

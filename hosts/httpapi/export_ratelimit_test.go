@@ -1,0 +1,4 @@
+package httpapi
+
+// Costly is the costly route option, for HandleForTest.
+var Costly = costly
