@@ -91,6 +91,11 @@ type Config struct {
 	CORSOrigins   []string
 	ShutdownGrace time.Duration
 	BodyLimit     int64
+	// RateLimit is how many requests a user may make to the costly routes
+	// per RateWindow, across replicas (httpapi.Config.RateLimit); 0 sets no
+	// limit. Default 30 per minute.
+	RateLimit  int
+	RateWindow time.Duration
 	// AuthCacheTTL is how long a verified API token is trusted without
 	// reading it again (identity.Deps.CacheFor); 0 reads it on every request.
 	AuthCacheTTL time.Duration
@@ -271,6 +276,8 @@ const (
 	EnvBodyLimit      = "DEVPILOT_BODY_LIMIT"
 	EnvBodyTimeout    = "DEVPILOT_BODY_READ_TIMEOUT"
 	EnvCORSOrigins    = "DEVPILOT_CORS_ORIGINS"
+	EnvRateRequests   = "DEVPILOT_RATE_LIMIT_REQUESTS"
+	EnvRateWindow     = "DEVPILOT_RATE_LIMIT_WINDOW"
 	EnvOpenAIKey      = "OPENAI_API_KEY"
 	EnvOpenAIBaseURL  = "OPENAI_BASE_URL"
 	EnvLLMTimeout     = "DEVPILOT_LLM_TIMEOUT"
@@ -446,6 +453,8 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	c.ShutdownGrace = r.duration(EnvShutdownGrace, 10*time.Second)
 	c.AuthCacheTTL = r.durationOrOff(EnvAuthCacheTTL, 5*time.Second, time.Minute)
 	c.BodyLimit = r.number(EnvBodyLimit, 1<<20, 1, 1<<40)
+	c.RateLimit = int(r.number(EnvRateRequests, 30, 0, 1_000_000))
+	c.RateWindow = r.duration(EnvRateWindow, time.Minute)
 
 	if key := getenv(EnvSecretKey); key != "" {
 		keys, err := secretbox.ParseKeys(key)

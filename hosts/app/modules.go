@@ -72,6 +72,7 @@ var StoreModule = fx.Module("sqlstore",
 		fx.Annotate(sqlstore.NewIdempotency, fx.As(new(ports.IdempotencyStore))),
 		fx.Annotate(sqlstore.NewUsage, fx.As(new(ports.UsageStore))),
 		fx.Annotate(sqlstore.NewBudgets, fx.As(new(ports.BudgetStore))),
+		fx.Annotate(sqlstore.NewRates, fx.As(new(ports.RateStore))),
 		NewReadiness,
 	),
 )
@@ -327,6 +328,8 @@ type HTTPParams struct {
 	Metrics    *prometheus.Registry
 	// Idempotency keeps the Idempotency-Key records of the API's writes.
 	Idempotency ports.IdempotencyStore
+	// Rates counts the requests of each user to the costly routes.
+	Rates ports.RateStore
 }
 
 // NewHTTPServer returns the HTTP API server bound to the app's lifecycle.
@@ -341,9 +344,11 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		BodyReadTimeout: p.Config.BodyReadTimeout,
 		CORSOrigins:     p.Config.CORSOrigins,
 		ShutdownGrace:   p.Config.ShutdownGrace,
+		RateLimit:       p.Config.RateLimit,
+		RateWindow:      p.Config.RateWindow,
 	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
-		DemoToken: demoToken, Idempotency: p.Idempotency, Metrics: p.Metrics})
+		DemoToken: demoToken, Idempotency: p.Idempotency, Rates: p.Rates, Metrics: p.Metrics})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln := p.Config.takeHTTPListener()
