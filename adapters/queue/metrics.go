@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore"
+	"github.com/devpilot/devpilot/adapters/telemetry"
 )
 
 // OtherKind is the kind label of jobs whose kind is not in Config.Kinds.
@@ -97,30 +97,30 @@ func newJobMetrics(reg prometheus.Registerer, db *sqlstore.DB, kinds []string, l
 	k := newJobKinds(kinds)
 	m := &jobMetrics{
 		kinds: k,
-		queued: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		queued: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "devpilot_jobs_queued_total",
 			Help: "Background jobs inserted (unique duplicates skipped are not), by kind.",
 		}, []string{"kind"})),
-		wait: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		wait: telemetry.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "devpilot_job_wait_seconds",
 			Help:    "Time from a job's scheduled time (its insert, unless scheduled later, or its retry time) to the start of an attempt, by kind.",
 			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
 		}, []string{"kind"})),
-		run: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		run: telemetry.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "devpilot_job_run_seconds",
 			Help:    "Time an attempt at a job ran, by kind and outcome (ok, error, discarded, cancelled, snoozed, interrupted).",
 			Buckets: []float64{.005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900},
 		}, []string{"kind", "outcome"})),
-		failures: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		failures: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "devpilot_job_failures_total",
 			Help: "Attempts at jobs that failed (outcome error or discarded), by kind.",
 		}, []string{"kind"})),
-		retries: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		retries: telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "devpilot_job_retries_total",
 			Help: "Attempts at jobs after their first, by kind.",
 		}, []string{"kind"})),
 	}
-	register(reg, &depthCollector{db: db, kinds: k, logger: logger, desc: depthDesc})
+	telemetry.Register(reg, &depthCollector{db: db, kinds: k, logger: logger, desc: depthDesc})
 	return m
 }
 
@@ -264,19 +264,4 @@ func (c *depthCollector) depth(ctx context.Context) (map[string]int64, error) {
 		depth[c.kinds.label(kind)] += n
 	}
 	return depth, rows.Err()
-}
-
-// register registers c on reg and returns it, or the collector registered
-// already in its place.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	err := reg.Register(c)
-	if err == nil {
-		return c
-	}
-	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing
-		}
-	}
-	panic(fmt.Sprintf("queue: registering metrics: %v", err))
 }

@@ -1,8 +1,6 @@
 package telemetry
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,19 +41,19 @@ var _ ports.Observer = (*Observer)(nil)
 // when reg holds other metrics of the same names.
 func NewObserver(reg prometheus.Registerer) *Observer {
 	o := &Observer{
-		toolCalls: registerObserverMetric(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		toolCalls: Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "devpilot_tool_calls_total",
 			Help: "Tool calls the assistant handled, in chat or by voice, by tool and outcome (ok, failed, refused, pending, rejected); a confirmed call counts as pending, then with its decision's outcome.",
 		}, []string{"tool", "outcome"})),
-		decided: registerObserverMetric(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		decided: Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "devpilot_confirmations_decided_total",
 			Help: "Confirmations that left pending, by status (approved, rejected, expired).",
 		}, []string{"status"})),
-		deliveries: registerObserverMetric(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		deliveries: Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "devpilot_webhook_deliveries_total",
 			Help: "Webhook deliveries answered, by outcome (accepted, duplicate, bad_signature, refused).",
 		}, []string{"outcome"})),
-		lag: registerObserverMetric(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+		lag: Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "devpilot_webhook_processing_lag_seconds",
 			Help:    "Time from a webhook delivery's receipt to the end of its processing.",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
@@ -93,19 +91,4 @@ func (o *Observer) WebhookReceived(outcome ports.WebhookOutcome) {
 // the receiving and the processing replica disagree) counts as zero.
 func (o *Observer) WebhookProcessed(lag time.Duration) {
 	o.lag.Observe(max(lag, 0).Seconds())
-}
-
-// registerObserverMetric registers c on reg, or returns the collector
-// registered before under the same description.
-func registerObserverMetric[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	err := reg.Register(c)
-	if err == nil {
-		return c
-	}
-	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing
-		}
-	}
-	panic(fmt.Sprintf("telemetry: registering metrics: %v", err))
 }
