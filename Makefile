@@ -49,9 +49,16 @@ lint:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-## bench: Go benchmarks, including start-up time, idle RSS and /api/v1/me throughput.
+## bench: Go benchmarks, including start-up time, idle RSS and /api/v1/me
+## throughput. The throughput benchmarks (webhook processing, chat relay) also
+## run the binary of BENCH_BASE (default: the previous commit) side by side in
+## the same run and report both figures; BENCH_BASE= (empty) skips it.
+BENCH_BASE ?= HEAD~1
+BASE_BIN   := bin/devpilot-base
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s $(PKGS)
+	@if [ -n "$(BENCH_BASE)" ]; then bash scripts/build-base.sh "$(BENCH_BASE)" $(BASE_BIN); fi
+	DEVPILOT_BENCH_BASE_BIN=$(if $(BENCH_BASE),$(abspath $(BASE_BIN)),) \
+		$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s -timeout 60m $(PKGS)
 
 ## fuzz: a short run (FUZZTIME each) of every fuzz target: request JSON,
 ## multipart uploads, Last-Event-ID, text cleaning, webhook payloads.
