@@ -68,8 +68,14 @@ func callOutcome(err error) string {
 	if err == nil {
 		return telemetry.OutcomeOK
 	}
+	return telemetry.Outcome(callError(err))
+}
+
+// callError is an SDK call's error as the ports.Error the adapter maps it
+// to (see classify); a ports.Error or a cancellation as it is.
+func callError(err error) error {
 	if _, ok := ports.AsError(err); !ok && !errors.Is(err, context.Canceled) {
 		err, _, _, _ = classify(err, ports.CloudCredentials{}, nil)
 	}
-	return telemetry.Outcome(err)
+	return err
 }

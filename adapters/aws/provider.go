@@ -29,6 +29,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go/logging"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/devpilot/devpilot/ports"
 )
@@ -83,6 +84,11 @@ type Options struct {
 	// are part of it. Collectors registered already are reused. Nothing is
 	// measured when nil.
 	Metrics prometheus.Registerer
+	// Tracer, when set, puts a client span "<service>.<operation>" around
+	// every SDK call (its retries included) under the caller's span, with
+	// the request's region and the error's kind; nothing is traced when
+	// nil.
+	Tracer trace.TracerProvider
 }
 
 // Provider is a ports.CloudProvider for AWS, safe for concurrent use.
@@ -140,6 +146,9 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	base.ClientLogMode = 0
 	if opts.Metrics != nil {
 		base.APIOptions = append(base.APIOptions, newCallMetrics(opts.Metrics).addTo)
+	}
+	if opts.Tracer != nil {
+		base.APIOptions = append(base.APIOptions, newCallSpans(opts.Tracer).addTo)
 	}
 
 	p := &Provider{

@@ -22,6 +22,9 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivertype"
+	"github.com/riverqueue/rivercontrib/otelriver"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/ports"
@@ -87,6 +90,12 @@ type Config struct {
 	// any other kind are counted under "other" (OtherKind), so that the
 	// label stays bounded.
 	Kinds []string
+	// Tracer, when set, traces the queue: inserting jobs makes a span under
+	// the caller's, which the job carries in its metadata (W3C trace
+	// context), and each attempt runs under a span "river.work/<kind>"
+	// linked to it, so that what a job does is traced under its attempt and
+	// a trace shows where the job came from. Nil: no spans.
+	Tracer trace.TracerProvider
 }
 
 // Queue enqueues jobs and, when it has workers, works them.
@@ -155,8 +164,16 @@ func New(db *sqlstore.DB, cfg Config) (*Queue, error) {
 	} else if len(cfg.PeriodicJobs) > 0 || len(cfg.Queues) > 0 {
 		return nil, ports.Errorf(ports.KindInternal, "queue: periodic jobs and queues need Workers")
 	}
+	if cfg.Tracer != nil {
+		rc.Middleware = append(rc.Middleware, otelriver.NewMiddleware(&otelriver.MiddlewareConfig{
+			EnableTracePropagation:      true,
+			EnableWorkSpanJobKindSuffix: true,
+			MeterProvider:               metricnoop.NewMeterProvider(), // the metrics are Prometheus's (Metrics)
+			TracerProvider:              cfg.Tracer,
+		}))
+	}
 	if cfg.Metrics != nil {
-		rc.Middleware = []rivertype.Middleware{newJobMetrics(cfg.Metrics, db, cfg.Kinds, logger)}
+		rc.Middleware = append(rc.Middleware, newJobMetrics(cfg.Metrics, db, cfg.Kinds, logger))
 	}
 	client, err := river.NewClient(drv, rc)
 	if err != nil {

@@ -5,7 +5,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -65,7 +64,11 @@ type DB struct {
 // "postgresql://…" or "sqlite:PATH", and pings it. For SQLite it creates
 // PATH's directory when missing. It returns an error when the URL is malformed
 // or the database does not answer.
-func Open(ctx context.Context, rawURL string) (*DB, error) {
+func Open(ctx context.Context, rawURL string, opts ...Option) (*DB, error) {
+	var o openOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	scheme, rest, ok := strings.Cut(rawURL, ":")
 	if !ok {
 		return nil, errors.New("sqlstore: database URL must be postgres://…, postgresql://… or sqlite:PATH")
@@ -76,9 +79,9 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	)
 	switch scheme {
 	case "postgres", "postgresql":
-		db, err = openPostgres(rawURL)
+		db, err = openPostgres(rawURL, o)
 	case "sqlite":
-		db, err = openSQLite(rest)
+		db, err = openSQLite(rest, o)
 	default:
 		return nil, fmt.Errorf("sqlstore: unsupported database URL scheme %q (want postgres, postgresql or sqlite)", scheme)
 	}
@@ -97,7 +100,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 // a backend process.
 const postgresPoolSize = 25
 
-func openPostgres(rawURL string) (*DB, error) {
+func openPostgres(rawURL string, o openOptions) (*DB, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, errors.New("sqlstore: malformed postgres URL")
@@ -114,7 +117,7 @@ func openPostgres(rawURL string) (*DB, error) {
 		u.RawQuery = q.Encode()
 	}
 	dsn := u.String()
-	pool, err := openPostgresPool(dsn, postgresPoolSize)
+	pool, err := openPostgresPool(dsn, postgresPoolSize, o)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +125,7 @@ func openPostgres(rawURL string) (*DB, error) {
 	// session.
 	q.Set("synchronous_commit", "off")
 	u.RawQuery = q.Encode()
-	relaxed, err := openPostgresPool(u.String(), postgresRelaxedPoolSize)
+	relaxed, err := openPostgresPool(u.String(), postgresRelaxedPoolSize, o)
 	if err != nil {
 		return nil, errors.Join(err, pool.Close())
 	}
@@ -136,12 +139,12 @@ func openPostgres(rawURL string) (*DB, error) {
 // first token (32-35 ms p50 against 22-27 ms; BenchmarkAssistantTTFC).
 const postgresRelaxedPoolSize = 4
 
-func openPostgresPool(dsn string, size int) (*sqlx.DB, error) {
+func openPostgresPool(dsn string, size int, o openOptions) (*sqlx.DB, error) {
 	connector, err := pq.NewConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: bad postgres URL: %w", err)
 	}
-	pool := sqlx.NewDb(sql.OpenDB(cachingConnector{inner: connector}), "postgres")
+	pool := sqlx.NewDb(o.openDB(cachingConnector{inner: connector}, DialectPostgres), "postgres")
 	pool.SetMaxOpenConns(size)
 	pool.SetMaxIdleConns(size)
 	pool.SetConnMaxIdleTime(5 * time.Minute)
@@ -149,7 +152,7 @@ func openPostgresPool(dsn string, size int) (*sqlx.DB, error) {
 	return pool, nil
 }
 
-func openSQLite(path string) (*DB, error) {
+func openSQLite(path string, o openOptions) (*DB, error) {
 	switch {
 	case path == "":
 		return nil, errors.New("sqlstore: sqlite URL has no path (want sqlite:PATH)")
@@ -171,7 +174,7 @@ func openSQLite(path string) (*DB, error) {
 	} else if !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("sqlstore: create sqlite file: %w", err)
 	}
-	writer, err := openSQLitePool(path + "?" + sqlitePragmas + sqliteWriterParams)
+	writer, err := openSQLitePool(path+"?"+sqlitePragmas+sqliteWriterParams, o)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open sqlite writer: %w", err)
 	}
@@ -179,7 +182,7 @@ func openSQLite(path string) (*DB, error) {
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
-	reader, err := openSQLitePool(path + "?" + sqlitePragmas + sqliteReaderParams)
+	reader, err := openSQLitePool(path+"?"+sqlitePragmas+sqliteReaderParams, o)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("sqlstore: open sqlite reader: %w", err), writer.Close())
 	}
@@ -191,12 +194,12 @@ func openSQLite(path string) (*DB, error) {
 
 // openSQLitePool returns a pool of SQLite connections to dsn, each keeping
 // the statements it compiles (see cachingConnector).
-func openSQLitePool(dsn string) (*sqlx.DB, error) {
+func openSQLitePool(dsn string, o openOptions) (*sqlx.DB, error) {
 	inner, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return sqlx.NewDb(sql.OpenDB(cachingConnector{inner: inner}), "sqlite"), nil
+	return sqlx.NewDb(o.openDB(cachingConnector{inner: inner}, DialectSQLite), "sqlite"), nil
 }
 
 // Ping checks that the writer and the reader pools reach the database; it

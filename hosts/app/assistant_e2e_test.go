@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -62,6 +63,12 @@ type stack struct {
 
 func startStack(t *testing.T, dialect string) *stack {
 	t.Helper()
+	return startStackWith(t, dialect, nil)
+}
+
+// startStackWith starts a stack whose environment also has extra.
+func startStackWith(t *testing.T, dialect string, extra map[string]string) *stack {
+	t.Helper()
 	st := &stack{t: t, model: fakeopenai.New(t), aws: fakeaws.New(t)}
 	env := map[string]string{
 		app.EnvAWSEndpoint:   st.aws.URL(),
@@ -74,6 +81,7 @@ func startStack(t *testing.T, dialect string) *stack {
 		// defaults to lenient).
 		app.EnvLLMStructured: "strict",
 	}
+	maps.Copy(env, extra)
 	cfg, err := app.Load(app.ModeRun, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/aws"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
+	"github.com/devpilot/devpilot/adapters/telemetry"
 	"github.com/devpilot/devpilot/core/cloud"
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
@@ -28,9 +29,9 @@ var CloudModule = fx.Module("cloud",
 
 // NewCloudProvider returns the AWS adapter over the SDK's default
 // configuration (environment, shared files, endpoint overrides), its calls
-// measured on reg when it is not nil.
-func NewCloudProvider(cfg Config, clock ports.Clock, logger *slog.Logger, reg *prometheus.Registry) (ports.CloudProvider, error) {
-	opts := aws.Options{BaseEndpoint: cfg.AWSEndpoint, Clock: clock, Logger: logger}
+// measured on reg when it is not nil and traced when tracing is on.
+func NewCloudProvider(cfg Config, clock ports.Clock, logger *slog.Logger, reg *prometheus.Registry, tracing *telemetry.Tracing) (ports.CloudProvider, error) {
+	opts := aws.Options{BaseEndpoint: cfg.AWSEndpoint, Clock: clock, Logger: logger, Tracer: tracing.Provider()}
 	if reg != nil {
 		opts.Metrics = reg
 	}

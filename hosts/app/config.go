@@ -21,6 +21,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/openai"
 	"github.com/devpilot/devpilot/adapters/queue"
 	"github.com/devpilot/devpilot/adapters/secretbox"
+	"github.com/devpilot/devpilot/adapters/telemetry"
 	"github.com/devpilot/devpilot/core/spec"
 	"github.com/devpilot/devpilot/hosts/httpapi"
 )
@@ -39,7 +40,13 @@ const (
 
 // Config is devpilot's configuration, parsed once at start-up.
 type Config struct {
-	Mode        Mode
+	Mode Mode
+	// Version is the build's, for the traces' service.version ("" when
+	// unknown); the command line sets it.
+	Version string
+	// Tracing is what the OTEL_* variables say of traces: off unless an
+	// exporter is set (see telemetry.TracingFromEnv).
+	Tracing     telemetry.TracingConfig
 	DatabaseURL string
 	HTTPAddr    string
 	DataDir     string
@@ -455,6 +462,11 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	c.BodyLimit = r.number(EnvBodyLimit, 1<<20, 1, 1<<40)
 	c.RateLimit = int(r.number(EnvRateRequests, 30, 0, 1_000_000))
 	c.RateWindow = r.duration(EnvRateWindow, time.Minute)
+	if tc, err := telemetry.TracingFromEnv(getenv); err != nil {
+		r.errs = append(r.errs, err)
+	} else {
+		c.Tracing = tc
+	}
 
 	if key := getenv(EnvSecretKey); key != "" {
 		keys, err := secretbox.ParseKeys(key)

@@ -24,7 +24,7 @@ var LLMModule = fx.Module("llm",
 
 // NewOpenAI returns the OpenAI-compatible adapter, or nil when no provider is
 // configured. It fails when the configuration is set but unusable.
-func NewOpenAI(cfg Config, logger *slog.Logger) (*openai.Client, error) {
+func NewOpenAI(cfg Config, logger *slog.Logger, tracing *telemetry.Tracing) (*openai.Client, error) {
 	if cfg.LLM.APIKey == "" && cfg.LLM.BaseURL == "" {
 		logger.Warn("no model provider configured: chat, voice and transcription answer with an error until " + EnvOpenAIKey + " or " + EnvOpenAIBaseURL + " is set")
 		return nil, nil
@@ -34,7 +34,7 @@ func NewOpenAI(cfg Config, logger *slog.Logger) (*openai.Client, error) {
 		BaseURL:         cfg.LLM.BaseURL,
 		Model:           cfg.LLMModel,
 		Timeout:         cfg.LLM.Timeout,
-		HTTPClient:      &http.Client{Transport: llmTransport()},
+		HTTPClient:      tracing.Client(&http.Client{Transport: llmTransport()}, "openai"),
 		RealtimeModel:   cfg.Voice.RealtimeModel,
 		RealtimeVoice:   cfg.Voice.RealtimeVoice,
 		RealtimeExpiry:  cfg.Voice.TokenTTL,
@@ -50,22 +50,23 @@ func NewOpenAI(cfg Config, logger *slog.Logger) (*openai.Client, error) {
 // store, and calls over an organisation's token budget are refused), or the
 // unconfigured stand-in when c is nil.
 //
-// The measuring decorator is the inner one, right around the provider, so
+// Each call is traced (see telemetry.TraceLLM) when tracing is on. The
+// measuring decorator is the inner one, right around the provider, so
 // that a call's duration is the provider's alone (not the usage store's
 // write that follows it) and its outcome the provider's error. Its model
 // labels are the configured chat models: DEVPILOT_LLM_MODEL and the models
 // DEVPILOT_LLM_STRUCTURED_OUTPUT names.
-func NewLLM(c *openai.Client, store ports.UsageStore, budgets *usage.Budgets, clock ports.Clock, cfg Config, logger *slog.Logger, reg *prometheus.Registry) ports.LLM {
+func NewLLM(c *openai.Client, store ports.UsageStore, budgets *usage.Budgets, clock ports.Clock, cfg Config, logger *slog.Logger, reg *prometheus.Registry, tracing *telemetry.Tracing) ports.LLM {
 	if c == nil {
 		return unconfigured{}
 	}
-	var measured ports.LLM = c
+	measured := telemetry.TraceLLM(c, tracing.Provider(), cfg.LLMModel)
 	if reg != nil {
 		models := make([]string, 0, len(cfg.LLM.StructuredOutputByModel))
 		for m := range cfg.LLM.StructuredOutputByModel {
 			models = append(models, m)
 		}
-		measured = telemetry.NewLLM(c, reg, cfg.LLMModel, models...)
+		measured = telemetry.NewLLM(measured, reg, cfg.LLMModel, models...)
 	}
 	return usage.NewMeter(measured, store, clock, cfg.LLMModel, logger).Enforce(budgets)
 }

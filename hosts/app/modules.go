@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/secretbox"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/system"
+	"github.com/devpilot/devpilot/adapters/telemetry"
 	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/cloud"
 	"github.com/devpilot/devpilot/core/content"
@@ -54,10 +56,23 @@ func Base(cfg Config, logger *slog.Logger) fx.Option {
 			// The one metrics registry of the process: every server and
 			// instrumented adapter registers on it.
 			prometheus.NewRegistry,
+			NewTracing,
 			fx.Annotate(func() system.Clock { return system.Clock{} }, fx.As(new(ports.Clock))),
 			fx.Annotate(func() system.IDs { return system.IDs{} }, fx.As(new(ports.IDs))),
 		),
 	)
+}
+
+// NewTracing starts the process's tracer provider as cfg.Tracing says (a
+// Tracing that traces nothing when it is off), and flushes and stops it
+// when the app stops.
+func NewTracing(lc fx.Lifecycle, cfg Config) (*telemetry.Tracing, error) {
+	t, err := telemetry.NewTracing(context.Background(), cfg.Tracing, cfg.Version, os.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.Hook{OnStop: t.Shutdown})
+	return t, nil
 }
 
 // StoreModule opens the database, closes it on stop, and provides it as the
@@ -79,8 +94,8 @@ var StoreModule = fx.Module("sqlstore",
 
 // OpenDB opens the configured database and closes it when the app stops;
 // in run mode it migrates it first.
-func OpenDB(lc fx.Lifecycle, cfg Config, logger *slog.Logger) (*sqlstore.DB, error) {
-	db, err := sqlstore.Open(context.Background(), cfg.DatabaseURL)
+func OpenDB(lc fx.Lifecycle, cfg Config, logger *slog.Logger, tracing *telemetry.Tracing) (*sqlstore.DB, error) {
+	db, err := sqlstore.Open(context.Background(), cfg.DatabaseURL, sqlstore.WithTracer(tracing.Provider()))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", EnvDatabaseURL, err)
 	}
@@ -190,8 +205,8 @@ func NewIdentity(p IdentityParams) *identity.Service {
 // the process registry.
 var QueueModule = fx.Module("queue",
 	fx.Provide(fx.Annotate(
-		func(db *sqlstore.DB, logger *slog.Logger, reg *prometheus.Registry) (*queue.Queue, error) {
-			return queue.New(db, queue.Config{Logger: logger, Metrics: reg, Kinds: worker.Kinds()})
+		func(db *sqlstore.DB, logger *slog.Logger, reg *prometheus.Registry, tracing *telemetry.Tracing) (*queue.Queue, error) {
+			return queue.New(db, queue.Config{Logger: logger, Metrics: reg, Kinds: worker.Kinds(), Tracer: tracing.Provider()})
 		},
 		fx.As(new(ports.JobQueue)),
 	)),
@@ -214,9 +229,10 @@ var WorkerProbesModule = fx.Module("worker-probes",
 // ServeWorkerProbes listens on cfg.WorkerAddr on start (a bad or busy
 // address fails start-up), serves the probes and the metrics, and shuts
 // down gracefully on stop.
-func ServeWorkerProbes(lc fx.Lifecycle, sd fx.Shutdowner, cfg Config, logger *slog.Logger, ready *Readiness, reg *prometheus.Registry) {
+func ServeWorkerProbes(lc fx.Lifecycle, sd fx.Shutdowner, cfg Config, logger *slog.Logger, ready *Readiness, reg *prometheus.Registry, tracing *telemetry.Tracing) {
 	srv := httpapi.NewOperations(httpapi.Config{RequestTimeout: cfg.RequestTimeout, ShutdownGrace: cfg.ShutdownGrace},
-		httpapi.Deps{Ready: ready, Providers: providers(cfg), Logger: logger, Metrics: reg})
+		httpapi.Deps{Ready: ready, Providers: providers(cfg), Logger: logger, Metrics: reg,
+			Tracer: tracing.Provider(), Propagator: tracing.Propagator()})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln, err := net.Listen("tcp", cfg.WorkerAddr)
@@ -252,6 +268,8 @@ type WorkerParams struct {
 	Clock       ports.Clock
 	// Metrics receives the job metrics.
 	Metrics *prometheus.Registry
+	// Tracing traces the jobs' attempts.
+	Tracing *telemetry.Tracing
 }
 
 // StartWorkers builds the worker client and ties it to the app's lifecycle.
@@ -264,7 +282,8 @@ func StartWorkers(p WorkerParams) error {
 	// `devpilot run` is documented as the only worker of its database, so
 	// jobs running when it starts are its predecessor's, which died.
 	q, err := queue.New(p.DB, queue.Config{Workers: workers, PeriodicJobs: worker.PeriodicJobs(), MaxWorkers: p.Config.WorkerJobs, Logger: p.Logger,
-		RescueAfter: p.Config.JobRescueAfter, RescueOnStart: p.Config.Mode == ModeRun, Metrics: p.Metrics, Kinds: worker.Kinds()})
+		RescueAfter: p.Config.JobRescueAfter, RescueOnStart: p.Config.Mode == ModeRun, Metrics: p.Metrics, Kinds: worker.Kinds(),
+		Tracer: p.Tracing.Provider()})
 	if err != nil {
 		return err
 	}
@@ -326,6 +345,7 @@ type HTTPParams struct {
 	Usage      *usage.Service
 	Ready      *Readiness
 	Metrics    *prometheus.Registry
+	Tracing    *telemetry.Tracing
 	// Idempotency keeps the Idempotency-Key records of the API's writes.
 	Idempotency ports.IdempotencyStore
 	// Rates counts the requests of each user to the costly routes.
@@ -348,7 +368,8 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		RateWindow:      p.Config.RateWindow,
 	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
-		DemoToken: demoToken, Idempotency: p.Idempotency, Rates: p.Rates, Metrics: p.Metrics})
+		DemoToken: demoToken, Idempotency: p.Idempotency, Rates: p.Rates, Metrics: p.Metrics,
+		Tracer: p.Tracing.Provider(), Propagator: p.Tracing.Propagator()})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln := p.Config.takeHTTPListener()

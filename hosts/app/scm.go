@@ -10,6 +10,7 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/github"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
+	"github.com/devpilot/devpilot/adapters/telemetry"
 	"github.com/devpilot/devpilot/core/scm"
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
@@ -30,8 +31,8 @@ var SCMModule = fx.Module("scm",
 // NewSCMProvider returns the GitHub adapter, or, without an OAuth app
 // configured, a provider that answers every call with an unavailable error
 // naming the variables to set. The adapter's requests are measured on reg
-// when it is not nil.
-func NewSCMProvider(cfg Config, logger *slog.Logger, reg *prometheus.Registry) (ports.SCMProvider, error) {
+// when it is not nil, and traced when tracing is on.
+func NewSCMProvider(cfg Config, logger *slog.Logger, reg *prometheus.Registry, tracing *telemetry.Tracing) (ports.SCMProvider, error) {
 	if cfg.GitHub.ClientID == "" {
 		logger.Info("GitHub is not configured: set " + EnvGitHubClientID + " and " + EnvGitHubSecret + " to connect repositories")
 		return unconfiguredSCM{}, nil
@@ -43,6 +44,7 @@ func NewSCMProvider(cfg Config, logger *slog.Logger, reg *prometheus.Registry) (
 	ghCfg := github.Config{
 		ClientID: cfg.GitHub.ClientID, ClientSecret: cfg.GitHub.ClientSecret,
 		WebURL: cfg.GitHub.WebURL, APIURL: apiURL,
+		HTTPClient: tracing.Client(nil, "github"),
 	}
 	if reg != nil {
 		ghCfg.Metrics = reg

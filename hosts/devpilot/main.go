@@ -216,6 +216,7 @@ func serveFlags(args []string) (bool, error) {
 func (c cli) loadConfig(mode app.Mode, opts ...app.LoadOption) (app.Config, error) {
 	cfg, err := app.Load(mode, c.getenv, opts...)
 	if err == nil {
+		cfg.Version = buildVersion()
 		err = checkSandboxBuild(cfg)
 	}
 	if err != nil {

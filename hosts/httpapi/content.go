@@ -59,6 +59,15 @@ func (s *Server) contentTable() map[contentKey]map[string]handlerFunc {
 	}
 }
 
+// contentPatterns are the documented routes of contentTable's keys.
+var contentPatterns = map[contentKey]string{
+	{"", 1}:         "/content/:content_id",
+	{"briefs", 1}:   "/content/briefs",
+	{"briefs", 2}:   "/content/briefs/:brief_id",
+	{"generate", 1}: "/content/generate",
+	{"brands", 2}:   "/content/brands/:project_id",
+}
+
 // contentReserved are the first segments that are not content ids.
 var contentReserved = []string{"briefs", "generate", "brands"}
 
@@ -71,6 +80,12 @@ func (s *Server) contentDispatch(w http.ResponseWriter, r *http.Request) error {
 		key.segments = 2
 	}
 	methods, ok := s.contentTable()[key]
+	if info := infoFrom(r.Context()); ok {
+		// The route the metrics, logs and traces name is the documented
+		// one, not the router's /content/:a.
+		prefix, _, _ := strings.Cut(info.route, "/content/")
+		info.route = prefix + contentPatterns[key]
+	}
 	if !ok {
 		return &ports.Error{Kind: ports.KindNotFound, Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/devpilot/devpilot/ports"
 )
@@ -35,6 +36,8 @@ type reqInfo struct {
 	// bodyTimedOut is set when the request body did not arrive by its
 	// deadline: the answer is 408 and the connection is closed.
 	bodyTimedOut bool
+	// span is the request's server span; nil when tracing is off.
+	span trace.Span
 }
 
 type reqInfoKey struct{}
@@ -85,6 +88,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		info := &reqInfo{id: id, rec: rec, route: routeUnmatched}
 
 		s.metrics.inFlight.Inc()
+		r = s.spans.start(r, info)
 		defer s.finish(r, info, start) // deferred so that aborted requests are counted too
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info)))
 	})
@@ -104,6 +108,7 @@ func (s *Server) finish(r *http.Request, info *reqInfo, start time.Time) {
 		status = http.StatusOK // what net/http sends for a handler that wrote nothing
 	}
 	s.metrics.observe(r.Method, info.route, status, elapsed)
+	s.spans.end(r, info, status)
 
 	level := slog.LevelInfo
 	if info.quiet && status < 400 {

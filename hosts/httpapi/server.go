@@ -18,6 +18,8 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/ports"
@@ -74,6 +76,13 @@ type Deps struct {
 	DemoToken func() string
 	Logger    *slog.Logger         // nil: slog.Default()
 	Metrics   *prometheus.Registry // nil: a new registry with Go and process collectors
+	// Tracer, when set, puts each request under a server span named by its
+	// route ("POST /api/v1/agent/chat"), a child of the caller's span when
+	// the request carries W3C trace context (read with Propagator,
+	// trace-context and baggage when nil); what the handlers do is traced
+	// under it. Nil traces nothing.
+	Tracer     trace.TracerProvider
+	Propagator propagation.TextMapPropagator
 }
 
 // The values of Deps.Providers.
@@ -139,6 +148,7 @@ type Server struct {
 	srv      *http.Server
 	registry *prometheus.Registry
 	metrics  *metrics
+	spans    *requestSpans // nil: tracing off
 	stopping chan struct{}
 	stopOnce sync.Once
 	// registered lists the routes as handle registered them (HEAD twins
@@ -158,12 +168,13 @@ func New(cfg Config, d Deps) *Server {
 // NewOperations builds a Server for a process that serves no API, the
 // worker: it answers /livez, /readyz and /metrics only, with the same
 // middleware (request ids, metrics, problem responses) as the API. Of d it
-// uses Ready (required), Providers, Logger and Metrics.
+// uses Ready (required), Providers, Logger, Metrics, Tracer and Propagator.
 func NewOperations(cfg Config, d Deps) *Server {
 	if d.Ready == nil {
 		panic("httpapi.NewOperations: Deps.Ready is required")
 	}
-	return newServer(cfg, Deps{Ready: d.Ready, Providers: d.Providers, Logger: d.Logger, Metrics: d.Metrics}, (*Server).operationRoutes)
+	return newServer(cfg, Deps{Ready: d.Ready, Providers: d.Providers, Logger: d.Logger, Metrics: d.Metrics,
+		Tracer: d.Tracer, Propagator: d.Propagator}, (*Server).operationRoutes)
 }
 
 func newServer(cfg Config, d Deps, routes func(*Server)) *Server {
@@ -192,6 +203,7 @@ func newServer(cfg Config, d Deps, routes func(*Server)) *Server {
 		stopping: make(chan struct{}),
 	}
 	s.registry, s.metrics = newMetrics(d.Metrics)
+	s.spans = newRequestSpans(d.Tracer, d.Propagator)
 	s.router = s.newRouter()
 	routes(s)
 	s.handler = s.observe(withCORS(cfg.CORSOrigins, s.recoverer(s.router)))

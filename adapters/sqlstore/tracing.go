@@ -1,0 +1,57 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+
+	"github.com/XSAM/otelsql"
+	"go.opentelemetry.io/otel/attribute"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Option tunes Open.
+type Option func(*openOptions)
+
+type openOptions struct {
+	tracer trace.TracerProvider
+}
+
+// WithTracer has every statement and transaction that runs under a span
+// (a request's, a job's) traced as a child span of it, with the statement's
+// text (never its arguments); statements outside any trace, such as the job
+// queue's polling, make no spans. A nil tp traces nothing, and costs
+// nothing: the pools then use the driver directly.
+func WithTracer(tp trace.TracerProvider) Option {
+	return func(o *openOptions) { o.tracer = tp }
+}
+
+// openDB opens a pool on c, traced when o says so.
+func (o openOptions) openDB(c driver.Connector, d Dialect) *sql.DB {
+	if o.tracer == nil {
+		return sql.OpenDB(c)
+	}
+	system := "postgresql"
+	if d == DialectSQLite {
+		system = "sqlite"
+	}
+	return otelsql.OpenDB(c,
+		otelsql.WithTracerProvider(o.tracer),
+		otelsql.WithMeterProvider(metricnoop.NewMeterProvider()),
+		otelsql.WithAttributes(attribute.String("db.system.name", system)),
+		otelsql.WithSpanOptions(otelsql.SpanOptions{
+			DisableErrSkip:       true,
+			OmitConnResetSession: true,
+			OmitConnPrepare:      true,
+			OmitRows:             true,
+			OmitConnectorConnect: true,
+			SpanFilter:           underSpan,
+		}),
+	)
+}
+
+// underSpan creates a statement's span only within a trace.
+func underSpan(ctx context.Context, _ otelsql.Method, _ string, _ []driver.NamedValue) bool {
+	return trace.SpanContextFromContext(ctx).IsValid()
+}

@@ -1,0 +1,57 @@
+package sqlstore_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/devpilot/devpilot/adapters/sqlstore"
+	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
+)
+
+// With a tracer, a statement run under a span is a child span of it with
+// its SQL and never its arguments; a statement outside any trace (the job
+// queue's polling) makes no span. On both databases.
+func TestWithTracer(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			db, err := sqlstore.Open(t.Context(), sqlstoretest.URL(t, d), sqlstore.WithTracer(tp))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Writer.ExecContext(context.Background(), "CREATE TABLE traced (v TEXT)"); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(rec.Ended()); n != 0 {
+				t.Fatalf("%d spans for a statement outside any trace", n)
+			}
+			ctx, parent := tp.Tracer("test").Start(context.Background(), "request")
+			const secret = "s3cret-value"
+			if _, err := db.Writer.ExecContext(ctx, db.Writer.Rebind("INSERT INTO traced (v) VALUES (?)"), secret); err != nil {
+				t.Fatal(err)
+			}
+			parent.End()
+			var insert bool
+			for _, sp := range rec.Ended() {
+				for _, kv := range sp.Attributes() {
+					if strings.Contains(kv.Value.Emit(), secret) {
+						t.Errorf("span %q carries an argument in %s", sp.Name(), kv.Key)
+					}
+					if kv.Key == "db.query.text" && strings.HasPrefix(kv.Value.AsString(), "INSERT INTO traced") &&
+						sp.Parent().SpanID() == parent.SpanContext().SpanID() {
+						insert = true
+					}
+				}
+			}
+			if !insert {
+				t.Fatalf("no span of the INSERT under the caller's; spans: %d", len(rec.Ended()))
+			}
+		})
+	}
+}
