@@ -11,7 +11,7 @@ import (
 
 func cachePool(t *testing.T) *sqlx.DB {
 	t.Helper()
-	db, err := openSQLitePool(filepath.Join(t.TempDir(), "cache.db") + "?" + sqlitePragmas + sqliteWriterParams, openOptions{})
+	db, err := openSQLitePool(filepath.Join(t.TempDir(), "cache.db")+"?"+sqlitePragmas+sqliteWriterParams, openOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
