@@ -53,6 +53,11 @@ type Transcription struct {
 	Text     string
 	Language string
 	Duration time.Duration
+	// Model is the model that transcribed, and Usage the tokens the provider
+	// reported for it: the GPT transcription models report tokens (audio
+	// in, text out), whisper-1 only seconds, which leave Usage zero.
+	Model string
+	Usage Usage
 }
 
 // Transcriber turns speech into text.

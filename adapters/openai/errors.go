@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +50,9 @@ type responseInfo struct {
 	// limit, when positive, is the most bytes of the response body read:
 	// a longer body fails with errResponseTooLarge.
 	limit int64
+	// body, when set, receives a copy of a successful response's body as
+	// it is read (up to limit), for what go-openai does not decode.
+	body *bytes.Buffer
 }
 
 // errResponseTooLarge is the error of reading a body past its limit.
@@ -104,9 +108,24 @@ func (d recordingDoer) Do(r *http.Request) (*http.Response, error) {
 		resp.Body = &limitedBody{ReadCloser: resp.Body, left: info.limit}
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if info.body != nil {
+			resp.Body = teeBody{ReadCloser: resp.Body, copy: info.body}
+		}
 		resp.Body = awaitFirstByte(resp.Body)
 	}
 	return resp, nil
+}
+
+// teeBody is a response body that copies what is read of it.
+type teeBody struct {
+	io.ReadCloser
+	copy *bytes.Buffer
+}
+
+func (b teeBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.copy.Write(p[:n])
+	return n, err
 }
 
 // sentBody is a request body that drops what it reads from once that is

@@ -1,8 +1,10 @@
 package openai
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -51,7 +53,7 @@ func (c *Client) Transcribe(ctx context.Context, r ports.TranscriptionRequest) (
 	callCtx, cancel := context.WithTimeoutCause(ctx, c.transcribeTimeout, errCallTimeout)
 	defer cancel()
 	audio := &audioReader{ctx: callCtx, r: r.Audio}
-	info := &responseInfo{limit: maxTranscriptionResponse}
+	info := &responseInfo{limit: maxTranscriptionResponse, body: new(bytes.Buffer)}
 	resp, err := c.api.CreateTranscription(context.WithValue(callCtx, responseInfoKey{}, info), goopenai.AudioRequest{
 		Model:    model,
 		FilePath: r.Filename,
@@ -75,7 +77,27 @@ func (c *Client) Transcribe(ctx context.Context, r ports.TranscriptionRequest) (
 		Text:     strings.TrimSpace(resp.Text),
 		Language: cmp.Or(languageCode(resp.Language), r.Language),
 		Duration: seconds(resp.Duration),
+		Model:    model,
+		Usage:    transcriptionUsage(info.body.Bytes()),
 	}, nil
+}
+
+// transcriptionUsage reads the tokens a transcription's JSON answer reports
+// (go-openai does not decode them): the GPT transcription models' usage of
+// type tokens; whisper-1's usage in seconds, or none, is zero.
+func transcriptionUsage(body []byte) ports.Usage {
+	var answer struct {
+		Usage struct {
+			Type         string `json:"type"`
+			InputTokens  int    `json:"input_tokens"`
+			OutputTokens int    `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	if json.Unmarshal(body, &answer) != nil || answer.Usage.Type != "tokens" ||
+		answer.Usage.InputTokens < 0 || answer.Usage.OutputTokens < 0 {
+		return ports.Usage{}
+	}
+	return ports.Usage{PromptTokens: answer.Usage.InputTokens, CompletionTokens: answer.Usage.OutputTokens}
 }
 
 // verboseJSONModel reports whether model answers verbose_json: Whisper does

@@ -36,7 +36,8 @@ type Meter struct {
 
 var _ ports.LLM = (*Meter)(nil)
 
-// NewMeter returns llm metered into store. model names the calls whose
+// NewMeter returns llm metered into store (llm may be nil when m only
+// meters a Transcriber). model names the calls whose
 // request and result name none (the adapter's default model); log nil
 // discards.
 func NewMeter(llm ports.LLM, store ports.UsageStore, clock ports.Clock, model string, log *slog.Logger) *Meter {
@@ -89,4 +90,36 @@ func (m *Meter) record(ctx context.Context, model string, u ports.Usage) {
 		m.log.ErrorContext(ctx, "recording a model call's usage", "org_id", a.OrgID, "feature", a.Feature, "model", model,
 			"prompt_tokens", u.PromptTokens, "completion_tokens", u.CompletionTokens, "err", err)
 	}
+}
+
+// Transcriber returns t metered as m meters model calls: each
+// transcription's reported tokens (the GPT transcription models report
+// them; whisper-1 reports none) are recorded against the call's
+// attribution, and, with Budgets, a transcription charged to an
+// organisation over its budget is refused before t is called. m's LLM is
+// not used and may be nil.
+func (m *Meter) Transcriber(t ports.Transcriber) ports.Transcriber {
+	return &meteredTranscriber{m: m, next: t}
+}
+
+type meteredTranscriber struct {
+	m    *Meter
+	next ports.Transcriber
+}
+
+// Transcribe implements ports.Transcriber. Errors: budget_exceeded
+// (rate_limited), a store's error reading the budget, the transcriber's.
+func (t *meteredTranscriber) Transcribe(ctx context.Context, r ports.TranscriptionRequest) (ports.Transcription, error) {
+	if t.m.budgets != nil {
+		if a, _ := ports.AttributionFrom(ctx); a.OrgID != "" {
+			if err := t.m.budgets.Check(ctx, a.OrgID); err != nil {
+				return ports.Transcription{}, err
+			}
+		}
+	}
+	res, err := t.next.Transcribe(ctx, r)
+	if res.Usage.PromptTokens > 0 || res.Usage.CompletionTokens > 0 {
+		t.m.record(ctx, cmp.Or(res.Model, r.Model, "unknown"), res.Usage)
+	}
+	return res, err
 }

@@ -62,9 +62,12 @@ var languagePattern = regexp.MustCompile(`^[a-z]{2}$`)
 // rate_limited, unavailable, timeout, upstream) pass through; an error
 // reading Audio is returned wrapped.
 func (s *Service) Transcribe(ctx context.Context, in TranscribeInput) (ports.Transcription, error) {
-	if _, err := ports.RequirePrincipal(ctx); err != nil {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
 		return ports.Transcription{}, err
 	}
+	// The tokens a transcription uses are the caller's, for voice.
+	ctx = ports.WithAttribution(ctx, ports.Attribution{OrgID: p.OrgID, UserID: p.UserID, Feature: ports.FeatureVoice})
 	if in.Audio == nil {
 		return ports.Transcription{}, ports.Invalid("an audio file is required", ports.FieldError{Field: "file", Reason: "required"})
 	}

@@ -80,13 +80,15 @@ func NewRealtime(c *openai.Client) ports.Realtime {
 	return c
 }
 
-// NewTranscriber returns the transcriber: c, or the unconfigured stand-in
+// NewTranscriber returns the transcriber: c metered as the chat model is
+// (the tokens a transcription reports are recorded for the voice feature,
+// and refused over the organisation's budget), or the unconfigured stand-in
 // when c is nil.
-func NewTranscriber(c *openai.Client) ports.Transcriber {
+func NewTranscriber(c *openai.Client, store ports.UsageStore, budgets *usage.Budgets, clock ports.Clock, cfg Config, logger *slog.Logger) ports.Transcriber {
 	if c == nil {
 		return unconfigured{}
 	}
-	return c
+	return usage.NewMeter(nil, store, clock, cfg.Voice.TranscribeModel, logger).Enforce(budgets).Transcriber(c)
 }
 
 // llmTransport is sized for many concurrent streaming turns against one

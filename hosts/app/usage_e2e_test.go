@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
+	"github.com/devpilot/devpilot/hosts/app"
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fakeopenai"
@@ -107,6 +109,49 @@ func TestUsageAccountsForEveryToken(t *testing.T) {
 			}
 			if code, _ := st.usage("", ""); code != 401 {
 				t.Errorf("usage without a token: %d", code)
+			}
+		})
+	}
+}
+
+// TestUsageOfTranscriptions: the tokens a GPT transcription model reports
+// are charged to the caller for voice, and a transcription over the
+// organisation's budget is refused before the provider is called; on both
+// databases.
+func TestUsageOfTranscriptions(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			st := startStackWith(t, string(d), map[string]string{app.EnvTranscribe: "gpt-4o-transcribe"})
+			admin, alice := st.admin("admin@example.com"), st.token("alice@example.com")
+			wav := fakeopenai.WAV(time.Second, 440)
+			st.model.EnqueueTranscription(fakeopenai.Text("the checkout service is healthy"))
+			if code, body := st.transcribe(alice, upload{field: "file", filename: "memo.wav", data: wav}); code != 200 {
+				t.Fatalf("transcribe: %d %s", code, body)
+			}
+			// A second of audio: ten tokens in; five words and one out.
+			code, r := st.usage(admin, "?group_by=feature")
+			if code != 200 || len(r.Groups) != 1 || r.Groups[0] != (usageTotal{Key: "voice", PromptTokens: 10, CompletionTokens: 6, TotalTokens: 16, Calls: 1}) {
+				t.Fatalf("usage by feature: %d %+v", code, r)
+			}
+			if code, r := st.usage(admin, "?group_by=model"); code != 200 || len(r.Groups) != 1 || r.Groups[0].Key != "gpt-4o-transcribe" {
+				t.Fatalf("usage by model: %d %+v", code, r)
+			}
+			if code, r := st.usage(alice, "?group_by=user"); code != 200 || r.Total.TotalTokens != 16 {
+				t.Fatalf("alice's usage: %d %+v", code, r)
+			}
+
+			// Over the budget, the next transcription is refused before the
+			// provider hears of it.
+			if code, _, raw := st.budget(admin, "PUT", map[string]any{"monthly_tokens": 16}); code != 200 {
+				t.Fatalf("budget: %d %s", code, raw)
+			}
+			sent := len(st.model.TranscriptionRequests())
+			if code, body := st.transcribe(alice, upload{field: "file", filename: "memo.wav", data: wav}); code != 429 || !containsAll(body, "budget_exceeded") {
+				t.Fatalf("transcribe over the budget: %d %s", code, body)
+			}
+			if n := len(st.model.TranscriptionRequests()); n != sent {
+				t.Fatalf("the provider received %d transcriptions over the budget", n-sent)
 			}
 		})
 	}

@@ -235,6 +235,20 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
+// TranscriptionUsage is the usage a JSON transcription reports, as
+// OpenAI's: whisper-1 reports the audio's seconds (rounded up); the GPT
+// transcription models report tokens, here ten audio tokens a second of
+// audio (rounded up) in and one token per word of the transcript, plus
+// one, out.
+func TranscriptionUsage(model string, d time.Duration, text string) map[string]any {
+	if !strings.HasPrefix(model, "gpt-") {
+		return map[string]any{"type": "duration", "seconds": int(math.Ceil(d.Seconds()))}
+	}
+	in, out := int(math.Ceil(d.Seconds()*10)), len(strings.Fields(text))+1
+	return map[string]any{"type": "tokens", "input_tokens": in, "output_tokens": out, "total_tokens": in + out,
+		"input_token_details": map[string]any{"text_tokens": 0, "audio_tokens": in}}
+}
+
 // transcriptionAnswer is the content type and body of a successful
 // transcription in the requested format.
 func transcriptionAnswer(req *TranscriptionRequest, resp Response) (string, []byte) {
@@ -250,8 +264,7 @@ func transcriptionAnswer(req *TranscriptionRequest, resp Response) (string, []by
 	case "vtt":
 		return "text/vtt; charset=utf-8", fmt.Appendf(nil, "WEBVTT\n\n%s --> %s\n%s\n\n", cueTime(0, "."), cueTime(d, "."), text)
 	}
-	usage := map[string]any{"type": "duration", "seconds": int(math.Ceil(d.Seconds()))}
-	out := map[string]any{"text": text, "usage": usage}
+	out := map[string]any{"text": text, "usage": TranscriptionUsage(req.Model, d, text)}
 	if format == "verbose_json" {
 		lang := resp.language
 		if lang == "" {
@@ -271,7 +284,7 @@ func transcriptionAnswer(req *TranscriptionRequest, resp Response) (string, []by
 		}
 		out = map[string]any{
 			"task": "transcribe", "language": lang, "duration": secs, "text": text,
-			"segments": segments, "usage": usage,
+			"segments": segments, "usage": out["usage"],
 		}
 	}
 	b, err := json.Marshal(out)

@@ -304,7 +304,7 @@ func TestTranscriptionFormats(t *testing.T) {
 		want        string
 	}{
 		{"default json", nil, []string{"model", "whisper-1"}, "application/json", `{"text":"hello from devpilot","usage":{"seconds":1,"type":"duration"}}`},
-		{"json", []fakeopenai.Response{fakeopenai.Text("Hola")}, []string{"model", "gpt-4o-transcribe", "response_format", "json"}, "application/json", `{"text":"Hola","usage":{"seconds":1,"type":"duration"}}`},
+		{"json", []fakeopenai.Response{fakeopenai.Text("Hola")}, []string{"model", "gpt-4o-transcribe", "response_format", "json"}, "application/json", `{"text":"Hola","usage":{"input_token_details":{"audio_tokens":10,"text_tokens":0},"input_tokens":10,"output_tokens":2,"total_tokens":12,"type":"tokens"}}`},
 		{"text", []fakeopenai.Response{fakeopenai.Text("plain words")}, []string{"model", "whisper-1", "response_format", "text"}, "text/plain", "plain words\n"},
 		{"srt", nil, []string{"model", "whisper-1", "response_format", "srt"}, "text/plain", "1\n00:00:00,000 --> 00:00:01,000\nhello from devpilot\n\n"},
 		{"vtt", nil, []string{"model", "whisper-1", "response_format", "vtt"}, "text/vtt", "WEBVTT\n\n00:00:00.000 --> 00:00:01.000\nhello from devpilot\n\n"},
