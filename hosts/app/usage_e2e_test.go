@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
-	"github.com/devpilot/devpilot/hosts/app"
 	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/hosts/app"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
