@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +19,20 @@ import (
 	"github.com/devpilot/devpilot/testkit/fakegithub"
 	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
+
+// migrateDB applies every migration to the database of vars, as `devpilot
+// migrate` does before serve and worker start.
+func migrateDB(t *testing.T, vars map[string]string) {
+	t.Helper()
+	db, err := sqlstore.Open(t.Context(), vars[app.EnvDatabaseURL])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := app.Migrate(t.Context(), db, app.NewLogger(app.Config{}, io.Discard)); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // startProcess starts devpilot in mode (serve or worker) on the database
 // and providers of vars, and returns the address it serves on.
@@ -71,14 +85,7 @@ func TestOperationsCheck(t *testing.T) {
 				app.EnvLLMStructured: "strict",
 				app.EnvGitHubWebhook: string(scmWebhookSecret),
 			}
-			db, err := sqlstore.Open(t.Context(), vars[app.EnvDatabaseURL])
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			if err := app.Migrate(t.Context(), db, app.NewLogger(app.Config{}, &strings.Builder{})); err != nil {
-				t.Fatal(err)
-			}
+			migrateDB(t, vars)
 			serve := &stack{t: t, model: model}
 			var id *identity.Service
 			serve.base = startProcess(t, app.ModeServe, vars,

@@ -10,14 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/fx"
-
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
-	"github.com/devpilot/devpilot/core/identity"
-	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/hosts/app"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
 	"github.com/devpilot/devpilot/testkit/fakegithub"
 	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
@@ -26,47 +21,7 @@ import (
 // one metrics registry) with the stack's test tools and a webhook secret.
 func startTelemetryStack(t *testing.T, dialect string) *stack {
 	t.Helper()
-	st := &stack{t: t, model: fakeopenai.New(t), aws: fakeaws.New(t)}
-	env := map[string]string{
-		app.EnvAWSEndpoint:   st.aws.URL(),
-		app.EnvDatabaseURL:   sqlstoretest.URL(t, sqlstoreDialect(dialect)),
-		app.EnvDataDir:       t.TempDir(),
-		app.EnvHTTPAddr:      "127.0.0.1:0",
-		app.EnvOpenAIKey:     "sk-test",
-		app.EnvOpenAIBaseURL: st.model.URL(),
-		app.EnvLLMStructured: "strict",
-		app.EnvGitHubWebhook: string(scmWebhookSecret),
-	}
-	cfg, err := app.Load(app.ModeRun, func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &addrWatch{addr: make(chan string, 1)}
-	var id *identity.Service
-	fxApp := fx.New(
-		app.Options(cfg, app.NewLogger(cfg, logs)),
-		fx.Invoke(func(r *tool.Registry) error { return r.Register(st.tools()...) }),
-		fx.Populate(&id),
-	)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := fxApp.Start(ctx); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	st.id = id
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := fxApp.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	select {
-	case st.base = <-logs.addr:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no listening line")
-	}
-	return st
+	return startStackWith(t, dialect, map[string]string{app.EnvGitHubWebhook: string(scmWebhookSecret)})
 }
 
 // scrape returns /metrics as text.
@@ -194,37 +149,8 @@ func TestWorkerMetricsOfTheCores(t *testing.T) {
 		app.EnvWorkerAddr:  "127.0.0.1:0",
 		app.EnvDataDir:     t.TempDir(),
 	}
-	cfg, err := app.Load(app.ModeWorker, env(vars))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &addrWatch{addr: make(chan string, 1)}
-	logger := app.NewLogger(cfg, logs)
-	db, err := sqlstore.Open(t.Context(), cfg.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := app.Migrate(t.Context(), db, logger); err != nil {
-		t.Fatal(err)
-	}
-	fxApp := fx.New(app.Options(cfg, logger), fx.NopLogger)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := fxApp.Start(ctx); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := fxApp.Stop(context.Background()); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	st := &stack{t: t}
-	select {
-	case st.base = <-logs.addr:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no listening line")
-	}
+	migrateDB(t, vars)
+	st := &stack{t: t, base: startProcess(t, app.ModeWorker, vars)}
 	metrics := st.metricsText()
 	for _, series := range []string{`devpilot_confirmations_pending`, `devpilot_webhook_deliveries_total{outcome="accepted"}`,
 		`devpilot_confirmations_decided_total{status="expired"}`, `devpilot_webhook_processing_lag_seconds_count`} {

@@ -1,16 +1,11 @@
 package app_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
-	"go.uber.org/fx"
-
-	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/app"
 )
@@ -27,37 +22,8 @@ func TestWorkerServesProbesAndMetrics(t *testing.T) {
 				app.EnvWorkerAddr:  "127.0.0.1:0",
 				app.EnvDataDir:     t.TempDir(),
 			}
-			cfg, err := app.Load(app.ModeWorker, env(vars))
-			if err != nil {
-				t.Fatal(err)
-			}
-			logs := &addrWatch{addr: make(chan string, 1)}
-			logger := app.NewLogger(cfg, logs)
-			db, err := sqlstore.Open(t.Context(), cfg.DatabaseURL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			if err := app.Migrate(t.Context(), db, logger); err != nil {
-				t.Fatal(err)
-			}
-			fxApp := fx.New(app.Options(cfg, logger), fx.NopLogger)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := fxApp.Start(ctx); err != nil {
-				t.Fatalf("start: %v", err)
-			}
-			t.Cleanup(func() {
-				if err := fxApp.Stop(context.Background()); err != nil {
-					t.Errorf("stop: %v", err)
-				}
-			})
-			var base string
-			select {
-			case base = <-logs.addr:
-			case <-time.After(10 * time.Second):
-				t.Fatal("no listening line")
-			}
+			migrateDB(t, vars)
+			base := startProcess(t, app.ModeWorker, vars)
 			get := func(path string) (int, string) {
 				t.Helper()
 				resp, err := http.Get(base + path)
