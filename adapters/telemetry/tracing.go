@@ -123,7 +123,7 @@ type Tracing struct {
 // Tracing whose Provider is nil. Errors: the exporter's, for a bad
 // configuration.
 func NewTracing(ctx context.Context, cfg TracingConfig, version string, stdout io.Writer) (*Tracing, error) {
-	t := &Tracing{propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})}
+	t := &Tracing{propagator: propagation.TraceContext{}}
 	if !cfg.Enabled() {
 		return t, nil
 	}
@@ -164,10 +164,12 @@ func (t *Tracing) Provider() trace.TracerProvider {
 	return t.sdk
 }
 
-// Propagator returns the W3C trace-context and baggage propagator.
+// Propagator returns the W3C trace-context propagator. Baggage is not
+// propagated: what a client puts in it would otherwise be forwarded to the
+// model's, GitHub's and AWS's endpoints with every outbound request.
 func (t *Tracing) Propagator() propagation.TextMapPropagator {
 	if t == nil || t.propagator == nil {
-		return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+		return propagation.TraceContext{}
 	}
 	return t.propagator
 }

@@ -158,3 +158,50 @@ func TestTracingOffExportsNothing(t *testing.T) {
 		t.Fatalf("%d exports with tracing off", n)
 	}
 }
+
+// TestTracingHostileHeaders: a malformed or oversized traceparent starts a
+// trace of devpilot's own instead of failing the request, and a client's
+// baggage is never forwarded to the model's provider; on both databases.
+func TestTracingHostileHeaders(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			collector := fakeotlp.New(t)
+			st := startStackWith(t, string(d), map[string]string{telemetry.EnvOTelTracesEndpoint: collector.TracesURL()})
+			token := st.token("ada@example.com")
+			for i, tp := range []string{
+				"00-zzzz-00f067aa0ba902b7-01",
+				"00-00000000000000000000000000000000-00f067aa0ba902b7-01", // the invalid all-zero trace id
+				"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\té\xff", // trailing junk, not UTF-8
+				"00-" + strings.Repeat("a", 6000),
+			} {
+				st.model.Enqueue(fakeopenai.Text("Hello."))
+				code, body, _ := st.call(token, "POST", "/api/v1/agent/chat", map[string]any{"message": "hi"},
+					"traceparent", tp, "baggage", "tenant=evil,secret=s3cret")
+				if code != 200 {
+					t.Fatalf("traceparent %d: %d %s", i, code, body)
+				}
+			}
+			collector.WaitFor(t, 15*time.Second, "four chat request spans, each a root of its own", func(spans []fakeotlp.Span) bool {
+				n := 0
+				for _, sp := range spans {
+					if sp.Kind == "SERVER" && sp.Name == "POST /api/v1/agent/chat" {
+						if sp.ParentSpanID != "" || sp.TraceID == "4bf92f3577b34da6a3ce929d0e0e4736" {
+							t.Errorf("a malformed traceparent was trusted: %+v", sp)
+						}
+						n++
+					}
+				}
+				return n == 4
+			})
+			for _, r := range st.model.Requests() {
+				if r.Header.Get("Baggage") != "" {
+					t.Errorf("the provider received the client's baggage: %q", r.Header.Get("Baggage"))
+				}
+				if r.Header.Get("Traceparent") == "" {
+					t.Errorf("the provider's request carries no traceparent")
+				}
+			}
+		})
+	}
+}

@@ -78,9 +78,9 @@ type Deps struct {
 	Metrics   *prometheus.Registry // nil: a new registry with Go and process collectors
 	// Tracer, when set, puts each request under a server span named by its
 	// route ("POST /api/v1/agent/chat"), a child of the caller's span when
-	// the request carries W3C trace context (read with Propagator,
-	// trace-context and baggage when nil); what the handlers do is traced
-	// under it. Nil traces nothing.
+	// the request carries W3C trace context (read with Propagator, W3C
+	// trace-context when nil); what the handlers do is traced under it. Nil
+	// traces nothing.
 	Tracer     trace.TracerProvider
 	Propagator propagation.TextMapPropagator
 }

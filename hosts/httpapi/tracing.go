@@ -26,7 +26,7 @@ func newRequestSpans(tp trace.TracerProvider, p propagation.TextMapPropagator) *
 		return nil
 	}
 	if p == nil {
-		p = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+		p = propagation.TraceContext{}
 	}
 	return &requestSpans{tracer: tp.Tracer("github.com/devpilot/devpilot/hosts/httpapi"), propagator: p}
 }
