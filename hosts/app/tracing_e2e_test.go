@@ -171,7 +171,7 @@ func TestTracingHostileHeaders(t *testing.T) {
 			token := st.token("ada@example.com")
 			for i, tp := range []string{
 				"00-zzzz-00f067aa0ba902b7-01",
-				"00-00000000000000000000000000000000-00f067aa0ba902b7-01", // the invalid all-zero trace id
+				"00-00000000000000000000000000000000-00f067aa0ba902b7-01",        // the invalid all-zero trace id
 				"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\té\xff", // trailing junk, not UTF-8
 				"00-" + strings.Repeat("a", 6000),
 			} {
