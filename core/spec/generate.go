@@ -19,6 +19,11 @@ type GenerateStageArgs struct {
 	UserID       string      `json:"user_id"`
 	Stage        ports.Stage `json:"stage"`
 	GenerationID string      `json:"generation_id"`
+	// Through, when later than Stage, is the last stage of a chain: once
+	// Stage is stored, the next stage's generation starts in the same
+	// transaction, with its own job, until Through is done or a stage
+	// fails. "" generates Stage alone.
+	Through ports.Stage `json:"through,omitempty"`
 }
 
 // Kind names the job for the queue.
@@ -38,12 +43,29 @@ func (GenerateStageArgs) Kind() string { return "spec.generate_stage" }
 // (stage_not_ready) when the stage before the one asked for has no artifact,
 // or only a stale one.
 func (s *Service) Generate(ctx context.Context, sessionID string, stage ports.Stage) (ports.SpecSession, error) {
+	return s.GenerateThrough(ctx, sessionID, stage, "")
+}
+
+// GenerateThrough is Generate that goes on, in the background, through the
+// stage through: each stage, once stored, starts the next one's generation
+// in the same transaction (the session stays generating between them), and
+// the first stage that fails stops the chain with its reason on the
+// session. through "" generates one stage, as Generate does. Regenerating
+// an earlier stage through a later one regenerates the stages between,
+// which its new version made stale.
+//
+// Errors: Generate's; invalid (field through) for an unknown stage or one
+// before the stage generated first.
+func (s *Service) GenerateThrough(ctx context.Context, sessionID string, stage, through ports.Stage) (ports.SpecSession, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
 		return ports.SpecSession{}, err
 	}
 	if stage != "" && !knownStage(stage) {
 		return ports.SpecSession{}, ports.Invalid("unknown stage", ports.FieldError{Field: "stage", Reason: "must be one of " + stageList()})
+	}
+	if through != "" && !knownStage(through) {
+		return ports.SpecSession{}, ports.Invalid("unknown stage", ports.FieldError{Field: "through", Reason: "must be one of " + stageList()})
 	}
 	if !ports.IsID(sessionID) {
 		return ports.SpecSession{}, ports.NotFound("specification session", sessionID)
@@ -79,7 +101,14 @@ func (s *Service) Generate(ctx context.Context, sessionID string, stage ports.St
 				Message: fmt.Sprintf("stage %s needs a current %s artifact; generate %s first", stage, prev, prev)}
 		}
 	}
-	job := GenerateStageArgs{SessionID: sessionID, OrgID: p.OrgID, UserID: p.UserID, Stage: stage, GenerationID: s.d.IDs.NewID()}
+	if through != "" && stageIndex(through) < stageIndex(stage) {
+		return ports.SpecSession{}, ports.Invalid("through is before the stage generated",
+			ports.FieldError{Field: "through", Reason: fmt.Sprintf("must be %s or a later stage", stage)})
+	}
+	if through == stage {
+		through = ""
+	}
+	job := GenerateStageArgs{SessionID: sessionID, OrgID: p.OrgID, UserID: p.UserID, Stage: stage, GenerationID: s.d.IDs.NewID(), Through: through}
 	var started ports.SpecSession
 	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
 		var err error
@@ -226,7 +255,19 @@ func (s *Service) generate(ctx context.Context, args GenerateStageArgs, log *slo
 		Content: render(out.doc, checks), Data: out.data, Checks: checks,
 		Model: cmp.Or(res.Model, s.cfg.Model), GenerationID: args.GenerationID, CreatedAt: now,
 	}
-	err = s.d.Specs.CompleteGeneration(ctx, art, now)
+	next := s.continuation(args)
+	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		if err := s.d.Specs.CompleteGeneration(ctx, art, now); err != nil {
+			return err
+		}
+		if next == nil {
+			return nil
+		}
+		if _, err := s.d.Specs.StartGeneration(ctx, owner, args.SessionID, next.Stage, next.GenerationID, now); err != nil {
+			return err
+		}
+		return s.d.Jobs.Enqueue(ctx, *next, ports.EnqueueOptions{MaxAttempts: s.cfg.MaxAttempts})
+	})
 	if errors.Is(err, ports.ErrConflict) || errors.Is(err, ports.ErrNotFound) {
 		log.InfoContext(ctx, "generation dropped at completion: stored already or superseded", "err", err)
 		return nil
@@ -236,7 +277,25 @@ func (s *Service) generate(ctx context.Context, args GenerateStageArgs, log *slo
 	}
 	log.InfoContext(ctx, "stage generated", "checks", len(checks),
 		"prompt_tokens", res.Usage.PromptTokens, "completion_tokens", res.Usage.CompletionTokens)
+	if next != nil {
+		log.InfoContext(ctx, "next stage started", "next_stage", next.Stage, "through", args.Through)
+	}
 	return nil
+}
+
+// continuation is the job of the stage after args' in its chain, nil when
+// args' stage is the chain's last.
+func (s *Service) continuation(args GenerateStageArgs) *GenerateStageArgs {
+	if args.Through == "" || stageIndex(args.Stage) >= stageIndex(args.Through) {
+		return nil
+	}
+	next := args
+	next.Stage = nextStage(args.Stage)
+	next.GenerationID = s.d.IDs.NewID()
+	if next.Stage == args.Through {
+		next.Through = ""
+	}
+	return &next
 }
 
 // ask calls the model for stage st and validates the answer, asking once

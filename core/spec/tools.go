@@ -25,7 +25,8 @@ const (
 "content_type":{"type":"string","description":"The media type of the text, text/plain by default."}}}`
 	generateSchema = `{"type":"object","additionalProperties":false,"required":["session_id"],"properties":{
 "session_id":{"type":"string","format":"uuid"},
-"stage":{"type":"string","enum":["scope","prd","epics","stories","prps"],"description":"The stage to (re)generate; the next one when left out."}}}`
+"stage":{"type":"string","enum":["scope","prd","epics","stories","prps"],"description":"The stage to (re)generate; the next one when left out."},
+"through":{"type":"string","enum":["scope","prd","epics","stories","prps"],"description":"Go on generating the following stages in order, in the background, through this one (stopping at the first failure); only the stage itself when left out."}}}`
 )
 
 // maxToolArtifactLen bounds the Markdown of each artifact a tool returns to
@@ -127,6 +128,7 @@ type addInputArgs struct {
 type generateArgs struct {
 	SessionID string      `json:"session_id"`
 	Stage     ports.Stage `json:"stage"`
+	Through   ports.Stage `json:"through"`
 }
 
 func (s *Service) runListSessions(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -196,11 +198,15 @@ func (s *Service) runGenerate(ctx context.Context, raw json.RawMessage) (any, er
 	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
-	sess, err := s.Generate(ctx, args.SessionID, args.Stage)
+	sess, err := s.GenerateThrough(ctx, args.SessionID, args.Stage, args.Through)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"session_id": sess.ID, "stage": sess.Generating, "status": sess.Status}, nil
+	out := map[string]any{"session_id": sess.ID, "stage": sess.Generating, "status": sess.Status}
+	if args.Through != "" && args.Through != sess.Generating {
+		out["through"] = args.Through
+	}
+	return out, nil
 }
 
 func summariseAddInput(raw json.RawMessage) string {
@@ -212,8 +218,14 @@ func summariseAddInput(raw json.RawMessage) string {
 func summariseGenerate(raw json.RawMessage) string {
 	var args generateArgs
 	_ = json.Unmarshal(raw, &args)
+	var s string
 	if args.Stage == "" {
-		return fmt.Sprintf("Generate the next stage of specification session %s.", args.SessionID)
+		s = fmt.Sprintf("Generate the next stage of specification session %s", args.SessionID)
+	} else {
+		s = fmt.Sprintf("Generate the %s stage of specification session %s; any later stages become stale", args.Stage, args.SessionID)
 	}
-	return fmt.Sprintf("Generate the %s stage of specification session %s; any later stages become stale.", args.Stage, args.SessionID)
+	if args.Through != "" && args.Through != args.Stage {
+		s += fmt.Sprintf(", then each following stage through %s", args.Through)
+	}
+	return s + "."
 }

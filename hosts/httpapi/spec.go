@@ -24,7 +24,7 @@ type Spec interface {
 	CreateSession(ctx context.Context, name string, inputs []spec.NewInput, opts ...spec.SessionOption) (spec.View, error)
 	SetRepository(ctx context.Context, sessionID, repoID string) (spec.View, error)
 	AddInput(ctx context.Context, sessionID string, in spec.NewInput) (ports.SpecInput, error)
-	Generate(ctx context.Context, sessionID string, stage ports.Stage) (ports.SpecSession, error)
+	GenerateThrough(ctx context.Context, sessionID string, stage, through ports.Stage) (ports.SpecSession, error)
 	GetSession(ctx context.Context, id string) (spec.View, error)
 	ListSessions(ctx context.Context, page ports.Page) ([]ports.SpecSession, string, error)
 	ListStandards(ctx context.Context) ([]ports.Standard, error)
@@ -158,7 +158,8 @@ func (s *Server) addSpecInput(w http.ResponseWriter, r *http.Request) error {
 }
 
 type generateRequest struct {
-	Stage string `json:"stage"`
+	Stage   string `json:"stage"`
+	Through string `json:"through"`
 }
 
 func (s *Server) generateSpec(w http.ResponseWriter, r *http.Request) error {
@@ -171,13 +172,15 @@ func (s *Server) generateSpec(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkBudget(r); err != nil {
 		return err
 	}
-	sess, err := s.d.Spec.Generate(r.Context(), pathParam(r, "session_id"), ports.Stage(req.Stage))
+	sess, err := s.d.Spec.GenerateThrough(r.Context(), pathParam(r, "session_id"), ports.Stage(req.Stage), ports.Stage(req.Through))
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusAccepted, map[string]string{
-		"session_id": sess.ID, "stage": string(sess.Generating), "status": string(sess.Status),
-	})
+	out := map[string]string{"session_id": sess.ID, "stage": string(sess.Generating), "status": string(sess.Status)}
+	if req.Through != "" && req.Through != out["stage"] {
+		out["through"] = req.Through
+	}
+	return writeJSON(w, http.StatusAccepted, out)
 }
 
 func (s *Server) getSpecSession(w http.ResponseWriter, r *http.Request) error {
