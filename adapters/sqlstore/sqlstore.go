@@ -4,6 +4,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -94,11 +95,11 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*DB, error) {
 	return db, nil
 }
 
-// postgresPoolSize bounds the connections to PostgreSQL. All of them may
-// stay open while idle: a connection closed for want of an idle slot is
-// reopened moments later under load, and a new connection costs the server
-// a backend process.
-const postgresPoolSize = 25
+// DefaultMaxConns bounds the connections of the main PostgreSQL pool unless
+// WithMaxConns says otherwise. All of them may stay open while idle: a
+// connection closed for want of an idle slot is reopened moments later
+// under load, and a new connection costs the server a backend process.
+const DefaultMaxConns = 25
 
 func openPostgres(rawURL string, o openOptions) (*DB, error) {
 	u, err := url.Parse(rawURL)
@@ -117,7 +118,8 @@ func openPostgres(rawURL string, o openOptions) (*DB, error) {
 		u.RawQuery = q.Encode()
 	}
 	dsn := u.String()
-	pool, err := openPostgresPool(dsn, postgresPoolSize, o)
+	size := cmp.Or(o.maxConns, DefaultMaxConns)
+	pool, err := openPostgresPool(dsn, size, o)
 	if err != nil {
 		return nil, err
 	}
@@ -125,14 +127,15 @@ func openPostgres(rawURL string, o openOptions) (*DB, error) {
 	// session.
 	q.Set("synchronous_commit", "off")
 	u.RawQuery = q.Encode()
-	relaxed, err := openPostgresPool(u.String(), postgresRelaxedPoolSize, o)
+	relaxed, err := openPostgresPool(u.String(), min(postgresRelaxedPoolSize, max(1, size/4)), o)
 	if err != nil {
 		return nil, errors.Join(err, pool.Close())
 	}
 	return &DB{Dialect: DialectPostgres, Writer: pool, Reader: pool, Relaxed: relaxed, dsn: dsn}, nil
 }
 
-// postgresRelaxedPoolSize bounds the connections of DB.Relaxed. Stream
+// postgresRelaxedPoolSize bounds the connections of DB.Relaxed (a quarter
+// of the main pool's when that is smaller). Stream
 // events reach it batched; when chats start in a burst their first writes
 // queue for it, which keeps the database from thrashing: with 25
 // connections instead, 100 chats started at once waited longer for their

@@ -11,22 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Option tunes Open.
-type Option func(*openOptions)
-
-type openOptions struct {
-	tracer trace.TracerProvider
-}
-
-// WithTracer has every statement and transaction that runs under a span
-// (a request's, a job's) traced as a child span of it, with the statement's
-// text (never its arguments); statements outside any trace, such as the job
-// queue's polling, make no spans. A nil tp traces nothing, and costs
-// nothing: the pools then use the driver directly.
-func WithTracer(tp trace.TracerProvider) Option {
-	return func(o *openOptions) { o.tracer = tp }
-}
-
 // openDB opens a pool on c, traced when o says so.
 func (o openOptions) openDB(c driver.Connector, d Dialect) *sql.DB {
 	if o.tracer == nil {

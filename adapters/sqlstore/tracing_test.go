@@ -55,3 +55,32 @@ func TestWithTracer(t *testing.T) {
 		})
 	}
 }
+
+// WithMaxConns bounds the main PostgreSQL pool, and the relaxed one to a
+// quarter of it.
+func TestWithMaxConns(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		if d != sqlstore.DialectPostgres {
+			continue
+		}
+		db, err := sqlstore.Open(t.Context(), sqlstoretest.URL(t, d), sqlstore.WithMaxConns(6))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if n := db.Writer.Stats().MaxOpenConnections; n != 6 {
+			t.Errorf("main pool of %d, want 6", n)
+		}
+		if n := db.Relaxed.Stats().MaxOpenConnections; n != 1 {
+			t.Errorf("relaxed pool of %d, want 1", n)
+		}
+		def, err := sqlstore.Open(t.Context(), sqlstoretest.URL(t, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer def.Close()
+		if n := def.Writer.Stats().MaxOpenConnections; n != sqlstore.DefaultMaxConns {
+			t.Errorf("default main pool of %d, want %d", n, sqlstore.DefaultMaxConns)
+		}
+	}
+}

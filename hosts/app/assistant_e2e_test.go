@@ -73,6 +73,7 @@ func startStackWith(t *testing.T, dialect string, extra map[string]string) *stac
 	env := map[string]string{
 		app.EnvAWSEndpoint:   st.aws.URL(),
 		app.EnvDatabaseURL:   sqlstoretest.URL(t, sqlstoreDialect(dialect)),
+		app.EnvDatabaseConns: strconv.Itoa(sqlstoretest.TestMaxConns),
 		app.EnvDataDir:       t.TempDir(),
 		app.EnvHTTPAddr:      "127.0.0.1:0",
 		app.EnvOpenAIKey:     "sk-test",

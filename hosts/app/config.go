@@ -21,6 +21,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/openai"
 	"github.com/devpilot/devpilot/adapters/queue"
 	"github.com/devpilot/devpilot/adapters/secretbox"
+	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/telemetry"
 	"github.com/devpilot/devpilot/core/spec"
 	"github.com/devpilot/devpilot/hosts/httpapi"
@@ -48,6 +49,9 @@ type Config struct {
 	// exporter is set (see telemetry.TracingFromEnv).
 	Tracing     telemetry.TracingConfig
 	DatabaseURL string
+	// DatabaseMaxConns bounds the main PostgreSQL pool of each process
+	// (DEVPILOT_DATABASE_MAX_CONNS, default sqlstore.DefaultMaxConns).
+	DatabaseMaxConns int
 	HTTPAddr    string
 	DataDir     string
 	// SecretKeys are the Cipher's keys, current first. Empty in run mode
@@ -270,6 +274,7 @@ type AssistantConfig struct {
 // Variable names read by Load.
 const (
 	EnvDatabaseURL    = "DEVPILOT_DATABASE_URL"
+	EnvDatabaseConns  = "DEVPILOT_DATABASE_MAX_CONNS"
 	EnvHTTPAddr       = "DEVPILOT_HTTP_ADDR"
 	EnvDataDir        = "DEVPILOT_DATA_DIR"
 	EnvSecretKey      = "DEVPILOT_SECRET_KEY"
@@ -385,6 +390,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	c.Sandbox, c.SandboxReason = r.sandbox(mode, o.sandboxFlag)
 	c.DataDir = r.str(EnvDataDir, "./data")
 	c.DatabaseURL = r.str(EnvDatabaseURL, "sqlite:"+filepath.Join(c.DataDir, "devpilot.db"))
+	c.DatabaseMaxConns = int(r.number(EnvDatabaseConns, sqlstore.DefaultMaxConns, 2, 1000))
 	defaultAddr := ":8080"
 	if mode == ModeRun {
 		defaultAddr = "127.0.0.1:8080"

@@ -72,6 +72,9 @@ func TestLoadNamesEveryBadVariable(t *testing.T) {
 		{"cors origin with a path", app.ModeRun, map[string]string{app.EnvCORSOrigins: "https://app.example.com/"}, []string{app.EnvCORSOrigins + ` origin 1 "https://app.example.com/"`}},
 		{"cors every origin and more", app.ModeRun, map[string]string{app.EnvCORSOrigins: "*, https://app.example.com"}, []string{app.EnvCORSOrigins}},
 		{"auth cache negative", app.ModeRun, map[string]string{app.EnvAuthCacheTTL: "-1s"}, []string{app.EnvAuthCacheTTL}},
+		{"one database connection", app.ModeRun, map[string]string{app.EnvDatabaseConns: "1"}, []string{app.EnvDatabaseConns}},
+		{"an unknown trace exporter", app.ModeRun, map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, []string{"OTEL_TRACES_EXPORTER"}},
+		{"traces over gRPC", app.ModeRun, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, []string{"OTEL_EXPORTER_OTLP_PROTOCOL"}},
 		{"several at once", app.ModeRun, map[string]string{
 			app.EnvLogFormat: "xml", app.EnvLogLevel: "loud", app.EnvRequestTimeout: "soon", app.EnvBodyLimit: "-1",
 			app.EnvOpenAIBaseURL: "localhost:11434", app.EnvMaxToolRounds: "0", app.EnvConfirmTTL: "-1m", app.EnvWorkerJobs: "0",
@@ -107,6 +110,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		app.EnvMaxToolRounds: "3", app.EnvMaxTokens: "100", app.EnvConfirmTTL: "5m", app.EnvWorkerJobs: "40", app.EnvMaxTurnsPerUser: "0",
 		app.EnvAuthCacheTTL: "0", app.EnvBodyTimeout: "7s", app.EnvLLMStructured: "json_object",
 		app.EnvCORSOrigins: "https://app.example.com, http://localhost:5173", app.EnvWorkerAddr: "127.0.0.1:9999",
+		app.EnvDatabaseConns: "12",
 	}))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -118,7 +122,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		cfg.LLM.StructuredOutput != openai.StructuredJSONObject || cfg.LLM.StructuredOutputByModel != nil ||
 		cfg.Assistant != (app.AssistantConfig{MaxToolRounds: 3, MaxTokens: 100, ConfirmationTTL: 5 * time.Minute}) ||
 		cfg.WorkerJobs != 40 || cfg.AuthCacheTTL != 0 || cfg.BodyReadTimeout != 7*time.Second ||
-		cfg.WorkerAddr != "127.0.0.1:9999" || !slices.Equal(cfg.CORSOrigins, []string{"https://app.example.com", "http://localhost:5173"}) {
+		cfg.WorkerAddr != "127.0.0.1:9999" || cfg.DatabaseMaxConns != 12 || !slices.Equal(cfg.CORSOrigins, []string{"https://app.example.com", "http://localhost:5173"}) {
 		t.Fatalf("config = %+v", cfg)
 	}
 }

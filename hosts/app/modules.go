@@ -95,7 +95,8 @@ var StoreModule = fx.Module("sqlstore",
 // OpenDB opens the configured database and closes it when the app stops;
 // in run mode it migrates it first.
 func OpenDB(lc fx.Lifecycle, cfg Config, logger *slog.Logger, tracing *telemetry.Tracing) (*sqlstore.DB, error) {
-	db, err := sqlstore.Open(context.Background(), cfg.DatabaseURL, sqlstore.WithTracer(tracing.Provider()))
+	db, err := sqlstore.Open(context.Background(), cfg.DatabaseURL,
+		sqlstore.WithTracer(tracing.Provider()), sqlstore.WithMaxConns(cfg.DatabaseMaxConns))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", EnvDatabaseURL, err)
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -38,6 +40,10 @@ func migrateDB(t *testing.T, vars map[string]string) {
 // and providers of vars, and returns the address it serves on.
 func startProcess(t *testing.T, mode app.Mode, vars map[string]string, opts ...fx.Option) string {
 	t.Helper()
+	vars = maps.Clone(vars)
+	if vars[app.EnvDatabaseConns] == "" {
+		vars[app.EnvDatabaseConns] = strconv.Itoa(sqlstoretest.TestMaxConns)
+	}
 	cfg, err := app.Load(mode, env(vars))
 	if err != nil {
 		t.Fatal(err)

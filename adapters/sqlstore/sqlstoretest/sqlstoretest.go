@@ -105,10 +105,12 @@ func Open(t testing.TB, d sqlstore.Dialect) *sqlstore.DB {
 // OpenURL opens the database at rawURL (such as one from URL) for one test,
 // migrates it, and closes it when the test ends; opening one URL again gives
 // another handle on the same database, as a restarted process would have. It
-// fails the test when the database cannot be opened or migrated.
+// fails the test when the database cannot be opened or migrated. Its
+// PostgreSQL pool holds at most TestMaxConns connections, so that the test
+// packages running side by side stay within the server's limit.
 func OpenURL(t testing.TB, rawURL string) *sqlstore.DB {
 	t.Helper()
-	db, err := sqlstore.Open(context.Background(), rawURL)
+	db, err := sqlstore.Open(context.Background(), rawURL, sqlstore.WithMaxConns(TestMaxConns))
 	if err != nil {
 		t.Fatalf("sqlstoretest: open: %v", err)
 	}
@@ -122,6 +124,10 @@ func OpenURL(t testing.TB, rawURL string) *sqlstore.DB {
 	}
 	return db
 }
+
+// TestMaxConns bounds the PostgreSQL pool of a test's database handle (see
+// OpenURL); hosts started by tests take it as DEVPILOT_DATABASE_MAX_CONNS.
+const TestMaxConns = 10
 
 // URL returns the URL of a fresh, empty (unmigrated) database of the dialect
 // for one test, removed when the test ends, for tests that start a host on a
