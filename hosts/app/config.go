@@ -52,8 +52,8 @@ type Config struct {
 	// DatabaseMaxConns bounds the main PostgreSQL pool of each process
 	// (DEVPILOT_DATABASE_MAX_CONNS, default sqlstore.DefaultMaxConns).
 	DatabaseMaxConns int
-	HTTPAddr    string
-	DataDir     string
+	HTTPAddr         string
+	DataDir          string
 	// SecretKeys are the Cipher's keys, current first. Empty in run mode
 	// until a key file is loaded; see SecretKeyFile.
 	SecretKeys [][]byte
