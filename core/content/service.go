@@ -14,6 +14,7 @@ package content
 import (
 	"fmt"
 	"log/slog"
+	"time"
 	"regexp"
 
 	"github.com/devpilot/devpilot/ports"
@@ -28,10 +29,16 @@ type Config struct {
 	// MaxAttempts bounds how often the queue runs a generation job (5); the
 	// worker passes final=true to RunGeneration on the last one.
 	MaxAttempts int
+	// WatchPoll is how often WatchItem reads a watched item for a new state
+	// (DefaultWatchPoll).
+	WatchPoll time.Duration
 }
 
 // DefaultMaxAttempts is Config.MaxAttempts when it is not set.
 const DefaultMaxAttempts = 5
+
+// DefaultWatchPoll is Config.WatchPoll's default.
+const DefaultWatchPoll = 250 * time.Millisecond
 
 // The limits of the API, in characters (Unicode code points) for text and
 // in entries for lists.
@@ -96,6 +103,9 @@ const (
 func (c Config) withDefaults() Config {
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.WatchPoll <= 0 {
+		c.WatchPoll = DefaultWatchPoll
 	}
 	return c
 }

@@ -51,7 +51,13 @@ type Config struct {
 	// (DefaultContextBudget; at least 2000): inputs that do not fit are
 	// digested once and the stages are given the digest instead.
 	ContextBudget int
+	// WatchPoll is how often WatchSession reads a watched session for a new
+	// state (DefaultWatchPoll).
+	WatchPoll time.Duration
 }
+
+// DefaultWatchPoll is Config.WatchPoll's default.
+const DefaultWatchPoll = 250 * time.Millisecond
 
 // The defaults of Config.
 const (
@@ -101,6 +107,9 @@ func (c Config) withDefaults() Config {
 	c.ContextBudget = max(c.ContextBudget, minContextBudget)
 	if c.SCMProvider == "" {
 		c.SCMProvider = "github"
+	}
+	if c.WatchPoll <= 0 {
+		c.WatchPoll = DefaultWatchPoll
 	}
 	return c
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -25,6 +26,7 @@ type Content interface {
 	ListItems(ctx context.Context, f ports.ContentFilter, page ports.Page) ([]ports.ContentItem, string, error)
 	UpdateItem(ctx context.Context, id string, in content.UpdateInput) (ports.ContentItem, error)
 	DeleteItem(ctx context.Context, id string) error
+	WatchItem(ctx context.Context, id string, emit func(ports.ContentItem) error) error
 }
 
 // contentRoutes serves §4.4 at /content/… and under /api/v1.
@@ -37,6 +39,13 @@ func (s *Server) contentRoutes() {
 		s.handle(http.MethodGet, p+"/content", s.listContent)
 		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
 			s.handle(m, p+"/content/:a", s.contentDispatch)
+			if m == http.MethodGet {
+				// GET /content/{id}/events streams: the route has no request
+				// timeout, and contentDispatch puts the others' back.
+				s.handle(m, p+"/content/:a/:b", s.contentDispatch, streaming)
+				s.handle(http.MethodHead, p+"/content/:a/:b", s.contentDispatch)
+				continue
+			}
 			s.handle(m, p+"/content/:a/:b", s.contentDispatch)
 		}
 	}
@@ -56,6 +65,7 @@ func (s *Server) contentTable() map[contentKey]map[string]handlerFunc {
 		{"briefs", 2}:   {http.MethodGet: s.getBrief},
 		{"generate", 1}: {http.MethodPost: s.limited(s.generateContent)},
 		{"brands", 2}:   {http.MethodGet: s.getBrand, http.MethodPut: s.putBrand},
+		{"", 2}:         {http.MethodGet: s.contentEvents},
 	}
 }
 
@@ -66,6 +76,7 @@ var contentPatterns = map[contentKey]string{
 	{"briefs", 2}:   "/content/briefs/:brief_id",
 	{"generate", 1}: "/content/generate",
 	{"brands", 2}:   "/content/brands/:project_id",
+	{"", 2}:         "/content/:content_id/events",
 }
 
 // contentReserved are the first segments that are not content ids.
@@ -78,6 +89,20 @@ func (s *Server) contentDispatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	if pathParam(r, "b") != "" {
 		key.segments = 2
+	}
+	if key.name == "" && key.segments == 2 && pathParam(r, "b") != "events" {
+		return &ports.Error{Kind: ports.KindNotFound, Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}
+	}
+	events := key == contentKey{segments: 2}
+	if events && r.Method == http.MethodHead {
+		w.Header().Set("Allow", http.MethodGet)
+		return &ports.Error{Kind: kindMethodNotAllowed, Message: "an event stream is not served to HEAD; use GET"}
+	}
+	if r.Method == http.MethodGet && key.segments == 2 && !events {
+		// The route streams for the events; this request does not.
+		ctx, cancel := context.WithTimeoutCause(r.Context(), s.cfg.RequestTimeout, errRequestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
 	}
 	methods, ok := s.contentTable()[key]
 	if info := infoFrom(r.Context()); ok {
@@ -343,6 +368,45 @@ func (s *Server) listContent(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, list(mapSlice(items, contentItemOut), next))
+}
+
+// contentEvents streams the states of a content item as they commit (SSE
+// event "item", the item as GET returns it, its id the state's tag; with
+// Last-Event-ID, the state the client saw is not sent again), with pings,
+// until the client leaves or the server stops, when the client reconnects
+// (to another replica).
+func (s *Server) contentEvents(w http.ResponseWriter, r *http.Request) error {
+	last, err := lastEventID(r)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.untilStopping(r.Context())
+	defer cancel()
+	var stream *sseStream
+	defer func() {
+		if stream != nil {
+			stream.close()
+		}
+	}()
+	err = s.d.Content.WatchItem(ctx, pathParam(r, "a"), func(it ports.ContentItem) error {
+		first := stream == nil
+		if first {
+			stream = s.openSSE(w, pingEvery)
+		}
+		tag := content.StateTag(it)
+		if first && tag == last {
+			return nil // the state the client saw; the headers are sent
+		}
+		data, err := json.Marshal(contentItemOut(it))
+		if err != nil {
+			return err
+		}
+		return stream.event(tag, "item", data)
+	})
+	if stream != nil {
+		return nil // streamed: a late error cannot be a problem response
+	}
+	return err
 }
 
 func (s *Server) getContent(w http.ResponseWriter, r *http.Request) error {

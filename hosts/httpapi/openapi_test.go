@@ -75,10 +75,6 @@ type documentedRoute struct {
 
 var routeParam = regexp.MustCompile(`:([A-Za-z_][A-Za-z0-9_]*)`)
 
-// contentSecondParam names the second path segment of the content routes
-// that httprouter cannot hold as plain entries (see contentRoutes).
-var contentSecondParam = map[string]string{"briefs": "brief_id", "brands": "project_id"}
-
 // expectedOperations maps "METHOD /path/{param}" to each route the router
 // serves: httprouter's :param is OpenAPI's {param}, and the content
 // dispatch routes expand to the paths of contentTable.
@@ -103,18 +99,15 @@ func expectedOperations(t *testing.T, s *Server) map[string]documentedRoute {
 			if key.segments != segments || methods[rt.method] == nil {
 				continue
 			}
-			path := prefix + "/{content_id}"
-			if key.name != "" {
-				path = prefix + "/" + key.name
+			pattern, ok := contentPatterns[key]
+			if !ok {
+				t.Fatalf("contentTable has %+v: name its route in contentPatterns", key)
 			}
-			if segments == 2 {
-				param, ok := contentSecondParam[key.name]
-				if !ok {
-					t.Fatalf("contentTable has /content/%s/…: name its parameter in contentSecondParam", key.name)
-				}
-				path += "/{" + param + "}"
-			}
-			add(rt.method, path, rt)
+			path := prefix + routeParam.ReplaceAllString(strings.TrimPrefix(pattern, "/content"), "{$1}")
+			// GET /content/:a/:b streams for the events alone.
+			op := rt
+			op.streaming = rt.streaming && strings.HasSuffix(pattern, "/events")
+			add(rt.method, path, op)
 		}
 	}
 	return ops

@@ -25,6 +25,7 @@ type Spec interface {
 	SetRepository(ctx context.Context, sessionID, repoID string) (spec.View, error)
 	AddInput(ctx context.Context, sessionID string, in spec.NewInput) (ports.SpecInput, error)
 	GenerateThrough(ctx context.Context, sessionID string, stage, through ports.Stage) (ports.SpecSession, error)
+	WatchSession(ctx context.Context, sessionID string, emit func(ports.SpecSession) error) error
 	GetSession(ctx context.Context, id string) (spec.View, error)
 	ListSessions(ctx context.Context, page ports.Page) ([]ports.SpecSession, string, error)
 	ListStandards(ctx context.Context) ([]ports.Standard, error)
@@ -45,6 +46,7 @@ func (s *Server) specRoutes() {
 		s.handle(http.MethodPost, p+"/pse/sessions", s.createSpecSession, maxBody(specUploadLimit))
 		s.handle(http.MethodGet, p+"/pse/sessions", s.listSpecSessions)
 		s.handle(http.MethodGet, p+"/pse/sessions/:session_id", s.getSpecSession)
+		s.handle(http.MethodGet, p+"/pse/sessions/:session_id/events", s.specEvents, streaming)
 		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/inputs", s.addSpecInput, maxBody(specUploadLimit))
 		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/generate", s.generateSpec, costly)
 		s.handle(http.MethodPut, p+"/pse/sessions/:session_id/repository", s.setSpecRepository)
@@ -362,6 +364,62 @@ type artifactJSON struct {
 	Stale     bool            `json:"stale"`
 	Model     string          `json:"model"`
 	CreatedAt time.Time       `json:"created_at"`
+}
+
+// specProgressJSON is the data of a progress stream's session event: the
+// session's state, without its inputs and artifacts (GET the session for
+// those once it is ready).
+type specProgressJSON struct {
+	SessionID    string           `json:"session_id"`
+	Name         string           `json:"name"`
+	Status       string           `json:"status"`
+	CurrentStage *string          `json:"current_stage"`
+	NextStage    *string          `json:"next_stage"`
+	Generating   *string          `json:"generating"`
+	Error        *ports.SpecError `json:"error,omitempty"`
+	UpdatedAt    time.Time        `json:"updated_at"`
+}
+
+// specEvents streams the states of a session as they commit (SSE event
+// "session", its id the state's tag; with Last-Event-ID, the state the
+// client saw is not sent again), with pings, until the client leaves or
+// the server stops, when the client reconnects (to another replica).
+func (s *Server) specEvents(w http.ResponseWriter, r *http.Request) error {
+	last, err := lastEventID(r)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.untilStopping(r.Context())
+	defer cancel()
+	var stream *sseStream
+	defer func() {
+		if stream != nil {
+			stream.close()
+		}
+	}()
+	err = s.d.Spec.WatchSession(ctx, pathParam(r, "session_id"), func(sess ports.SpecSession) error {
+		first := stream == nil
+		if first {
+			stream = s.openSSE(w, pingEvery)
+		}
+		tag := spec.StateTag(sess)
+		if first && tag == last {
+			return nil // the state the client saw; the headers are sent
+		}
+		data, err := json.Marshal(specProgressJSON{
+			SessionID: sess.ID, Name: sess.Name, Status: string(sess.Status),
+			CurrentStage: optStage(sess.CurrentStage), NextStage: optStage(spec.NextStage(sess.CurrentStage)),
+			Generating: optStage(sess.Generating), Error: sess.Error, UpdatedAt: sess.UpdatedAt.UTC(),
+		})
+		if err != nil {
+			return err
+		}
+		return stream.event(tag, "session", data)
+	})
+	if stream != nil {
+		return nil // streamed: a late error cannot be a problem response
+	}
+	return err
 }
 
 type specSessionJSON struct {
