@@ -14,8 +14,8 @@ package content
 import (
 	"fmt"
 	"log/slog"
-	"time"
 	"regexp"
+	"time"
 
 	"github.com/devpilot/devpilot/ports"
 )
