@@ -184,6 +184,32 @@ func TestConsoleSpecs(t *testing.T) {
 			b.waitFor("no horizontal scroll at 390 px", `document.documentElement.scrollWidth <= 390`, 5*time.Second)
 			b.do(chromedp.EmulateViewport(1280, 900))
 
+			// "Generate all" takes a session through the five stages from
+			// one click; the page learns each state from the progress
+			// stream, and asks for nothing while nothing changes.
+			all := createSpec(t, b, "One click", "Notes", "- Users pay by card\n- Users see a receipt\n")
+			b.goTo("#/specs/" + all)
+			b.waitFor("generate all offered", `(n => n && n.textContent === 'One click')(document.querySelector('.spec-name')) && (b => b && !b.disabled)(document.querySelector('#spec-generate-all'))`, 10*time.Second)
+			b.do(chromedp.Evaluate[chromedp.Void](`(() => {
+				window.__gets = 0;
+				const real = window.fetch;
+				window.fetch = (url, opts) => {
+					if (/\/pse\/sessions\/[0-9a-f-]{36}$/.test(String(url)) && (!opts || !opts.method || opts.method === 'GET')) window.__gets++;
+					return real(url, opts);
+				};
+			})()`))
+			b.do(chromedp.Click(chromedp.ID("spec-generate-all"), chromedp.NodeVisible))
+			b.waitFor("all five stages from one click", `document.querySelector('.spec-status').textContent.includes('All five stages') && document.querySelectorAll('.step[data-state="done"]').length === 5`, 60*time.Second)
+			gets := eval[int](b, `window.__gets`)
+			time.Sleep(2500 * time.Millisecond)
+			if after := eval[int](b, `window.__gets`); after != gets {
+				t.Errorf("the page fetched the session %d times while nothing changed", after-gets)
+			}
+			if gets > 12 {
+				t.Errorf("the page fetched the session %d times for five stages", gets)
+			}
+			b.do(chromedp.Evaluate[chromedp.Void](`location.reload()`))
+
 			// A stage document holding markup shows it as text.
 			xss := "<script>window.__xss=1</script> <img src=x onerror=window.__xss=2> [click](javascript:window.__xss=3)"
 			id := createSpec(t, b, "Markup", xss, "- Users pay by card\n- Users see a receipt\n")

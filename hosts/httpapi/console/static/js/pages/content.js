@@ -1,9 +1,10 @@
 // pages/content.js: the Content page (#/content/<project id>): a project
 // picker, the project's brand settings, its briefs with Generate, and its
-// content items as a board by lifecycle status. Items being written are
-// polled until none is left generating.
+// content items as a board by lifecycle status. The page follows the items
+// being written on their progress streams (GET /content/{id}/events) and
+// reads the board again as each one is done.
 
-import { list } from '../api.js';
+import { list, stream } from '../api.js';
 import { h, mount, field, button, errorBox, empty, toast } from '../ui.js';
 import { brandSection } from './content/brand.js';
 import { briefsSection } from './content/briefs.js';
@@ -12,10 +13,14 @@ import { PROJECT_ID, newProjectID, recentProjects, rememberProject } from './con
 
 export const title = 'Content';
 
-const POLL_MS = 1000;
+const RETRY_MS = 2000;
+// MAX_STREAMS bounds the items followed at once: a browser holds at most six
+// HTTP/1.1 connections to a host, and the page needs some for its requests.
+// The others are followed as those end.
+const MAX_STREAMS = 3;
 
 // render draws the page for the project in args[0] (or the last one used)
-// and returns the cleanup that stops polling.
+// and returns the cleanup that hangs up its streams.
 export function render(main, args) {
   const pid = args[0] && PROJECT_ID.test(args[0]) ? args[0] : recentProjects()[0] || '';
   if (pid) rememberProject(pid);
@@ -28,13 +33,34 @@ export function render(main, args) {
   let stopped = false;
   let timer = 0;
   let wasWriting = 0;
+  const following = new Map(); // item id → the AbortController of its stream
   const boardErr = h('div', { 'aria-live': 'assertive' });
   const dialog = itemDialog(() => refresh());
   const b = board((item) => dialog.open(item));
   const boardNote = h('p', { class: 'board-note loading', role: 'status' }, 'Loading content…');
 
-  // refresh reads the project's items and redraws the board; while any is
-  // being written it polls again.
+  // follow opens the progress streams of items being written (up to
+  // MAX_STREAMS); an item's stream ends once it is written, and the board is
+  // read again.
+  function follow(items) {
+    for (const i of items) {
+      if (i.status !== 'generating' || following.has(i.id) || following.size >= MAX_STREAMS) continue;
+      const ctl = new AbortController();
+      following.set(i.id, ctl);
+      let done = false;
+      stream(`/content/${encodeURIComponent(i.id)}/events`, undefined, (ev) => {
+        if (ev.event === 'item' && ev.data.status !== 'generating') { done = true; ctl.abort(); }
+      }, { signal: ctl.signal }).catch(() => {}).finally(() => {
+        following.delete(i.id);
+        if (stopped) return;
+        if (done) refresh();
+        else timer = setTimeout(refresh, RETRY_MS); // dropped: read the board, follow again
+      });
+    }
+  }
+
+  // refresh reads the project's items, redraws the board and follows the
+  // items being written.
   async function refresh() {
     clearTimeout(timer);
     if (stopped) return;
@@ -48,13 +74,13 @@ export function render(main, args) {
       mount(boardNote, writing
         ? h('span', { class: 'loading' }, `Writing ${writing} draft${writing > 1 ? 's' : ''}…`)
         : (r.items.length ? '' : 'No content yet: generate drafts from a brief.'));
-      if (writing) timer = setTimeout(refresh, POLL_MS);
+      if (writing) follow(r.items);
       else if (wasWriting) toast('The drafts are written: see them on the board.');
       wasWriting = writing;
     } catch (e) {
       if (stopped) return;
       mount(boardErr, errorBox(e));
-      timer = setTimeout(refresh, POLL_MS * 5);
+      timer = setTimeout(refresh, RETRY_MS * 3);
     }
   }
 
@@ -69,7 +95,12 @@ export function render(main, args) {
       brandSection(pid)),
     dialog.el);
   refresh();
-  return () => { stopped = true; clearTimeout(timer); if (dialog.el.open) dialog.el.close(); };
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+    following.forEach((ctl) => ctl.abort());
+    if (dialog.el.open) dialog.el.close();
+  };
 }
 
 // picker is the project bar: the current project, recent ones and those

@@ -11,7 +11,7 @@ import { inputRow, createSession } from './specs/inputs.js';
 export const title = 'Specifications';
 
 // render draws the page for args ([] | ['new'] | ['standards'] | [id, tab])
-// and returns the cleanup that stops a session's polling.
+// and returns the cleanup that hangs up a session's progress stream.
 export function render(main, args) {
   const [first, tab] = args || [];
   const listEl = h('div', { class: 'spec-list' });

@@ -1,10 +1,11 @@
 // pages/specs/session.js: one specification session — its stage stepper
 // (scope → prd → epics → stories → prps) with "Generate next" and live
 // status, each stage's document and data, its inputs, and the traceability
-// view. While a generation runs the session is polled; the cleanup that
-// sessionView returns stops the polling.
+// view. The page follows the session's progress stream (GET …/events): each
+// new state the server announces is fetched whole; the cleanup that
+// sessionView returns hangs up.
 
-import { api } from '../../api.js';
+import { api, stream } from '../../api.js';
 import { h, mount, loading, empty, errorBox, toast, button, when, details, pretty } from '../../ui.js';
 import { render as md } from '../../md.js';
 import { traceView, latest } from './trace.js';
@@ -12,7 +13,7 @@ import { inputRow, addInput, size, KINDS } from './inputs.js';
 import { STAGES } from './standards.js';
 
 export const STAGE_NAMES = { scope: 'Scope', prd: 'PRD', epics: 'Epics', stories: 'Stories', prps: 'PRPs' };
-const POLL_MS = 1000;
+const RECONNECT_MS = 2000;
 
 // statusBadge is a session status as a badge whose text says it.
 export function statusBadge(status) {
@@ -30,7 +31,9 @@ export function sessionView(el, id, tab, onChange) {
   let s = null; // the session
   let view = STAGES.includes(tab) || tab === 'trace' || tab === 'inputs' ? tab : null;
   let version = {}; // stage → version chosen in the version picker (null: the latest)
-  let pending = null; // the stage being generated, as the generate call answered
+  let pending = null; // the stage being generated, as the server said last
+  let lastId = 0; // the progress stream's last event id
+  let fetching = 0; // the number of the latest refresh, so that only it draws
   let panelKey = null; // what the panel shows (see draw)
   let stepperKey = null; // what the stepper shows
 
@@ -52,18 +55,17 @@ export function sessionView(el, id, tab, onChange) {
   const cleanup = () => { stop(); ctl.abort(); };
 
   async function refresh() {
-    timer = null;
+    const mine = ++fetching;
     let next;
     try {
       next = await api('GET', path, undefined, { signal: ctl.signal });
     } catch (err) {
-      if (ctl.signal.aborted) return;
+      if (ctl.signal.aborted || mine !== fetching) return;
       if (!s) { mount(el, errorBox(err)); return; }
-      say('Could not refresh the status: ', err.message, ' — retrying.');
-      timer = setTimeout(refresh, POLL_MS * 3);
+      say('Could not refresh the status: ', err.message, ' — it is fetched again at the next change.');
       return;
     }
-    if (ctl.signal.aborted) return;
+    if (ctl.signal.aborted || mine !== fetching) return;
     const was = s && s.status;
     s = next;
     if (was === 'generating' && s.status !== 'generating') {
@@ -78,19 +80,44 @@ export function sessionView(el, id, tab, onChange) {
     }
     draw();
     onChange(s);
-    if (s.status === 'generating') timer = setTimeout(refresh, POLL_MS);
   }
 
-  async function generate(stage) {
+  // follow reads the session's progress stream until the page is left:
+  // every state that is not the one shown is fetched whole (with its
+  // artifacts). A dropped stream is opened again, from the last event.
+  async function follow() {
+    while (!ctl.signal.aborted) {
+      try {
+        await stream(`${path}/events`, undefined, (ev) => {
+          if (ev.event !== 'session') return;
+          lastId = ev.id;
+          const p = ev.data;
+          if (p.status === 'generating' && p.generating) pending = p.generating;
+          if (!s || p.status !== s.status || p.current_stage !== s.current_stage || p.updated_at !== s.updated_at) refresh();
+        }, { signal: ctl.signal, lastEventId: lastId });
+      } catch (err) {
+        if (ctl.signal.aborted) return;
+        if (!s && err.status) { mount(el, errorBox(err)); return; } // refused (404, 401): not worth retrying
+      }
+      if (ctl.signal.aborted) return;
+      await new Promise((resolve) => { timer = setTimeout(resolve, RECONNECT_MS); });
+    }
+  }
+
+  // generate starts stage (the next when null), going on through the stage
+  // through when given; the progress stream shows the rest.
+  async function generate(stage, through) {
     mount(actionErr);
-    const ans = await api('POST', `${path}/generate`, stage ? { stage } : undefined);
+    const body = {};
+    if (stage) body.stage = stage;
+    if (through) body.through = through;
+    const ans = await api('POST', `${path}/generate`, Object.keys(body).length ? body : undefined);
     pending = ans.stage;
     s = { ...s, status: 'generating' };
-    toast(`Generating ${STAGE_NAMES[ans.stage]}…`);
+    toast(through && ans.through ? `Generating ${STAGE_NAMES[ans.stage]} through ${STAGE_NAMES[ans.through]}…` : `Generating ${STAGE_NAMES[ans.stage]}…`);
     draw();
     onChange(s);
-    stop();
-    timer = setTimeout(refresh, POLL_MS / 2);
+    refresh(); // the state the call left; the stream announces the rest
   }
 
   // draw renders the session's current state, keeping the focus where it was.
@@ -149,7 +176,10 @@ export function sessionView(el, id, tab, onChange) {
     const nextLabel = busy ? 'Generating…' : s.next_stage ? `Generate next: ${STAGE_NAMES[s.next_stage]}` : 'All stages generated';
     const gen = button(nextLabel, () => generate(null), { class: s.next_stage ? 'primary' : null, id: 'spec-generate-next', errEl: actionErr });
     gen.disabled = busy || !s.next_stage;
-    mount(actions, gen);
+    // "Generate all" takes the session through the PRPs from one click.
+    const all = button('Generate all remaining stages', () => generate(null, 'prps'), { id: 'spec-generate-all', errEl: actionErr });
+    all.disabled = busy || !s.next_stage || s.next_stage === 'prps';
+    mount(actions, gen, all);
 
     // The panel is redrawn only when what it shows changes, so polling does
     // not close an open details or wipe a half-typed input.
@@ -245,6 +275,6 @@ export function sessionView(el, id, tab, onChange) {
       slot);
   }
 
-  refresh();
+  follow();
   return cleanup;
 }
