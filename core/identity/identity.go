@@ -37,9 +37,11 @@ type Deps struct {
 	Orgs   ports.OrgStore
 	Users  ports.UserStore
 	Tokens ports.TokenStore
-	Tx     ports.Transactor
-	Clock  ports.Clock
-	IDs    ports.IDs
+	// Audit, when set, records what users do to their tokens.
+	Audit ports.AuditStore
+	Tx    ports.Transactor
+	Clock ports.Clock
+	IDs   ports.IDs
 	// Random is the source of token bytes; nil means crypto/rand.
 	Random io.Reader
 	// TouchEvery throttles last_used_at writes per token; zero means one minute.

@@ -186,6 +186,7 @@ type IdentityParams struct {
 	Orgs   ports.OrgStore
 	Users  ports.UserStore
 	Tokens ports.TokenStore
+	Audit  ports.AuditStore
 	Tx     ports.Transactor
 	Clock  ports.Clock
 	IDs    ports.IDs
@@ -195,7 +196,7 @@ type IdentityParams struct {
 // NewIdentity returns the identity service.
 func NewIdentity(p IdentityParams) *identity.Service {
 	return identity.New(identity.Deps{
-		Orgs: p.Orgs, Users: p.Users, Tokens: p.Tokens, Tx: p.Tx, Clock: p.Clock, IDs: p.IDs,
+		Orgs: p.Orgs, Users: p.Users, Tokens: p.Tokens, Audit: p.Audit, Tx: p.Tx, Clock: p.Clock, IDs: p.IDs,
 		CacheFor: p.Config.AuthCacheTTL,
 	})
 }
@@ -367,7 +368,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		ShutdownGrace:   p.Config.ShutdownGrace,
 		RateLimit:       p.Config.RateLimit,
 		RateWindow:      p.Config.RateWindow,
-	}, httpapi.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
+	}, httpapi.Deps{Identity: p.Identity, Tokens: p.Identity, AuditLog: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
 		DemoToken: demoToken, Idempotency: p.Idempotency, Rates: p.Rates, Metrics: p.Metrics,
 		Tracer: p.Tracing.Provider(), Propagator: p.Tracing.Propagator()})

@@ -190,10 +190,12 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, list(mapSlice(entries, func(e ports.AuditEntry) auditJSON {
-		return auditJSON{ID: e.ID, UserID: e.UserID, AccountID: e.AccountID, Action: e.Action, Resource: e.Resource,
-			Arguments: e.Arguments, Outcome: e.Outcome, Error: e.Error, At: e.At.UTC()}
-	}), next))
+	return writeJSON(w, http.StatusOK, list(mapSlice(entries, auditOut), next))
+}
+
+func auditOut(e ports.AuditEntry) auditJSON {
+	return auditJSON{ID: e.ID, UserID: e.UserID, AccountID: e.AccountID, Action: e.Action, Resource: e.Resource,
+		Arguments: e.Arguments, Outcome: e.Outcome, Error: e.Error, At: e.At.UTC()}
 }
 
 func (s *Server) costs(w http.ResponseWriter, r *http.Request) error {

@@ -47,6 +47,8 @@ type (
 	stubContent   struct{ Content }
 	stubVoice     struct{ Voice }
 	stubUsage     struct{ Usage }
+	stubTokens    struct{ Tokens }
+	stubAuditLog  struct{ AuditLog }
 	stubIdem      struct{ ports.IdempotencyStore }
 )
 
@@ -62,7 +64,7 @@ func fullServer() *Server {
 	return New(Config{}, Deps{
 		Identity: stubIdentity{}, Ready: stubReadiness{},
 		Assistant: stubAssistant{}, Spec: stubSpec{}, Cloud: stubCloud{}, SCM: stubSCM{}, Content: stubContent{}, Voice: stubVoice{},
-		Usage: stubUsage{}, Idempotency: stubIdem{},
+		Usage: stubUsage{}, Tokens: stubTokens{}, AuditLog: stubAuditLog{}, Idempotency: stubIdem{},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 }

@@ -49,6 +49,12 @@ func (s *Server) routes() {
 	if s.d.Usage != nil {
 		s.usageRoutes()
 	}
+	if s.d.Tokens != nil {
+		s.tokenRoutes()
+	}
+	if s.d.AuditLog != nil {
+		s.handle(http.MethodGet, "/api/v1/audit", s.listOrgAudit)
+	}
 }
 
 // operationRoutes are the probes and the metrics, which every Server serves.

@@ -60,6 +60,12 @@ type Deps struct {
 	Voice Voice
 	// Usage serves /api/v1/usage; nil leaves it out.
 	Usage Usage
+	// Tokens serves /api/v1/tokens, each user's own API tokens; nil leaves
+	// them out.
+	Tokens Tokens
+	// AuditLog serves /api/v1/audit, the organisation's audit log for
+	// admins; nil leaves it out.
+	AuditLog AuditLog
 	// Rates counts the requests of each user to the costly routes (chat,
 	// spec and content generation, transcription, voice sessions) against
 	// Config.RateLimit; nil sets no limit.
