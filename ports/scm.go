@@ -276,6 +276,14 @@ type WebhookDelivery struct {
 	ProcessedAt *time.Time
 }
 
+// DeliveryFinish is how processing one webhook delivery ended: its final
+// status (processed, ignored or failed) and, for a failure, the reason.
+type DeliveryFinish struct {
+	ID     string
+	Status string
+	Error  string
+}
+
 // WebhookDigest records that a delivery whose event and raw body have a
 // digest was received, so that the same signed body replayed under another
 // delivery id can be recognised.
@@ -334,8 +342,17 @@ type SCMStore interface {
 	ClaimWebhookDigests(ctx context.Context, ds []WebhookDigest, since time.Time) (claimed []bool, err error)
 	// GetDelivery returns a delivery; not_found when absent.
 	GetDelivery(ctx context.Context, id string) (WebhookDelivery, error)
+	// GetDeliveries returns the deliveries of ids that exist, in the order
+	// of ids, each once however often ids names it; an id without a
+	// delivery is left out, without an error.
+	GetDeliveries(ctx context.Context, ids []string) ([]WebhookDelivery, error)
 	// FinishDelivery records how processing a delivery ended.
 	FinishDelivery(ctx context.Context, id, status, errMsg string, at time.Time) error
+	// FinishDeliveries records how processing each delivery ended, with at
+	// as its ProcessedAt, all or nothing, as FinishDelivery does one; a
+	// delivery that does not exist is skipped. Errors: invalid, finishing
+	// none, when a status is not processed, ignored or failed.
+	FinishDeliveries(ctx context.Context, fs []DeliveryFinish, at time.Time) error
 	// AppendActivity stores activity entries, skipping any whose id exists.
 	AppendActivity(ctx context.Context, entries ...SCMActivity) error
 	// ListActivity returns the activity of a provider repository id, newest

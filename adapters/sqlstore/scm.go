@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -472,6 +473,47 @@ func (s *SCM) GetDelivery(ctx context.Context, id string) (ports.WebhookDelivery
 	if err != nil {
 		return ports.WebhookDelivery{}, storeErr(err, "webhook delivery "+id, "")
 	}
+	return r.delivery(), nil
+}
+
+// GetDeliveries implements ports.SCMStore with one SELECT … WHERE id IN
+// (…) per maxInsertArgs ids; an empty payload reads back nil.
+func (s *SCM) GetDeliveries(ctx context.Context, ids []string) ([]ports.WebhookDelivery, error) {
+	unique := make([]string, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			unique = append(unique, id)
+		}
+	}
+	byID := make(map[string]ports.WebhookDelivery, len(unique))
+	r := s.db.read(ctx)
+	for chunk := range slices.Chunk(unique, maxInsertArgs) {
+		var rows []deliveryRow
+		query := "SELECT " + deliveryColumns + " FROM webhook_deliveries WHERE id IN (?" + strings.Repeat(", ?", len(chunk)-1) + ")"
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		if err := r.list(ctx, &rows, query, args...); err != nil {
+			return nil, storeErr(err, fmt.Sprintf("%d webhook deliveries", len(unique)), "")
+		}
+		for _, row := range rows {
+			byID[row.ID] = row.delivery()
+		}
+	}
+	out := make([]ports.WebhookDelivery, 0, len(byID))
+	for _, id := range unique {
+		if d, ok := byID[id]; ok {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// delivery is the row as the ports have it; an empty payload is nil.
+func (r deliveryRow) delivery() ports.WebhookDelivery {
 	d := ports.WebhookDelivery{
 		ID: r.ID, Event: r.Event, Payload: r.Payload, Status: r.Status, Error: r.Error,
 		ReceivedAt: time.Time(r.ReceivedAt), ProcessedAt: r.ProcessedAt.timePtr(),
@@ -479,7 +521,68 @@ func (s *SCM) GetDelivery(ctx context.Context, id string) (ports.WebhookDelivery
 	if len(d.Payload) == 0 {
 		d.Payload = nil
 	}
-	return d, nil
+	return d
+}
+
+// FinishDeliveries implements ports.SCMStore with one UPDATE … WHERE id IN
+// (…) per outcome (status and error) and per maxInsertArgs ids, in a
+// transaction when there are several; deliveries are updated in id order,
+// so that concurrent calls cannot deadlock. Of an id given twice, the last
+// outcome counts.
+func (s *SCM) FinishDeliveries(ctx context.Context, fs []ports.DeliveryFinish, at time.Time) error {
+	type outcome struct{ status, err string }
+	last := make(map[string]outcome, len(fs))
+	for _, f := range fs {
+		if err := checkDeliveryStatus(f.Status, false); err != nil {
+			return err
+		}
+		last[f.ID] = outcome{f.Status, f.Error}
+	}
+	if len(last) == 0 {
+		return nil
+	}
+	ids := slices.Sorted(maps.Keys(last))
+	groups := map[outcome][]string{}
+	var order []outcome
+	for _, id := range ids {
+		o := last[id]
+		if _, ok := groups[o]; !ok {
+			order = append(order, o)
+		}
+		groups[o] = append(groups[o], id)
+	}
+	type statement struct {
+		o   outcome
+		ids []string
+	}
+	var statements []statement
+	for _, o := range order {
+		for chunk := range slices.Chunk(groups[o], maxInsertArgs) {
+			statements = append(statements, statement{o, chunk})
+		}
+	}
+	update := func(ctx context.Context) error {
+		w := s.db.write(ctx)
+		for _, st := range statements {
+			args := make([]any, 0, len(st.ids)+3)
+			args = append(args, st.o.status, st.o.err, timestamp(at))
+			for _, id := range st.ids {
+				args = append(args, id)
+			}
+			if _, err := w.exec(ctx, "UPDATE webhook_deliveries SET status = ?, error = ?, processed_at = ? WHERE id IN (?"+
+				strings.Repeat(", ?", len(st.ids)-1)+")", args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	if len(statements) == 1 {
+		err = update(ctx)
+	} else {
+		err = s.db.WithinTx(ctx, update)
+	}
+	return storeErr(err, fmt.Sprintf("%d webhook deliveries", len(ids)), "")
 }
 
 // FinishDelivery implements ports.SCMStore: it sets the status, the error

@@ -309,6 +309,45 @@ func (s *Store) GetDelivery(_ context.Context, id string) (ports.WebhookDelivery
 	return copyDelivery(d), nil
 }
 
+// GetDeliveries returns the deliveries of ids that exist, in the order of
+// ids, each once.
+func (s *Store) GetDeliveries(_ context.Context, ids []string) ([]ports.WebhookDelivery, error) {
+	defer s.lock()()
+	out := make([]ports.WebhookDelivery, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		d, ok := s.scm.deliveries[id]
+		if !ok || seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, copyDelivery(d))
+	}
+	return out, nil
+}
+
+// FinishDeliveries records how processing each delivery ended, skipping
+// those that do not exist; of an id given twice, the last outcome counts.
+// Errors: invalid (field status), finishing none, for pending or an unknown
+// status.
+func (s *Store) FinishDeliveries(ctx context.Context, fs []ports.DeliveryFinish, at time.Time) error {
+	for _, f := range fs {
+		if f.Status == ports.DeliveryPending || !validDeliveryStatus(f.Status) {
+			return invalidField("status", "not a final delivery status")
+		}
+	}
+	defer s.lock()()
+	for _, f := range fs {
+		d, ok := s.scm.deliveries[f.ID]
+		if !ok {
+			continue
+		}
+		d.Status, d.Error, d.ProcessedAt = f.Status, f.Error, utcPtr(&at)
+		put(ctx, s, s.scm.deliveries, f.ID, d)
+	}
+	return nil
+}
+
 // FinishDelivery records how processing a delivery ended. Errors: not_found
 // for a missing delivery; invalid (field status) for pending or an unknown
 // status.

@@ -621,6 +621,44 @@ func (c *MockSCMStoreCreateOAuthStateCall) DoAndReturn(f func(context.Context, p
 	return c
 }
 
+// FinishDeliveries mocks base method.
+func (m *MockSCMStore) FinishDeliveries(ctx context.Context, fs []ports.DeliveryFinish, at time.Time) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "FinishDeliveries", ctx, fs, at)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// FinishDeliveries indicates an expected call of FinishDeliveries.
+func (mr *MockSCMStoreMockRecorder) FinishDeliveries(ctx, fs, at any) *MockSCMStoreFinishDeliveriesCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "FinishDeliveries", reflect.TypeOf((*MockSCMStore)(nil).FinishDeliveries), ctx, fs, at)
+	return &MockSCMStoreFinishDeliveriesCall{Call: call}
+}
+
+// MockSCMStoreFinishDeliveriesCall wrap *gomock.Call
+type MockSCMStoreFinishDeliveriesCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSCMStoreFinishDeliveriesCall) Return(arg0 error) *MockSCMStoreFinishDeliveriesCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSCMStoreFinishDeliveriesCall) Do(f func(context.Context, []ports.DeliveryFinish, time.Time) error) *MockSCMStoreFinishDeliveriesCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSCMStoreFinishDeliveriesCall) DoAndReturn(f func(context.Context, []ports.DeliveryFinish, time.Time) error) *MockSCMStoreFinishDeliveriesCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // FinishDelivery mocks base method.
 func (m *MockSCMStore) FinishDelivery(ctx context.Context, id, status, errMsg string, at time.Time) error {
 	m.ctrl.T.Helper()
@@ -694,6 +732,45 @@ func (c *MockSCMStoreGetConnectionCall) Do(f func(context.Context, ports.Owner, 
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
 func (c *MockSCMStoreGetConnectionCall) DoAndReturn(f func(context.Context, ports.Owner, string) (ports.SCMConnection, error)) *MockSCMStoreGetConnectionCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// GetDeliveries mocks base method.
+func (m *MockSCMStore) GetDeliveries(ctx context.Context, ids []string) ([]ports.WebhookDelivery, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "GetDeliveries", ctx, ids)
+	ret0, _ := ret[0].([]ports.WebhookDelivery)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// GetDeliveries indicates an expected call of GetDeliveries.
+func (mr *MockSCMStoreMockRecorder) GetDeliveries(ctx, ids any) *MockSCMStoreGetDeliveriesCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "GetDeliveries", reflect.TypeOf((*MockSCMStore)(nil).GetDeliveries), ctx, ids)
+	return &MockSCMStoreGetDeliveriesCall{Call: call}
+}
+
+// MockSCMStoreGetDeliveriesCall wrap *gomock.Call
+type MockSCMStoreGetDeliveriesCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSCMStoreGetDeliveriesCall) Return(arg0 []ports.WebhookDelivery, arg1 error) *MockSCMStoreGetDeliveriesCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSCMStoreGetDeliveriesCall) Do(f func(context.Context, []string) ([]ports.WebhookDelivery, error)) *MockSCMStoreGetDeliveriesCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSCMStoreGetDeliveriesCall) DoAndReturn(f func(context.Context, []string) ([]ports.WebhookDelivery, error)) *MockSCMStoreGetDeliveriesCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

@@ -48,7 +48,9 @@ type SCMStores struct {
 // payload reads back empty (nil or not). ClaimWebhookDigests compares
 // times at microseconds and a digest recorded exactly at since is recent.
 // FinishDelivery sets ProcessedAt, may be
-// called again, and is invalid for pending or an unknown status. Activity of
+// called again, and is invalid for pending or an unknown status; so do
+// FinishDeliveries, which skips a missing delivery and takes the last
+// outcome of an id given twice. Activity of
 // the same time lists by id, highest first; of entries sharing an id, in one
 // call or across calls, the first stored is kept.
 func TestSCM(t *testing.T, newStores func(t *testing.T) SCMStores) {
@@ -78,6 +80,9 @@ func TestSCM(t *testing.T, newStores func(t *testing.T) SCMStores) {
 		{"RecordDeliveriesBigBatch", testRecordDeliveriesBigBatch},
 		{"RaceRecordDeliveries", testRaceRecordDeliveries},
 		{"FinishDelivery", testFinishDelivery},
+		{"GetDeliveries", testGetDeliveries},
+		{"FinishDeliveries", testFinishDeliveries},
+		{"FinishDeliveriesBigBatch", testFinishDeliveriesBigBatch},
 		{"ClaimWebhookDigests", testClaimWebhookDigests},
 		{"ClaimWebhookDigestsAllOrNothing", testClaimWebhookDigestsAllOrNothing},
 		{"ClaimWebhookDigestsBigBatch", testClaimWebhookDigestsBigBatch},
@@ -1173,6 +1178,120 @@ func testFinishDelivery(t *testing.T, s SCMStores) {
 		s.SCM.FinishDelivery(ctx, missing, ports.DeliveryProcessed, "", base), "webhook delivery", missing)
 }
 
+// testGetDeliveries reads several deliveries at once: in the order asked,
+// each once, without those missing.
+func testGetDeliveries(t *testing.T, s SCMStores) {
+	ctx := t.Context()
+	d1 := mustRecordDelivery(t, s, newDelivery("push", binaryPayload(300)))
+	d2 := mustRecordDelivery(t, s, newDelivery("ping", nil))
+	d3 := mustRecordDelivery(t, s, newDelivery("pull_request", []byte(`{"action":"opened"}`)))
+	at := base.Add(time.Minute)
+	if err := s.SCM.FinishDelivery(ctx, d2.ID, ports.DeliveryIgnored, "", at); err != nil {
+		t.Fatal(err)
+	}
+	d2.Status, d2.ProcessedAt = ports.DeliveryIgnored, &at
+	got, err := s.SCM.GetDeliveries(ctx, []string{d3.ID, newID(), d1.ID, d3.ID, d2.ID})
+	if err != nil {
+		t.Fatalf("GetDeliveries: %v", err)
+	}
+	want := []ports.WebhookDelivery{d3, d1, d2}
+	if len(got) != len(want) {
+		t.Fatalf("GetDeliveries = %d deliveries, want %d", len(got), len(want))
+	}
+	for i := range want {
+		checkDelivery(t, fmt.Sprintf("GetDeliveries[%d]", i), got[i], want[i])
+	}
+	for _, ids := range [][]string{nil, {}, {newID(), newID()}} {
+		if got, err := s.SCM.GetDeliveries(ctx, ids); err != nil || len(got) != 0 {
+			t.Errorf("GetDeliveries(%q) = %d deliveries, %v; want none", ids, len(got), err)
+		}
+	}
+}
+
+// testFinishDeliveries finishes several deliveries at once, each with its
+// outcome, skipping those missing; a retry finishes them again; an unknown
+// status finishes none.
+func testFinishDeliveries(t *testing.T, s SCMStores) {
+	ctx := t.Context()
+	var ds []ports.WebhookDelivery
+	for range 4 {
+		ds = append(ds, mustRecordDelivery(t, s, newDelivery("push", binaryPayload(200))))
+	}
+	outcomes := []ports.DeliveryFinish{
+		{ID: ds[0].ID, Status: ports.DeliveryProcessed},
+		{ID: newID(), Status: ports.DeliveryProcessed}, // missing
+		{ID: ds[1].ID, Status: ports.DeliveryIgnored},
+		{ID: ds[2].ID, Status: ports.DeliveryFailed, Error: "push payload lacks ref\n«x»"},
+		{ID: ds[3].ID, Status: ports.DeliveryFailed, Error: "first"},
+		{ID: ds[3].ID, Status: ports.DeliveryProcessed}, // the last outcome counts
+	}
+	at := base.Add(time.Minute)
+	if err := s.SCM.FinishDeliveries(ctx, outcomes, at); err != nil {
+		t.Fatalf("FinishDeliveries: %v", err)
+	}
+	want := slices.Clone(ds)
+	for i, o := range []ports.DeliveryFinish{outcomes[0], outcomes[2], outcomes[3], outcomes[5]} {
+		want[i].Status, want[i].Error, want[i].ProcessedAt = o.Status, o.Error, &at
+	}
+	for i := range want {
+		checkDelivery(t, fmt.Sprintf("delivery %d after FinishDeliveries", i), mustGetDelivery(t, s, ds[i].ID), want[i])
+	}
+
+	// A retried batch finishes them again.
+	later := at.Add(time.Hour)
+	if err := s.SCM.FinishDeliveries(ctx, []ports.DeliveryFinish{{ID: ds[2].ID, Status: ports.DeliveryProcessed}, {ID: ds[0].ID, Status: ports.DeliveryProcessed}}, later); err != nil {
+		t.Fatalf("FinishDeliveries again: %v", err)
+	}
+	want[0].ProcessedAt = &later
+	want[2].Status, want[2].Error, want[2].ProcessedAt = ports.DeliveryProcessed, "", &later
+
+	for _, status := range []string{ports.DeliveryPending, "", "done", "Processed"} {
+		err := s.SCM.FinishDeliveries(ctx, []ports.DeliveryFinish{{ID: ds[1].ID, Status: ports.DeliveryFailed}, {ID: ds[3].ID, Status: status}}, base.Add(48*time.Hour))
+		checkInvalidField(t, fmt.Sprintf("FinishDeliveries with status %q", status), err, "status")
+	}
+	if err := s.SCM.FinishDeliveries(ctx, nil, base); err != nil {
+		t.Errorf("FinishDeliveries of none: %v", err)
+	}
+	for i := range want {
+		checkDelivery(t, fmt.Sprintf("delivery %d after FinishDeliveries again", i), mustGetDelivery(t, s, ds[i].ID), want[i])
+	}
+}
+
+// testFinishDeliveriesBigBatch finishes a large batch with several outcomes
+// (on SQL, several statements in one transaction).
+func testFinishDeliveriesBigBatch(t *testing.T, s SCMStores) {
+	ctx := t.Context()
+	const n = 2500
+	ds := make([]ports.WebhookDelivery, n)
+	for i := range ds {
+		ds[i] = newDelivery("push", []byte(`{}`))
+	}
+	mustRecordDeliveries(t, s, ctx, ds...)
+	fs := make([]ports.DeliveryFinish, n)
+	statuses := []string{ports.DeliveryProcessed, ports.DeliveryIgnored, ports.DeliveryFailed}
+	ids := make([]string, n)
+	for i, d := range ds {
+		fs[i] = ports.DeliveryFinish{ID: d.ID, Status: statuses[i%3]}
+		if fs[i].Status == ports.DeliveryFailed {
+			fs[i].Error = fmt.Sprint("reason ", i%7)
+		}
+		ids[i] = d.ID
+	}
+	at := base.Add(time.Minute)
+	if err := s.SCM.FinishDeliveries(ctx, fs, at); err != nil {
+		t.Fatalf("FinishDeliveries: %v", err)
+	}
+	got, err := s.SCM.GetDeliveries(ctx, ids)
+	if err != nil || len(got) != n {
+		t.Fatalf("GetDeliveries = %d deliveries, %v; want %d", len(got), err, n)
+	}
+	for i, d := range got {
+		if d.ID != ids[i] || d.Status != fs[i].Status || d.Error != fs[i].Error || d.ProcessedAt == nil || !ms(*d.ProcessedAt).Equal(ms(at)) {
+			t.Fatalf("delivery %d = %s %s %q at %v, want %s %s %q at %v", i, d.ID, d.Status, d.Error, d.ProcessedAt, ids[i], fs[i].Status, fs[i].Error, at)
+		}
+	}
+}
+
 func newActivity(repoID int64, at time.Time) ports.SCMActivity {
 	id := newID()
 	return ports.SCMActivity{
@@ -1479,6 +1598,7 @@ func testSCMTxJoins(t *testing.T, s SCMStores) {
 			step("MarkConnectionBroken", s.SCM.MarkConnectionBroken(ctx, conn.ID, "revoked", base.Add(time.Minute))) &&
 			step("SaveRepositories", saveRepos()) &&
 			step("RecordDelivery", record()) &&
+			step("FinishDeliveries", s.SCM.FinishDeliveries(ctx, []ports.DeliveryFinish{{ID: d.ID, Status: ports.DeliveryIgnored}}, base.Add(time.Minute))) &&
 			step("FinishDelivery", s.SCM.FinishDelivery(ctx, d.ID, ports.DeliveryProcessed, "", base.Add(time.Minute))) &&
 			step("AppendActivity", s.SCM.AppendActivity(ctx, entry))
 		if failedErr != nil {
@@ -1499,6 +1619,10 @@ func testSCMTxJoins(t *testing.T, s SCMStores) {
 		gotD, err := s.SCM.GetDelivery(ctx, d.ID)
 		if step("GetDelivery", err) && gotD.Status != ports.DeliveryProcessed {
 			t.Errorf("GetDelivery inside the transaction = %+v, want it processed", gotD)
+		}
+		gotDs, err := s.SCM.GetDeliveries(ctx, []string{d.ID})
+		if step("GetDeliveries", err) && (len(gotDs) != 1 || gotDs[0].Status != ports.DeliveryProcessed) {
+			t.Errorf("GetDeliveries inside the transaction = %+v, want it processed", gotDs)
 		}
 		entries, _, err := s.SCM.ListActivity(ctx, repo.ProviderID, ports.Page{})
 		if step("ListActivity", err) && len(entries) != 1 {
