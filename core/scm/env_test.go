@@ -83,8 +83,9 @@ func paginate[T any](list []T, page ports.Page) ([]T, string, error) {
 type faultySCM struct {
 	ports.SCMStore
 	mu sync.Mutex
-	// recordErr, appendErr and finishErr, when set, fail the next call.
-	recordErr, appendErr, finishErr error
+	// recordErr, getErr, appendErr and finishErr, when set, fail the next
+	// call (finishErr: of FinishDelivery or FinishDeliveries).
+	recordErr, getErr, appendErr, finishErr error
 	// poisoned fails every RecordDeliveries call with a delivery of an id
 	// it holds, with its error.
 	poisoned map[string]error
@@ -96,12 +97,13 @@ type faultySCM struct {
 	recordInTx   bool
 	// recorded are the delivery ids of each RecordDeliveries call, failed
 	// calls included.
-	recorded [][]string
-	claims   []time.Time // the since of each ClaimWebhookDigests call
-	states   int         // the states created
-	repoIDs  map[int64]bool
-	finishes int
-	broken   []string // connection ids, in the order marked
+	recorded   [][]string
+	claims     []time.Time // the since of each ClaimWebhookDigests call
+	states     int         // the states created
+	repoIDs    map[int64]bool
+	finishes   int      // deliveries finished
+	finishInTx bool     // the last FinishDeliveries call ran in a transaction
+	broken     []string // connection ids, in the order marked
 }
 
 func (f *faultySCM) CreateOAuthState(ctx context.Context, st ports.OAuthState) error {
@@ -184,6 +186,33 @@ func (f *faultySCM) FinishDelivery(ctx context.Context, id, status, errMsg strin
 	return nil
 }
 
+func (f *faultySCM) GetDeliveries(ctx context.Context, ids []string) ([]ports.WebhookDelivery, error) {
+	f.mu.Lock()
+	err := take(&f.getErr)
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return f.SCMStore.GetDeliveries(ctx, ids)
+}
+
+func (f *faultySCM) FinishDeliveries(ctx context.Context, fs []ports.DeliveryFinish, at time.Time) error {
+	f.mu.Lock()
+	err := take(&f.finishErr)
+	f.finishInTx = inTx(ctx)
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := f.SCMStore.FinishDeliveries(ctx, fs, at); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.finishes += len(fs)
+	f.mu.Unlock()
+	return nil
+}
+
 func (f *faultySCM) AppendActivity(ctx context.Context, entries ...ports.SCMActivity) error {
 	f.mu.Lock()
 	err := take(&f.appendErr)
@@ -240,7 +269,7 @@ type env struct {
 	nestedTx     bool // WithinTx was called with a transaction in ctx
 	// enqueueErr, when set, fails the next call.
 	enqueueErr error
-	// enqueuedIDs are the jobs' delivery ids of each EnqueueMany call,
+	// enqueuedIDs are the delivery ids of each delivery job enqueued,
 	// failed calls included.
 	enqueuedIDs [][]string
 }
@@ -264,6 +293,14 @@ func newEnv(t testing.TB, cfg scm.Config) *env {
 	cipher := mocks.NewMockCipher(ctrl)
 	jobs := mocks.NewMockJobQueue(ctrl)
 	record := func(ctx context.Context, args []ports.JobArgs, opts ports.EnqueueOptions) error {
+		for _, a := range args {
+			switch p := a.(type) {
+			case scm.ProcessDeliveriesArgs:
+				e.enqueuedIDs = append(e.enqueuedIDs, slices.Clone(p.DeliveryIDs))
+			case scm.ProcessDeliveryArgs:
+				e.enqueuedIDs = append(e.enqueuedIDs, []string{p.DeliveryID})
+			}
+		}
 		if err := take(&e.enqueueErr); err != nil {
 			return err
 		}
@@ -283,13 +320,6 @@ func newEnv(t testing.TB, cfg scm.Config) *env {
 		func(ctx context.Context, args []ports.JobArgs, opts ports.EnqueueOptions) error {
 			e.mu.Lock()
 			defer e.mu.Unlock()
-			var ids []string
-			for _, a := range args {
-				if p, ok := a.(scm.ProcessDeliveryArgs); ok {
-					ids = append(ids, p.DeliveryID)
-				}
-			}
-			e.enqueuedIDs = append(e.enqueuedIDs, ids)
 			return record(ctx, args, opts)
 		})
 

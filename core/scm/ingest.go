@@ -40,7 +40,7 @@ type pendingDelivery struct {
 
 // storeDeliveries claims the digests of ds, records those whose digest was
 // not seen within Config.ReplayWindow, and enqueues the processing of those
-// stored, in one transaction.
+// stored, one job for them all, in one transaction.
 func (s *Service) storeDeliveries(ctx context.Context, ds []pendingDelivery) ([]bool, error) {
 	stored := make([]bool, len(ds))
 	err := s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
@@ -66,17 +66,17 @@ func (s *Service) storeDeliveries(ctx context.Context, ds []pendingDelivery) ([]
 		if len(recorded) != len(record) {
 			return ports.Errorf(ports.KindInternal, "recording %d webhook deliveries: %d results", len(record), len(recorded))
 		}
-		jobs := make([]ports.JobArgs, 0, len(record))
+		var ids []string
 		for j, ok := range recorded {
 			if ok {
 				stored[at[j]] = true
-				jobs = append(jobs, ProcessDeliveryArgs{DeliveryID: record[j].ID})
+				ids = append(ids, record[j].ID)
 			}
 		}
-		if len(jobs) == 0 {
+		if len(ids) == 0 {
 			return nil
 		}
-		return s.d.Jobs.EnqueueMany(ctx, jobs, ports.EnqueueOptions{})
+		return s.d.Jobs.Enqueue(ctx, ProcessDeliveriesArgs{DeliveryIDs: ids}, ports.EnqueueOptions{})
 	})
 	if err != nil {
 		return nil, err

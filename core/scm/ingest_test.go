@@ -74,7 +74,7 @@ func (e *env) receiveAsync(ctx context.Context, id string) chan outcome {
 }
 
 // recorded returns the delivery ids of each RecordDeliveries call and of the
-// jobs of each EnqueueMany call, each call's sorted.
+// delivery jobs (the ids of each), each sorted.
 func (e *env) calls() (recorded, enqueued [][]string) {
 	e.scm.mu.Lock()
 	defer e.scm.mu.Unlock()
@@ -110,7 +110,7 @@ func jobIDs(e *env) []string {
 		if !j.inTx {
 			e.t.Errorf("job %v enqueued outside a transaction", j.args)
 		}
-		ids = append(ids, j.args.(scm.ProcessDeliveryArgs).DeliveryID)
+		ids = append(ids, j.args.(scm.ProcessDeliveriesArgs).DeliveryIDs...)
 	}
 	sort.Strings(ids)
 	return ids
@@ -129,7 +129,7 @@ func TestReceiveWebhookAloneWritesAtOnce(t *testing.T) {
 		t.Errorf("RecordDeliveries calls %v, want %v", recorded, want)
 	}
 	if want := [][]string{{"d1"}, {"d2"}}; !slices.EqualFunc(enqueued, want, slices.Equal) {
-		t.Errorf("EnqueueMany calls %v, want %v", enqueued, want)
+		t.Errorf("delivery jobs %v, want %v", enqueued, want)
 	}
 }
 
@@ -172,7 +172,7 @@ func TestReceiveWebhookOwnTransaction(t *testing.T) {
 
 // TestReceiveWebhookGroupCommit holds a first write, so that the deliveries
 // arriving meanwhile, one of them twice, gather in one batch: one
-// RecordDeliveries, one EnqueueMany, and each call its own answer.
+// RecordDeliveries, one job for the batch, and each call its own answer.
 func TestReceiveWebhookGroupCommit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, scm.Config{WebhookWriters: 1})
@@ -210,7 +210,7 @@ func TestReceiveWebhookGroupCommit(t *testing.T) {
 		t.Errorf("RecordDeliveries calls %v, want %v", recorded, want)
 	}
 	if want := [][]string{{"first"}, {"d1", "d2", "d3", "d4"}}; !slices.EqualFunc(enqueued, want, slices.Equal) {
-		t.Errorf("EnqueueMany calls %v, want %v", enqueued, want)
+		t.Errorf("delivery jobs %v, want %v", enqueued, want)
 	}
 	if got, want := jobIDs(e), []string{"d1", "d2", "d3", "d4", "first"}; !slices.Equal(got, want) {
 		t.Errorf("jobs %v, want %v", got, want)

@@ -25,13 +25,25 @@ type WebhookInput struct {
 }
 
 // ProcessDeliveryArgs is the background job that turns one stored webhook
-// delivery into repository activity.
+// delivery into repository activity. ReceiveWebhook enqueues
+// ProcessDeliveriesArgs instead; jobs of this kind enqueued by earlier
+// versions are still worked, by ProcessDelivery.
 type ProcessDeliveryArgs struct {
 	DeliveryID string `json:"delivery_id"`
 }
 
 // Kind names the job for the queue.
 func (ProcessDeliveryArgs) Kind() string { return "scm.process_delivery" }
+
+// ProcessDeliveriesArgs is the background job that turns the webhook
+// deliveries stored by one transaction into repository activity, together:
+// ReceiveWebhook enqueues one for each batch it stores.
+type ProcessDeliveriesArgs struct {
+	DeliveryIDs []string `json:"delivery_ids"`
+}
+
+// Kind names the job for the queue.
+func (ProcessDeliveriesArgs) Kind() string { return "scm.process_deliveries" }
 
 // The bounds of a delivery, and the defaults of reading them.
 const (
@@ -76,7 +88,7 @@ const (
 // while Config.WebhookWriters transactions are under way waits, with the
 // others arriving meanwhile, and they are stored in one transaction of at
 // most Config.WebhookBatch deliveries: one statement for the deliveries, one
-// for their jobs, one commit. The transaction is ReceiveWebhook's own: it
+// for their processing job (one job for them all), one commit. The transaction is ReceiveWebhook's own: it
 // does not join one ctx carries. Should it fail, each of its deliveries is
 // tried again in a transaction of its own, so one bad delivery fails only
 // its own call. When ctx ends, ReceiveWebhook returns ctx's error at once,
@@ -228,49 +240,90 @@ func headerToken(v string, n int) bool {
 }
 
 // ProcessDelivery turns a stored delivery into repository activity; the
-// worker calls it for each ProcessDeliveryArgs job. Push, pull_request,
+// worker calls it for each ProcessDeliveryArgs job. It is ProcessDeliveries
+// of the one delivery.
+func (s *Service) ProcessDelivery(ctx context.Context, deliveryID string) error {
+	return s.ProcessDeliveries(ctx, []string{deliveryID})
+}
+
+// ProcessDeliveries turns stored deliveries into repository activity; the
+// worker calls it for each ProcessDeliveriesArgs job. Push, pull_request,
 // create, delete, release and issue_comment events become activity entries
 // (delivery processed); other events, and actions of those that say nothing
 // worth recording, are kept and marked ignored; a payload that lacks what
-// its event needs is marked failed with the reason, and no error is
-// returned, since running again would not help. Processing again adds no
-// entry twice: their ids derive from the delivery's. The payload is read by
-// Deps.Webhooks into a typed event; the mapping to activity is this
-// package's. Errors: unavailable without Deps.Webhooks; the store's, and
-// Deps.Webhooks' other than malformed, so that the job runs again; a
-// delivery that does not exist is logged and dropped. Finishing a pending
-// delivery is reported to Deps.Observer with the lag since it was received.
-func (s *Service) ProcessDelivery(ctx context.Context, deliveryID string) error {
-	log := s.log.With("delivery_id", deliveryID)
-	d, err := s.d.Store.GetDelivery(ctx, deliveryID)
-	if errors.Is(err, ports.ErrNotFound) {
-		log.WarnContext(ctx, "webhook delivery dropped: it is not stored")
+// its event needs is marked failed with the reason, without failing the
+// others, since running again would not help. The payloads are read by
+// Deps.Webhooks into typed events; the mapping to activity is this
+// package's. The deliveries are read with one store call, and their
+// activity appended and their outcomes recorded in one transaction, so the
+// batch is processed all or nothing. Processing again adds no entry twice:
+// their ids derive from the delivery's.
+//
+// Errors: unavailable without Deps.Webhooks; the store's, and Deps.Webhooks'
+// other than malformed, so that the whole batch runs again. A delivery that
+// does not exist is logged and dropped. Finishing a delivery that was
+// pending is reported to Deps.Observer with the lag since it was received;
+// one finished by an earlier run is not reported again.
+func (s *Service) ProcessDeliveries(ctx context.Context, deliveryIDs []string) error {
+	if len(deliveryIDs) == 0 {
 		return nil
 	}
+	ds, err := s.d.Store.GetDeliveries(ctx, deliveryIDs)
 	if err != nil {
 		return err
+	}
+	if len(ds) < len(deliveryIDs) {
+		s.dropMissing(ctx, deliveryIDs, ds)
+	}
+	if len(ds) == 0 {
+		return nil
 	}
 	if s.d.Webhooks == nil {
 		return &ports.Error{Kind: ports.KindUnavailable, Message: "webhooks are not configured"}
 	}
-	entries, status, reason, err := s.activityOf(d)
+	var entries []ports.SCMActivity
+	finishes := make([]ports.DeliveryFinish, len(ds))
+	for i, d := range ds {
+		es, status, reason, err := s.activityOf(d)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, es...)
+		finishes[i] = ports.DeliveryFinish{ID: d.ID, Status: status, Error: reason}
+		if status == ports.DeliveryFailed {
+			s.log.WarnContext(ctx, "webhook delivery failed", "delivery_id", d.ID, "event", d.Event, "reason", reason)
+		}
+	}
+	now := s.d.Clock.Now()
+	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		if len(entries) > 0 {
+			if err := s.d.Store.AppendActivity(ctx, entries...); err != nil {
+				return err
+			}
+		}
+		return s.d.Store.FinishDeliveries(ctx, finishes, now)
+	})
 	if err != nil {
 		return err
 	}
-	if len(entries) > 0 {
-		if err := s.d.Store.AppendActivity(ctx, entries...); err != nil {
-			return err
+	for _, d := range ds {
+		if d.Status == ports.DeliveryPending { // not finished by an earlier run
+			s.d.Observer.WebhookProcessed(now.Sub(d.ReceivedAt))
 		}
 	}
-	if status == ports.DeliveryFailed {
-		log.WarnContext(ctx, "webhook delivery failed", "event", d.Event, "reason", reason)
-	}
-	now := s.d.Clock.Now()
-	if err := s.d.Store.FinishDelivery(ctx, d.ID, status, reason, now); err != nil {
-		return err
-	}
-	if d.Status == ports.DeliveryPending { // not finished by an earlier run
-		s.d.Observer.WebhookProcessed(now.Sub(d.ReceivedAt))
-	}
 	return nil
+}
+
+// dropMissing logs each of ids that ds (the deliveries read of them) lacks.
+func (s *Service) dropMissing(ctx context.Context, ids []string, ds []ports.WebhookDelivery) {
+	found := make(map[string]bool, len(ds))
+	for _, d := range ds {
+		found[d.ID] = true
+	}
+	for _, id := range ids {
+		if !found[id] {
+			found[id] = true // once
+			s.log.WarnContext(ctx, "webhook delivery dropped: it is not stored", "delivery_id", id)
+		}
+	}
 }

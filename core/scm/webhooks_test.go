@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +72,10 @@ func TestReceiveWebhook(t *testing.T) {
 		t.Errorf("stored %+v", d)
 	}
 	jobs := e.jobs()
-	if len(jobs) != 1 || jobs[0].args != (scm.ProcessDeliveryArgs{DeliveryID: d.ID}) || jobs[0].args.Kind() != "scm.process_delivery" {
+	if len(jobs) != 1 {
+		t.Fatalf("jobs %+v", jobs)
+	}
+	if args, ok := jobs[0].args.(scm.ProcessDeliveriesArgs); !ok || !slices.Equal(args.DeliveryIDs, []string{d.ID}) || args.Kind() != "scm.process_deliveries" {
 		t.Fatalf("jobs %+v", jobs)
 	}
 	if !jobs[0].inTx || !e.scm.recordInTx {
@@ -89,7 +93,7 @@ func TestReceiveWebhook(t *testing.T) {
 	}
 
 	// The job's arguments encode as the queue stores them.
-	if b, _ := json.Marshal(jobs[0].args); string(b) != `{"delivery_id":"72d3162e-cc78-11e3-81ab-4c9367dc0958"}` {
+	if b, _ := json.Marshal(jobs[0].args); string(b) != `{"delivery_ids":["72d3162e-cc78-11e3-81ab-4c9367dc0958"]}` {
 		t.Errorf("job args %s", b)
 	}
 }
@@ -369,4 +373,137 @@ func BenchmarkReceiveWebhook(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "deliveries/s")
+}
+
+// TestProcessDeliveries processes the deliveries of one batch together: a
+// malformed payload fails its own delivery only, a missing delivery is
+// dropped, and the batch's activity and outcomes are written in one
+// transaction.
+func TestProcessDeliveries(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, scm.Config{})
+	obs := &obsRecorder{}
+	d := e.deps
+	d.Observer = obs
+	svc := scm.New(scm.Config{PublicURL: publicURL, WebhookSecret: []byte(secret)}, d)
+	push := payload(t, "push")
+	for _, in := range []struct{ event, id string }{{"push", "d1"}, {"pull_request", "d2"}, {"ping", "d3"}, {"push", "d4"}} {
+		body := push
+		switch in.id {
+		case "d2":
+			body = payload(t, "pull_request_opened")
+		case "d3":
+			body = payload(t, "ping")
+		case "d4":
+			body = patch(t, push, func(v map[string]any) { delete(v, "repository") })
+		}
+		if _, err := svc.ReceiveWebhook(context.Background(), scm.WebhookInput{Event: in.event, DeliveryID: in.id, Signature: sign(secret, body), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatalf("receive %s: %v", in.id, err)
+		}
+	}
+	e.clock.Advance(2 * time.Second)
+	if err := svc.ProcessDeliveries(context.Background(), []string{"d1", "d2", "d3", "d4", "absent"}); err != nil {
+		t.Fatalf("ProcessDeliveries: %v", err)
+	}
+	want := map[string]string{"d1": ports.DeliveryProcessed, "d2": ports.DeliveryProcessed, "d3": ports.DeliveryIgnored, "d4": ports.DeliveryFailed}
+	for id, status := range want {
+		got, _ := e.delivery(id)
+		if got.Status != status || got.ProcessedAt == nil || !got.ProcessedAt.Equal(fixture.Epoch.Add(2*time.Second)) {
+			t.Errorf("%s: %s %q at %v, want %s", id, got.Status, got.Error, got.ProcessedAt, status)
+		}
+	}
+	if got, _ := e.delivery("d4"); !strings.Contains(got.Error, "lacks repository.id") {
+		t.Errorf("d4's reason %q", got.Error)
+	}
+	first := e.activity()
+	if len(first) != 2 || first[0].ID != "delivery:d2" || first[1].ID != "delivery:d1" {
+		t.Errorf("activity %+v, want d2's and d1's", first)
+	}
+	if !e.scm.finishInTx {
+		t.Error("the outcomes were not recorded in a transaction")
+	}
+	if _, lags := obs.got(); !slices.Equal(lags, []time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second}) {
+		t.Errorf("lags %v, want four of 2s", lags)
+	}
+
+	// The batch run again (a retry after its commit) adds nothing twice and
+	// reports nothing again; the old single-delivery job too.
+	e.clock.Advance(time.Minute)
+	if err := svc.ProcessDeliveries(context.Background(), []string{"d4", "d1", "d2", "d3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.ProcessDelivery(context.Background(), "d1"); err != nil {
+		t.Fatal(err)
+	}
+	if again := e.activity(); fmt.Sprint(again) != fmt.Sprint(first) {
+		t.Errorf("activity after processing again %+v\nfirst %+v", again, first)
+	}
+	if _, lags := obs.got(); len(lags) != 4 {
+		t.Errorf("lags %v after processing again, want the first four only", lags)
+	}
+	if got, _ := e.delivery("d4"); got.Status != ports.DeliveryFailed {
+		t.Errorf("d4 %s after processing again", got.Status)
+	}
+	if err := svc.ProcessDeliveries(context.Background(), nil); err != nil {
+		t.Errorf("ProcessDeliveries of none: %v", err)
+	}
+}
+
+// TestProcessDeliveriesStoreErrors fails a store call of a batch: the whole
+// batch fails, so that its job runs again, and nothing of it is kept.
+func TestProcessDeliveriesStoreErrors(t *testing.T) {
+	t.Parallel()
+	fail := &ports.Error{Kind: ports.KindUnavailable, Message: "database is locked"}
+	for _, step := range []string{"get", "append", "finish"} {
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, scm.Config{})
+			obs := &obsRecorder{}
+			d := e.deps
+			d.Observer = obs
+			svc := scm.New(scm.Config{PublicURL: publicURL, WebhookSecret: []byte(secret)}, d)
+			ids := []string{"d1", "d2"}
+			for i, id := range ids {
+				body := payload(t, "push")
+				if i == 1 {
+					body = payload(t, "pull_request_opened")
+				}
+				event := map[int]string{0: "push", 1: "pull_request"}[i]
+				if _, err := svc.ReceiveWebhook(context.Background(), scm.WebhookInput{Event: event, DeliveryID: id, Signature: sign(secret, body), Body: bytes.NewReader(body)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			switch step {
+			case "get":
+				e.scm.getErr = fail
+			case "append":
+				e.scm.appendErr = fail
+			case "finish":
+				e.scm.finishErr = fail
+			}
+			if err := svc.ProcessDeliveries(context.Background(), ids); !errors.Is(err, fail) {
+				t.Fatalf("ProcessDeliveries = %v, want the store's error", err)
+			}
+			for _, id := range ids {
+				if got, _ := e.delivery(id); got.Status != ports.DeliveryPending {
+					t.Errorf("%s: %s after the failure", id, got.Status)
+				}
+			}
+			if got := e.activity(); len(got) != 0 {
+				t.Errorf("activity %+v kept after the failure", got)
+			}
+			if _, lags := obs.got(); len(lags) != 0 {
+				t.Errorf("lags %v reported for a failed batch", lags)
+			}
+			if err := svc.ProcessDeliveries(context.Background(), ids); err != nil {
+				t.Fatalf("ProcessDeliveries again: %v", err)
+			}
+			if got := e.activity(); len(got) != 2 {
+				t.Errorf("activity %+v after the retry, want 2 entries", got)
+			}
+			if _, lags := obs.got(); len(lags) != 2 {
+				t.Errorf("lags %v after the retry, want 2", lags)
+			}
+		})
+	}
 }

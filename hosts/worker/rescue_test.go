@@ -78,8 +78,10 @@ type failingProcessor struct{ err error }
 
 func (f failingProcessor) ProcessDelivery(context.Context, string) error { return f.err }
 
-// A delivery whose processing fails for good is given up at once; a
-// transient failure is left to River's retries.
+func (f failingProcessor) ProcessDeliveries(context.Context, []string) error { return f.err }
+
+// A delivery, or a batch, whose processing fails for good is given up at
+// once; a transient failure is left to River's retries.
 func TestProcessDeliveryWorkerGivesUpPermanentErrors(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -92,11 +94,17 @@ func TestProcessDeliveryWorkerGivesUpPermanentErrors(t *testing.T) {
 		{"a constraint", ports.Wrap(ports.KindInternal, errors.New("CHECK constraint failed"), "database error"), true},
 		{"invalid", ports.Invalid("bad payload"), true},
 	} {
-		w := &worker.ProcessDeliveryWorker{SCM: failingProcessor{tt.err}}
-		err := w.Work(t.Context(), &river.Job[scm.ProcessDeliveryArgs]{JobRow: &rivertype.JobRow{ID: 1, Attempt: 1, MaxAttempts: 25}})
-		_, cancelled := errors.AsType[*rivertype.JobCancelError](err)
-		if !errors.Is(err, tt.err) || cancelled != tt.cancelled {
-			t.Errorf("%s: Work = %v (cancelled %v), want %v (cancelled %v)", tt.name, err, cancelled, tt.err, tt.cancelled)
+		row := &rivertype.JobRow{ID: 1, Attempt: 1, MaxAttempts: 25}
+		one := &worker.ProcessDeliveryWorker{SCM: failingProcessor{tt.err}}
+		batch := &worker.ProcessDeliveriesWorker{SCM: failingProcessor{tt.err}}
+		for kind, err := range map[string]error{
+			"one":   one.Work(t.Context(), &river.Job[scm.ProcessDeliveryArgs]{JobRow: row}),
+			"batch": batch.Work(t.Context(), &river.Job[scm.ProcessDeliveriesArgs]{JobRow: row, Args: scm.ProcessDeliveriesArgs{DeliveryIDs: []string{"d1", "d2"}}}),
+		} {
+			_, cancelled := errors.AsType[*rivertype.JobCancelError](err)
+			if !errors.Is(err, tt.err) || cancelled != tt.cancelled {
+				t.Errorf("%s, %s: Work = %v (cancelled %v), want %v (cancelled %v)", tt.name, kind, err, cancelled, tt.err, tt.cancelled)
+			}
 		}
 	}
 }

@@ -67,10 +67,12 @@ type ContentGenerator interface {
 	AbandonGeneration(ctx context.Context, args content.GenerateContentArgs) error
 }
 
-// DeliveryProcessor turns a stored webhook delivery into activity;
-// *scm.Service is one.
+// DeliveryProcessor turns stored webhook deliveries into activity, one
+// (jobs enqueued by earlier versions) or a batch at a time; *scm.Service is
+// one.
 type DeliveryProcessor interface {
 	ProcessDelivery(ctx context.Context, deliveryID string) error
+	ProcessDeliveries(ctx context.Context, deliveryIDs []string) error
 }
 
 // Deps are the core services the workers call.
@@ -112,6 +114,7 @@ func NewWorkers(d Deps) (*river.Workers, error) {
 		river.AddWorkerSafely(workers, &SweepWorker[PruneIdempotencyArgs]{Sweep: pruneIdempotency, Did: "pruned idempotency keys", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &GenerateStageWorker{Spec: d.Spec, Budget: d.GenerationBudget}),
 		river.AddWorkerSafely(workers, &ProcessDeliveryWorker{SCM: d.SCM, Logger: d.Logger}),
+		river.AddWorkerSafely(workers, &ProcessDeliveriesWorker{SCM: d.SCM, Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &GenerateContentWorker{Content: d.Content, Budget: d.GenerationBudget}),
 	)
 	if err != nil {
@@ -129,6 +132,7 @@ func Kinds() []string {
 		PruneIdempotencyArgs{}.Kind(),
 		spec.GenerateStageArgs{}.Kind(),
 		scm.ProcessDeliveryArgs{}.Kind(),
+		scm.ProcessDeliveriesArgs{}.Kind(),
 		content.GenerateContentArgs{}.Kind(),
 	}
 }
@@ -260,6 +264,32 @@ func (w *ProcessDeliveryWorker) Work(ctx context.Context, job *river.Job[scm.Pro
 	}
 	cmp.Or(w.Logger, slog.Default()).WarnContext(ctx, "webhook delivery given up: processing it failed for good",
 		slog.String("delivery_id", job.Args.DeliveryID), slog.Int64("job_id", job.ID), slog.Any("err", err))
+	return river.JobCancel(err)
+}
+
+// ProcessDeliveriesWorker works scm.ProcessDeliveriesArgs jobs: the webhook
+// deliveries stored together become repository activity, together.
+type ProcessDeliveriesWorker struct {
+	river.WorkerDefaults[scm.ProcessDeliveriesArgs]
+	SCM DeliveryProcessor
+	// Logger receives a warning for a batch given up; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Work processes the batch. A transient error (see ports.Transient) makes
+// River retry the whole job, with backoff (the core adds nothing twice);
+// any other gives the job up at once (river.JobCancel), as trying again
+// would fail the same way. A delivery whose payload is unusable does not
+// fail the job: the core marks it failed.
+func (w *ProcessDeliveriesWorker) Work(ctx context.Context, job *river.Job[scm.ProcessDeliveriesArgs]) error {
+	err := w.SCM.ProcessDeliveries(ctx, job.Args.DeliveryIDs)
+	if err == nil || ports.Transient(err) {
+		return err
+	}
+	cmp.Or(w.Logger, slog.Default()).WarnContext(ctx, "webhook deliveries given up: processing them failed for good",
+		slog.Int("deliveries", len(job.Args.DeliveryIDs)), slog.Any("delivery_ids", job.Args.DeliveryIDs),
+		slog.Int64("job_id", job.ID), slog.Any("err", err))
 	return river.JobCancel(err)
 }
 

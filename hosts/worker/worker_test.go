@@ -148,6 +148,8 @@ type fakeProcessor struct{}
 
 func (fakeProcessor) ProcessDelivery(context.Context, string) error { return nil }
 
+func (fakeProcessor) ProcessDeliveries(context.Context, []string) error { return nil }
+
 type fakeContent struct{ final *bool }
 
 func (f fakeContent) RunGeneration(_ context.Context, _ content.GenerateContentArgs, final bool) error {
