@@ -88,10 +88,10 @@ const (
 // while Config.WebhookWriters transactions are under way waits, with the
 // others arriving meanwhile, and they are stored in one transaction of at
 // most Config.WebhookBatch deliveries: one statement for the deliveries, one
-// for their processing job (one job for them all), one commit. The transaction is ReceiveWebhook's own: it
-// does not join one ctx carries. Should it fail, each of its deliveries is
-// tried again in a transaction of its own, so one bad delivery fails only
-// its own call. When ctx ends, ReceiveWebhook returns ctx's error at once,
+// for the job processing them all (ProcessDeliveriesArgs), one commit. The
+// transaction is ReceiveWebhook's own: it does not join one ctx carries.
+// Should it fail, each of its deliveries is tried again in a transaction of
+// its own, so one bad delivery fails only its own call. When ctx ends, ReceiveWebhook returns ctx's error at once,
 // but a transaction already under way with the delivery still commits; a
 // retry of the delivery is then a duplicate.
 //
@@ -290,9 +290,6 @@ func (s *Service) ProcessDeliveries(ctx context.Context, deliveryIDs []string) e
 		}
 		entries = append(entries, es...)
 		finishes[i] = ports.DeliveryFinish{ID: d.ID, Status: status, Error: reason}
-		if status == ports.DeliveryFailed {
-			s.log.WarnContext(ctx, "webhook delivery failed", "delivery_id", d.ID, "event", d.Event, "reason", reason)
-		}
 	}
 	now := s.d.Clock.Now()
 	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
@@ -306,9 +303,13 @@ func (s *Service) ProcessDeliveries(ctx context.Context, deliveryIDs []string) e
 	if err != nil {
 		return err
 	}
-	for _, d := range ds {
-		if d.Status == ports.DeliveryPending { // not finished by an earlier run
-			s.d.Observer.WebhookProcessed(now.Sub(d.ReceivedAt))
+	for i, d := range ds {
+		if d.Status != ports.DeliveryPending { // finished by an earlier run
+			continue
+		}
+		s.d.Observer.WebhookProcessed(now.Sub(d.ReceivedAt))
+		if f := finishes[i]; f.Status == ports.DeliveryFailed {
+			s.log.WarnContext(ctx, "webhook delivery failed", "delivery_id", d.ID, "event", d.Event, "reason", f.Error)
 		}
 	}
 	return nil
