@@ -222,8 +222,88 @@ func BenchmarkAssistantRelayRate(b *testing.B) {
 	model := fakeopenai.New(b)
 	p := startDevpilot(b, bin, model.URL(), sqlstore.DialectSQLite)
 	client := benchClient(relayStreams)
+	burst(b, relayStreams, time.Minute, relayChat(model, p, client)) // warm-up
+
+	var events, elapsed, cpu float64
+	for b.Loop() {
+		r := relay(b, p, relayStreams, relayWindow, relayChat(model, p, client))
+		events += r.events
+		elapsed += r.elapsed
+		cpu += r.cpu
+	}
+	b.ReportMetric(events/elapsed/float64(runtime.GOMAXPROCS(0)), "events/s/core")
+	b.ReportMetric(events/cpu, "events/cpu-s")
+	b.ReportMetric(cpu/elapsed, "cores-devpilot")
+	b.ReportMetric(0, "ns/op")
+	p.stop()
+}
+
+// Relay CPU on PostgreSQL: relayCPUStreams chats at a time, streamed as in
+// the relay rate benchmark, for relayCPUWindow per measurement, each binary
+// measured relayCPUAlternations times.
+const (
+	relayCPUStreams      = 100
+	relayCPUWindow       = 10 * time.Second
+	relayCPUAlternations = 2
+)
+
+// BenchmarkAssistantRelayCPU measures the CPU time the devpilot process
+// spends per relayed token (one model chunk, one content event) on
+// PostgreSQL with relayCPUStreams concurrent chats streamed as fast as the
+// model can, for the current code and, under `make bench`, the base
+// commit's binary: cpu-us-per-token-current, cpu-us-per-token-base and
+// ratio-current/base. Each measurement starts the binary on a fresh
+// database, warms it up, then relays for relayCPUWindow; the binaries take
+// turns (current, base, base, current, ...) so that a slower spell of the
+// machine falls on both. CPU time per token, unlike a rate, hardly depends
+// on what else the machine runs. It skips without DEVPILOT_TEST_POSTGRES_URL.
+func BenchmarkAssistantRelayCPU(b *testing.B) {
+	if os.Getenv(sqlstoretest.PostgresURLEnv) == "" {
+		b.Skip("needs PostgreSQL: set " + sqlstoretest.PostgresURLEnv)
+	}
+	bins := benchBinaries(b)
+	model := fakeopenai.New(b)
+	client := benchClient(relayCPUStreams)
+	cpu := map[string]float64{}
+	tokens := map[string]float64{}
+	measure := func(bin benchBinary) {
+		p := startDevpilot(b, bin.path, model.URL(), sqlstore.DialectPostgres)
+		chat := relayChat(model, p, client)
+		burst(b, relayCPUStreams, 2*time.Minute, chat) // warm-up: connections, caches
+		r := relay(b, p, relayCPUStreams, relayCPUWindow, chat)
+		p.stop()
+		cpu[bin.name] += r.cpu
+		tokens[bin.name] += r.events
+		b.Logf("%s: %.0f tokens, %.2f cpu-s, %.2f cpu-us/token", bin.name, r.events, r.cpu, r.cpu/r.events*1e6)
+	}
+	for b.Loop() {
+		for i := range relayCPUAlternations {
+			order := slices.Clone(bins)
+			if i%2 == 1 {
+				slices.Reverse(order)
+			}
+			for _, bin := range order {
+				measure(bin)
+			}
+		}
+	}
+	perToken := map[string]float64{}
+	for _, bin := range bins {
+		perToken[bin.name] = cpu[bin.name] / tokens[bin.name] * 1e6
+		b.ReportMetric(perToken[bin.name], "cpu-us-per-token-"+bin.name)
+	}
+	if base, ok := perToken["base"]; ok {
+		b.ReportMetric(perToken["current"]/base, "ratio-current/base")
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// relayChat is a chat on p whose model at model answers relayTokens chunks
+// of one token as fast as it can; it fails unless every chunk came as a
+// content event.
+func relayChat(model *fakeopenai.Server, p *devpilotProc, client *http.Client) func(context.Context) (streamResult, error) {
 	answer := fakeopenai.TextChunks(slices.Repeat([]string{" tok"}, relayTokens)...)
-	stream := func(ctx context.Context) (streamResult, error) {
+	return func(ctx context.Context) (streamResult, error) {
 		model.Enqueue(answer)
 		r, err := p.chat(ctx, client, "tell me a long story")
 		if err == nil && r.contents != relayTokens {
@@ -231,43 +311,45 @@ func BenchmarkAssistantRelayRate(b *testing.B) {
 		}
 		return r, err
 	}
-	burst(b, relayStreams, time.Minute, stream) // warm-up
+}
 
-	var events, elapsed, cpu float64
-	for b.Loop() {
-		cpu0 := cpuSeconds(b, p.pid())
-		start := time.Now()
-		var n atomic.Int64
-		var wg sync.WaitGroup
-		errs := make(chan error, relayStreams)
-		ctx, cancel := context.WithTimeout(b.Context(), relayWindow+time.Minute)
-		for range relayStreams {
-			wg.Go(func() {
-				for time.Since(start) < relayWindow {
-					r, err := stream(ctx)
-					if err != nil {
-						errs <- err
-						return
-					}
-					n.Add(int64(r.contents))
+// relayed is what one relay run measured: the content events received, the
+// wall time and the CPU time of the devpilot process, in seconds.
+type relayed struct {
+	events, elapsed, cpu float64
+}
+
+// relay runs streams clients, each running chat after chat with do until
+// window has passed, and measures p meanwhile. It fails the benchmark if a
+// chat fails.
+func relay(b *testing.B, p *devpilotProc, streams int, window time.Duration, do func(context.Context) (streamResult, error)) relayed {
+	b.Helper()
+	cpu0 := cpuSeconds(b, p.pid())
+	start := time.Now()
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, streams)
+	ctx, cancel := context.WithTimeout(b.Context(), window+time.Minute)
+	defer cancel()
+	for range streams {
+		wg.Go(func() {
+			for time.Since(start) < window {
+				r, err := do(ctx)
+				if err != nil {
+					errs <- err
+					return
 				}
-			})
-		}
-		wg.Wait()
-		cancel()
-		elapsed += time.Since(start).Seconds()
-		cpu += cpuSeconds(b, p.pid()) - cpu0
-		events += float64(n.Load())
-		close(errs)
-		for err := range errs {
-			b.Fatalf("relay stream: %v", err)
-		}
+				n.Add(int64(r.contents))
+			}
+		})
 	}
-	b.ReportMetric(events/elapsed/float64(runtime.GOMAXPROCS(0)), "events/s/core")
-	b.ReportMetric(events/cpu, "events/cpu-s")
-	b.ReportMetric(cpu/elapsed, "cores-devpilot")
-	b.ReportMetric(0, "ns/op")
-	p.stop()
+	wg.Wait()
+	r := relayed{elapsed: time.Since(start).Seconds(), cpu: cpuSeconds(b, p.pid()) - cpu0, events: float64(n.Load())}
+	close(errs)
+	for err := range errs {
+		b.Fatalf("relay stream: %v", err)
+	}
+	return r
 }
 
 // BenchmarkAssistantIdleStreamRSS opens rssStreams chats whose model waits
@@ -464,6 +546,10 @@ func startDevpilot(b *testing.B, bin, modelURL string, d sqlstore.Dialect, extra
 		"DEVPILOT_LOG_LEVEL=info",
 		"OPENAI_API_KEY=sk-bench",
 		"OPENAI_BASE_URL="+modelURL,
+		// One user runs every chat of a benchmark, many at once and
+		// more than 30 a minute: no caps.
+		"DEVPILOT_RATE_LIMIT_REQUESTS=0",
+		"DEVPILOT_MAX_TURNS_PER_USER=0",
 	)
 	env = append(env, extraEnv...)
 	if d == sqlstore.DialectSQLite {
