@@ -494,6 +494,87 @@ func TestChatBatchesContent(t *testing.T) {
 	})
 }
 
+// StreamBatches hands the transport the events stored together as one
+// batch, after they are stored and in order: the first delta alone, then
+// the batches of content, then the last content with done.
+func TestStreamBatchesSendsWhatWasStoredTogether(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, assistant.Config{ContentBatch: 3, ContentFlush: 1e12})
+	e.script(say("a", "b", "c", "d", "e"))
+	run, err := e.svc.Chat(as(alice), assistant.ChatInput{Message: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batches [][]assistant.Event
+	err = run.StreamBatches(as(alice), func(evs []assistant.Event) error {
+		for _, ev := range evs {
+			stored, err := e.store.ListEvents(context.Background(), ev.SessionID, ev.Seq-1, 1)
+			if err != nil || len(stored) != 1 || stored[0].Seq != ev.Seq {
+				t.Errorf("event %d (%s) sent before it was stored", ev.Seq, ev.Name)
+			}
+		}
+		batches = append(batches, evs)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	var seqs []int64
+	for _, b := range batches {
+		sizes = append(sizes, len(b))
+		for _, ev := range b {
+			seqs = append(seqs, ev.Seq)
+		}
+	}
+	if !slices.Equal(sizes, []int{1, 3, 2}) {
+		t.Errorf("batch sizes %v, want [1 3 2]", sizes)
+	}
+	if !slices.IsSorted(seqs) || len(seqs) != 6 || seqs[0] != batches[0][0].Seq {
+		t.Errorf("seqs %v", seqs)
+	}
+	var stored [][]int64
+	for _, a := range e.events.calls() {
+		if a[0].SessionID != run.SessionID() {
+			continue
+		}
+		var s []int64
+		for _, ev := range a {
+			s = append(s, ev.Seq)
+		}
+		stored = append(stored, s)
+	}
+	for i, b := range batches {
+		if i >= len(stored) || len(stored[i]) != len(b) || stored[i][0] != b[0].Seq {
+			t.Errorf("batch %d does not match a write of the store: %v", i, stored)
+		}
+	}
+	if last := batches[len(batches)-1]; last[len(last)-1].Name != assistant.EventDone {
+		t.Errorf("the last batch ends with %s", last[len(last)-1].Name)
+	}
+}
+
+// A client gone mid-batch stops the batch and everything after it.
+func TestStreamStopsAtTheClientGoneInABatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, assistant.Config{ContentBatch: 3, ContentFlush: 1e12})
+	e.script(say("a", "b", "c", "d", "e"))
+	run, err := e.svc.Chat(as(alice), assistant.ChatInput{Message: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{e: e, failAt: 3} // the second of the batch of three
+	if err := run.Stream(as(alice), rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(rec.events()); !slices.Equal(got, []string{"content", "content"}) {
+		t.Errorf("sent %v", got)
+	}
+	if stored := names(e.storedEvents(run.SessionID())); len(stored) == 0 || stored[len(stored)-1] != "done" {
+		t.Errorf("stored %v", stored)
+	}
+}
+
 // The first delta of a turn (after a quiet spell) is stored and sent at
 // once, on its own: it does not wait for the batches of other turns being
 // written, which the only event writer is busy with here.

@@ -113,11 +113,12 @@ func errorFor(err error) ErrorData {
 
 // emitter numbers a turn's events, stores them and only then sends them.
 // Content events are batched (up to batchMax, or for at most every) except
-// that a delta arriving after a quiet spell of every goes out at once, stored
-// on its own (storeNow) rather than with other turns' batches, so the first
-// token is never held back; any other event flushes the batch first, so
-// order is kept. Sending stops when the client is gone; storing goes on. A
-// store failure aborts the turn.
+// that a delta arriving after a quiet spell of every (since the last flush
+// ended) goes out at once, stored on its own (storeNow) rather than with
+// other turns' batches, so the first token is never held back; any other
+// event flushes the batch first, so order is kept. The events stored
+// together are sent together, in one call of out. Sending stops when the
+// client is gone; storing goes on. A store failure aborts the turn.
 //
 // send/content/finish may be called while a timer flushes from another
 // goroutine: mu serialises everything, including calls of out.
@@ -133,13 +134,13 @@ type emitter struct {
 	sessionID string
 	turnID    string
 	seq       int64
-	out       func(Event) error
+	out       func([]Event) error
 	abort     func()
 	batchMax  int
 	every     time.Duration
 
 	pending   []Event
-	flushedAt time.Time // real time of the last flush, for the leading edge
+	flushedAt time.Time // real time the last flush ended, for the leading edge
 	timer     *time.Timer
 	gen       int
 	gone      bool
@@ -220,7 +221,10 @@ func (e *emitter) flushWith(store func(context.Context, []Event) error) {
 	}
 	evs := e.pending
 	e.pending = nil
-	e.flushedAt = time.Now()
+	// The quiet spell of the leading edge is counted from the end of this
+	// flush: a store or a client slower than every must not make every
+	// other delta of a busy stream a leading edge, stored on its own.
+	defer func() { e.flushedAt = time.Now() }()
 	if err := store(e.ctx, evs); err != nil {
 		e.failLocked(err) // unstored events are never sent
 		return
@@ -228,16 +232,16 @@ func (e *emitter) flushWith(store func(context.Context, []Event) error) {
 	e.deliverLocked(evs)
 }
 
+// deliverLocked sends stored events, all in one call of out, unless the
+// client is gone.
 func (e *emitter) deliverLocked(evs []Event) {
-	for _, ev := range evs {
-		if e.gone {
-			return
-		}
-		if err := e.out(ev); err != nil {
-			e.log().Debug("client gone", "err", err)
-			e.gone = true
-			e.abort()
-		}
+	if e.gone || len(evs) == 0 {
+		return
+	}
+	if err := e.out(evs); err != nil {
+		e.log().Debug("client gone", "err", err)
+		e.gone = true
+		e.abort()
 	}
 }
 
@@ -285,14 +289,16 @@ func (e *emitter) finish(errData *ErrorData, done DoneData, between func()) {
 		final = append(final, e.event(EventError, errData))
 	}
 	final = append(final, e.event(EventDone, done))
-	err := e.store(e.ctx, append(queued, final...))
+	all := append(queued, final...)
+	err := e.store(e.ctx, all)
 	if err != nil {
 		e.failLocked(err)
 	}
 	between()
 	if err == nil {
-		e.deliverLocked(queued)
+		e.deliverLocked(all)
+	} else {
+		e.deliverLocked(final)
 	}
-	e.deliverLocked(final)
 	e.closed = true
 }

@@ -2,6 +2,7 @@ package assistant
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/devpilot/devpilot/ports"
@@ -9,14 +10,29 @@ import (
 
 const replayBatch = 500
 
-// Replay sends the caller's session's stored events with Seq > after, then,
-// when a turn is running, follows it live (looking for new events every
-// Config.ReplayPoll) until its done event, or until it has ended and nothing
-// is left, or ctx ends. It works on any replica: everything comes from the
-// stores. An emit error (the client is gone) ends it quietly. It returns
-// false when no turn was running and there was nothing to send. Errors:
-// not_found when the session is absent or another's; the store's errors.
+// Replay is ReplayBatches one event at a time: emit's error stops the batch
+// it is in.
 func (s *Service) Replay(ctx context.Context, sessionID string, after int64, emit func(Event) error) (bool, error) {
+	return s.ReplayBatches(ctx, sessionID, after, func(evs []Event) error {
+		for _, ev := range evs {
+			if err := emit(ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ReplayBatches sends the caller's session's stored events with Seq >
+// after, then, when a turn is running, follows it live (looking for new
+// events every Config.ReplayPoll) until its done event, or until it has
+// ended and nothing is left, or ctx ends. emit gets the events read together
+// (one or more, in order), to send in one write; it may keep them. It works
+// on any replica: everything comes from the stores. An emit error (the
+// client is gone) ends it quietly. It returns false when no turn was running
+// and there was nothing to send. Errors: not_found when the session is
+// absent or another's; the store's errors.
+func (s *Service) ReplayBatches(ctx context.Context, sessionID string, after int64, emit func([]Event) error) (bool, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
 		return false, err
@@ -42,16 +58,23 @@ func (s *Service) Replay(ctx context.Context, sessionID string, after int64, emi
 			}
 			return sent || following != "", err
 		}
-		for _, ev := range evs {
-			if err := emit(ev); err != nil {
-				return true, nil
-			}
-			sent, after = true, ev.Seq
-			if following != "" && ev.Name == EventDone && ev.TurnID == following {
-				return true, nil
+		full := len(evs) == replayBatch
+		done := false
+		if following != "" {
+			if i := slices.IndexFunc(evs, func(ev Event) bool { return ev.Name == EventDone && ev.TurnID == following }); i >= 0 {
+				evs, done = evs[:i+1], true
 			}
 		}
-		if len(evs) == replayBatch {
+		if len(evs) > 0 {
+			if err := emit(evs); err != nil {
+				return true, nil
+			}
+			sent, after = true, evs[len(evs)-1].Seq
+		}
+		if done {
+			return true, nil
+		}
+		if full {
 			continue
 		}
 		if ended {

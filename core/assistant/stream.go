@@ -17,16 +17,31 @@ import (
 var errStopped = errors.New("the turn was stopped")
 
 // Stream runs the turn, calling emit with each event once it is stored, so
-// every id a client saw can be replayed. emit is never called concurrently
-// nor after Stream returns, but it may be called from another goroutine (a
-// timer flushes batched content). An emit error means the client is gone: the
-// model call is cancelled, emitting stops, and the turn is wound up and
-// stored as usual; so does ctx ending. Stream returns after done, which
-// always ends the stream (after an error event when the turn failed). It
-// returns an internal error when the turn could not be fully stored, and a
-// conflict when called a second time; never the turn's own failure, which
-// the events tell.
+// every id a client saw can be replayed. It is StreamBatches one event at a
+// time: emit's error stops the batch it is in.
 func (r *Run) Stream(ctx context.Context, emit func(Event) error) error {
+	return r.StreamBatches(ctx, func(evs []Event) error {
+		for _, ev := range evs {
+			if err := emit(ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// StreamBatches runs the turn, calling emit with the events stored together
+// (one or more, in order) once they are stored, so every id a client saw can
+// be replayed; a transport sends each batch in one write. emit may keep evs.
+// emit is never called concurrently nor after StreamBatches returns, but it
+// may be called from another goroutine (a timer flushes batched content). An
+// emit error means the client is gone: the model call is cancelled, emitting
+// stops, and the turn is wound up and stored as usual; so does ctx ending.
+// StreamBatches returns after done, which always ends the stream (after an
+// error event when the turn failed). It returns an internal error when the
+// turn could not be fully stored, and a conflict when called a second time
+// (by either form); never the turn's own failure, which the events tell.
+func (r *Run) StreamBatches(ctx context.Context, emit func([]Event) error) error {
 	if !r.streamed.CompareAndSwap(false, true) {
 		return ports.Errorf(ports.KindConflict, "turn %s has been streamed already", r.turn.ID)
 	}

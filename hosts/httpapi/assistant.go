@@ -19,7 +19,7 @@ type Assistant interface {
 	Chat(ctx context.Context, in assistant.ChatInput) (*assistant.Run, error)
 	Continue(ctx context.Context, sessionID string) (*assistant.Run, error)
 	Confirm(ctx context.Context, in assistant.ConfirmInput) (assistant.ConfirmResult, error)
-	Replay(ctx context.Context, sessionID string, after int64, emit func(assistant.Event) error) (bool, error)
+	ReplayBatches(ctx context.Context, sessionID string, after int64, emit func([]assistant.Event) error) (bool, error)
 	ListSessions(ctx context.Context, page ports.Page) ([]ports.ChatSession, string, error)
 	GetSession(ctx context.Context, id string) (assistant.SessionDetail, error)
 	DeleteSession(ctx context.Context, id string) error
@@ -75,14 +75,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	return s.streamRun(w, r, run)
 }
 
-// streamRun answers with the run's events as an SSE stream. Errors after the
-// stream started are the run's to report as events; they are only logged.
+// streamRun answers with the run's events as an SSE stream, each batch the
+// run stored together in one write. Errors after the stream started are the
+// run's to report as events; they are only logged.
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *assistant.Run) error {
 	stream := s.openSSE(w, pingEvery)
 	defer stream.close()
-	return run.Stream(r.Context(), func(ev assistant.Event) error {
-		return stream.event(ev.Seq, ev.Name, ev.Data)
-	})
+	return run.StreamBatches(r.Context(), stream.events)
 }
 
 type confirmRequest struct {
@@ -283,11 +282,11 @@ func (s *Server) resumeStream(w http.ResponseWriter, r *http.Request) error {
 			stream.close()
 		}
 	}()
-	replayed, err := s.d.Assistant.Replay(r.Context(), pathParam(r, "session_id"), after, func(ev assistant.Event) error {
+	replayed, err := s.d.Assistant.ReplayBatches(r.Context(), pathParam(r, "session_id"), after, func(evs []assistant.Event) error {
 		if stream == nil {
 			stream = s.openSSE(w, pingEvery)
 		}
-		return stream.event(ev.Seq, ev.Name, ev.Data)
+		return stream.events(evs)
 	})
 	if stream != nil {
 		return err

@@ -3,10 +3,13 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/devpilot/devpilot/core/assistant"
 )
 
 // pingEvery is how long a stream may stay silent before a ": ping" comment
@@ -21,6 +24,7 @@ type sseStream struct {
 	mu      sync.Mutex
 	w       http.ResponseWriter
 	rc      *http.ResponseController
+	buf     []byte // the frames of the events being written, reused
 	err     error
 	every   time.Duration
 	written time.Time
@@ -47,14 +51,36 @@ func startSSE(w http.ResponseWriter, every time.Duration) *sseStream {
 	return s
 }
 
-// event writes one event; data must be a single line (compact JSON is).
-func (s *sseStream) event(id int64, name string, data []byte) error {
+// maxSSEBuf bounds the buffer a stream keeps between writes.
+const maxSSEBuf = 64 << 10
+
+// events writes evs (each with its Seq as id, its Name and its Data, which
+// must be a single line) in one write and one flush.
+func (s *sseStream) events(evs []assistant.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err == nil {
-		_, s.err = fmt.Fprintf(s.w, "id: %d\nevent: %s\ndata: %s\n\n", id, name, data)
+		b := s.buf[:0]
+		for _, ev := range evs {
+			b = appendSSE(b, ev.Seq, ev.Name, ev.Data)
+		}
+		_, s.err = s.w.Write(b)
+		if cap(b) <= maxSSEBuf {
+			s.buf = b
+		}
 	}
 	return s.flushLocked()
+}
+
+// appendSSE appends the frame of one event to b.
+func appendSSE(b []byte, id int64, name string, data []byte) []byte {
+	b = append(b, "id: "...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, "\nevent: "...)
+	b = append(b, name...)
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...)
 }
 
 // ping writes a comment if nothing was written for a whole interval, then
