@@ -408,8 +408,15 @@ func (c *Client) read(ctx context.Context, stream *goopenai.ChatCompletionStream
 	partial := func() ports.ChatResult {
 		return ports.ChatResult{Content: content.String(), Model: cmp.Or(model, reqModel)}
 	}
+	var chunk chunk
 	for {
-		chunk, err := stream.Recv()
+		// go-openai's Recv decodes each chunk with encoding/json into its
+		// whole response type; decodeChunk reads what is used, several
+		// times faster, with the same results and errors.
+		raw, err := stream.RecvRaw()
+		if err == nil {
+			err = decodeChunk(raw, &chunk)
+		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -444,8 +451,8 @@ func (c *Client) read(ctx context.Context, stream *goopenai.ChatCompletionStream
 			for _, tc := range ch.Delta.ToolCalls {
 				calls.add(fragment{Index: tc.Index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 			}
-			if ch.FinishReason != "" && ch.FinishReason != goopenai.FinishReasonNull {
-				finish = ch.FinishReason
+			if ch.FinishReason != "" && ch.FinishReason != string(goopenai.FinishReasonNull) {
+				finish = goopenai.FinishReason(ch.FinishReason)
 			}
 		}
 	}
