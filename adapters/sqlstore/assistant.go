@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lib/pq"
@@ -525,15 +527,72 @@ func (s *Assistant) AppendEvents(ctx context.Context, events ...ports.StreamEven
 	if len(events) == 0 {
 		return nil
 	}
-	rows := make([][]any, len(events))
 	ref := "chat session " + events[0].SessionID
-	for i, e := range events {
-		rows[i] = []any{e.SessionID, e.Seq, e.TurnID, e.Name, jsonText(e.Data), timestamp(e.CreatedAt)}
+	for _, e := range events {
 		if e.SessionID != events[0].SessionID {
 			ref = "chat session"
 		}
 	}
+	if s.db.Dialect == DialectPostgres {
+		return storeErr(s.appendEventsPostgres(ctx, events), "stream event", ref)
+	}
+	rows := make([][]any, len(events))
+	for i, e := range events {
+		rows[i] = []any{e.SessionID, e.Seq, e.TurnID, e.Name, jsonText(e.Data), timestamp(e.CreatedAt)}
+	}
 	return storeErr(insertAtomicallyOn(ctx, s.db.relaxed(), "stream_events", eventColumns, "", rows), "stream event", ref)
+}
+
+// appendEventsPostgres inserts events with one statement of six arguments,
+// an array per column, whatever their number: events are stored in batches
+// on the path of every streamed token, and each argument of a multi-row
+// INSERT costs database/sql and lib/pq more than its share of an array.
+func (s *Assistant) appendEventsPostgres(ctx context.Context, events []ports.StreamEvent) error {
+	var sessions, seqs, turns, names, data, created []byte
+	for i, e := range events {
+		sessions = appendArrayElem(sessions, i, e.SessionID)
+		seqs = strconv.AppendInt(append(seqs, arraySep(i)...), e.Seq, 10)
+		turns = appendArrayElem(turns, i, e.TurnID)
+		names = appendArrayElem(names, i, e.Name)
+		if len(e.Data) == 0 { // as jsonText: NULL
+			data = append(data, arraySep(i)+"NULL"...)
+		} else {
+			data = appendArrayElem(data, i, string(e.Data))
+		}
+		created = append(created, arraySep(i)+`"`...)
+		created = append(e.CreatedAt.UTC().AppendFormat(created, timestampLayout), '"')
+	}
+	end := func(b []byte) string { return string(append(b, '}')) }
+	_, err := s.db.writeRelaxed(ctx).exec(ctx, "INSERT INTO stream_events ("+eventColumns+") "+
+		"SELECT * FROM unnest(?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::timestamptz[])",
+		end(sessions), end(seqs), end(turns), end(names), end(data), end(created))
+	return err
+}
+
+// arraySep is what goes before element i of a PostgreSQL array literal.
+func arraySep(i int) string {
+	if i == 0 {
+		return "{"
+	}
+	return ","
+}
+
+// appendArrayElem appends element i, v, of a PostgreSQL array literal:
+// quoted, with its quotes and backslashes escaped.
+func appendArrayElem(b []byte, i int, v string) []byte {
+	b = append(b, arraySep(i)...)
+	b = append(b, '"')
+	for {
+		j := strings.IndexAny(v, `"\`)
+		if j < 0 {
+			break
+		}
+		b = append(b, v[:j]...)
+		b = append(b, '\\', v[j])
+		v = v[j+1:]
+	}
+	b = append(b, v...)
+	return append(b, '"')
 }
 
 // ListEvents implements ports.StreamEventStore; a limit below 1 or above

@@ -73,6 +73,7 @@ func TestAssistant(t *testing.T, newStores func(t *testing.T) AssistantStores) {
 		{"Events", testEvents},
 		{"EventsErrors", testEventsErrors},
 		{"EventsBigBatch", testEventsBigBatch},
+		{"EventsText", testEventsText},
 		{"StartSession", testStartSession},
 		{"ContinueSession", testContinueSession},
 		{"RaceContinueSession", testRaceContinueSession},
@@ -1160,6 +1161,48 @@ func testEventsErrors(t *testing.T, s AssistantStores) {
 	checkEvents(t, "ListEvents after failed appends", mustListEvents(t, s, cs.ID, 0, 100), stored)
 	if seq := mustLastEventSeq(t, s, cs.ID); seq != 2 {
 		t.Errorf("LastEventSeq after failed appends = %d, want 2", seq)
+	}
+}
+
+// testEventsText appends events whose names and data hold what SQL, array
+// or JSON syntax might trip on, with times in another zone and below the
+// microsecond, and reads them back byte for byte (times to the
+// microsecond, in UTC).
+func testEventsText(t *testing.T, s AssistantStores) {
+	_, cs := newChat(t, s)
+	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
+	texts := []string{
+		`{"delta":"say \"hi\", then \\ and \\\"; {a,b} NULL 'q' (x) ë 日本 \u0000 \ud83d\ude00 \n"}`,
+		`{"delta":"NULL"}`,
+		`{"delta":""}`,
+		`"just a string"`,
+		`{"a":{"b":[1,2,{"c":null}]},"d":"}{,\""}`,
+	}
+	var want []ports.StreamEvent
+	for i, d := range texts {
+		want = append(want, ports.StreamEvent{
+			SessionID: cs.ID, Seq: int64(i + 1), TurnID: `turn "1", {x}`, Name: `name\with"quotes`,
+			Data:      json.RawMessage(d),
+			CreatedAt: base.In(zone).Add(time.Duration(i)*time.Second + 1234567*time.Nanosecond),
+		})
+	}
+	want = append(want, ports.StreamEvent{SessionID: cs.ID, Seq: int64(len(texts) + 1), TurnID: "t", Name: "none", CreatedAt: base})
+	mustAppendEvents(t, s, want...)
+	got := mustListEvents(t, s, cs.ID, 0, 100)
+	if len(got) != len(want) {
+		t.Fatalf("ListEvents: %d events, want %d", len(got), len(want))
+	}
+	for i, g := range got {
+		w := want[i]
+		if g.SessionID != w.SessionID || g.Seq != w.Seq || g.TurnID != w.TurnID || g.Name != w.Name {
+			t.Errorf("event %d: %+v, want %+v", i, g, w)
+		}
+		if string(g.Data) != string(w.Data) {
+			t.Errorf("event %d data %q, want %q", i, g.Data, w.Data)
+		}
+		if wt := w.CreatedAt.UTC().Truncate(time.Microsecond); !g.CreatedAt.Equal(wt) || g.CreatedAt.Location() != time.UTC {
+			t.Errorf("event %d created_at %v, want %v", i, g.CreatedAt, wt)
+		}
 	}
 }
 
