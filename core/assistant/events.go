@@ -154,8 +154,13 @@ func (e *emitter) event(name string, data any) Event {
 		e.log().Error("encoding a stream event", "event", name, "err", err)
 		b = []byte("{}")
 	}
+	return e.encoded(name, b)
+}
+
+// encoded numbers an event whose data is already JSON.
+func (e *emitter) encoded(name string, data []byte) Event {
 	e.seq++
-	return Event{SessionID: e.sessionID, Seq: e.seq, TurnID: e.turnID, Name: name, Data: b, CreatedAt: e.clock.Now()}
+	return Event{SessionID: e.sessionID, Seq: e.seq, TurnID: e.turnID, Name: name, Data: data, CreatedAt: e.clock.Now()}
 }
 
 // content queues a content event.
@@ -165,7 +170,8 @@ func (e *emitter) content(d ContentData) {
 	if e.closed {
 		return
 	}
-	e.pending = append(e.pending, e.event(EventContent, d))
+	data := appendContentData(make([]byte, 0, 48+len(d.SessionID)+len(d.MessageID)+len(d.Delta)), d)
+	e.pending = append(e.pending, e.encoded(EventContent, data))
 	if e.timer == nil && time.Since(e.flushedAt) >= e.every {
 		e.flushWith(e.storeNow) // the leading edge: a reader waits for it
 		return
