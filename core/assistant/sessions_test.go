@@ -162,6 +162,28 @@ func TestReplay(t *testing.T) {
 	}
 }
 
+// ReplayBatches hands over the events it read together in one batch, in
+// order, for the transport to send in one write.
+func TestReplayBatchesSendsWhatWasReadTogether(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, assistant.Config{})
+	e.script(say("a", "b", "c"))
+	sid, evs := e.chat(as(alice), assistant.ChatInput{Message: "hi"})
+	var batches [][]assistant.Event
+	ok, err := e.svc.ReplayBatches(as(alice), sid, 1, func(b []assistant.Event) error { batches = append(batches, b); return nil })
+	if err != nil || !ok {
+		t.Fatalf("ReplayBatches = %v, %v", ok, err)
+	}
+	if len(batches) != 1 || len(batches[0]) != len(evs)-1 {
+		t.Fatalf("batches %v, want one of %d events", batches, len(evs)-1)
+	}
+	for i, ev := range batches[0] {
+		if ev.Seq != evs[i+1].Seq || ev.Name != evs[i+1].Name {
+			t.Errorf("event %d: %d %s, want %d %s", i, ev.Seq, ev.Name, evs[i+1].Seq, evs[i+1].Name)
+		}
+	}
+}
+
 func TestReplayFollowsTheRunningTurn(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, assistant.Config{})
