@@ -91,8 +91,11 @@ func (b *Budgets) state(ctx context.Context, orgID string, fresh bool) (orgBudge
 			s.used += t.PromptTokens + t.CompletionTokens
 		}
 	}
+	// The cache keeps a copy of its own: Charge adds to it under mu while
+	// s is returned.
+	cached := s
 	b.mu.Lock()
-	b.cache[orgID] = &s
+	b.cache[orgID] = &cached
 	b.mu.Unlock()
 	return s, nil
 }

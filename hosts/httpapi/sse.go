@@ -72,6 +72,11 @@ func (s *sseStream) events(evs []assistant.Event) error {
 	return s.flushLocked()
 }
 
+// event writes one event (a progress stream's) in one write and one flush.
+func (s *sseStream) event(id int64, name string, data []byte) error {
+	return s.events([]assistant.Event{{Seq: id, Name: name, Data: data}})
+}
+
 // appendSSE appends the frame of one event to b.
 func appendSSE(b []byte, id int64, name string, data []byte) []byte {
 	b = append(b, "id: "...)
