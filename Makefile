@@ -5,6 +5,9 @@ BIN      := bin/devpilot
 # The race detector needs cgo and a C compiler; without one, tests still run.
 RACE     ?= $(if $(and $(filter 1,$(shell $(GO) env CGO_ENABLED)),$(shell command -v $$($(GO) env CC) 2>/dev/null)),-race,)
 PKGS     := ./...
+# hosts/app runs every end-to-end test on both databases: past go test's
+# default 10 minutes on a busy 2-core machine under -race.
+TEST_TIMEOUT ?= 30m
 
 .PHONY: all build run test test-postgres generate check-generate check-tidy lint fmt bench fuzz clean
 
@@ -19,12 +22,12 @@ run: build
 
 ## test: every test, on SQLite; also on PostgreSQL when DEVPILOT_TEST_POSTGRES_URL is set.
 test:
-	$(GO) test $(RACE) -count=1 $(PKGS)
+	$(GO) test $(RACE) -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
 ## test-postgres: the tests on both databases against the local PostgreSQL.
 test-postgres:
 	DEVPILOT_TEST_POSTGRES_URL=$${DEVPILOT_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable} \
-		$(GO) test $(RACE) -count=1 $(PKGS)
+		$(GO) test $(RACE) -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
 ## generate: regenerate the mocks of every port.
 generate:
