@@ -10,8 +10,9 @@ import * as specs from './pages/specs.js';
 import * as cloud from './pages/cloud.js';
 import * as content from './pages/content.js';
 import * as repos from './pages/repos.js';
+import * as tokens from './pages/tokens.js';
 
-const pages = { chat, specs, cloud, content, repos };
+const pages = { chat, specs, cloud, content, repos, tokens };
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
 let leave = null;
