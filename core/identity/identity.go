@@ -137,20 +137,7 @@ func (s *Service) IssueToken(ctx context.Context, in IssueTokenInput) (IssuedTok
 		if err != nil {
 			return err
 		}
-		hash := sha256.Sum256([]byte(secret))
-		rec := ports.APIToken{
-			ID:        s.d.IDs.NewID(),
-			UserID:    user.ID,
-			OrgID:     org.ID,
-			Name:      in.Name,
-			Prefix:    secret[:displayPrefix],
-			Hash:      hash[:],
-			CreatedAt: now,
-		}
-		if in.TTL > 0 {
-			exp := now.Add(in.TTL)
-			rec.ExpiresAt = &exp
-		}
+		rec := s.tokenRecord(secret, user, in.Name, now, in.TTL)
 		if err := s.d.Tokens.CreateToken(ctx, rec); err != nil {
 			return err
 		}
@@ -158,6 +145,20 @@ func (s *Service) IssueToken(ctx context.Context, in IssueTokenInput) (IssuedTok
 		return nil
 	})
 	return out, err
+}
+
+// tokenRecord is the stored form of a new token of user's with secret: its
+// SHA-256, the prefix shown in lists, and its expiry ttl after now (none for
+// 0).
+func (s *Service) tokenRecord(secret string, user ports.User, name string, now time.Time, ttl time.Duration) ports.APIToken {
+	hash := sha256.Sum256([]byte(secret))
+	rec := ports.APIToken{ID: s.d.IDs.NewID(), UserID: user.ID, OrgID: user.OrgID, Name: name,
+		Prefix: secret[:displayPrefix], Hash: hash[:], CreatedAt: now}
+	if ttl > 0 {
+		exp := now.Add(ttl)
+		rec.ExpiresAt = &exp
+	}
+	return rec
 }
 
 func (s *Service) orgByName(ctx context.Context, name string, now time.Time) (ports.Org, error) {

@@ -2,7 +2,6 @@ package identity
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -101,14 +100,11 @@ func (s *Service) CreateOwnToken(ctx context.Context, name string, ttl time.Dura
 			return &ports.Error{Kind: ports.KindConflict, Code: "too_many_tokens",
 				Message: fmt.Sprintf("you have %d tokens that still work, the most there may be; revoke one first", active)}
 		}
-		hash := sha256.Sum256([]byte(secret))
-		exp := now.Add(ttl)
-		rec := ports.APIToken{ID: s.d.IDs.NewID(), UserID: user.ID, OrgID: org.ID, Name: name,
-			Prefix: secret[:displayPrefix], Hash: hash[:], CreatedAt: now, ExpiresAt: &exp}
+		rec := s.tokenRecord(secret, user, name, now, ttl)
 		if err := s.d.Tokens.CreateToken(ctx, rec); err != nil {
 			return err
 		}
-		args, _ := json.Marshal(map[string]any{"name": name, "expires_at": exp.UTC()})
+		args, _ := json.Marshal(map[string]any{"name": name, "expires_at": rec.ExpiresAt.UTC()})
 		if err := s.audit(ctx, p, AuditTokenCreate, "token/"+rec.ID, args, now); err != nil {
 			return err
 		}

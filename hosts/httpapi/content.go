@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -376,37 +375,10 @@ func (s *Server) listContent(w http.ResponseWriter, r *http.Request) error {
 // until the client leaves or the server stops, when the client reconnects
 // (to another replica).
 func (s *Server) contentEvents(w http.ResponseWriter, r *http.Request) error {
-	last, err := lastEventID(r)
-	if err != nil {
-		return err
+	watch := func(ctx context.Context, emit func(ports.ContentItem) error) error {
+		return s.d.Content.WatchItem(ctx, pathParam(r, "a"), emit)
 	}
-	ctx, cancel := s.untilStopping(r.Context())
-	defer cancel()
-	var stream *sseStream
-	defer func() {
-		if stream != nil {
-			stream.close()
-		}
-	}()
-	err = s.d.Content.WatchItem(ctx, pathParam(r, "a"), func(it ports.ContentItem) error {
-		first := stream == nil
-		if first {
-			stream = s.openSSE(w, pingEvery)
-		}
-		tag := content.StateTag(it)
-		if first && tag == last {
-			return nil // the state the client saw; the headers are sent
-		}
-		data, err := json.Marshal(contentItemOut(it))
-		if err != nil {
-			return err
-		}
-		return stream.event(tag, "item", data)
-	})
-	if stream != nil {
-		return nil // streamed: a late error cannot be a problem response
-	}
-	return err
+	return serveProgress(s, w, r, "item", watch, content.StateTag, func(it ports.ContentItem) any { return contentItemOut(it) })
 }
 
 func (s *Server) getContent(w http.ResponseWriter, r *http.Request) error {

@@ -385,41 +385,16 @@ type specProgressJSON struct {
 // client saw is not sent again), with pings, until the client leaves or
 // the server stops, when the client reconnects (to another replica).
 func (s *Server) specEvents(w http.ResponseWriter, r *http.Request) error {
-	last, err := lastEventID(r)
-	if err != nil {
-		return err
+	watch := func(ctx context.Context, emit func(ports.SpecSession) error) error {
+		return s.d.Spec.WatchSession(ctx, pathParam(r, "session_id"), emit)
 	}
-	ctx, cancel := s.untilStopping(r.Context())
-	defer cancel()
-	var stream *sseStream
-	defer func() {
-		if stream != nil {
-			stream.close()
-		}
-	}()
-	err = s.d.Spec.WatchSession(ctx, pathParam(r, "session_id"), func(sess ports.SpecSession) error {
-		first := stream == nil
-		if first {
-			stream = s.openSSE(w, pingEvery)
-		}
-		tag := spec.StateTag(sess)
-		if first && tag == last {
-			return nil // the state the client saw; the headers are sent
-		}
-		data, err := json.Marshal(specProgressJSON{
+	return serveProgress(s, w, r, "session", watch, spec.StateTag, func(sess ports.SpecSession) any {
+		return specProgressJSON{
 			SessionID: sess.ID, Name: sess.Name, Status: string(sess.Status),
 			CurrentStage: optStage(sess.CurrentStage), NextStage: optStage(spec.NextStage(sess.CurrentStage)),
 			Generating: optStage(sess.Generating), Error: sess.Error, UpdatedAt: sess.UpdatedAt.UTC(),
-		})
-		if err != nil {
-			return err
 		}
-		return stream.event(tag, "session", data)
 	})
-	if stream != nil {
-		return nil // streamed: a late error cannot be a problem response
-	}
-	return err
 }
 
 type specSessionJSON struct {
