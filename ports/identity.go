@@ -127,6 +127,12 @@ type UserStore interface {
 	// GetUserByEmail returns the user with the email (compared
 	// case-insensitively); not_found when absent.
 	GetUserByEmail(ctx context.Context, email string) (User, error)
+	// ListUsers returns a page of the org's users by email, and the next
+	// page's cursor ("" at the end); invalid for a bad cursor.
+	ListUsers(ctx context.Context, orgID string, page Page) ([]User, string, error)
+	// SetUserRole changes the role of the org's user; not_found when the
+	// user is absent or another org's; invalid for an unknown role.
+	SetUserRole(ctx context.Context, orgID, userID string, role Role) error
 }
 
 // TokenStore keeps API tokens.

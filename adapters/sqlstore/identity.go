@@ -101,6 +101,36 @@ func (s *Identity) GetUserByEmail(ctx context.Context, email string) (ports.User
 	return r.user(), storeErr(err, "user "+email, "")
 }
 
+// ListUsers implements ports.UserStore, by email then id; page.Limit
+// defaults to 50 and is capped at 200.
+func (s *Identity) ListUsers(ctx context.Context, orgID string, page ports.Page) ([]ports.User, string, error) {
+	rows, next, err := listPage(ctx, s.db.read(ctx), "SELECT "+userColumns+" FROM users WHERE org_id = ?", []any{orgID}, page,
+		keyset[userRow]{key: "email", id: "id", last: func(r userRow) (string, string) { return r.Email, r.ID }})
+	if err != nil {
+		return nil, "", storeErr(err, "users of org "+orgID, "")
+	}
+	users := make([]ports.User, len(rows))
+	for i, r := range rows {
+		users[i] = r.user()
+	}
+	return users, next, nil
+}
+
+// SetUserRole implements ports.UserStore.
+func (s *Identity) SetUserRole(ctx context.Context, orgID, userID string, role ports.Role) error {
+	if !role.Valid() {
+		return ports.Invalid("unknown role", ports.FieldError{Field: "role", Reason: "must be admin or member"})
+	}
+	n, err := s.db.write(ctx).exec(ctx, "UPDATE users SET role = ? WHERE id = ? AND org_id = ?", string(role), userID, orgID)
+	if err != nil {
+		return storeErr(err, "user "+userID, "")
+	}
+	if n == 0 {
+		return ports.NotFound("user", userID)
+	}
+	return nil
+}
+
 type tokenRow struct {
 	ID         string     `db:"id"`
 	UserID     string     `db:"user_id"`

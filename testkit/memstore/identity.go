@@ -113,6 +113,35 @@ func (s *Store) GetUserByEmail(_ context.Context, email string) (ports.User, err
 	return ports.User{}, ports.NotFound("user", email)
 }
 
+// ListUsers returns a page of the org's users by email then id, and the
+// next page's cursor; invalid for a bad cursor.
+func (s *Store) ListUsers(_ context.Context, orgID string, page ports.Page) ([]ports.User, string, error) {
+	defer s.lock()()
+	var users []ports.User
+	for _, u := range s.identity.users {
+		if u.OrgID == orgID {
+			users = append(users, u)
+		}
+	}
+	return paginate(users, page, keyset[ports.User]{key: func(u ports.User) (string, string) { return u.Email, u.ID }})
+}
+
+// SetUserRole changes the role of the org's user; not_found when the user
+// is absent or another org's; invalid for an unknown role.
+func (s *Store) SetUserRole(ctx context.Context, orgID, userID string, role ports.Role) error {
+	if !role.Valid() {
+		return ports.Invalid("unknown role", ports.FieldError{Field: "role", Reason: "must be admin or member"})
+	}
+	defer s.lock()()
+	u, ok := s.identity.users[userID]
+	if !ok || u.OrgID != orgID {
+		return ports.NotFound("user", userID)
+	}
+	u.Role = role
+	put(ctx, s, s.identity.users, u.ID, u)
+	return nil
+}
+
 func cloneToken(t ports.APIToken) ports.APIToken {
 	t.Hash = bytes.Clone(t.Hash)
 	t.ExpiresAt, t.LastUsedAt, t.RevokedAt = utcPtr(t.ExpiresAt), utcPtr(t.LastUsedAt), utcPtr(t.RevokedAt)

@@ -298,6 +298,84 @@ func (c *MockUserStoreGetUserByEmailCall) DoAndReturn(f func(context.Context, st
 	return c
 }
 
+// ListUsers mocks base method.
+func (m *MockUserStore) ListUsers(ctx context.Context, orgID string, page ports.Page) ([]ports.User, string, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "ListUsers", ctx, orgID, page)
+	ret0, _ := ret[0].([]ports.User)
+	ret1, _ := ret[1].(string)
+	ret2, _ := ret[2].(error)
+	return ret0, ret1, ret2
+}
+
+// ListUsers indicates an expected call of ListUsers.
+func (mr *MockUserStoreMockRecorder) ListUsers(ctx, orgID, page any) *MockUserStoreListUsersCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListUsers", reflect.TypeOf((*MockUserStore)(nil).ListUsers), ctx, orgID, page)
+	return &MockUserStoreListUsersCall{Call: call}
+}
+
+// MockUserStoreListUsersCall wrap *gomock.Call
+type MockUserStoreListUsersCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockUserStoreListUsersCall) Return(arg0 []ports.User, arg1 string, arg2 error) *MockUserStoreListUsersCall {
+	c.Call = c.Call.Return(arg0, arg1, arg2)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockUserStoreListUsersCall) Do(f func(context.Context, string, ports.Page) ([]ports.User, string, error)) *MockUserStoreListUsersCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockUserStoreListUsersCall) DoAndReturn(f func(context.Context, string, ports.Page) ([]ports.User, string, error)) *MockUserStoreListUsersCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// SetUserRole mocks base method.
+func (m *MockUserStore) SetUserRole(ctx context.Context, orgID, userID string, role ports.Role) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "SetUserRole", ctx, orgID, userID, role)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// SetUserRole indicates an expected call of SetUserRole.
+func (mr *MockUserStoreMockRecorder) SetUserRole(ctx, orgID, userID, role any) *MockUserStoreSetUserRoleCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "SetUserRole", reflect.TypeOf((*MockUserStore)(nil).SetUserRole), ctx, orgID, userID, role)
+	return &MockUserStoreSetUserRoleCall{Call: call}
+}
+
+// MockUserStoreSetUserRoleCall wrap *gomock.Call
+type MockUserStoreSetUserRoleCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockUserStoreSetUserRoleCall) Return(arg0 error) *MockUserStoreSetUserRoleCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockUserStoreSetUserRoleCall) Do(f func(context.Context, string, string, ports.Role) error) *MockUserStoreSetUserRoleCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockUserStoreSetUserRoleCall) DoAndReturn(f func(context.Context, string, string, ports.Role) error) *MockUserStoreSetUserRoleCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // MockTokenStore is a mock of TokenStore interface.
 type MockTokenStore struct {
 	ctrl     *gomock.Controller

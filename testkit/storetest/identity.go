@@ -32,6 +32,8 @@ func TestIdentity(t *testing.T, newStores func(t *testing.T) IdentityStores) {
 		{"UserNotFound", testUserNotFound},
 		{"UserEmailConflict", testUserEmailConflict},
 		{"UserMissingOrg", testUserMissingOrg},
+		{"ListUsers", testListUsers},
+		{"SetUserRole", testSetUserRole},
 		{"TokenRoundTrip", testTokenRoundTrip},
 		{"TokenNotFound", testTokenNotFound},
 		{"TokenHashConflict", testTokenHashConflict},
@@ -207,6 +209,50 @@ func testUserNotFound(t *testing.T, s IdentityStores) {
 	checkErr(t, "GetUser", err, ports.ErrNotFound)
 	_, err = s.Users.GetUserByEmail(ctx, newID()+"@example.com")
 	checkErr(t, "GetUserByEmail", err, ports.ErrNotFound)
+}
+
+func testListUsers(t *testing.T, s IdentityStores) {
+	ctx := t.Context()
+	org, other := mustCreateOrg(t, s, newOrg()), mustCreateOrg(t, s, newOrg())
+	var emails []string
+	for _, local := range []string{"carol", "alice", "bob"} {
+		u := newUser(org.ID)
+		u.Email = local + "-" + newID() + "@example.com"
+		emails = append(emails, mustCreateUser(t, s, u).Email)
+	}
+	mustCreateUser(t, s, newUser(other.ID))
+	slices.Sort(emails)
+
+	first, next, err := s.Users.ListUsers(ctx, org.ID, ports.Page{Limit: 2})
+	if err != nil || len(first) != 2 || next == "" || first[0].Email != emails[0] || first[1].Email != emails[1] {
+		t.Fatalf("first page: %v, %q, %v; want %v", first, next, err, emails[:2])
+	}
+	rest, end, err := s.Users.ListUsers(ctx, org.ID, ports.Page{Limit: 2, Cursor: next})
+	if err != nil || len(rest) != 1 || end != "" || rest[0].Email != emails[2] || rest[0].OrgID != org.ID {
+		t.Fatalf("second page: %v, %q, %v", rest, end, err)
+	}
+	if none, _, err := s.Users.ListUsers(ctx, newID(), ports.Page{}); err != nil || len(none) != 0 {
+		t.Fatalf("an org without users: %v, %v", none, err)
+	}
+	_, _, err = s.Users.ListUsers(ctx, org.ID, ports.Page{Cursor: "not a cursor"})
+	checkErr(t, "ListUsers with a bad cursor", err, ports.ErrInvalid)
+}
+
+func testSetUserRole(t *testing.T, s IdentityStores) {
+	ctx := t.Context()
+	f := newFixture(t, s)
+	if err := s.Users.SetUserRole(ctx, f.org.ID, f.user.ID, ports.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := s.Users.GetUser(ctx, f.user.ID); err != nil || u.Role != ports.RoleAdmin {
+		t.Fatalf("after SetUserRole: %+v, %v", u, err)
+	}
+	checkErr(t, "SetUserRole of another org's user", s.Users.SetUserRole(ctx, newID(), f.user.ID, ports.RoleMember), ports.ErrNotFound)
+	checkErr(t, "SetUserRole of no user", s.Users.SetUserRole(ctx, f.org.ID, newID(), ports.RoleMember), ports.ErrNotFound)
+	checkErr(t, "SetUserRole to an unknown role", s.Users.SetUserRole(ctx, f.org.ID, f.user.ID, "owner"), ports.ErrInvalid)
+	if u, _ := s.Users.GetUser(ctx, f.user.ID); u.Role != ports.RoleAdmin {
+		t.Fatalf("refused calls changed the role: %+v", u)
+	}
 }
 
 func testUserEmailConflict(t *testing.T, s IdentityStores) {
