@@ -165,12 +165,9 @@ func (s *Service) audit(ctx context.Context, p ports.Principal, action, resource
 // (cloud writes); for admins. Errors: forbidden for a member; invalid for
 // a bad limit or cursor.
 func (s *Service) Audit(ctx context.Context, page ports.Page) ([]ports.AuditEntry, string, error) {
-	p, err := ports.RequirePrincipal(ctx)
+	p, err := requireAdmin(ctx, "read its audit log")
 	if err != nil {
 		return nil, "", err
-	}
-	if !p.IsAdmin() {
-		return nil, "", &ports.Error{Kind: ports.KindForbidden, Message: "only an organisation admin may read its audit log"}
 	}
 	if s.d.Audit == nil {
 		return nil, "", &ports.Error{Kind: ports.KindUnavailable, Message: "there is no audit log"}

@@ -368,7 +368,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		ShutdownGrace:   p.Config.ShutdownGrace,
 		RateLimit:       p.Config.RateLimit,
 		RateWindow:      p.Config.RateWindow,
-	}, httpapi.Deps{Identity: p.Identity, Tokens: p.Identity, AuditLog: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
+	}, httpapi.Deps{Identity: p.Identity, Tokens: p.Identity, Members: p.Identity, AuditLog: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
 		DemoToken: demoToken, Idempotency: p.Idempotency, Rates: p.Rates, Metrics: p.Metrics,
 		Tracer: p.Tracing.Provider(), Propagator: p.Tracing.Propagator()})

@@ -49,6 +49,7 @@ type (
 	stubUsage     struct{ Usage }
 	stubTokens    struct{ Tokens }
 	stubAuditLog  struct{ AuditLog }
+	stubMembers   struct{ Membership }
 	stubIdem      struct{ ports.IdempotencyStore }
 )
 
@@ -64,7 +65,7 @@ func fullServer() *Server {
 	return New(Config{}, Deps{
 		Identity: stubIdentity{}, Ready: stubReadiness{},
 		Assistant: stubAssistant{}, Spec: stubSpec{}, Cloud: stubCloud{}, SCM: stubSCM{}, Content: stubContent{}, Voice: stubVoice{},
-		Usage: stubUsage{}, Tokens: stubTokens{}, AuditLog: stubAuditLog{}, Idempotency: stubIdem{},
+		Usage: stubUsage{}, Tokens: stubTokens{}, AuditLog: stubAuditLog{}, Members: stubMembers{}, Idempotency: stubIdem{},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 }

@@ -52,6 +52,9 @@ func (s *Server) routes() {
 	if s.d.Tokens != nil {
 		s.tokenRoutes()
 	}
+	if s.d.Members != nil {
+		s.memberRoutes()
+	}
 	if s.d.AuditLog != nil {
 		s.handle(http.MethodGet, "/api/v1/audit", s.listOrgAudit)
 	}

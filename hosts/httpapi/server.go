@@ -63,6 +63,9 @@ type Deps struct {
 	// Tokens serves /api/v1/tokens, each user's own API tokens; nil leaves
 	// them out.
 	Tokens Tokens
+	// Members serves /api/v1/members, an organisation's users for its
+	// admins; nil leaves them out.
+	Members Membership
 	// AuditLog serves /api/v1/audit, the organisation's audit log for
 	// admins; nil leaves it out.
 	AuditLog AuditLog

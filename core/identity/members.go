@@ -1,0 +1,131 @@
+package identity
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/devpilot/devpilot/ports"
+)
+
+// AuditMemberRole is the audit action of a member's role changed.
+const AuditMemberRole = "member.role"
+
+// CodeLastAdmin (conflict) refuses to leave an organisation without an
+// admin.
+const CodeLastAdmin = "last_admin"
+
+// Members returns a page of the caller's organisation's users by email, and
+// the next page's cursor; for admins. Errors: forbidden for a member;
+// invalid for a bad limit or cursor.
+func (s *Service) Members(ctx context.Context, page ports.Page) ([]ports.User, string, error) {
+	p, err := requireAdmin(ctx, "list the organisation's members")
+	if err != nil {
+		return nil, "", err
+	}
+	if page, err = page.Checked(); err != nil {
+		return nil, "", err
+	}
+	return s.d.Users.ListUsers(ctx, p.OrgID, page)
+}
+
+// SetMemberRole makes the organisation's user userID an admin or a member;
+// for admins. Their tokens carry the new role at once on this replica and
+// within Deps.CacheFor on the others. It is audited. Setting the role a
+// user has already changes nothing and records nothing. Errors: forbidden
+// for a member; invalid (field role) for an unknown role; not_found for a
+// user that is absent or another organisation's; conflict (code
+// last_admin) for the organisation's last admin made a member.
+func (s *Service) SetMemberRole(ctx context.Context, userID string, role ports.Role) (ports.User, error) {
+	p, err := requireAdmin(ctx, "change a member's role")
+	if err != nil {
+		return ports.User{}, err
+	}
+	if !role.Valid() {
+		return ports.User{}, ports.Invalid("unknown role", ports.FieldError{Field: "role", Reason: "must be admin or member"})
+	}
+	notFound := ports.NotFound("member", userID)
+	if !ports.IsID(userID) {
+		return ports.User{}, notFound
+	}
+	var out ports.User
+	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		u, err := s.d.Users.GetUser(ctx, userID)
+		if err != nil {
+			return err
+		}
+		if u.OrgID != p.OrgID {
+			return notFound
+		}
+		out = u
+		if u.Role == role {
+			return nil
+		}
+		if u.Role == ports.RoleAdmin {
+			admins, err := s.countAdmins(ctx, p.OrgID)
+			if err != nil {
+				return err
+			}
+			if admins <= 1 {
+				return &ports.Error{Kind: ports.KindConflict, Code: CodeLastAdmin,
+					Message: fmt.Sprintf("%s is the organisation's last admin; make another member an admin first", u.Email)}
+			}
+		}
+		if err := s.d.Users.SetUserRole(ctx, p.OrgID, userID, role); err != nil {
+			return err
+		}
+		args, _ := json.Marshal(map[string]any{"email": u.Email, "from": u.Role, "to": role})
+		out.Role = role
+		return s.audit(ctx, p, AuditMemberRole, "user/"+userID, args, s.d.Clock.Now())
+	})
+	if err != nil {
+		return ports.User{}, err
+	}
+	s.forgetUser(ctx, p.OrgID, userID)
+	return out, nil
+}
+
+// countAdmins counts the organisation's admins.
+func (s *Service) countAdmins(ctx context.Context, orgID string) (int, error) {
+	n, page := 0, ports.Page{Limit: ports.MaxPageLimit}
+	for {
+		users, next, err := s.d.Users.ListUsers(ctx, orgID, page)
+		if err != nil {
+			return 0, err
+		}
+		for _, u := range users {
+			if u.Role == ports.RoleAdmin {
+				n++
+			}
+		}
+		if next == "" {
+			return n, nil
+		}
+		page.Cursor = next
+	}
+}
+
+// forgetUser drops the user's tokens from this replica's cache of verified
+// tokens, so that their next request reads the user afresh.
+func (s *Service) forgetUser(ctx context.Context, orgID, userID string) {
+	tokens, err := s.d.Tokens.ListTokens(ctx, orgID, userID)
+	if err != nil {
+		return // the cache lets them go within Deps.CacheFor anyway
+	}
+	for _, t := range tokens {
+		s.cache.forget(t.ID)
+	}
+}
+
+// requireAdmin returns the principal of ctx when it is an admin of its
+// organisation; forbidden otherwise, saying what it may not do.
+func requireAdmin(ctx context.Context, what string) (ports.Principal, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return ports.Principal{}, err
+	}
+	if !p.IsAdmin() {
+		return ports.Principal{}, &ports.Error{Kind: ports.KindForbidden, Message: "only an organisation admin may " + what}
+	}
+	return p, nil
+}
