@@ -39,7 +39,9 @@ func TestMembers(t *testing.T) {
 				t.Fatalf("first page: %d %s", code, body)
 			}
 			code, body, _ = st.call(lead, "GET", "/api/v1/members?limit=2&cursor="+*page.Next, nil)
-			var rest struct{ Items []struct{ ID, Email, Role string } }
+			var rest struct {
+				Items []struct{ ID, Email, Role string }
+			}
 			if err := json.Unmarshal(body, &rest); code != 200 || err != nil || len(rest.Items) != 1 || rest.Items[0].Email != "lead@example.com" || rest.Items[0].Role != "admin" {
 				t.Fatalf("second page: %d %s", code, body)
 			}
@@ -84,7 +86,9 @@ func TestMembers(t *testing.T) {
 			}
 
 			code, body, _ = st.call(bob, "GET", "/api/v1/audit", nil)
-			var audit struct{ Items []struct{ Action, Resource string } }
+			var audit struct {
+				Items []struct{ Action, Resource string }
+			}
 			if err := json.Unmarshal(body, &audit); code != 200 || err != nil {
 				t.Fatalf("audit: %d %s", code, body)
 			}
