@@ -67,6 +67,9 @@ type User struct {
 	Email     string
 	Role      Role
 	CreatedAt time.Time
+	// RemovedAt is when an admin removed the user from the organisation;
+	// a removed user is refused authentication. Nil for a member.
+	RemovedAt *time.Time
 }
 
 // APIToken is a stored API token. The token itself is never stored: only the
@@ -127,12 +130,17 @@ type UserStore interface {
 	// GetUserByEmail returns the user with the email (compared
 	// case-insensitively); not_found when absent.
 	GetUserByEmail(ctx context.Context, email string) (User, error)
-	// ListUsers returns a page of the org's users by email, and the next
-	// page's cursor ("" at the end); invalid for a bad cursor.
+	// ListUsers returns a page of the org's users by email, removed ones
+	// left out, and the next page's cursor ("" at the end); invalid for a
+	// bad cursor.
 	ListUsers(ctx context.Context, orgID string, page Page) ([]User, string, error)
 	// SetUserRole changes the role of the org's user; not_found when the
 	// user is absent or another org's; invalid for an unknown role.
 	SetUserRole(ctx context.Context, orgID, userID string, role Role) error
+	// RemoveUser marks the org's user removed at the time given, which
+	// ListUsers then leaves out; not_found when the user is absent or
+	// another org's, conflict when removed already.
+	RemoveUser(ctx context.Context, orgID, userID string, at time.Time) error
 }
 
 // TokenStore keeps API tokens.

@@ -64,25 +64,27 @@ func (s *Identity) GetOrgByName(ctx context.Context, name string) (ports.Org, er
 }
 
 type userRow struct {
-	ID        string    `db:"id"`
-	OrgID     string    `db:"org_id"`
-	Email     string    `db:"email"`
-	Role      string    `db:"role"`
-	CreatedAt timestamp `db:"created_at"`
+	ID        string     `db:"id"`
+	OrgID     string     `db:"org_id"`
+	Email     string     `db:"email"`
+	Role      string     `db:"role"`
+	CreatedAt timestamp  `db:"created_at"`
+	RemovedAt *timestamp `db:"removed_at"`
 }
 
 func (r userRow) user() ports.User {
-	return ports.User{ID: r.ID, OrgID: r.OrgID, Email: r.Email, Role: ports.Role(r.Role), CreatedAt: time.Time(r.CreatedAt)}
+	return ports.User{ID: r.ID, OrgID: r.OrgID, Email: r.Email, Role: ports.Role(r.Role), CreatedAt: time.Time(r.CreatedAt),
+		RemovedAt: r.RemovedAt.timePtr()}
 }
 
-const userColumns = "id, org_id, email, role, created_at"
+const userColumns = "id, org_id, email, role, created_at, removed_at"
 
 // CreateUser implements ports.UserStore. It stores the email lower-cased.
 func (s *Identity) CreateUser(ctx context.Context, user ports.User) error {
 	email := strings.ToLower(user.Email)
 	_, err := s.db.write(ctx).exec(ctx,
-		"INSERT INTO users ("+userColumns+") VALUES (?, ?, ?, ?, ?)",
-		user.ID, user.OrgID, email, string(user.Role), timestamp(user.CreatedAt))
+		"INSERT INTO users ("+userColumns+") VALUES (?, ?, ?, ?, ?, ?)",
+		user.ID, user.OrgID, email, string(user.Role), timestamp(user.CreatedAt), timestampPtr(user.RemovedAt))
 	return storeErr(err, "user "+email, "org "+user.OrgID)
 }
 
@@ -104,7 +106,7 @@ func (s *Identity) GetUserByEmail(ctx context.Context, email string) (ports.User
 // ListUsers implements ports.UserStore, by email then id; page.Limit
 // defaults to 50 and is capped at 200.
 func (s *Identity) ListUsers(ctx context.Context, orgID string, page ports.Page) ([]ports.User, string, error) {
-	rows, next, err := listPage(ctx, s.db.read(ctx), "SELECT "+userColumns+" FROM users WHERE org_id = ?", []any{orgID}, page,
+	rows, next, err := listPage(ctx, s.db.read(ctx), "SELECT "+userColumns+" FROM users WHERE org_id = ? AND removed_at IS NULL", []any{orgID}, page,
 		keyset[userRow]{key: "email", id: "id", last: func(r userRow) (string, string) { return r.Email, r.ID }})
 	if err != nil {
 		return nil, "", storeErr(err, "users of org "+orgID, "")
@@ -129,6 +131,23 @@ func (s *Identity) SetUserRole(ctx context.Context, orgID, userID string, role p
 		return ports.NotFound("user", userID)
 	}
 	return nil
+}
+
+// RemoveUser implements ports.UserStore.
+func (s *Identity) RemoveUser(ctx context.Context, orgID, userID string, at time.Time) error {
+	c := s.db.write(ctx)
+	n, err := c.exec(ctx, "UPDATE users SET removed_at = ? WHERE id = ? AND org_id = ? AND removed_at IS NULL", timestamp(at), userID, orgID)
+	if err != nil {
+		return storeErr(err, "user "+userID, "")
+	}
+	if n > 0 {
+		return nil
+	}
+	var r userRow
+	if err := c.get(ctx, &r, "SELECT "+userColumns+" FROM users WHERE id = ? AND org_id = ?", userID, orgID); err != nil {
+		return storeErr(err, "user "+userID, "")
+	}
+	return ports.Errorf(ports.KindConflict, "user %s was removed already", userID)
 }
 
 type tokenRow struct {
@@ -169,19 +188,21 @@ func (s *Identity) CreateToken(ctx context.Context, t ports.APIToken) error {
 func (s *Identity) GetTokenByHash(ctx context.Context, hash []byte) (ports.APIToken, ports.User, error) {
 	var r struct {
 		tokenRow
-		UserOrgID     string    `db:"user_org_id"`
-		UserEmail     string    `db:"user_email"`
-		UserRole      string    `db:"user_role"`
-		UserCreatedAt timestamp `db:"user_created_at"`
+		UserOrgID     string     `db:"user_org_id"`
+		UserEmail     string     `db:"user_email"`
+		UserRole      string     `db:"user_role"`
+		UserCreatedAt timestamp  `db:"user_created_at"`
+		UserRemovedAt *timestamp `db:"user_removed_at"`
 	}
 	err := s.db.read(ctx).get(ctx, &r, `SELECT t.id, t.user_id, t.org_id, t.name, t.prefix, t.hash, t.created_at,
 			t.expires_at, t.last_used_at, t.revoked_at,
-			u.org_id AS user_org_id, u.email AS user_email, u.role AS user_role, u.created_at AS user_created_at
+			u.org_id AS user_org_id, u.email AS user_email, u.role AS user_role, u.created_at AS user_created_at,
+			u.removed_at AS user_removed_at
 		FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`, hash)
 	if err != nil {
 		return ports.APIToken{}, ports.User{}, storeErr(err, "token", "")
 	}
-	user := userRow{ID: r.UserID, OrgID: r.UserOrgID, Email: r.UserEmail, Role: r.UserRole, CreatedAt: r.UserCreatedAt}
+	user := userRow{ID: r.UserID, OrgID: r.UserOrgID, Email: r.UserEmail, Role: r.UserRole, CreatedAt: r.UserCreatedAt, RemovedAt: r.UserRemovedAt}
 	return r.token(), user.user(), nil
 }
 

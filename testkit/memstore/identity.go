@@ -80,6 +80,7 @@ func (s *Store) CreateUser(ctx context.Context, user ports.User) error {
 		return ports.Errorf(ports.KindConflict, "email %q is taken", user.Email)
 	}
 	user.CreatedAt = utc(user.CreatedAt)
+	user.RemovedAt = utcPtr(user.RemovedAt)
 	put(ctx, s, s.identity.users, user.ID, user)
 	return nil
 }
@@ -119,7 +120,7 @@ func (s *Store) ListUsers(_ context.Context, orgID string, page ports.Page) ([]p
 	defer s.lock()()
 	var users []ports.User
 	for _, u := range s.identity.users {
-		if u.OrgID == orgID {
+		if u.OrgID == orgID && u.RemovedAt == nil {
 			users = append(users, u)
 		}
 	}
@@ -138,6 +139,22 @@ func (s *Store) SetUserRole(ctx context.Context, orgID, userID string, role port
 		return ports.NotFound("user", userID)
 	}
 	u.Role = role
+	put(ctx, s, s.identity.users, u.ID, u)
+	return nil
+}
+
+// RemoveUser marks the org's user removed at the time given; not_found
+// when the user is absent or another org's, conflict when removed already.
+func (s *Store) RemoveUser(ctx context.Context, orgID, userID string, at time.Time) error {
+	defer s.lock()()
+	u, ok := s.identity.users[userID]
+	if !ok || u.OrgID != orgID {
+		return ports.NotFound("user", userID)
+	}
+	if u.RemovedAt != nil {
+		return ports.Errorf(ports.KindConflict, "user %s was removed already", userID)
+	}
+	u.RemovedAt = utcPtr(&at)
 	put(ctx, s, s.identity.users, u.ID, u)
 	return nil
 }

@@ -338,6 +338,44 @@ func (c *MockUserStoreListUsersCall) DoAndReturn(f func(context.Context, string,
 	return c
 }
 
+// RemoveUser mocks base method.
+func (m *MockUserStore) RemoveUser(ctx context.Context, orgID, userID string, at time.Time) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "RemoveUser", ctx, orgID, userID, at)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// RemoveUser indicates an expected call of RemoveUser.
+func (mr *MockUserStoreMockRecorder) RemoveUser(ctx, orgID, userID, at any) *MockUserStoreRemoveUserCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "RemoveUser", reflect.TypeOf((*MockUserStore)(nil).RemoveUser), ctx, orgID, userID, at)
+	return &MockUserStoreRemoveUserCall{Call: call}
+}
+
+// MockUserStoreRemoveUserCall wrap *gomock.Call
+type MockUserStoreRemoveUserCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockUserStoreRemoveUserCall) Return(arg0 error) *MockUserStoreRemoveUserCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockUserStoreRemoveUserCall) Do(f func(context.Context, string, string, time.Time) error) *MockUserStoreRemoveUserCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockUserStoreRemoveUserCall) DoAndReturn(f func(context.Context, string, string, time.Time) error) *MockUserStoreRemoveUserCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // SetUserRole mocks base method.
 func (m *MockUserStore) SetUserRole(ctx context.Context, orgID, userID string, role ports.Role) error {
 	m.ctrl.T.Helper()

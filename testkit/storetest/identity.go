@@ -34,6 +34,7 @@ func TestIdentity(t *testing.T, newStores func(t *testing.T) IdentityStores) {
 		{"UserMissingOrg", testUserMissingOrg},
 		{"ListUsers", testListUsers},
 		{"SetUserRole", testSetUserRole},
+		{"RemoveUser", testRemoveUser},
 		{"TokenRoundTrip", testTokenRoundTrip},
 		{"TokenNotFound", testTokenNotFound},
 		{"TokenHashConflict", testTokenHashConflict},
@@ -255,6 +256,33 @@ func testSetUserRole(t *testing.T, s IdentityStores) {
 	}
 }
 
+func testRemoveUser(t *testing.T, s IdentityStores) {
+	ctx := t.Context()
+	f := newFixture(t, s)
+	stays := mustCreateUser(t, s, newUser(f.org.ID))
+	at := base.Add(time.Hour).Truncate(time.Microsecond) // what the databases keep
+	if err := s.Users.RemoveUser(ctx, f.org.ID, f.user.ID, at); err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.Users.GetUser(ctx, f.user.ID)
+	if err != nil || u.RemovedAt == nil || !u.RemovedAt.Equal(at) {
+		t.Fatalf("the removed user: %+v, %v", u, err)
+	}
+	if _, tu, err := s.Tokens.GetTokenByHash(ctx, f.token.Hash); err != nil || tu.RemovedAt == nil || !tu.RemovedAt.Equal(at) {
+		t.Fatalf("the removed user's token's user: %+v, %v", tu, err)
+	}
+	users, _, err := s.Users.ListUsers(ctx, f.org.ID, ports.Page{})
+	if err != nil || len(users) != 1 || users[0].ID != stays.ID || users[0].RemovedAt != nil {
+		t.Fatalf("ListUsers after a removal: %+v, %v", users, err)
+	}
+	checkErr(t, "RemoveUser twice", s.Users.RemoveUser(ctx, f.org.ID, f.user.ID, at), ports.ErrConflict)
+	checkErr(t, "RemoveUser of another org's user", s.Users.RemoveUser(ctx, newID(), stays.ID, at), ports.ErrNotFound)
+	checkErr(t, "RemoveUser of no user", s.Users.RemoveUser(ctx, f.org.ID, newID(), at), ports.ErrNotFound)
+	if u, _ := s.Users.GetUser(ctx, stays.ID); u.RemovedAt != nil {
+		t.Fatalf("a refused removal removed: %+v", u)
+	}
+}
+
 func testUserEmailConflict(t *testing.T, s IdentityStores) {
 	org := mustCreateOrg(t, s, newOrg())
 	user := newUser(org.ID)
@@ -382,7 +410,7 @@ func testRevokeToken(t *testing.T, s IdentityStores) {
 	ctx := t.Context()
 	f := newFixture(t, s)
 	other := newFixture(t, s)
-	at := base.Add(time.Hour)
+	at := base.Add(time.Hour).Truncate(time.Microsecond) // what the databases keep
 
 	checkErr(t, "RevokeToken of another org's token", s.Tokens.RevokeToken(ctx, other.org.ID, f.token.ID, at), ports.ErrNotFound)
 	checkErr(t, "RevokeToken of a missing token", s.Tokens.RevokeToken(ctx, f.org.ID, newID(), at), ports.ErrNotFound)
