@@ -175,6 +175,8 @@ func (s *Service) userByEmail(ctx context.Context, org ports.Org, email string, 
 	switch {
 	case err == nil && user.OrgID != org.ID:
 		return ports.User{}, ports.Errorf(ports.KindConflict, "user %s belongs to another organisation", email)
+	case err == nil && user.RemovedAt != nil:
+		return ports.User{}, ports.Errorf(ports.KindConflict, "user %s was removed from the organisation", email)
 	case !errors.Is(err, ports.ErrNotFound):
 		return user, err
 	}
@@ -219,7 +221,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (ports.Princip
 	if err != nil {
 		return ports.Principal{}, err
 	}
-	if rec.Status(now) != ports.TokenActive {
+	if rec.Status(now) != ports.TokenActive || user.RemovedAt != nil {
 		return ports.Principal{}, errBadToken
 	}
 	e := cachedPrincipal{

@@ -8,8 +8,11 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// AuditMemberRole is the audit action of a member's role changed.
-const AuditMemberRole = "member.role"
+// The audit actions of members.
+const (
+	AuditMemberRole   = "member.role"
+	AuditMemberRemove = "member.remove"
+)
 
 // CodeLastAdmin (conflict) refuses to leave an organisation without an
 // admin.
@@ -83,6 +86,71 @@ func (s *Service) SetMemberRole(ctx context.Context, userID string, role ports.R
 	}
 	s.forgetUser(ctx, p.OrgID, userID)
 	return out, nil
+}
+
+// RemoveMember removes the organisation's user userID; for admins. Every
+// token of theirs is revoked in the same transaction, so it is refused at
+// once on every replica that watches revocations (PostgreSQL), and the user
+// is refused authentication from then on; their records stay. It is
+// audited. Errors: forbidden for a member; not_found for a user that is
+// absent, another organisation's or removed already; conflict (code
+// last_admin) for the organisation's last admin.
+func (s *Service) RemoveMember(ctx context.Context, userID string) error {
+	p, err := requireAdmin(ctx, "remove a member")
+	if err != nil {
+		return err
+	}
+	notFound := ports.NotFound("member", userID)
+	if !ports.IsID(userID) {
+		return notFound
+	}
+	now := s.d.Clock.Now()
+	var revoked []string
+	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		u, err := s.d.Users.GetUser(ctx, userID)
+		if err != nil {
+			return err
+		}
+		if u.OrgID != p.OrgID || u.RemovedAt != nil {
+			return notFound
+		}
+		if u.Role == ports.RoleAdmin {
+			admins, err := s.countAdmins(ctx, p.OrgID)
+			if err != nil {
+				return err
+			}
+			if admins <= 1 {
+				return &ports.Error{Kind: ports.KindConflict, Code: CodeLastAdmin,
+					Message: fmt.Sprintf("%s is the organisation's last admin; make another member an admin first", u.Email)}
+			}
+		}
+		if err := s.d.Users.RemoveUser(ctx, p.OrgID, userID, now); err != nil {
+			return err
+		}
+		tokens, err := s.d.Tokens.ListTokens(ctx, p.OrgID, userID)
+		if err != nil {
+			return err
+		}
+		revoked = revoked[:0]
+		for _, t := range tokens {
+			if t.RevokedAt != nil {
+				continue
+			}
+			if err := s.d.Tokens.RevokeToken(ctx, p.OrgID, t.ID, now); err != nil {
+				return err
+			}
+			revoked = append(revoked, t.ID)
+		}
+		args, _ := json.Marshal(map[string]any{"email": u.Email, "tokens_revoked": len(revoked)})
+		return s.audit(ctx, p, AuditMemberRemove, "user/"+userID, args, now)
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range revoked {
+		s.cache.forget(id)
+	}
+	return nil
 }
 
 // countAdmins counts the organisation's admins.

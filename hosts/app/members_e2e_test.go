@@ -5,9 +5,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"go.uber.org/fx"
+
+	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/hosts/app"
 )
 
 // TestMembers: an organisation's admin lists its members and changes their
@@ -98,6 +103,93 @@ func TestMembers(t *testing.T) {
 			}
 			if want := []string{"member.role user/" + leadID, "member.role user/" + bobID}; !slices.Equal(got, want) {
 				t.Fatalf("audit %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestMemberRemovedOnEveryReplica: two serve processes on one database;
+// both have just authenticated a member (and cached it); an admin removes
+// the member on one, and the member's next request is 401 on both, their
+// tokens revoked and the email refused a new token. On PostgreSQL the
+// other replica hears of the revocation at once; SQLite runs one process
+// in production, and here its second replica is only held to its cache's
+// few seconds.
+func TestMemberRemovedOnEveryReplica(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			vars := map[string]string{
+				app.EnvSecretKey:   validKey,
+				app.EnvDatabaseURL: sqlstoretest.URL(t, d),
+				app.EnvDataDir:     t.TempDir(),
+				app.EnvHTTPAddr:    "127.0.0.1:0",
+			}
+			migrateDB(t, vars)
+			var id *identity.Service
+			one := &stack{t: t}
+			one.base = startProcess(t, app.ModeServe, vars, fx.Populate(&id))
+			one.id = id
+			two := &stack{t: t, id: id, base: startProcess(t, app.ModeServe, vars)}
+			lead, carol := one.admin("lead@example.com"), one.token("carol@example.com")
+			replicas := []*stack{one, two}
+			for i, st := range replicas {
+				if code, _, _ := st.call(carol, "GET", "/api/v1/me", nil); code != 200 {
+					t.Fatalf("carol on replica %d before: %d", i+1, code)
+				}
+			}
+			code, body, _ := one.call(lead, "GET", "/api/v1/members", nil)
+			var members struct{ Items []struct{ ID, Email string } }
+			if err := json.Unmarshal(body, &members); code != 200 || err != nil {
+				t.Fatalf("members: %d %s", code, body)
+			}
+			var carolID string
+			for _, m := range members.Items {
+				if m.Email == "carol@example.com" {
+					carolID = m.ID
+				}
+			}
+			if code, body, _ := two.call(lead, "DELETE", "/api/v1/members/"+carolID, nil); code != 204 {
+				t.Fatalf("remove carol on replica 2: %d %s", code, body)
+			}
+			deadline := time.Now().Add(time.Second) // PostgreSQL: NOTIFY reaches the other replica at once
+			if d == sqlstore.DialectSQLite {
+				deadline = time.Now().Add(10 * time.Second) // the cache's DEVPILOT_AUTH_CACHE_TTL (5 s)
+			}
+			for i, st := range replicas {
+				for {
+					code, _, _ := st.call(carol, "GET", "/api/v1/me", nil)
+					if code == 401 {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("carol on replica %d after her removal: %d, want 401", i+1, code)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			if code, _, _ := one.call(lead, "DELETE", "/api/v1/members/"+carolID, nil); code != 404 {
+				t.Fatalf("removing carol twice: %d", code)
+			}
+			code, body, _ = one.call(lead, "GET", "/api/v1/members", nil)
+			if code != 200 || strings.Contains(string(body), "carol@") {
+				t.Fatalf("members after the removal: %d %s", code, body)
+			}
+			if _, err := id.IssueToken(t.Context(), identity.IssueTokenInput{Email: "carol@example.com", OrgName: "acme"}); err == nil {
+				t.Fatal("a removed member was issued a token")
+			}
+			leadID := ""
+			for _, m := range members.Items {
+				if m.Email == "lead@example.com" {
+					leadID = m.ID
+				}
+			}
+			if code, body, _ := one.call(lead, "DELETE", "/api/v1/members/"+leadID, nil); code != 409 || !strings.Contains(string(body), "last_admin") {
+				t.Fatalf("removing the last admin: %d %s", code, body)
+			}
+			code, body, _ = one.call(lead, "GET", "/api/v1/audit", nil)
+			if code != 200 || !strings.Contains(string(body), `"action":"member.remove"`) || !strings.Contains(string(body), `"tokens_revoked":1`) {
+				t.Fatalf("audit: %d %s", code, body)
 			}
 		})
 	}

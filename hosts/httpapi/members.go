@@ -13,12 +13,22 @@ import (
 type Membership interface {
 	Members(ctx context.Context, page ports.Page) ([]ports.User, string, error)
 	SetMemberRole(ctx context.Context, userID string, role ports.Role) (ports.User, error)
+	RemoveMember(ctx context.Context, userID string) error
 }
 
 // memberRoutes serve the organisation's members to its admins.
 func (s *Server) memberRoutes() {
 	s.handle(http.MethodGet, "/api/v1/members", s.listMembers)
 	s.handle(http.MethodPatch, "/api/v1/members/:user_id", s.updateMember)
+	s.handle(http.MethodDelete, "/api/v1/members/:user_id", s.removeMember)
+}
+
+func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) error {
+	if err := s.d.Members.RemoveMember(r.Context(), pathParam(r, "user_id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 type memberJSON struct {
