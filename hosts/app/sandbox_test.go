@@ -22,6 +22,7 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
+	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/hosts/app"
 	"github.com/devpilot/devpilot/hosts/sandbox"
 )
@@ -150,6 +151,8 @@ type sandboxHost struct {
 	sb   *sandbox.Sandbox
 	logs *sandboxLogs
 	stop func()
+	// id is the running app's identity service, to issue tokens with.
+	id *identity.Service
 }
 
 // startSandbox starts run mode on dataDir (and dbURL, "" for the embedded
@@ -174,7 +177,7 @@ func startSandbox(t *testing.T, dataDir, dbURL string) *sandboxHost {
 		t.Fatal(err)
 	}
 	h.sb = sb
-	fxApp := fx.New(app.Options(cfg, logger))
+	fxApp := fx.New(app.Options(cfg, logger), fx.Populate(&h.id))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := fxApp.Start(ctx); err != nil {

@@ -11,8 +11,9 @@ import * as cloud from './pages/cloud.js';
 import * as content from './pages/content.js';
 import * as repos from './pages/repos.js';
 import * as tokens from './pages/tokens.js';
+import * as members from './pages/members.js';
 
-const pages = { chat, specs, cloud, content, repos, tokens };
+const pages = { chat, specs, cloud, content, repos, tokens, members };
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
 let leave = null;
