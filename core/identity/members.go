@@ -64,15 +64,8 @@ func (s *Service) SetMemberRole(ctx context.Context, userID string, role ports.R
 		if u.Role == role {
 			return nil
 		}
-		if u.Role == ports.RoleAdmin {
-			admins, err := s.countAdmins(ctx, p.OrgID)
-			if err != nil {
-				return err
-			}
-			if admins <= 1 {
-				return &ports.Error{Kind: ports.KindConflict, Code: CodeLastAdmin,
-					Message: fmt.Sprintf("%s is the organisation's last admin; make another member an admin first", u.Email)}
-			}
+		if err := s.notLastAdmin(ctx, u); err != nil {
+			return err
 		}
 		if err := s.d.Users.SetUserRole(ctx, p.OrgID, userID, role); err != nil {
 			return err
@@ -114,15 +107,8 @@ func (s *Service) RemoveMember(ctx context.Context, userID string) error {
 		if u.OrgID != p.OrgID || u.RemovedAt != nil {
 			return notFound
 		}
-		if u.Role == ports.RoleAdmin {
-			admins, err := s.countAdmins(ctx, p.OrgID)
-			if err != nil {
-				return err
-			}
-			if admins <= 1 {
-				return &ports.Error{Kind: ports.KindConflict, Code: CodeLastAdmin,
-					Message: fmt.Sprintf("%s is the organisation's last admin; make another member an admin first", u.Email)}
-			}
+		if err := s.notLastAdmin(ctx, u); err != nil {
+			return err
 		}
 		if err := s.d.Users.RemoveUser(ctx, p.OrgID, userID, now); err != nil {
 			return err
@@ -149,6 +135,23 @@ func (s *Service) RemoveMember(ctx context.Context, userID string) error {
 	}
 	for _, id := range revoked {
 		s.cache.forget(id)
+	}
+	return nil
+}
+
+// notLastAdmin returns nil unless u is their organisation's last admin,
+// and then the conflict (code last_admin) that refuses to lose them.
+func (s *Service) notLastAdmin(ctx context.Context, u ports.User) error {
+	if u.Role != ports.RoleAdmin {
+		return nil
+	}
+	admins, err := s.countAdmins(ctx, u.OrgID)
+	if err != nil {
+		return err
+	}
+	if admins <= 1 {
+		return &ports.Error{Kind: ports.KindConflict, Code: CodeLastAdmin,
+			Message: fmt.Sprintf("%s is the organisation's last admin; make another member an admin first", u.Email)}
 	}
 	return nil
 }
