@@ -1,12 +1,9 @@
 package worker_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/riverqueue/river"
 
 	"github.com/devpilot/devpilot/adapters/github"
 	"github.com/devpilot/devpilot/adapters/queue"
@@ -55,25 +52,7 @@ func TestProcessDeliveryJobs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := queue.Migrate(ctx, db, nil); err != nil {
-			t.Fatal(err)
-		}
-		q, err := queue.New(db, queue.Config{Workers: workers})
-		if err != nil {
-			t.Fatal(err)
-		}
-		events, unsubscribe := q.Client().Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
-		defer unsubscribe()
-		if err := q.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			stopCtx, cancel := context.WithTimeout(context.Background(), waitFor)
-			defer cancel()
-			if err := q.Stop(stopCtx); err != nil {
-				t.Errorf("Stop: %v", err)
-			}
-		})
+		q, events := startWorkingQueue(t, db, queue.Config{Workers: workers})
 
 		repo := fakegithub.HookRepo{ID: 4242, Owner: fakegithub.HookUser{Login: "acme", ID: 1}, Name: "web"}
 		push := func(msg string) []byte {

@@ -1,11 +1,8 @@
 package worker_test
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"github.com/riverqueue/river"
 
 	"github.com/devpilot/devpilot/adapters/queue"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
@@ -63,25 +60,7 @@ func TestPruneIdempotencyJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := queue.Migrate(ctx, db, nil); err != nil {
-			t.Fatal(err)
-		}
-		q, err := queue.New(db, queue.Config{Workers: workers})
-		if err != nil {
-			t.Fatal(err)
-		}
-		events, unsubscribe := q.Client().Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
-		defer unsubscribe()
-		if err := q.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			stopCtx, cancel := context.WithTimeout(context.Background(), waitFor)
-			defer cancel()
-			if err := q.Stop(stopCtx); err != nil {
-				t.Errorf("Stop: %v", err)
-			}
-		})
+		q, events := startWorkingQueue(t, db, queue.Config{Workers: workers})
 		if err := q.Enqueue(ctx, worker.PruneIdempotencyArgs{}, ports.EnqueueOptions{}); err != nil {
 			t.Fatal(err)
 		}

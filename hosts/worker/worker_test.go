@@ -83,25 +83,7 @@ func TestPruneTokensJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := queue.Migrate(ctx, db, nil); err != nil {
-			t.Fatal(err)
-		}
-		q, err := queue.New(db, queue.Config{Workers: workers})
-		if err != nil {
-			t.Fatal(err)
-		}
-		events, unsubscribe := q.Client().Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
-		defer unsubscribe()
-		if err := q.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			stopCtx, cancel := context.WithTimeout(context.Background(), waitFor)
-			defer cancel()
-			if err := q.Stop(stopCtx); err != nil {
-				t.Errorf("Stop: %v", err)
-			}
-		})
+		q, events := startWorkingQueue(t, db, queue.Config{Workers: workers})
 
 		if err := q.Enqueue(ctx, identity.PruneTokensArgs{}, ports.EnqueueOptions{}); err != nil {
 			t.Fatal(err)
@@ -122,6 +104,33 @@ func TestPruneTokensJob(t *testing.T) {
 
 // waitForJob waits for the completion of a job of the kind, failing the test
 // when one fails or none completes in time.
+// startWorkingQueue migrates the queue's tables on db, starts a queue that
+// works jobs as cfg says, and returns it with the events of its jobs'
+// completions and failures; it is stopped when the test ends.
+func startWorkingQueue(t *testing.T, db *sqlstore.DB, cfg queue.Config) (*queue.Queue, <-chan *river.Event) {
+	t.Helper()
+	if err := queue.Migrate(t.Context(), db, nil); err != nil {
+		t.Fatal(err)
+	}
+	q, err := queue.New(db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, unsubscribe := q.Client().Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
+	t.Cleanup(unsubscribe)
+	if err := q.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), waitFor)
+		defer cancel()
+		if err := q.Stop(stopCtx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return q, events
+}
+
 func waitForJob(t *testing.T, events <-chan *river.Event, kind string) {
 	t.Helper()
 	timeout := time.After(waitFor)
@@ -283,31 +292,12 @@ func TestPeriodicJobsRunOnStart(t *testing.T) {
 	t.Parallel()
 	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
 		t.Parallel()
-		ctx := t.Context()
 		pruned := make(chan struct{}, 1)
 		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned), Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := queue.Migrate(ctx, db, nil); err != nil {
-			t.Fatal(err)
-		}
-		q, err := queue.New(db, queue.Config{Workers: workers, PeriodicJobs: worker.PeriodicJobs()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		events, unsubscribe := q.Client().Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
-		defer unsubscribe()
-		if err := q.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			stopCtx, cancel := context.WithTimeout(context.Background(), waitFor)
-			defer cancel()
-			if err := q.Stop(stopCtx); err != nil {
-				t.Errorf("Stop: %v", err)
-			}
-		})
+		_, events := startWorkingQueue(t, db, queue.Config{Workers: workers, PeriodicJobs: worker.PeriodicJobs()})
 		waitForJob(t, events, identity.PruneTokensArgs{}.Kind())
 		select {
 		case <-pruned:
