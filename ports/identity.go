@@ -25,6 +25,9 @@ type Principal struct {
 	OrgID   string
 	Role    Role
 	TokenID string // the API token that authenticated the call, if any
+	// Session is true when the call was authenticated by a console sign-in
+	// session (a cookie) rather than an API token.
+	Session bool
 }
 
 // IsAdmin reports whether the principal administers its organisation.
@@ -75,17 +78,36 @@ type User struct {
 // APIToken is a stored API token. The token itself is never stored: only the
 // SHA-256 of it (Hash) and a short non-secret Prefix for recognising it.
 type APIToken struct {
-	ID         string
-	UserID     string
-	OrgID      string
-	Name       string
-	Prefix     string
-	Hash       []byte
+	ID     string
+	UserID string
+	OrgID  string
+	Name   string
+	Prefix string
+	Hash   []byte
+	// Kind says what the secret is for: an API token ("" or TokenAPI) or a
+	// console sign-in session (TokenSession).
+	Kind       TokenKind
 	CreatedAt  time.Time
 	ExpiresAt  *time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
 }
+
+// TokenKind tells API tokens from console sign-in sessions, which are stored
+// alike (a hash, an expiry, a revocation) and so are revoked alike.
+type TokenKind string
+
+// The kinds of stored token.
+const (
+	// TokenAPI is a bearer token for API clients; the zero Kind means it too.
+	TokenAPI TokenKind = "api"
+	// TokenSession is a console sign-in session: its secret travels only in
+	// an HttpOnly cookie.
+	TokenSession TokenKind = "session"
+)
+
+// IsSession reports whether the token is a console sign-in session.
+func (t APIToken) IsSession() bool { return t.Kind == TokenSession }
 
 // TokenStatus says whether an API token still authenticates.
 type TokenStatus string

@@ -157,6 +157,7 @@ type tokenRow struct {
 	Name       string     `db:"name"`
 	Prefix     string     `db:"prefix"`
 	Hash       []byte     `db:"hash"`
+	Kind       string     `db:"kind"`
 	CreatedAt  timestamp  `db:"created_at"`
 	ExpiresAt  *timestamp `db:"expires_at"`
 	LastUsedAt *timestamp `db:"last_used_at"`
@@ -166,6 +167,7 @@ type tokenRow struct {
 func (r tokenRow) token() ports.APIToken {
 	return ports.APIToken{
 		ID: r.ID, UserID: r.UserID, OrgID: r.OrgID, Name: r.Name, Prefix: r.Prefix, Hash: r.Hash,
+		Kind:       ports.TokenKind(r.Kind),
 		CreatedAt:  time.Time(r.CreatedAt),
 		ExpiresAt:  r.ExpiresAt.timePtr(),
 		LastUsedAt: r.LastUsedAt.timePtr(),
@@ -173,13 +175,21 @@ func (r tokenRow) token() ports.APIToken {
 	}
 }
 
-const tokenColumns = "id, user_id, org_id, name, prefix, hash, created_at, expires_at, last_used_at, revoked_at"
+const tokenColumns = "id, user_id, org_id, name, prefix, hash, kind, created_at, expires_at, last_used_at, revoked_at"
+
+// tokenKind is the stored kind of a token: the zero Kind is an API token.
+func tokenKind(k ports.TokenKind) string {
+	if k == "" {
+		return string(ports.TokenAPI)
+	}
+	return string(k)
+}
 
 // CreateToken implements ports.TokenStore.
 func (s *Identity) CreateToken(ctx context.Context, t ports.APIToken) error {
 	_, err := s.db.write(ctx).exec(ctx,
-		"INSERT INTO api_tokens ("+tokenColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		t.ID, t.UserID, t.OrgID, t.Name, t.Prefix, t.Hash, timestamp(t.CreatedAt),
+		"INSERT INTO api_tokens ("+tokenColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		t.ID, t.UserID, t.OrgID, t.Name, t.Prefix, t.Hash, tokenKind(t.Kind), timestamp(t.CreatedAt),
 		timestampPtr(t.ExpiresAt), timestampPtr(t.LastUsedAt), timestampPtr(t.RevokedAt))
 	return storeErr(err, "token "+t.ID, "user "+t.UserID)
 }
@@ -194,7 +204,7 @@ func (s *Identity) GetTokenByHash(ctx context.Context, hash []byte) (ports.APITo
 		UserCreatedAt timestamp  `db:"user_created_at"`
 		UserRemovedAt *timestamp `db:"user_removed_at"`
 	}
-	err := s.db.read(ctx).get(ctx, &r, `SELECT t.id, t.user_id, t.org_id, t.name, t.prefix, t.hash, t.created_at,
+	err := s.db.read(ctx).get(ctx, &r, `SELECT t.id, t.user_id, t.org_id, t.name, t.prefix, t.hash, t.kind, t.created_at,
 			t.expires_at, t.last_used_at, t.revoked_at,
 			u.org_id AS user_org_id, u.email AS user_email, u.role AS user_role, u.created_at AS user_created_at,
 			u.removed_at AS user_removed_at

@@ -225,7 +225,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (ports.Princip
 		return ports.Principal{}, errBadToken
 	}
 	e := cachedPrincipal{
-		p:     ports.Principal{UserID: user.ID, OrgID: user.OrgID, Role: user.Role, TokenID: rec.ID},
+		p:     ports.Principal{UserID: user.ID, OrgID: user.OrgID, Role: user.Role, TokenID: rec.ID, Session: rec.IsSession()},
 		until: now.Add(s.d.CacheFor),
 	}
 	if rec.LastUsedAt != nil {

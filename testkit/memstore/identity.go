@@ -182,6 +182,9 @@ func (s *Store) CreateToken(ctx context.Context, token ports.APIToken) error {
 	}
 	token = cloneToken(token)
 	token.CreatedAt = utc(token.CreatedAt)
+	if token.Kind == "" {
+		token.Kind = ports.TokenAPI
+	}
 	put(ctx, s, s.identity.tokens, token.ID, token)
 	return nil
 }

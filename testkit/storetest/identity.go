@@ -141,6 +141,9 @@ func checkUser(t *testing.T, what string, got, want ports.User) {
 }
 
 func normToken(tok ports.APIToken) ports.APIToken {
+	if tok.Kind == "" {
+		tok.Kind = ports.TokenAPI // stored and read back as an API token
+	}
 	tok.CreatedAt = ms(tok.CreatedAt)
 	tok.ExpiresAt, tok.LastUsedAt, tok.RevokedAt = msPtr(tok.ExpiresAt), msPtr(tok.LastUsedAt), msPtr(tok.RevokedAt)
 	return tok
@@ -310,6 +313,12 @@ func testTokenRoundTrip(t *testing.T, s IdentityStores) {
 			tok.ExpiresAt = ptr(base.Add(90 * 24 * time.Hour))
 			tok.LastUsedAt = ptr(base.Add(time.Minute))
 			tok.RevokedAt = ptr(base.Add(time.Hour))
+			return tok
+		}(),
+		func() ports.APIToken {
+			tok := newToken(user)
+			tok.Kind = ports.TokenSession
+			tok.ExpiresAt = ptr(base.Add(12 * time.Hour))
 			return tok
 		}(),
 	} {
