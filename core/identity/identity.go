@@ -39,9 +39,13 @@ type Deps struct {
 	Tokens ports.TokenStore
 	// Audit, when set, records what users do to their tokens.
 	Audit ports.AuditStore
-	Tx    ports.Transactor
-	Clock ports.Clock
-	IDs   ports.IDs
+	// SignIn, when set, signs console users in through an OpenID Connect
+	// provider, admitting new users by SignInPolicy.
+	SignIn       ports.SignInProvider
+	SignInPolicy SignInPolicy
+	Tx           ports.Transactor
+	Clock        ports.Clock
+	IDs          ports.IDs
 	// Random is the source of token bytes; nil means crypto/rand.
 	Random io.Reader
 	// TouchEvery throttles last_used_at writes per token; zero means one minute.

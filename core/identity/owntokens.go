@@ -92,7 +92,7 @@ func (s *Service) CreateOwnToken(ctx context.Context, name string, ttl time.Dura
 		}
 		active := 0
 		for _, t := range have {
-			if t.Status(now) == ports.TokenActive {
+			if !t.IsSession() && t.Status(now) == ports.TokenActive {
 				active++
 			}
 		}
