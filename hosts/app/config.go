@@ -23,6 +23,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/secretbox"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/telemetry"
+	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/core/spec"
 	"github.com/devpilot/devpilot/hosts/httpapi"
 )
@@ -88,8 +89,11 @@ type Config struct {
 	Voice          VoiceConfig
 	// AWSEndpoint is AWS_ENDPOINT_URL, read here too so that it can be set
 	// through Load's getenv; the SDK also honours AWS_ENDPOINT_URL_<SERVICE>.
-	AWSEndpoint    string
-	GitHub         GitHubConfig
+	AWSEndpoint string
+	GitHub      GitHubConfig
+	// SignIn is the console's OpenID Connect sign-in (DEVPILOT_OIDC_*):
+	// off unless an issuer is set.
+	SignIn         SignInConfig
 	PublicURL      string
 	LogFormat      string
 	LogLevel       slog.Level
@@ -242,6 +246,21 @@ type GitHubConfig struct {
 	WebhookSecret string
 }
 
+// SignInConfig configures console sign-in through an OpenID Connect
+// provider. Issuer "" turns it off.
+type SignInConfig struct {
+	Issuer       string
+	ClientID     string
+	ClientSecret string
+	// RedirectURL is the callback registered with the provider; by default
+	// DEVPILOT_PUBLIC_URL + /auth/oidc/callback.
+	RedirectURL string
+	// GroupsClaim names the ID token claim listing the user's groups.
+	GroupsClaim string
+	// Policy admits new users by email domain or group, into one org.
+	Policy identity.SignInPolicy
+}
+
 // VoiceConfig configures realtime voice sessions and transcription.
 type VoiceConfig struct {
 	RealtimeModel   string
@@ -314,6 +333,20 @@ const (
 	EnvWorkerJobs     = "DEVPILOT_WORKER_CONCURRENCY"
 	EnvWorkerAddr     = "DEVPILOT_WORKER_ADDR"
 	EnvJobRescueAfter = "DEVPILOT_JOB_RESCUE_AFTER"
+)
+
+// The variables of SignInConfig.
+const (
+	EnvOIDCIssuer       = "DEVPILOT_OIDC_ISSUER"
+	EnvOIDCClientID     = "DEVPILOT_OIDC_CLIENT_ID"
+	EnvOIDCClientSecret = "DEVPILOT_OIDC_CLIENT_SECRET"
+	EnvOIDCRedirectURL  = "DEVPILOT_OIDC_REDIRECT_URL"
+	EnvOIDCGroupsClaim  = "DEVPILOT_OIDC_GROUPS_CLAIM"
+	EnvOIDCOrg          = "DEVPILOT_OIDC_ORG"
+	EnvOIDCDomains      = "DEVPILOT_OIDC_ALLOWED_DOMAINS"
+	EnvOIDCGroups       = "DEVPILOT_OIDC_ALLOWED_GROUPS"
+	EnvOIDCAdminGroups  = "DEVPILOT_OIDC_ADMIN_GROUPS"
+	EnvSessionTTL       = "DEVPILOT_SESSION_TTL"
 )
 
 // EnvSpecContextBudget is the variable of Config.SpecContextBudget, in
@@ -454,6 +487,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	if (c.GitHub.ClientID == "") != (c.GitHub.ClientSecret == "") {
 		r.fail(EnvGitHubClientID, "and "+EnvGitHubSecret+" must be set together")
 	}
+	c.SignIn = r.signIn(c.PublicURL)
 	logFormat := "text"
 	if mode == ModeServe || mode == ModeWorker {
 		logFormat = "json"
@@ -544,6 +578,52 @@ func (r *reader) origins(name string) []string {
 		return nil
 	}
 	return list
+}
+
+// list reads words separated by commas or spaces.
+func (r *reader) list(name string) []string {
+	return strings.FieldsFunc(r.getenv(name), func(c rune) bool { return c == ',' || c == ' ' || c == '\t' })
+}
+
+// signIn reads SignInConfig: all of it or none.
+func (r *reader) signIn(publicURL string) SignInConfig {
+	c := SignInConfig{
+		Issuer:       r.url(EnvOIDCIssuer),
+		ClientID:     r.str(EnvOIDCClientID, ""),
+		ClientSecret: r.str(EnvOIDCClientSecret, ""),
+		RedirectURL:  r.url(EnvOIDCRedirectURL),
+		GroupsClaim:  r.str(EnvOIDCGroupsClaim, "groups"),
+		Policy: identity.SignInPolicy{
+			Org:         r.str(EnvOIDCOrg, ""),
+			Domains:     r.list(EnvOIDCDomains),
+			Groups:      r.list(EnvOIDCGroups),
+			AdminGroups: r.list(EnvOIDCAdminGroups),
+			SessionTTL:  r.duration(EnvSessionTTL, identity.DefaultSessionTTL),
+		},
+	}
+	if c.Policy.SessionTTL < 5*time.Minute || c.Policy.SessionTTL > 30*24*time.Hour {
+		r.fail(EnvSessionTTL, "must be from 5m to 720h")
+	}
+	if c.Issuer == "" {
+		if c.ClientID != "" {
+			r.fail(EnvOIDCClientID, "is set without "+EnvOIDCIssuer)
+		}
+		return SignInConfig{}
+	}
+	if c.ClientID == "" {
+		r.fail(EnvOIDCIssuer, "needs "+EnvOIDCClientID+" (and usually "+EnvOIDCClientSecret+")")
+	}
+	if c.RedirectURL == "" {
+		if publicURL == "" {
+			r.fail(EnvOIDCIssuer, "needs "+EnvOIDCRedirectURL+" or "+EnvPublicURL+" for the callback's address")
+		}
+		c.RedirectURL = strings.TrimRight(publicURL, "/") + "/auth/oidc/callback"
+	}
+	admits := len(c.Policy.Domains)+len(c.Policy.Groups)+len(c.Policy.AdminGroups) > 0
+	if admits && c.Policy.Org == "" {
+		r.fail(EnvOIDCOrg, "is required to admit new users by "+EnvOIDCDomains+", "+EnvOIDCGroups+" or "+EnvOIDCAdminGroups)
+	}
+	return c
 }
 
 func (r *reader) str(name, def string) string {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
+	"github.com/devpilot/devpilot/adapters/oidc"
 	"github.com/devpilot/devpilot/adapters/queue"
 	"github.com/devpilot/devpilot/adapters/secretbox"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
@@ -193,12 +194,22 @@ type IdentityParams struct {
 	Config Config
 }
 
-// NewIdentity returns the identity service.
-func NewIdentity(p IdentityParams) *identity.Service {
-	return identity.New(identity.Deps{
+// NewIdentity returns the identity service, signing console users in
+// through the OpenID Connect provider when one is configured.
+func NewIdentity(p IdentityParams) (*identity.Service, error) {
+	d := identity.Deps{
 		Orgs: p.Orgs, Users: p.Users, Tokens: p.Tokens, Audit: p.Audit, Tx: p.Tx, Clock: p.Clock, IDs: p.IDs,
 		CacheFor: p.Config.AuthCacheTTL,
-	})
+	}
+	if c := p.Config.SignIn; c.Issuer != "" {
+		provider, err := oidc.New(oidc.Config{IssuerURL: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
+			RedirectURL: c.RedirectURL, GroupsClaim: c.GroupsClaim, Now: p.Clock.Now})
+		if err != nil {
+			return nil, err
+		}
+		d.SignIn, d.SignInPolicy = provider, c.Policy
+	}
+	return identity.New(d), nil
 }
 
 // QueueModule provides the JobQueue port: an insert-only River client, so
@@ -352,6 +363,8 @@ type HTTPParams struct {
 	Idempotency ports.IdempotencyStore
 	// Rates counts the requests of each user to the costly routes.
 	Rates ports.RateStore
+	// Cipher seals console sign-in attempts into a cookie.
+	Cipher ports.Cipher
 }
 
 // NewHTTPServer returns the HTTP API server bound to the app's lifecycle.
@@ -368,7 +381,8 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		ShutdownGrace:   p.Config.ShutdownGrace,
 		RateLimit:       p.Config.RateLimit,
 		RateWindow:      p.Config.RateWindow,
-	}, httpapi.Deps{Identity: p.Identity, Tokens: p.Identity, Members: p.Identity, AuditLog: p.Identity, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
+	}, httpapi.Deps{Identity: p.Identity, Tokens: p.Identity, Members: p.Identity, AuditLog: p.Identity,
+		SignIn: p.Identity, SignInSeal: p.Cipher, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
 		DemoToken: demoToken, Idempotency: p.Idempotency, Rates: p.Rates, Metrics: p.Metrics,
 		Tracer: p.Tracing.Provider(), Propagator: p.Tracing.Propagator()})

@@ -57,8 +57,12 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, meResponse{
-		User: meUser{ID: me.User.ID, Email: me.User.Email, Role: string(me.User.Role), CreatedAt: me.User.CreatedAt.UTC()},
-		Org:  meOrg{ID: me.Org.ID, Name: me.Org.Name, CreatedAt: me.Org.CreatedAt.UTC()},
-	})
+	return writeJSON(w, http.StatusOK, meOut(me.User, me.Org))
+}
+
+func meOut(u ports.User, o ports.Org) meResponse {
+	return meResponse{
+		User: meUser{ID: u.ID, Email: u.Email, Role: string(u.Role), CreatedAt: u.CreatedAt.UTC()},
+		Org:  meOrg{ID: o.ID, Name: o.Name, CreatedAt: o.CreatedAt.UTC()},
+	}
 }

@@ -240,6 +240,11 @@ const (
 // sets WWW-Authenticate and returns an unauthenticated Error; an Identity
 // fault (such as the database being down) is returned as it is, not as a 401.
 func (s *Server) authenticate(ctx context.Context, w http.ResponseWriter, r *http.Request) (ports.Principal, error) {
+	if r.Header.Get("Authorization") == "" && s.d.SignIn != nil {
+		if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+			return s.authenticateSession(ctx, w, r, c.Value)
+		}
+	}
 	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	token = strings.TrimLeft(token, " ")
 	switch {
@@ -254,13 +259,38 @@ func (s *Server) authenticate(ctx context.Context, w http.ResponseWriter, r *htt
 		return ports.Principal{}, &ports.Error{Kind: ports.KindUnauthenticated, Message: "malformed bearer token"}
 	}
 	p, err := s.d.Identity.Authenticate(ctx, token)
-	if err == nil && p.UserID == "" {
+	if err == nil && (p.UserID == "" || p.Session) { // a session's secret belongs in its cookie only
 		err = &ports.Error{Kind: ports.KindUnauthenticated, Message: "invalid token"}
 	}
 	if err != nil {
 		if ports.IsKind(err, ports.KindUnauthenticated) {
 			w.Header().Set("WWW-Authenticate", challengeInvalidToken)
 		}
+		return ports.Principal{}, err
+	}
+	return p, nil
+}
+
+// authenticateSession resolves a console session cookie within ctx: it
+// must hold a live session (not an API token), and a write must pass the
+// CSRF check.
+func (s *Server) authenticateSession(ctx context.Context, w http.ResponseWriter, r *http.Request, secret string) (ports.Principal, error) {
+	refused := func() (ports.Principal, error) {
+		w.Header().Set("WWW-Authenticate", challengeBearer)
+		http.SetCookie(w, sessionCookieFor("", time.Time{}))
+		return ports.Principal{}, &ports.Error{Kind: ports.KindUnauthenticated, Message: "your console session ended: sign in again"}
+	}
+	if !b64token(secret) {
+		return refused()
+	}
+	p, err := s.d.Identity.Authenticate(ctx, secret)
+	switch {
+	case ports.IsKind(err, ports.KindUnauthenticated), err == nil && (p.UserID == "" || !p.Session):
+		return refused()
+	case err != nil:
+		return ports.Principal{}, err
+	}
+	if err := s.checkCSRF(r, secret); err != nil {
 		return ports.Principal{}, err
 	}
 	return p, nil

@@ -50,6 +50,8 @@ type (
 	stubTokens    struct{ Tokens }
 	stubAuditLog  struct{ AuditLog }
 	stubMembers   struct{ Membership }
+	stubSignIn    struct{ SignIn }
+	stubCipher    struct{ ports.Cipher }
 	stubIdem      struct{ ports.IdempotencyStore }
 )
 
@@ -66,6 +68,7 @@ func fullServer() *Server {
 		Identity: stubIdentity{}, Ready: stubReadiness{},
 		Assistant: stubAssistant{}, Spec: stubSpec{}, Cloud: stubCloud{}, SCM: stubSCM{}, Content: stubContent{}, Voice: stubVoice{},
 		Usage: stubUsage{}, Tokens: stubTokens{}, AuditLog: stubAuditLog{}, Members: stubMembers{}, Idempotency: stubIdem{},
+		SignIn: stubSignIn{}, SignInSeal: stubCipher{},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 }

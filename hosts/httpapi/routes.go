@@ -55,6 +55,9 @@ func (s *Server) routes() {
 	if s.d.Members != nil {
 		s.memberRoutes()
 	}
+	if s.d.SignIn != nil {
+		s.signInRoutes()
+	}
 	if s.d.AuditLog != nil {
 		s.handle(http.MethodGet, "/api/v1/audit", s.listOrgAudit)
 	}

@@ -69,6 +69,13 @@ type Deps struct {
 	// AuditLog serves /api/v1/audit, the organisation's audit log for
 	// admins; nil leaves it out.
 	AuditLog AuditLog
+	// SignIn serves /auth: console sign-in through an OpenID Connect
+	// provider, sessions in an HttpOnly cookie, sign-out; nil leaves those
+	// routes out and accepts no session cookie. SignInSeal seals each
+	// sign-in attempt's state into a cookie, so that any replica can finish
+	// it; it is required with SignIn.
+	SignIn     SignIn
+	SignInSeal ports.Cipher
 	// Rates counts the requests of each user to the costly routes (chat,
 	// spec and content generation, transcription, voice sessions) against
 	// Config.RateLimit; nil sets no limit.
@@ -158,8 +165,10 @@ type Server struct {
 	registry *prometheus.Registry
 	metrics  *metrics
 	spans    *requestSpans // nil: tracing off
-	stopping chan struct{}
-	stopOnce sync.Once
+	// crossOrigin refuses cookie-authenticated writes from other origins.
+	crossOrigin *http.CrossOriginProtection
+	stopping    chan struct{}
+	stopOnce    sync.Once
 	// registered lists the routes as handle registered them (HEAD twins
 	// aside), for the test that holds openapi.json to the router.
 	registered []route
@@ -170,6 +179,9 @@ type Server struct {
 func New(cfg Config, d Deps) *Server {
 	if d.Identity == nil || d.Ready == nil {
 		panic("httpapi.New: Deps.Identity and Deps.Ready are required")
+	}
+	if d.SignIn != nil && d.SignInSeal == nil {
+		panic("httpapi.New: Deps.SignInSeal is required with Deps.SignIn")
 	}
 	return newServer(cfg, d, (*Server).routes)
 }
@@ -210,6 +222,10 @@ func newServer(cfg Config, d Deps, routes func(*Server)) *Server {
 		d:        d,
 		log:      d.Logger,
 		stopping: make(chan struct{}),
+	}
+	s.crossOrigin = http.NewCrossOriginProtection()
+	for _, o := range cfg.CORSOrigins {
+		_ = s.crossOrigin.AddTrustedOrigin(o) // a pattern such as https://*.example.com is not an origin: CORS alone covers it
 	}
 	s.registry, s.metrics = newMetrics(d.Metrics)
 	s.spans = newRequestSpans(d.Tracer, d.Propagator)
