@@ -246,14 +246,23 @@ type GitHubConfig struct {
 	WebhookSecret string
 }
 
+// SignInRedirectURL is the callback the identity provider sends browsers
+// back to: SignIn.RedirectURL, else PublicURL + /auth/oidc/callback.
+func (c Config) SignInRedirectURL() string {
+	if c.SignIn.RedirectURL != "" {
+		return c.SignIn.RedirectURL
+	}
+	return strings.TrimRight(c.PublicURL, "/") + "/auth/oidc/callback"
+}
+
 // SignInConfig configures console sign-in through an OpenID Connect
 // provider. Issuer "" turns it off.
 type SignInConfig struct {
 	Issuer       string
 	ClientID     string
 	ClientSecret string
-	// RedirectURL is the callback registered with the provider; by default
-	// DEVPILOT_PUBLIC_URL + /auth/oidc/callback.
+	// RedirectURL is the callback registered with the provider; "" means
+	// the public URL + /auth/oidc/callback (see Config.SignInRedirectURL).
 	RedirectURL string
 	// GroupsClaim names the ID token claim listing the user's groups.
 	GroupsClaim string
@@ -487,7 +496,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	if (c.GitHub.ClientID == "") != (c.GitHub.ClientSecret == "") {
 		r.fail(EnvGitHubClientID, "and "+EnvGitHubSecret+" must be set together")
 	}
-	c.SignIn = r.signIn(c.PublicURL)
+	c.SignIn = r.signIn(c.PublicURL, c.Sandbox)
 	logFormat := "text"
 	if mode == ModeServe || mode == ModeWorker {
 		logFormat = "json"
@@ -585,8 +594,9 @@ func (r *reader) list(name string) []string {
 	return strings.FieldsFunc(r.getenv(name), func(c rune) bool { return c == ',' || c == ' ' || c == '\t' })
 }
 
-// signIn reads SignInConfig: all of it or none.
-func (r *reader) signIn(publicURL string) SignInConfig {
+// signIn reads SignInConfig: all of it or none. Without a redirect URL,
+// the callback is on the public URL (the sandbox's is known once it runs).
+func (r *reader) signIn(publicURL string, sandbox bool) SignInConfig {
 	c := SignInConfig{
 		Issuer:       r.url(EnvOIDCIssuer),
 		ClientID:     r.str(EnvOIDCClientID, ""),
@@ -613,11 +623,8 @@ func (r *reader) signIn(publicURL string) SignInConfig {
 	if c.ClientID == "" {
 		r.fail(EnvOIDCIssuer, "needs "+EnvOIDCClientID+" (and usually "+EnvOIDCClientSecret+")")
 	}
-	if c.RedirectURL == "" {
-		if publicURL == "" {
-			r.fail(EnvOIDCIssuer, "needs "+EnvOIDCRedirectURL+" or "+EnvPublicURL+" for the callback's address")
-		}
-		c.RedirectURL = strings.TrimRight(publicURL, "/") + "/auth/oidc/callback"
+	if c.RedirectURL == "" && publicURL == "" && !sandbox {
+		r.fail(EnvOIDCIssuer, "needs "+EnvOIDCRedirectURL+" or "+EnvPublicURL+" for the callback's address")
 	}
 	admits := len(c.Policy.Domains)+len(c.Policy.Groups)+len(c.Policy.AdminGroups) > 0
 	if admits && c.Policy.Org == "" {

@@ -61,6 +61,13 @@ var browsers = make(chan struct{}, 2)
 // opened on its console, 1280×900 unless width and height are given.
 func startBrowser(t *testing.T, d sqlstore.Dialect, size ...int) *browser {
 	t.Helper()
+	return startBrowserWith(t, d, nil, size...)
+}
+
+// startBrowserWith is startBrowser on a stack whose environment also has
+// extra.
+func startBrowserWith(t *testing.T, d sqlstore.Dialect, extra map[string]string, size ...int) *browser {
+	t.Helper()
 	exe := chromiumPath(t)
 	browsers <- struct{}{}
 	t.Cleanup(func() { <-browsers })
@@ -68,7 +75,7 @@ func startBrowser(t *testing.T, d sqlstore.Dialect, size ...int) *browser {
 	if d == sqlstore.DialectPostgres {
 		dbURL = sqlstoretest.URL(t, d)
 	}
-	h := startSandbox(t, t.TempDir(), dbURL)
+	h := startSandboxWith(t, t.TempDir(), dbURL, extra)
 	width, height := 1280, 900
 	if len(size) == 2 {
 		width, height = size[0], size[1]

@@ -203,7 +203,7 @@ func NewIdentity(p IdentityParams) (*identity.Service, error) {
 	}
 	if c := p.Config.SignIn; c.Issuer != "" {
 		provider, err := oidc.New(oidc.Config{IssuerURL: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
-			RedirectURL: c.RedirectURL, GroupsClaim: c.GroupsClaim, Now: p.Clock.Now})
+			RedirectURL: p.Config.SignInRedirectURL(), GroupsClaim: c.GroupsClaim, Now: p.Clock.Now})
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -159,10 +160,17 @@ type sandboxHost struct {
 // default) with sandbox providers.
 func startSandbox(t *testing.T, dataDir, dbURL string) *sandboxHost {
 	t.Helper()
+	return startSandboxWith(t, dataDir, dbURL, nil)
+}
+
+// startSandboxWith is startSandbox with extra added to the environment.
+func startSandboxWith(t *testing.T, dataDir, dbURL string, extra map[string]string) *sandboxHost {
+	t.Helper()
 	vars := map[string]string{app.EnvDataDir: dataDir, app.EnvHTTPAddr: "127.0.0.1:0"}
 	if dbURL != "" {
 		vars[app.EnvDatabaseURL] = dbURL
 	}
+	maps.Copy(vars, extra)
 	cfg, err := app.Load(app.ModeRun, env(vars))
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Reques
 // URL on back's address and the sign-in cookie.
 func startSignIn(t *testing.T, start, back *stack) (callback string, attempt *http.Cookie) {
 	t.Helper()
-	resp, err := noRedirects.Get(start.base + "/auth/oidc/login?redirect_after=" + url.QueryEscape("/console/#/specs"))
+	resp, err := noRedirects.Get(start.base + "/auth/oidc/login?redirect_after=" + url.QueryEscape("/#/specs"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func signIn(t *testing.T, start, back *stack) browserSession {
 	t.Helper()
 	callback, attempt := startSignIn(t, start, back)
 	code, loc, c, body := finishSignIn(t, callback, attempt, false)
-	if code != http.StatusSeeOther || loc != "/console/#/specs" || c == nil {
+	if code != http.StatusSeeOther || loc != "/#/specs" || c == nil {
 		t.Fatalf("callback: %d %s %+v %s", code, loc, c, body)
 	}
 	if !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.Expires.IsZero() {
@@ -358,7 +358,7 @@ func TestOIDCSignInRefused(t *testing.T) {
 			// A browser is sent back to the console's sign-in page with the reason.
 			idp.SignInAs(fakeoidc.User{Email: "eve@example.org", EmailVerified: true})
 			callback, attempt := startSignIn(t, st, st)
-			if code, loc, c, _ := finishSignIn(t, callback, attempt, false); code != 303 || !strings.HasPrefix(loc, "/console/#/signin/failed/") || c != nil {
+			if code, loc, c, _ := finishSignIn(t, callback, attempt, false); code != 303 || !strings.HasPrefix(loc, "/#/signin/failed/") || c != nil {
 				t.Fatalf("a refused browser: %d %s", code, loc)
 			}
 

@@ -46,7 +46,7 @@ const (
 	// csrfHeader carries the CSRF token of a cookie-authenticated write.
 	csrfHeader = "X-CSRF-Token"
 	// consoleHome is where a sign-in lands without redirect_after.
-	consoleHome = "/console/"
+	consoleHome = "/"
 )
 
 // signInAAD binds sealed sign-in attempts to their purpose.
@@ -83,7 +83,7 @@ func (s *Server) authConfig(w http.ResponseWriter, _ *http.Request) error {
 func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request) error {
 	after := r.URL.Query().Get("redirect_after")
 	if !localPath(after) {
-		return ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "redirect_after", Reason: "must be a path on this site, such as /console/"})
+		return ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "redirect_after", Reason: "must be a path on this site, such as /#/specs"})
 	}
 	a := signInAttempt{State: rand.Text(), Nonce: rand.Text(), Verifier: oauth2.GenerateVerifier(), After: after,
 		Expires: time.Now().Add(signInTTL)}

@@ -46,6 +46,7 @@ type tokenJSON struct {
 	ID         string     `json:"id"`
 	Name       string     `json:"name"`
 	Prefix     string     `json:"prefix"`
+	Kind       string     `json:"kind"`
 	Status     string     `json:"status"`
 	CreatedAt  time.Time  `json:"created_at"`
 	ExpiresAt  *time.Time `json:"expires_at"`
@@ -61,7 +62,11 @@ func tokenOut(t ports.APIToken, now time.Time) tokenJSON {
 		v := p.UTC()
 		return &v
 	}
-	return tokenJSON{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Status: string(t.Status(now)), CreatedAt: t.CreatedAt.UTC(),
+	kind := ports.TokenAPI
+	if t.IsSession() {
+		kind = ports.TokenSession
+	}
+	return tokenJSON{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Kind: string(kind), Status: string(t.Status(now)), CreatedAt: t.CreatedAt.UTC(),
 		ExpiresAt: utc(t.ExpiresAt), LastUsedAt: utc(t.LastUsedAt), RevokedAt: utc(t.RevokedAt)}
 }
 

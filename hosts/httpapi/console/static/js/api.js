@@ -1,6 +1,9 @@
-// api.js: the console's one client of devpilot's HTTP API. The token lives in
-// sessionStorage and goes out only as the Authorization header; a problem+json
-// answer becomes a ProblemError; a 401 from any call returns to sign-in.
+// api.js: the console's one client of devpilot's HTTP API. A pasted API
+// token lives in sessionStorage and goes out only as the Authorization
+// header; after a sign-in through the identity provider the browser's
+// HttpOnly session cookie authenticates instead, and every write carries the
+// session's CSRF token. A problem+json answer becomes a ProblemError; a 401
+// from any call returns to sign-in.
 
 const KEY = 'devpilot.token';
 
@@ -9,6 +12,33 @@ export const token = {
   set: (t) => sessionStorage.setItem(KEY, t),
   clear: () => sessionStorage.removeItem(KEY),
 };
+
+// csrf is the CSRF token of the cookie session, when signed in by one.
+let csrf = null;
+
+// cookieSession returns the caller of the browser's session cookie
+// ({user, org, csrf_token}) and keeps its CSRF token, or null when there is
+// no live session.
+export async function cookieSession() {
+  const resp = await fetch('/auth/session', { headers: { Accept: 'application/json' } });
+  if (!resp.ok) { csrf = null; return null; }
+  const s = await resp.json();
+  csrf = s.csrf_token || null;
+  return s;
+}
+
+// signedInByCookie reports whether calls authenticate with the session cookie.
+export function signedInByCookie() { return !token.get() && csrf !== null; }
+
+// endCookieSession signs the cookie session out on the server.
+export async function endCookieSession() {
+  if (csrf === null) return;
+  try {
+    await fetch('/auth/logout', { method: 'POST', headers: { 'X-CSRF-Token': csrf } });
+  } finally {
+    csrf = null;
+  }
+}
 
 // ProblemError is a failed call: status, the problem's detail as the message,
 // and the whole problem (code, errors[]).
@@ -25,10 +55,11 @@ let unauthorized = () => {};
 // onUnauthorized sets what a 401 from any call does (app.js: back to sign-in).
 export function onUnauthorized(f) { unauthorized = f; }
 
-function headers(extra) {
+function headers(extra, method) {
   const h = new Headers(extra || {});
   const t = token.get();
   if (t) h.set('Authorization', 'Bearer ' + t);
+  else if (csrf && method && method !== 'GET' && method !== 'HEAD') h.set('X-CSRF-Token', csrf);
   return h;
 }
 
@@ -43,7 +74,7 @@ async function failure(resp) {
 // returns the JSON answer (null for 204). opts.headers adds headers;
 // opts.signal aborts.
 export async function api(method, path, body, opts = {}) {
-  const h = headers(opts.headers);
+  const h = headers(opts.headers, method);
   let payload;
   if (body instanceof FormData) {
     payload = body;
@@ -65,14 +96,14 @@ export async function api(method, path, body, opts = {}) {
 // resume from the last id it saw. opts: method (POST when body is given,
 // else GET), lastEventId, signal. A 204 (nothing to replay) resolves at once.
 export async function stream(path, body, onEvent, opts = {}) {
-  const h = headers({ Accept: 'text/event-stream' });
+  const method = opts.method || (body !== undefined ? 'POST' : 'GET');
+  const h = headers({ Accept: 'text/event-stream' }, method);
   if (opts.lastEventId) h.set('Last-Event-ID', String(opts.lastEventId));
   let payload;
   if (body !== undefined) {
     h.set('Content-Type', 'application/json');
     payload = JSON.stringify(body);
   }
-  const method = opts.method || (body !== undefined ? 'POST' : 'GET');
   const resp = await fetch(path, { method, headers: h, body: payload, signal: opts.signal });
   if (!resp.ok) throw await failure(resp);
   if (resp.status === 204 || !resp.body) return;

@@ -3,7 +3,7 @@
 // title and render(main, args), which may return a function to call when the
 // page is left (to stop a stream).
 
-import { api, token, onUnauthorized } from './api.js';
+import { api, token, onUnauthorized, cookieSession, endCookieSession } from './api.js';
 import { h, mount, button, errorBox, field, toast } from './ui.js';
 import * as chat from './pages/chat.js';
 import * as specs from './pages/specs.js';
@@ -21,9 +21,10 @@ let leave = null;
 // me is the signed-in caller ({user, org}), or null.
 export let me = null;
 
-function signOut() {
+async function signOut() {
   token.clear();
   me = null;
+  try { await endCookieSession(); } catch (_) { /* signed out anyway */ }
   location.hash = '#/signin';
 }
 
@@ -42,12 +43,12 @@ async function signIn(value) {
   location.hash = '#/chat';
 }
 
-async function signInPage() {
+async function signInPage(failure) {
   nav.hidden = true;
   document.getElementById('signout').hidden = true;
   document.getElementById('who').textContent = '';
   const err = h('div', { 'aria-live': 'assertive' });
-  const notice = sessionStorage.getItem('devpilot.notice');
+  const notice = failure ? `Sign-in failed: ${failure}` : sessionStorage.getItem('devpilot.notice');
   sessionStorage.removeItem('devpilot.notice');
   const input = h('input', { type: 'password', name: 'token', autocomplete: 'off', required: true, placeholder: 'dp_…', spellcheck: 'false' });
   // method post: should the script not handle the submit, the token still never lands in a URL.
@@ -63,6 +64,17 @@ async function signInPage() {
   });
   mount(main, form);
   input.focus();
+  try {
+    const cfg = await api('GET', '/auth/config');
+    if (cfg && cfg.oidc) {
+      const sso = h('div', { class: 'sso' },
+        h('a', { class: 'button primary', id: 'sso-signin', href: cfg.login_url + '?redirect_after=' + encodeURIComponent('/#/chat') },
+          'Sign in with your identity provider'),
+        h('p', { class: 'hint' }, 'or paste an API token'));
+      form.insertBefore(sso, input.closest('.field') || form.children[notice ? 2 : 1]);
+      sso.querySelector('a').focus();
+    }
+  } catch (_) { /* no single sign-on */ }
   try {
     const sb = await api('GET', '/api/v1/sandbox');
     if (sb && sb.demo_token) {
@@ -84,8 +96,15 @@ function renderNav(current) {
 async function route() {
   if (leave) { try { leave(); } catch (_) { /* ignore */ } leave = null; }
   const [name, ...args] = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
-  if (!token.get() || name === 'signin') { await signInPage(); return; }
-  try { me = await api('GET', '/api/v1/me'); } catch (e) { if (e.status !== 401) mount(main, errorBox(e)); return; }
+  if (name === 'signin') { await signInPage(args[0] === 'failed' ? args.slice(1).join('/') : null); return; }
+  if (token.get()) {
+    try { me = await api('GET', '/api/v1/me'); } catch (e) { if (e.status !== 401) mount(main, errorBox(e)); return; }
+  } else {
+    let s = null;
+    try { s = await cookieSession(); } catch (_) { /* offline: sign in */ }
+    if (!s) { await signInPage(); return; }
+    me = { user: s.user, org: s.org };
+  }
   const page = pages[name] || pages.chat;
   renderNav(pages[name] ? name : 'chat');
   document.title = `${page.title} · devpilot`;
@@ -99,6 +118,6 @@ async function route() {
   main.focus({ preventScroll: true });
 }
 
-document.getElementById('signout').addEventListener('click', () => { signOut(); toast('Signed out.'); });
+document.getElementById('signout').addEventListener('click', async () => { await signOut(); toast('Signed out.'); });
 window.addEventListener('hashchange', route);
 route();

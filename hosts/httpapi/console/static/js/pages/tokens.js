@@ -1,5 +1,5 @@
 // pages/tokens.js: the Tokens page (#/tokens): the signed-in user's API
-// tokens (GET /api/v1/tokens), a form to create one (named, expiring; its
+// tokens and console sign-ins (GET /api/v1/tokens), a form to create one (named, expiring; its
 // secret is shown once, to copy), and Revoke on each that still works.
 
 import { api, list, token } from '../api.js';
@@ -30,13 +30,14 @@ export function render(main) {
     return h('table', { class: 'tokens' },
       h('thead', {}, h('tr', {}, ['Name', 'Begins with', 'Status', 'Created', 'Expires', 'Last used', ''].map((t) => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, items.map((t) => h('tr', { dataset: { id: t.id, status: t.status } },
-        h('td', {}, t.name), h('td', {}, h('code', {}, t.prefix + '…')),
+        h('td', {}, t.name, t.kind === 'session' ? h('span', { class: 'badge' }, 'sign-in') : null), h('td', {}, h('code', {}, t.prefix + '…')),
         h('td', {}, h('span', { class: `badge ${t.status === 'active' ? 'ok' : ''}` }, t.status)),
         h('td', {}, when(t.created_at)), h('td', {}, t.expires_at ? when(t.expires_at) : 'never'), h('td', {}, t.last_used_at ? when(t.last_used_at) : '—'),
         h('td', {}, t.status === 'active'
           ? button('Revoke', async () => {
             const mine = (token.get() || '').startsWith(t.prefix);
-            const warning = mine ? ' This console is signed in with it: you will be signed out.' : '';
+            const warning = mine ? ' This console is signed in with it: you will be signed out.'
+              : t.kind === 'session' ? ' If it is this browser’s sign-in, you will be signed out.' : '';
             if (!window.confirm(`Revoke “${t.name}”? Whatever uses it stops working at once.${warning}`)) return;
             await api('DELETE', `/api/v1/tokens/${encodeURIComponent(t.id)}`);
             if (made.dataset.id === t.id) mount(made);
