@@ -27,6 +27,7 @@ type Spec interface {
 	GenerateThrough(ctx context.Context, sessionID string, stage, through ports.Stage) (ports.SpecSession, error)
 	WatchSession(ctx context.Context, sessionID string, emit func(ports.SpecSession) error) error
 	GetSession(ctx context.Context, id string) (spec.View, error)
+	ExportSession(ctx context.Context, id string, format spec.ExportFormat) (*spec.Export, error)
 	ListSessions(ctx context.Context, page ports.Page) ([]ports.SpecSession, string, error)
 	ListStandards(ctx context.Context) ([]ports.Standard, error)
 	GetStandard(ctx context.Context, id string) (ports.Standard, error)
@@ -47,6 +48,7 @@ func (s *Server) specRoutes() {
 		s.handle(http.MethodGet, p+"/pse/sessions", s.listSpecSessions)
 		s.handle(http.MethodGet, p+"/pse/sessions/:session_id", s.getSpecSession)
 		s.handle(http.MethodGet, p+"/pse/sessions/:session_id/events", s.specEvents, streaming)
+		s.handle(http.MethodGet, p+"/pse/sessions/:session_id/export", s.exportSpec)
 		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/inputs", s.addSpecInput, maxBody(specUploadLimit))
 		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/generate", s.generateSpec, costly)
 		s.handle(http.MethodPut, p+"/pse/sessions/:session_id/repository", s.setSpecRepository)
