@@ -89,6 +89,27 @@ export async function api(method, path, body, opts = {}) {
   return text ? JSON.parse(text) : null;
 }
 
+// download GETs path (a file the API serves as an attachment) with the token
+// and saves it through a Blob: a plain link could not send the header. The
+// file is named as the answer's Content-Disposition says, else fallback; the
+// name is returned.
+export async function download(path, fallback) {
+  const resp = await fetch(path, { headers: headers() });
+  if (!resp.ok) throw await failure(resp);
+  const m = /filename="([^"]+)"/.exec(resp.headers.get('Content-Disposition') || '');
+  const name = m ? m[1] : fallback;
+  const url = URL.createObjectURL(await resp.blob());
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  a.hidden = true;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+  return name;
+}
+
 // stream sends a request whose answer is text/event-stream (chat, the
 // streaming confirm, resume) and calls onEvent({id, event, data}) for each
 // event, data parsed as JSON. It resolves when the stream ends; a dropped

@@ -5,7 +5,7 @@
 // new state the server announces is fetched whole; the cleanup that
 // sessionView returns hangs up.
 
-import { api, stream } from '../../api.js';
+import { api, stream, download } from '../../api.js';
 import { h, mount, loading, empty, errorBox, toast, button, when, details, pretty } from '../../ui.js';
 import { render as md } from '../../md.js';
 import { traceView, latest } from './trace.js';
@@ -179,7 +179,12 @@ export function sessionView(el, id, tab, onChange) {
     // "Generate all" takes the session through the PRPs from one click.
     const all = button('Generate all remaining stages', () => generate(null, 'prps'), { id: 'spec-generate-all', errEl: actionErr });
     all.disabled = busy || !s.next_stage || s.next_stage === 'prps';
-    mount(actions, gen, all);
+    // The export: every current stage as files, stale ones marked.
+    const save = (format) => async () => toast(`Saved ${await download(`${path}/export?format=${format}`, `spec.${format}`)}.`);
+    const exports = h('span', { class: 'row spec-export', role: 'group', 'aria-label': 'Download the specification' },
+      button('Download (zip)', save('zip'), { id: 'spec-export-zip', errEl: actionErr }),
+      button('Markdown', save('md'), { id: 'spec-export-md', errEl: actionErr }));
+    mount(actions, gen, all, exports);
 
     // The panel is redrawn only when what it shows changes, so polling does
     // not close an open details or wipe a half-typed input.
