@@ -333,7 +333,7 @@ func (e *Export) trace() *traceMatrix {
 		case *prpsDoc:
 			prps = d
 		}
-		if a.Stale && a.Stage != ports.StageScope {
+		if a.Stale {
 			m.stale = append(m.stale, stageTitles[a.Stage])
 		}
 	}
