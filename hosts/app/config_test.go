@@ -75,6 +75,12 @@ func TestLoadNamesEveryBadVariable(t *testing.T) {
 		{"one database connection", app.ModeRun, map[string]string{app.EnvDatabaseConns: "1"}, []string{app.EnvDatabaseConns}},
 		{"an unknown trace exporter", app.ModeRun, map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, []string{"OTEL_TRACES_EXPORTER"}},
 		{"traces over gRPC", app.ModeRun, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, []string{"OTEL_EXPORTER_OTLP_PROTOCOL"}},
+		{"oidc issuer without a client", app.ModeServe, map[string]string{app.EnvSecretKey: validKey, app.EnvOIDCIssuer: "https://id.example", app.EnvPublicURL: "https://dp.example"}, []string{app.EnvOIDCIssuer + " needs " + app.EnvOIDCClientID}},
+		{"oidc client without an issuer", app.ModeRun, map[string]string{app.EnvOIDCClientID: "c"}, []string{app.EnvOIDCClientID + " is set without"}},
+		{"oidc without a callback", app.ModeServe, map[string]string{app.EnvSecretKey: validKey, app.EnvOIDCIssuer: "https://id.example", app.EnvOIDCClientID: "c"}, []string{app.EnvOIDCRedirectURL + " or " + app.EnvPublicURL}},
+		{"oidc domains without an org", app.ModeRun, map[string]string{app.EnvOIDCIssuer: "https://id.example", app.EnvOIDCClientID: "c", app.EnvOIDCDomains: "example.com", app.EnvSandbox: "0"}, []string{app.EnvOIDCOrg + " is required"}},
+		{"oidc issuer not a URL", app.ModeRun, map[string]string{app.EnvOIDCIssuer: "id.example", app.EnvOIDCClientID: "c"}, []string{app.EnvOIDCIssuer}},
+		{"session too short", app.ModeRun, map[string]string{app.EnvSessionTTL: "1m"}, []string{app.EnvSessionTTL + " must be from 5m to 720h"}},
 		{"several at once", app.ModeRun, map[string]string{
 			app.EnvLogFormat: "xml", app.EnvLogLevel: "loud", app.EnvRequestTimeout: "soon", app.EnvBodyLimit: "-1",
 			app.EnvOpenAIBaseURL: "localhost:11434", app.EnvMaxToolRounds: "0", app.EnvConfirmTTL: "-1m", app.EnvWorkerJobs: "0",
@@ -111,6 +117,9 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		app.EnvAuthCacheTTL: "0", app.EnvBodyTimeout: "7s", app.EnvLLMStructured: "json_object",
 		app.EnvCORSOrigins: "https://app.example.com, http://localhost:5173", app.EnvWorkerAddr: "127.0.0.1:9999",
 		app.EnvDatabaseConns: "12",
+		app.EnvOIDCIssuer:    "https://id.example/realms/team/", app.EnvOIDCClientID: "dp", app.EnvOIDCClientSecret: "s",
+		app.EnvOIDCOrg: "acme", app.EnvOIDCDomains: "example.com, example.org", app.EnvOIDCGroups: "eng",
+		app.EnvOIDCAdminGroups: "ops,sre", app.EnvOIDCGroupsClaim: "roles", app.EnvSessionTTL: "8h",
 	}))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -124,6 +133,12 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		cfg.WorkerJobs != 40 || cfg.AuthCacheTTL != 0 || cfg.BodyReadTimeout != 7*time.Second ||
 		cfg.WorkerAddr != "127.0.0.1:9999" || cfg.DatabaseMaxConns != 12 || !slices.Equal(cfg.CORSOrigins, []string{"https://app.example.com", "http://localhost:5173"}) {
 		t.Fatalf("config = %+v", cfg)
+	}
+	if si := cfg.SignIn; si.Issuer != "https://id.example/realms/team" || si.ClientID != "dp" || si.ClientSecret != "s" ||
+		si.GroupsClaim != "roles" || si.Policy.Org != "acme" || !slices.Equal(si.Policy.Domains, []string{"example.com", "example.org"}) ||
+		!slices.Equal(si.Policy.Groups, []string{"eng"}) || !slices.Equal(si.Policy.AdminGroups, []string{"ops", "sre"}) ||
+		si.Policy.SessionTTL != 8*time.Hour || cfg.SignInRedirectURL() != "https://dp.example/auth/oidc/callback" {
+		t.Fatalf("sign-in config = %+v, redirect %s", si, cfg.SignInRedirectURL())
 	}
 }
 
