@@ -101,6 +101,20 @@ func loadContract(base string) (*contract, error) {
 // conform checks a response of the stack (resp.Request is what was sent,
 // after any redirect; responses of other hosts are not checked). body is the
 // whole body, already read. A mismatch is reported on t.
+// send sends req to the stack and returns the answer's status, header and
+// body, checked against the OpenAPI document as conform does.
+func (st *stack) send(req *http.Request) (int, http.Header, []byte) {
+	st.t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		st.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	st.conform(st.t, resp, raw)
+	return resp.StatusCode, resp.Header, raw
+}
+
 func (st *stack) conform(t testing.TB, resp *http.Response, body []byte) {
 	t.Helper()
 	base, err := url.Parse(st.base)

@@ -251,14 +251,8 @@ func (st *scmStack) deliver(d fakegithub.Delivery) (int, []byte) {
 	if err != nil {
 		st.t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		st.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	st.conform(st.t, resp, raw)
-	return resp.StatusCode, raw
+	code, _, raw := st.send(req)
+	return code, raw
 }
 
 // withHeader returns a copy of d with a header set, or removed when value

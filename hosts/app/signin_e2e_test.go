@@ -163,14 +163,8 @@ func (st *stack) cookieCall(s browserSession, method, path string, body any, hea
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		st.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	st.conform(st.t, resp, raw)
-	return resp.StatusCode, raw, resp.Header
+	code, h, raw := st.send(req)
+	return code, raw, h
 }
 
 // TestOIDCSignIn: a console user signs in through the identity provider on

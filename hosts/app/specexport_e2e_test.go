@@ -25,14 +25,8 @@ func (st *stack) download(token, path string, header ...string) (int, http.Heade
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		st.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	st.conform(st.t, resp, raw)
-	return resp.StatusCode, resp.Header, raw
+	code, h, raw := st.send(req)
+	return code, h, raw
 }
 
 // zipFiles returns an archive's entry names, in order, and their contents.

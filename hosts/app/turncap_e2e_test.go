@@ -184,14 +184,8 @@ func (st *stack) callRaw(token, method, path string, body any) (rawAnswer, []byt
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		st.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	st.conform(st.t, resp, raw)
-	return rawAnswer{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), contentType: resp.Header.Get("Content-Type")}, raw
+	code, header, raw := st.send(req)
+	return rawAnswer{status: code, retryAfter: header.Get("Retry-After"), contentType: header.Get("Content-Type")}, raw
 }
 
 // TestMaxTurnsPerUserVariable checks DEVPILOT_MAX_TURNS_PER_USER's default

@@ -165,14 +165,8 @@ func (st *stack) post(token, path, contentType string, body io.Reader) (int, []b
 	req, _ := http.NewRequest("POST", st.base+path, body)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", contentType)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		st.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	st.conform(st.t, resp, raw)
-	return resp.StatusCode, raw
+	code, _, raw := st.send(req)
+	return code, raw
 }
 
 func TestTranscriptionEndToEnd(t *testing.T) {
