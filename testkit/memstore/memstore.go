@@ -36,6 +36,7 @@ type Store struct {
 	mu   sync.Mutex // guards every field below
 
 	identity    identityData
+	invitations map[string]ports.Invitation // by id
 	policies    map[policyKey]ports.ToolPolicy
 	usage       map[usageKey]ports.UsageTotal
 	budgets     map[string]int64      // monthly token budgets by organisation
@@ -53,6 +54,7 @@ type Store struct {
 func New() *Store {
 	s := &Store{}
 	s.identity.init()
+	s.invitations = map[string]ports.Invitation{}
 	s.spec.init()
 	s.content.init()
 	s.cloud.init()

@@ -106,3 +106,11 @@ func TestRates(t *testing.T) {
 	s := memstore.New()
 	storetest.TestRates(t, func(*testing.T) storetest.RateStores { return storetest.RateStores{Rates: s} })
 }
+
+func TestInvitations(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	storetest.TestInvitations(t, func(*testing.T) storetest.InvitationStores {
+		return storetest.InvitationStores{Invitations: s, Identity: identity(s)}
+	})
+}
