@@ -56,6 +56,9 @@ type Deps struct {
 	// process (the CLI, another replica) as soon as WatchRevocations hears of
 	// it; where the store cannot watch, it may be accepted for up to CacheFor.
 	CacheFor time.Duration
+	// Invitations keeps the organisations' invitations; nil refuses them
+	// (unavailable).
+	Invitations ports.InvitationStore
 }
 
 // Service issues, authenticates and revokes API tokens.
@@ -188,13 +191,17 @@ func (s *Service) userByEmail(ctx context.Context, org ports.Org, email string, 
 	return user, s.d.Users.CreateUser(ctx, user)
 }
 
-func (s *Service) newSecret() (string, error) {
+func (s *Service) newSecret() (string, error) { return s.newSecretWith(TokenPrefix) }
+
+// newSecretWith returns prefix and 32 random bytes in base 62, padded to
+// tokenDigits digits.
+func (s *Service) newSecretWith(prefix string) (string, error) {
 	b := make([]byte, tokenBytes)
 	if _, err := io.ReadFull(s.d.Random, b); err != nil {
-		return "", ports.Wrap(ports.KindInternal, err, "generating a token")
+		return "", ports.Wrap(ports.KindInternal, err, "generating a secret")
 	}
 	digits := new(big.Int).SetBytes(b).Text(62)
-	return TokenPrefix + strings.Repeat("0", tokenDigits-len(digits)) + digits, nil
+	return prefix + strings.Repeat("0", tokenDigits-len(digits)) + digits, nil
 }
 
 // Authenticate resolves a bearer token to the principal it stands for.
@@ -262,11 +269,15 @@ func (s *Service) touch(ctx context.Context, tokenID string, now time.Time) erro
 
 var errBadToken = &ports.Error{Kind: ports.KindUnauthenticated, Message: "missing, invalid, expired or revoked token"}
 
-func wellFormed(token string) bool {
-	if len(token) != len(TokenPrefix)+tokenDigits || !strings.HasPrefix(token, TokenPrefix) {
+func wellFormed(token string) bool { return wellFormedWith(token, TokenPrefix) }
+
+// wellFormedWith reports whether secret is prefix and tokenDigits base-62
+// digits, as newSecretWith makes them.
+func wellFormedWith(secret, prefix string) bool {
+	if len(secret) != len(prefix)+tokenDigits || !strings.HasPrefix(secret, prefix) {
 		return false
 	}
-	for _, c := range token[len(TokenPrefix):] {
+	for _, c := range secret[len(prefix):] {
 		if !strings.ContainsRune(base62Alphabet, c) {
 			return false
 		}
