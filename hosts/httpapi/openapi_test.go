@@ -52,6 +52,7 @@ type (
 	stubMembers   struct{ Membership }
 	stubSignIn    struct{ SignIn }
 	stubCipher    struct{ ports.Cipher }
+	stubInvites   struct{ Invitations }
 	stubIdem      struct{ ports.IdempotencyStore }
 )
 
@@ -67,7 +68,7 @@ func fullServer() *Server {
 	return New(Config{}, Deps{
 		Identity: stubIdentity{}, Ready: stubReadiness{},
 		Assistant: stubAssistant{}, Spec: stubSpec{}, Cloud: stubCloud{}, SCM: stubSCM{}, Content: stubContent{}, Voice: stubVoice{},
-		Usage: stubUsage{}, Tokens: stubTokens{}, AuditLog: stubAuditLog{}, Members: stubMembers{}, Idempotency: stubIdem{},
+		Usage: stubUsage{}, Tokens: stubTokens{}, AuditLog: stubAuditLog{}, Members: stubMembers{}, Invitations: stubInvites{}, Idempotency: stubIdem{},
 		SignIn: stubSignIn{}, SignInSeal: stubCipher{},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

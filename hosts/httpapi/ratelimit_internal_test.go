@@ -8,13 +8,15 @@ import (
 
 // costlyOperations are the operations that take from the caller's rate
 // bucket: the content generation ones through limited in contentTable, the
-// others through the costly route option.
+// others through the costly route option. Accepting an invitation, public,
+// takes from the bucket of the client's address.
 var costlyOperations = []string{
 	"POST /api/v1/agent/chat",
 	"POST /api/v1/voice/session",
 	"POST /audio/transcribe", "POST /api/v1/audio/transcribe",
 	"POST /pse/sessions/{session_id}/generate", "POST /api/v1/pse/sessions/{session_id}/generate",
 	"POST /content/generate", "POST /api/v1/content/generate",
+	"POST /api/v1/invitations/accept",
 }
 
 func TestCostlyOperations(t *testing.T) {

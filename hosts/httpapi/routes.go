@@ -58,6 +58,9 @@ func (s *Server) routes() {
 	if s.d.SignIn != nil {
 		s.signInRoutes()
 	}
+	if s.d.Invitations != nil {
+		s.invitationRoutes()
+	}
 	if s.d.AuditLog != nil {
 		s.handle(http.MethodGet, "/api/v1/audit", s.listOrgAudit)
 	}

@@ -66,6 +66,9 @@ type Deps struct {
 	// Members serves /api/v1/members, an organisation's users for its
 	// admins; nil leaves them out.
 	Members Membership
+	// Invitations serves /api/v1/invitations: admins invite people, and
+	// an invitee accepts (a public route); nil leaves them out.
+	Invitations Invitations
 	// AuditLog serves /api/v1/audit, the organisation's audit log for
 	// admins; nil leaves it out.
 	AuditLog AuditLog
