@@ -85,6 +85,7 @@ var StoreModule = fx.Module("sqlstore",
 		fx.Annotate(func(db *sqlstore.DB) *sqlstore.DB { return db }, fx.As(new(ports.Transactor))),
 		fx.Annotate(sqlstore.NewIdentity,
 			fx.As(new(ports.OrgStore)), fx.As(new(ports.UserStore)), fx.As(new(ports.TokenStore))),
+		fx.Annotate(sqlstore.NewInvitations, fx.As(new(ports.InvitationStore))),
 		fx.Annotate(sqlstore.NewIdempotency, fx.As(new(ports.IdempotencyStore))),
 		fx.Annotate(sqlstore.NewUsage, fx.As(new(ports.UsageStore))),
 		fx.Annotate(sqlstore.NewBudgets, fx.As(new(ports.BudgetStore))),
@@ -184,14 +185,15 @@ var CoreModule = fx.Module("core",
 // IdentityParams are the ports the identity service is built from.
 type IdentityParams struct {
 	fx.In
-	Orgs   ports.OrgStore
-	Users  ports.UserStore
-	Tokens ports.TokenStore
-	Audit  ports.AuditStore
-	Tx     ports.Transactor
-	Clock  ports.Clock
-	IDs    ports.IDs
-	Config Config
+	Orgs        ports.OrgStore
+	Users       ports.UserStore
+	Tokens      ports.TokenStore
+	Audit       ports.AuditStore
+	Invitations ports.InvitationStore
+	Tx          ports.Transactor
+	Clock       ports.Clock
+	IDs         ports.IDs
+	Config      Config
 }
 
 // NewIdentity returns the identity service, signing console users in
@@ -199,7 +201,7 @@ type IdentityParams struct {
 func NewIdentity(p IdentityParams) (*identity.Service, error) {
 	d := identity.Deps{
 		Orgs: p.Orgs, Users: p.Users, Tokens: p.Tokens, Audit: p.Audit, Tx: p.Tx, Clock: p.Clock, IDs: p.IDs,
-		CacheFor: p.Config.AuthCacheTTL,
+		CacheFor: p.Config.AuthCacheTTL, Invitations: p.Invitations,
 	}
 	if c := p.Config.SignIn; c.Issuer != "" {
 		provider, err := oidc.New(oidc.Config{IssuerURL: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
@@ -381,7 +383,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		ShutdownGrace:   p.Config.ShutdownGrace,
 		RateLimit:       p.Config.RateLimit,
 		RateWindow:      p.Config.RateWindow,
-	}, httpapi.Deps{Identity: p.Identity, Tokens: p.Identity, Members: p.Identity, AuditLog: p.Identity,
+	}, httpapi.Deps{Identity: p.Identity, Tokens: p.Identity, Members: p.Identity, Invitations: p.Identity, AuditLog: p.Identity,
 		SignIn: p.Identity, SignInSeal: p.Cipher, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
 		DemoToken: demoToken, Idempotency: p.Idempotency, Rates: p.Rates, Metrics: p.Metrics,
