@@ -1,5 +1,6 @@
 // app.js: the console's shell: sign-in, navigation by the URL's fragment
-// (#/chat, #/specs/ID, …), and the pages under pages/. A page module exports
+// (#/chat, #/specs/ID, …), and the pages under pages/; #/join/SECRET (an
+// invitation) is open without signing in. A page module exports
 // title and render(main, args), which may return a function to call when the
 // page is left (to stop a stream).
 
@@ -12,6 +13,7 @@ import * as content from './pages/content.js';
 import * as repos from './pages/repos.js';
 import * as tokens from './pages/tokens.js';
 import * as members from './pages/members.js';
+import * as join from './pages/join.js';
 
 const pages = { chat, specs, cloud, content, repos, tokens, members };
 const main = document.getElementById('main');
@@ -85,6 +87,17 @@ async function signInPage(failure) {
   } catch (_) { /* not a sandbox */ }
 }
 
+// joinPage shows the page that accepts an invitation, without the
+// navigation of a signed-in user.
+function joinPage(args) {
+  nav.hidden = true;
+  document.getElementById('signout').hidden = true;
+  document.getElementById('who').textContent = '';
+  document.title = `${join.title} · devpilot`;
+  main.replaceChildren();
+  try { join.render(main, args); } catch (e) { mount(main, errorBox(e)); }
+}
+
 function renderNav(current) {
   nav.hidden = false;
   document.getElementById('signout').hidden = false;
@@ -96,6 +109,7 @@ function renderNav(current) {
 async function route() {
   if (leave) { try { leave(); } catch (_) { /* ignore */ } leave = null; }
   const [name, ...args] = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  if (name === 'join') { joinPage(args); return; } // reachable signed out: an invitee has no token yet
   if (name === 'signin') { await signInPage(args[0] === 'failed' ? args.slice(1).join('/') : null); return; }
   if (token.get()) {
     try { me = await api('GET', '/api/v1/me'); } catch (e) { if (e.status !== 401) mount(main, errorBox(e)); return; }

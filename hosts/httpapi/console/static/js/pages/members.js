@@ -1,13 +1,16 @@
 // pages/members.js: the Members page (#/members), for an organisation's
 // admins: its members by email with their roles, Make admin / Make member,
-// and Remove (which revokes their tokens at once). Members see that only
-// admins may.
+// and Remove (which revokes their tokens at once); an Invite form, whose
+// join link is shown once, to copy; and the pending invitations, each with
+// Revoke. Members see that only admins may.
 
 import { api, list } from '../api.js';
-import { h, mount, button, errorBox, loading, empty, toast, when } from '../ui.js';
+import { h, mount, button, errorBox, loading, empty, field, toast, when } from '../ui.js';
 import { me } from '../app.js';
 
 export const title = 'Members';
+
+const INVITE_EXPIRIES = [[1, '1 day'], [7, '7 days'], [14, '14 days'], [30, '30 days']];
 
 // render draws the page.
 export function render(main) {
@@ -59,8 +62,76 @@ export function render(main) {
       })));
   }
 
+  const invites = h('div', { class: 'invitations-list' }, loading('Loading the invitations…'));
+  const inviteErr = h('div', { 'aria-live': 'assertive' });
+  const made = h('div', { 'aria-live': 'polite' });
+  const email = h('input', { id: 'invite-email', type: 'email', autocomplete: 'off', placeholder: 'someone@example.com' });
+  const role = h('select', { id: 'invite-role' }, h('option', { value: 'member', selected: true }, 'member'), h('option', { value: 'admin' }, 'admin'));
+  const expiry = h('select', { id: 'invite-expiry' }, INVITE_EXPIRIES.map(([d, label]) => h('option', { value: d, selected: d === 7 }, label)));
+
+  async function refreshInvites() {
+    try {
+      const r = await list('/api/v1/invitations', { limit: 200 });
+      const pending = r.items.filter((i) => i.status === 'pending');
+      mount(invites, pending.length ? invitesTable(pending) : empty('No pending invitations.'));
+    } catch (e) {
+      mount(invites, errorBox(e));
+    }
+  }
+
+  function invitesTable(items) {
+    return h('table', { class: 'invitations' },
+      h('thead', {}, h('tr', {}, ['For', 'Role', 'Begins with', 'Expires', ''].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, items.map((i) => h('tr', { dataset: { id: i.id } },
+        h('td', {}, i.email || h('span', { class: 'muted' }, 'anyone with the link')),
+        h('td', {}, h('span', { class: `badge ${i.role === 'admin' ? 'ok' : ''}` }, i.role)),
+        h('td', {}, h('code', {}, i.prefix + '…')),
+        h('td', {}, when(i.expires_at)),
+        h('td', {}, button('Revoke', async () => {
+          if (!window.confirm(`Revoke the invitation${i.email ? ' for ' + i.email : ''}? Its link stops working at once.`)) return;
+          await api('DELETE', `/api/v1/invitations/${encodeURIComponent(i.id)}`);
+          if (made.dataset.id === i.id) mount(made);
+          toast('The invitation is revoked.');
+          await refreshInvites();
+        }, { class: 'revoke', errEl: inviteErr }))))));
+  }
+
+  const form = h('form', { class: 'card invite-create', 'aria-labelledby': 'invite-title' },
+    h('h2', { id: 'invite-title' }, 'Invite someone'),
+    h('div', { class: 'row' },
+      field('Email', email, 'Optional: without one, anyone with the link may join.'),
+      field('Role', role),
+      field('Link expires after', expiry)),
+    h('button', { type: 'submit', class: 'primary', id: 'invite-create' }, 'Create invitation link'),
+    made, inviteErr);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    mount(inviteErr);
+    try {
+      const body = { role: role.value, expires_in_days: Number(expiry.value) };
+      if (email.value.trim()) body.email = email.value.trim();
+      const r = await api('POST', '/api/v1/invitations', body);
+      const url = new URL(r.join_url, location.origin).href;
+      const link = h('input', { id: 'invite-link', readonly: true, value: url, spellcheck: 'false', size: 60 });
+      made.dataset.id = r.invitation.id;
+      mount(made, h('div', { class: 'notice invite-made', role: 'status' },
+        h('p', {}, h('strong', {}, r.invitation.email ? `An invitation for ${r.invitation.email} is created.` : 'An invitation for anyone with the link is created.'),
+          ' Copy the link now and send it to them: it is not shown again, and it works once.'),
+        link,
+        button('Copy link', async () => { await navigator.clipboard.writeText(url); toast('Copied.'); }, { id: 'invite-copy' })));
+      link.select();
+      email.value = '';
+      await refreshInvites();
+    } catch (e) {
+      mount(inviteErr, errorBox(e));
+    }
+  });
+
   main.append(
     h('p', { class: 'muted' }, 'Admins manage the members and may read the audit log; removing a member revokes every token of theirs at once.'),
-    h('section', { class: 'card', 'aria-label': 'Members' }, body, errEl));
+    h('section', { class: 'card', 'aria-label': 'Members' }, body, errEl),
+    form,
+    h('section', { class: 'card invitations-card', 'aria-label': 'Pending invitations' }, h('h2', {}, 'Pending invitations'), invites));
   refresh();
+  refreshInvites();
 }
