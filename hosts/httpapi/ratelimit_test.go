@@ -174,3 +174,30 @@ func TestRateLimitOff(t *testing.T) {
 		t.Errorf("%d takes with no limit, want 0", len(rates.calls))
 	}
 }
+
+// A public costly route (accepting an invitation) takes from the bucket of
+// the client's address, so a stranger cannot guess at it without limit.
+func TestPublicCostlyRouteRateLimitByAddress(t *testing.T) {
+	t.Parallel()
+	rates := &fakeRates{after: time.Second}
+	e := newEnv(t, withRates(rates, 1, time.Minute))
+	e.srv.HandleForTest(http.MethodPost, "/test/public-costly", func(w http.ResponseWriter, r *http.Request) error {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}, httpapi.Public, httpapi.Costly)
+	from := func(addr string) *http.Request {
+		req := request(http.MethodPost, "/test/public-costly", "", nil)
+		req.RemoteAddr = addr
+		return req
+	}
+	if rr := e.do(from("192.0.2.7:5000")); rr.Code != http.StatusNoContent {
+		t.Fatalf("first request: %d", rr.Code)
+	}
+	problemOf(t, e.do(from("192.0.2.7:6000")), http.StatusTooManyRequests) // another port, the same address
+	if rr := e.do(from("198.51.100.1:5000")); rr.Code != http.StatusNoContent {
+		t.Fatalf("another address: %d", rr.Code)
+	}
+	if want := (rateCall{"rate:addr:192.0.2.7", time.Minute, 1}); rates.calls[0] != want {
+		t.Errorf("take %+v, want %+v", rates.calls[0], want)
+	}
+}
