@@ -105,7 +105,10 @@ func (s *Service) Invite(ctx context.Context, in InviteInput) (IssuedInvitation,
 	now := s.d.Clock.Now()
 	hash := sha256.Sum256([]byte(secret))
 	inv := ports.Invitation{ID: s.d.IDs.NewID(), OrgID: p.OrgID, Email: email, Role: in.Role, Hash: hash[:],
-		Prefix: secret[:invitationDisplayPrefix], CreatedBy: p.UserID, CreatedAt: now, ExpiresAt: now.Add(in.TTL)}
+		Prefix: secret[:invitationDisplayPrefix], CreatedBy: p.UserID, CreatedAt: now,
+		// To the microsecond, as the databases keep it, so that this Service
+		// and the store agree on the instant it expires.
+		ExpiresAt: now.Add(in.TTL).Truncate(time.Microsecond)}
 	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
 		if email != "" {
 			if err := s.emailFree(ctx, email); err != nil {
