@@ -118,6 +118,22 @@ func startBrowserWith(t *testing.T, d sqlstore.Dialect, extra map[string]string,
 	return b
 }
 
+// newContext opens another browser context on the same Chromium (no
+// storage or cookies shared: another person's browser), blank; a screenshot
+// of it is saved too when the test fails.
+func (b *browser) newContext() *browser {
+	b.t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
+	b.t.Cleanup(cancel)
+	other := &browser{t: b.t, h: b.h, ctx: ctx, base: b.base}
+	b.t.Cleanup(func() {
+		if b.t.Failed() {
+			other.saveScreenshot(failureDir(), sanitize(b.t.Name())+"-other")
+		}
+	})
+	return other
+}
+
 func failureDir() string {
 	if d := os.Getenv("DEVPILOT_BROWSER_OUTPUT"); d != "" {
 		return d

@@ -39,14 +39,7 @@ func TestConsoleInvite(t *testing.T) {
 			b.readmeShot("invite")
 
 			// The teammate, in a browser context of their own: signed out.
-			ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
-			t.Cleanup(cancel)
-			mate := &browser{t: t, h: b.h, ctx: ctx, base: b.base}
-			t.Cleanup(func() {
-				if t.Failed() {
-					mate.saveScreenshot(failureDir(), sanitize(t.Name())+"-teammate")
-				}
-			})
+			mate := b.newContext()
 			mate.do(chromedp.Navigate(link))
 			mate.waitFor("the join form", `document.querySelector('form.join #join-email') && document.getElementById('nav').hidden`, 10*time.Second)
 			if tok := eval[*string](mate, `sessionStorage.getItem('devpilot.token')`); tok != nil {

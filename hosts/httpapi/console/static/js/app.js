@@ -106,19 +106,26 @@ function renderNav(current) {
   if (me) document.getElementById('who').textContent = `${me.user.email} · ${me.org.name}`;
 }
 
+// routing counts route's calls: one that a later call overtook while it
+// waited draws nothing more.
+let routing = 0;
+
 async function route() {
+  const mine = ++routing;
   if (leave) { try { leave(); } catch (_) { /* ignore */ } leave = null; }
   const [name, ...args] = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   if (name === 'join') { joinPage(args); return; } // reachable signed out: an invitee has no token yet
   if (name === 'signin') { await signInPage(args[0] === 'failed' ? args.slice(1).join('/') : null); return; }
   if (token.get()) {
-    try { me = await api('GET', '/api/v1/me'); } catch (e) { if (e.status !== 401) mount(main, errorBox(e)); return; }
+    try { me = await api('GET', '/api/v1/me'); } catch (e) { if (e.status !== 401 && mine === routing) mount(main, errorBox(e)); return; }
   } else {
     let s = null;
     try { s = await cookieSession(); } catch (_) { /* offline: sign in */ }
-    if (!s) { await signInPage(); return; }
+    if (mine !== routing) return;
+    if (!s) { location.hash = '#/signin'; return; }
     me = { user: s.user, org: s.org };
   }
+  if (mine !== routing) return;
   const page = pages[name] || pages.chat;
   renderNav(pages[name] ? name : 'chat');
   document.title = `${page.title} · devpilot`;
