@@ -62,7 +62,15 @@ type UsageRecord struct {
 	PromptTokens     int64
 	CompletionTokens int64
 	Calls            int64
+	// Key, when set, makes the add happen once: a later add of a record
+	// with the same Key is a no-op. It names the model call (say
+	// "voice:<call id>:<response id>") for usage that may be reported
+	// more than once. At most MaxUsageKeyLen bytes.
+	Key string
 }
+
+// MaxUsageKeyLen is the longest UsageRecord.Key.
+const MaxUsageKeyLen = 200
 
 // UsageGroup is what usage totals are grouped by.
 type UsageGroup string
@@ -100,8 +108,10 @@ type UsageTotal struct {
 // feature and UTC day.
 type UsageStore interface {
 	// AddUsage adds r's tokens and calls to its day's totals, creating them
-	// on first use; concurrent adds are all counted. Errors: invalid when
-	// OrgID, Model or Feature is empty or a count is negative.
+	// on first use; concurrent adds are all counted. A record with a Key is
+	// added once: an add with a Key already added (before, or concurrently)
+	// changes nothing and returns nil. Errors: invalid when OrgID, Model or
+	// Feature is empty, a count is negative or Key is too long.
 	AddUsage(ctx context.Context, r UsageRecord) error
 	// SumUsage returns the totals of q's organisation (and user) from q.From
 	// to q.To, grouped by q.GroupBy and ordered by key; groups without usage
@@ -110,8 +120,8 @@ type UsageStore interface {
 }
 
 // CheckUsageRecord is the rule every UsageStore applies to a record it
-// adds: invalid when OrgID, Model or Feature is empty or a count is
-// negative.
+// adds: invalid when OrgID, Model or Feature is empty, a count is negative
+// or Key is longer than MaxUsageKeyLen.
 func CheckUsageRecord(r UsageRecord) error {
 	var fields []FieldError
 	for _, f := range []struct{ name, v string }{{"org_id", r.OrgID}, {"model", r.Model}, {"feature", string(r.Feature)}} {
@@ -121,6 +131,9 @@ func CheckUsageRecord(r UsageRecord) error {
 	}
 	if r.PromptTokens < 0 || r.CompletionTokens < 0 || r.Calls < 0 {
 		fields = append(fields, FieldError{Field: "tokens", Reason: "must not be negative"})
+	}
+	if len(r.Key) > MaxUsageKeyLen {
+		fields = append(fields, FieldError{Field: "key", Reason: "must be at most 200 bytes"})
 	}
 	if fields != nil {
 		return Invalid("invalid usage record", fields...)

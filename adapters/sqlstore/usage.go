@@ -23,11 +23,32 @@ func NewUsage(db *DB) *Usage { return &Usage{db: db} }
 const dayLayout = time.DateOnly
 
 // AddUsage implements ports.UsageStore with one INSERT … ON CONFLICT DO
-// UPDATE that adds to the day's row, so concurrent adds all count.
+// UPDATE that adds to the day's row, so concurrent adds all count. A record
+// with a Key is added in a transaction that first inserts the key into
+// usage_keys, and adds nothing when the key is there already (a concurrent
+// insert of the same key waits for the first to commit, then finds it).
 func (s *Usage) AddUsage(ctx context.Context, r ports.UsageRecord) error {
 	if err := ports.CheckUsageRecord(r); err != nil {
 		return err
 	}
+	if r.Key == "" {
+		return s.add(ctx, r)
+	}
+	return s.db.WithinTx(ctx, func(ctx context.Context) error {
+		n, err := s.db.write(ctx).exec(ctx, `INSERT INTO usage_keys (usage_key, day) VALUES (?, ?)
+			ON CONFLICT (usage_key) DO NOTHING`, r.Key, r.Day.UTC().Format(dayLayout))
+		if err != nil {
+			return storeErr(err, "usage", "key "+r.Key)
+		}
+		if n == 0 {
+			return nil // added before
+		}
+		return s.add(ctx, r)
+	})
+}
+
+// add adds r to its day's row.
+func (s *Usage) add(ctx context.Context, r ports.UsageRecord) error {
 	_, err := s.db.write(ctx).exec(ctx, `INSERT INTO usage_daily
 		(org_id, day, user_id, model, feature, prompt_tokens, completion_tokens, calls)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)

@@ -16,12 +16,18 @@ type usageKey struct {
 	feature               ports.Feature
 }
 
-// AddUsage adds r's counts to its day's totals.
+// AddUsage adds r's counts to its day's totals, once per Key.
 func (s *Store) AddUsage(ctx context.Context, r ports.UsageRecord) error {
 	if err := ports.CheckUsageRecord(r); err != nil {
 		return err
 	}
 	defer s.lock()()
+	if r.Key != "" {
+		if _, ok := s.usageKeys[r.Key]; ok {
+			return nil
+		}
+		put(ctx, s, s.usageKeys, r.Key, struct{}{})
+	}
 	k := usageKey{r.OrgID, r.Day.UTC().Format(time.DateOnly), r.UserID, r.Model, r.Feature}
 	t := s.usage[k]
 	t.PromptTokens += r.PromptTokens

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,8 @@ func TestUsage(t *testing.T, newStores func(t *testing.T) UsageStores) {
 		{"OrgIsolation", testUsageOrgIsolation},
 		{"Invalid", testUsageInvalid},
 		{"RaceAdd", testUsageRaceAdd},
+		{"KeyedOnce", testUsageKeyedOnce},
+		{"RaceKeyed", testUsageRaceKeyed},
 	})
 }
 
@@ -150,6 +153,7 @@ func testUsageInvalid(t *testing.T, s UsageStores) {
 		"no feature":  func(r *ports.UsageRecord) { r.Feature = "" },
 		"negative":    func(r *ports.UsageRecord) { r.PromptTokens = -1 },
 		"negative ct": func(r *ports.UsageRecord) { r.Calls = -1 },
+		"long key":    func(r *ports.UsageRecord) { r.Key = strings.Repeat("k", ports.MaxUsageKeyLen+1) },
 	}
 	for name, change := range bad {
 		r := good
@@ -178,4 +182,48 @@ func testUsageRaceAdd(t *testing.T, s UsageStores) {
 	}
 	got := mustSumUsage(t, s, ports.UsageQuery{OrgID: org, From: day(0), To: day(0)})
 	checkEqual(t, "after concurrent adds", got, []ports.UsageTotal{{PromptTokens: 3 * n, CompletionTokens: 2 * n, Calls: n}})
+}
+
+func keyed(r ports.UsageRecord, key string) ports.UsageRecord {
+	r.Key = key
+	return r
+}
+
+func testUsageKeyedOnce(t *testing.T, s UsageStores) {
+	org := newID()
+	k1, k2 := "voice:"+newID()+":resp_1", "voice:"+newID()+":resp_2"
+	mustAddUsage(t, s, keyed(usageOf(org, "u", "m", ports.FeatureVoice, day(0), 100, 40), k1))
+	// The same key again, even with other counts or on another day: nothing.
+	mustAddUsage(t, s, keyed(usageOf(org, "u", "m", ports.FeatureVoice, day(0), 100, 40), k1))
+	mustAddUsage(t, s, keyed(usageOf(org, "u", "m", ports.FeatureVoice, day(1), 7, 7), k1))
+	mustAddUsage(t, s, keyed(usageOf(org, "u", "m", ports.FeatureVoice, day(0), 5, 3), k2))
+	// Unkeyed records still add up.
+	mustAddUsage(t, s, usageOf(org, "u", "m", ports.FeatureVoice, day(0), 1, 1))
+	mustAddUsage(t, s, usageOf(org, "u", "m", ports.FeatureVoice, day(0), 1, 1))
+	got := mustSumUsage(t, s, ports.UsageQuery{OrgID: org, From: day(0), To: day(1), GroupBy: ports.UsageByFeature})
+	checkEqual(t, "keyed once", got, []ports.UsageTotal{{Key: "voice", PromptTokens: 107, CompletionTokens: 45, Calls: 4}})
+	// An invalid keyed record does not take its key.
+	k3 := "voice:" + newID() + ":resp_3"
+	bad := keyed(usageOf(org, "u", "", ports.FeatureVoice, day(0), 1, 1), k3)
+	if err := s.Usage.AddUsage(t.Context(), bad); ports.KindOf(err) != ports.KindInvalid {
+		t.Fatalf("AddUsage without a model = %v, want invalid", err)
+	}
+	mustAddUsage(t, s, keyed(usageOf(org, "u", "m", ports.FeatureVoice, day(0), 10, 0), k3))
+	got = mustSumUsage(t, s, ports.UsageQuery{OrgID: org, From: day(0), To: day(1)})
+	checkEqual(t, "after the retried key", got, []ports.UsageTotal{{PromptTokens: 117, CompletionTokens: 45, Calls: 5}})
+}
+
+func testUsageRaceKeyed(t *testing.T, s UsageStores) {
+	org := newID()
+	key := "voice:" + newID() + ":resp_race"
+	const n = 16
+	for i, err := range race(n, func(i int) error {
+		return s.Usage.AddUsage(t.Context(), keyed(usageOf(org, "u", "m", ports.FeatureVoice, day(0), 3, 2), key))
+	}) {
+		if err != nil {
+			t.Errorf("AddUsage %d: %v", i, err)
+		}
+	}
+	got := mustSumUsage(t, s, ports.UsageQuery{OrgID: org, From: day(0), To: day(0)})
+	checkEqual(t, "after concurrent adds of one key", got, []ports.UsageTotal{{PromptTokens: 3, CompletionTokens: 2, Calls: 1}})
 }
