@@ -154,29 +154,42 @@ func (c *Client) realtimeBody(cfg ports.RealtimeSessionConfig) ([]byte, string, 
 			expiry, MinRealtimeExpiry, MaxRealtimeExpiry))
 	}
 	r.ExpiresAfter.Anchor, r.ExpiresAfter.Seconds = "created_at", secs
-	s := &r.Session
+	s, err := c.realtimeSessionOf(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	r.Session = s
+	b, err := json.Marshal(&r)
+	if err != nil {
+		return nil, "", invalidRequest(fmt.Sprintf("the realtime session cannot be encoded: %v", err))
+	}
+	return b, s.Model, nil
+}
+
+// realtimeSessionOf is the session configured as cfg, with the configured
+// model and voice where cfg leaves them empty. Errors: invalid (Code
+// invalid_request) for a tool without a name or with parameters that are
+// not JSON.
+func (c *Client) realtimeSessionOf(cfg ports.RealtimeSessionConfig) (realtimeSession, error) {
+	var s realtimeSession
 	s.Type = "realtime"
 	s.Model = cmp.Or(cfg.Model, c.realtimeModel)
 	s.Instructions = cfg.Instructions
 	s.Audio.Output.Voice = cmp.Or(cfg.Voice, c.realtimeVoice)
 	for _, t := range cfg.Tools {
 		if t.Name == "" {
-			return nil, "", invalidRequest("a tool has no name")
+			return s, invalidRequest("a tool has no name")
 		}
 		params := t.Parameters
 		if len(params) == 0 {
 			params = emptyObjectSchema
 		} else if !json.Valid(params) {
-			return nil, "", invalidRequest(fmt.Sprintf("tool %s: the parameters schema is not valid JSON", t.Name))
+			return s, invalidRequest(fmt.Sprintf("tool %s: the parameters schema is not valid JSON", t.Name))
 		}
 		s.Tools = append(s.Tools, realtimeTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: params})
 	}
 	if len(s.Tools) > 0 {
 		s.ToolChoice = "auto"
 	}
-	b, err := json.Marshal(&r)
-	if err != nil {
-		return nil, "", invalidRequest(fmt.Sprintf("the realtime session cannot be encoded: %v", err))
-	}
-	return b, s.Model, nil
+	return s, nil
 }

@@ -126,6 +126,16 @@ func (unconfigured) CreateClientSecret(context.Context, ports.RealtimeSessionCon
 	return ports.RealtimeSecret{}, errNoProvider
 }
 
+// StartCall always fails with errNoProvider.
+func (unconfigured) StartCall(context.Context, string, ports.RealtimeSessionConfig) (ports.RealtimeCall, error) {
+	return ports.RealtimeCall{}, errNoProvider
+}
+
+// WatchCall has no call to watch: it returns nil, as for a call that ended.
+func (unconfigured) WatchCall(context.Context, string, func(ports.RealtimeUsage) error) error {
+	return nil
+}
+
 // Transcribe always fails with errNoProvider.
 func (unconfigured) Transcribe(context.Context, ports.TranscriptionRequest) (ports.Transcription, error) {
 	return ports.Transcription{}, errNoProvider

@@ -41,23 +41,26 @@ type wireRealtimeRequest struct {
 		Anchor  string `json:"anchor"`
 		Seconds *int   `json:"seconds"`
 	} `json:"expires_after"`
-	Session *struct {
-		Type         string `json:"type"`
-		Model        string `json:"model"`
-		Instructions string `json:"instructions"`
-		Audio        *struct {
-			Output *struct {
-				Voice string `json:"voice"`
-			} `json:"output"`
-		} `json:"audio"`
-		Tools []struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-		} `json:"tools"`
-		ToolChoice json.RawMessage `json:"tool_choice"`
-	} `json:"session"`
+	Session *wireSession `json:"session"`
+}
+
+// wireSession is the session of a client secret or call request.
+type wireSession struct {
+	Type         string `json:"type"`
+	Model        string `json:"model"`
+	Instructions string `json:"instructions"`
+	Audio        *struct {
+		Output *struct {
+			Voice string `json:"voice"`
+		} `json:"output"`
+	} `json:"audio"`
+	Tools []struct {
+		Type        string          `json:"type"`
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 // EnqueueRealtime appends responses to the realtime script: each request to

@@ -11,6 +11,13 @@
 // its own (RealtimeRequests, TranscriptionRequests). Unlike chat, these
 // answer a request that finds no scripted response with their normal answer.
 //
+// Realtime calls (WebRTC's unified interface) are served too: POST
+// /v1/realtime/calls takes the multipart offer and session and answers a
+// canned SDP (AnswerSDP) with the new call's Location, and the call's
+// sideband WebSocket (GET /v1/realtime?call_id=) plays a CallScript of
+// response.done events with usage (ScriptCalls, ScriptCall, EndCall,
+// DropSideband).
+//
 // Scripted responses can reproduce what providers do in the wild: rate limits
 // with Retry-After, server errors, cut and malformed streams, slow tokens, and
 // the tool-call fragment quirks of Ollama, vLLM and llama.cpp.
@@ -62,6 +69,11 @@ type Server struct {
 	realtimeReqs      []RealtimeRequest
 	transcription     []Response
 	transcriptionReqs []TranscriptionRequest
+
+	realtimeCalls []Response
+	callReqs      []RealtimeCallRequest
+	callScript    CallScript
+	calls         map[string]*fakeCall
 }
 
 // New starts a fake server that is closed when the test ends. Chat requests
@@ -153,6 +165,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("POST /openai/deployments/{deployment}/chat/completions", s.handleChat)
 	mux.HandleFunc("POST /v1/realtime/client_secrets", s.handleRealtime)
+	mux.HandleFunc("POST /v1/realtime/calls", s.handleRealtimeCall)
+	mux.HandleFunc("GET /v1/realtime", s.handleSideband)
 	mux.HandleFunc("POST /v1/audio/transcriptions", s.handleTranscription)
 	mux.HandleFunc("POST /openai/deployments/{deployment}/audio/transcriptions", s.handleTranscription)
 	mux.HandleFunc("/", s.handleUnknown)

@@ -80,6 +80,83 @@ func (c *MockRealtimeCreateClientSecretCall) DoAndReturn(f func(context.Context,
 	return c
 }
 
+// StartCall mocks base method.
+func (m *MockRealtime) StartCall(ctx context.Context, offerSDP string, cfg ports.RealtimeSessionConfig) (ports.RealtimeCall, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "StartCall", ctx, offerSDP, cfg)
+	ret0, _ := ret[0].(ports.RealtimeCall)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// StartCall indicates an expected call of StartCall.
+func (mr *MockRealtimeMockRecorder) StartCall(ctx, offerSDP, cfg any) *MockRealtimeStartCallCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "StartCall", reflect.TypeOf((*MockRealtime)(nil).StartCall), ctx, offerSDP, cfg)
+	return &MockRealtimeStartCallCall{Call: call}
+}
+
+// MockRealtimeStartCallCall wrap *gomock.Call
+type MockRealtimeStartCallCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockRealtimeStartCallCall) Return(arg0 ports.RealtimeCall, arg1 error) *MockRealtimeStartCallCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockRealtimeStartCallCall) Do(f func(context.Context, string, ports.RealtimeSessionConfig) (ports.RealtimeCall, error)) *MockRealtimeStartCallCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockRealtimeStartCallCall) DoAndReturn(f func(context.Context, string, ports.RealtimeSessionConfig) (ports.RealtimeCall, error)) *MockRealtimeStartCallCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// WatchCall mocks base method.
+func (m *MockRealtime) WatchCall(ctx context.Context, callID string, onUsage func(ports.RealtimeUsage) error) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "WatchCall", ctx, callID, onUsage)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// WatchCall indicates an expected call of WatchCall.
+func (mr *MockRealtimeMockRecorder) WatchCall(ctx, callID, onUsage any) *MockRealtimeWatchCallCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "WatchCall", reflect.TypeOf((*MockRealtime)(nil).WatchCall), ctx, callID, onUsage)
+	return &MockRealtimeWatchCallCall{Call: call}
+}
+
+// MockRealtimeWatchCallCall wrap *gomock.Call
+type MockRealtimeWatchCallCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockRealtimeWatchCallCall) Return(arg0 error) *MockRealtimeWatchCallCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockRealtimeWatchCallCall) Do(f func(context.Context, string, func(ports.RealtimeUsage) error) error) *MockRealtimeWatchCallCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockRealtimeWatchCallCall) DoAndReturn(f func(context.Context, string, func(ports.RealtimeUsage) error) error) *MockRealtimeWatchCallCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // MockTranscriber is a mock of Transcriber interface.
 type MockTranscriber struct {
 	ctrl     *gomock.Controller
