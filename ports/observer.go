@@ -26,6 +26,9 @@ type Observer interface {
 	// activity (or marked ignored or failed), lag after it was received;
 	// processing a delivery again that was finished before is not reported.
 	WebhookProcessed(lag time.Duration)
+	// VoiceCallStarted is called once for each realtime call started through
+	// the server, whose token usage is then metered.
+	VoiceCallStarted()
 }
 
 // UnknownTool is the tool ToolCall is given for a call that named no tool
@@ -69,3 +72,6 @@ func (NopObserver) WebhookReceived(WebhookOutcome) {}
 
 // WebhookProcessed implements Observer.
 func (NopObserver) WebhookProcessed(time.Duration) {}
+
+// VoiceCallStarted does nothing.
+func (NopObserver) VoiceCallStarted() {}

@@ -25,6 +25,8 @@ const unknownTool = "unknown"
 //     bad_signature or refused.
 //   - devpilot_webhook_processing_lag_seconds: a histogram of the time from a
 //     delivery's receipt to the end of its processing.
+//   - devpilot_voice_calls_total: realtime calls started through the server,
+//     whose token usage is metered.
 //
 // Its methods are safe for concurrent use and never block.
 type Observer struct {
@@ -32,6 +34,7 @@ type Observer struct {
 	decided    *prometheus.CounterVec
 	deliveries *prometheus.CounterVec
 	lag        prometheus.Histogram
+	voiceCalls prometheus.Counter
 }
 
 var _ ports.Observer = (*Observer)(nil)
@@ -57,6 +60,10 @@ func NewObserver(reg prometheus.Registerer) *Observer {
 			Name:    "devpilot_webhook_processing_lag_seconds",
 			Help:    "Time from a webhook delivery's receipt to the end of its processing.",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
+		})),
+		voiceCalls: Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "devpilot_voice_calls_total",
+			Help: "Realtime voice calls started through the server (POST /api/v1/voice/calls), whose token usage is metered.",
 		})),
 	}
 	// The bounded labels start at zero, so that rates exist before the first event.
@@ -92,3 +99,6 @@ func (o *Observer) WebhookReceived(outcome ports.WebhookOutcome) {
 func (o *Observer) WebhookProcessed(lag time.Duration) {
 	o.lag.Observe(max(lag, 0).Seconds())
 }
+
+// VoiceCallStarted implements ports.Observer.
+func (o *Observer) VoiceCallStarted() { o.voiceCalls.Inc() }

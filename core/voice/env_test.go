@@ -99,6 +99,7 @@ type env struct {
 	spy         *spy
 	realtime    *mocks.MockRealtime
 	transcriber *mocks.MockTranscriber
+	jobs        *mocks.MockJobQueue
 	clock       *fixture.Clock
 	ids         *fixture.IDs
 	reads       atomic.Int32 // runs of get_project
@@ -130,7 +131,7 @@ func newEnv(t *testing.T, cfg voice.Config, with ...func(*env, *assistant.Deps))
 	}
 	e := &env{
 		t: t, reg: tool.NewRegistry(), store: store, spy: &spy{Store: store},
-		realtime: mocks.NewMockRealtime(ctrl), transcriber: mocks.NewMockTranscriber(ctrl),
+		realtime: mocks.NewMockRealtime(ctrl), transcriber: mocks.NewMockTranscriber(ctrl), jobs: mocks.NewMockJobQueue(ctrl),
 		clock: fixture.NewClock(), ids: &fixture.IDs{},
 	}
 	err = e.reg.Register(
@@ -165,7 +166,7 @@ func newEnv(t *testing.T, cfg voice.Config, with ...func(*env, *assistant.Deps))
 	asst := assistant.New(assistant.Config{}, d)
 	e.svc = voice.New(cfg, voice.Deps{
 		Assistant: asst, Sessions: e.spy, Messages: e.spy, Realtime: e.realtime, Transcriber: e.transcriber,
-		Tx: e.spy, Clock: e.clock, IDs: e.ids,
+		Tx: e.spy, Clock: e.clock, IDs: e.ids, Jobs: e.jobs, Usage: e.spy,
 	})
 	t.Cleanup(func() {
 		for _, p := range []ports.Principal{alice, bob} {

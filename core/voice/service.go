@@ -36,6 +36,9 @@ type Config struct {
 	MaxAudioBytes int64
 	// Instructions start every voice session (DefaultInstructions).
 	Instructions string
+	// MaxCall bounds how long a realtime call's usage is metered
+	// (DefaultMaxCall).
+	MaxCall time.Duration
 }
 
 // DefaultMaxAudioBytes is the largest audio file Transcribe accepts unless
@@ -67,6 +70,9 @@ const (
 func (c Config) withDefaults() Config {
 	if c.MaxAudioBytes <= 0 {
 		c.MaxAudioBytes = DefaultMaxAudioBytes
+	}
+	if c.MaxCall <= 0 {
+		c.MaxCall = DefaultMaxCall
 	}
 	if strings.TrimSpace(c.Instructions) == "" {
 		c.Instructions = DefaultInstructions
@@ -103,7 +109,12 @@ type Deps struct {
 	Tx          ports.Transactor
 	Clock       ports.Clock
 	IDs         ports.IDs
-	// Observer hears the tool calls ToolCall handles.
+	// Jobs gets the job that meters a call StartCall starts, and Usage the
+	// tokens MeterCall records.
+	Jobs  ports.JobQueue
+	Usage ports.UsageStore
+	// Observer hears the tool calls ToolCall handles and the calls
+	// StartCall starts.
 	Observer ports.Observer
 	Logger   *slog.Logger
 }

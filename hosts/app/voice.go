@@ -27,6 +27,9 @@ type VoiceParams struct {
 	Tx          ports.Transactor
 	Clock       ports.Clock
 	IDs         ports.IDs
+	// Jobs and Usage meter the realtime calls started through the server.
+	Jobs  ports.JobQueue
+	Usage ports.UsageStore
 	// Observer, when given (TelemetryModule), hears the tool calls.
 	Observer ports.Observer `optional:"true"`
 }
@@ -36,6 +39,7 @@ type VoiceParams struct {
 func NewVoice(p VoiceParams) *voice.Service {
 	return voice.New(voice.Config{}, voice.Deps{
 		Assistant: p.Assistant, Sessions: p.Sessions, Messages: p.Messages, Realtime: p.Realtime,
-		Transcriber: p.Transcriber, Tx: p.Tx, Clock: p.Clock, IDs: p.IDs, Observer: p.Observer, Logger: p.Logger,
+		Transcriber: p.Transcriber, Tx: p.Tx, Clock: p.Clock, IDs: p.IDs, Jobs: p.Jobs, Usage: p.Usage,
+		Observer: p.Observer, Logger: p.Logger,
 	})
 }
