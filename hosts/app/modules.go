@@ -278,6 +278,7 @@ type WorkerParams struct {
 	Spec      *spec.Service
 	SCM       *scm.Service
 	Content   *content.Service
+	Voice     *voice.Service
 	// Idempotency is pruned of expired Idempotency-Key records.
 	Idempotency ports.IdempotencyStore
 	Clock       ports.Clock
@@ -289,7 +290,7 @@ type WorkerParams struct {
 
 // StartWorkers builds the worker client and ties it to the app's lifecycle.
 func StartWorkers(p WorkerParams) error {
-	workers, err := worker.NewWorkers(worker.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, SCM: p.SCM, Content: p.Content,
+	workers, err := worker.NewWorkers(worker.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, SCM: p.SCM, Content: p.Content, Voice: p.Voice,
 		Idempotency: p.Idempotency, Clock: p.Clock, Logger: p.Logger, GenerationBudget: p.Config.JobRescueAfter})
 	if err != nil {
 		return err

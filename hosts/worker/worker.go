@@ -17,6 +17,7 @@ import (
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/core/scm"
 	"github.com/devpilot/devpilot/core/spec"
+	"github.com/devpilot/devpilot/core/voice"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -75,6 +76,12 @@ type DeliveryProcessor interface {
 	ProcessDeliveries(ctx context.Context, deliveryIDs []string) error
 }
 
+// CallMeter records the token usage of a realtime call while it lasts;
+// *voice.Service is one.
+type CallMeter interface {
+	MeterCall(ctx context.Context, args voice.MeterCallArgs) error
+}
+
 // Deps are the core services the workers call.
 type Deps struct {
 	Identity  TokenPruner
@@ -82,6 +89,7 @@ type Deps struct {
 	Spec      StageGenerator
 	SCM       DeliveryProcessor
 	Content   ContentGenerator
+	Voice     CallMeter
 	// Idempotency is pruned of expired Idempotency-Key records.
 	Idempotency IdempotencyPruner
 	// Clock tells the prune of Idempotency the time; nil means the system clock.
@@ -99,8 +107,8 @@ type Deps struct {
 // queue.Config. It returns an error when a dependency is missing or River
 // rejects a worker.
 func NewWorkers(d Deps) (*river.Workers, error) {
-	if d.Identity == nil || d.Assistant == nil || d.Spec == nil || d.SCM == nil || d.Content == nil || d.Idempotency == nil {
-		return nil, errors.New("worker: Deps.Identity, Assistant, Spec, SCM, Content and Idempotency are required")
+	if d.Identity == nil || d.Assistant == nil || d.Spec == nil || d.SCM == nil || d.Content == nil || d.Voice == nil || d.Idempotency == nil {
+		return nil, errors.New("worker: Deps.Identity, Assistant, Spec, SCM, Content, Voice and Idempotency are required")
 	}
 	now := time.Now
 	if d.Clock != nil {
@@ -116,6 +124,7 @@ func NewWorkers(d Deps) (*river.Workers, error) {
 		river.AddWorkerSafely(workers, &ProcessDeliveryWorker{SCM: d.SCM, Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &ProcessDeliveriesWorker{SCM: d.SCM, Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &GenerateContentWorker{Content: d.Content, Budget: d.GenerationBudget}),
+		river.AddWorkerSafely(workers, &MeterCallWorker{Voice: d.Voice, Logger: d.Logger}),
 	)
 	if err != nil {
 		return nil, err
@@ -134,6 +143,7 @@ func Kinds() []string {
 		scm.ProcessDeliveryArgs{}.Kind(),
 		scm.ProcessDeliveriesArgs{}.Kind(),
 		content.GenerateContentArgs{}.Kind(),
+		voice.MeterCallArgs{}.Kind(),
 	}
 }
 
@@ -316,5 +326,43 @@ func (w *GenerateContentWorker) Work(ctx context.Context, job *river.Job[content
 
 // NextRetry retries a transient failure within seconds.
 func (w *GenerateContentWorker) NextRetry(job *river.Job[content.GenerateContentArgs]) time.Time {
+	return generationRetry(job.JobRow)
+}
+
+// MeterCallWorker works voice.MeterCallArgs jobs: it records the token usage
+// of a realtime call while the call lasts, which may be longer than one
+// attempt may run (the queue's job timeout). An attempt whose time runs out
+// (or whose worker stops) while the call goes on snoozes the job, which
+// joins the call again at once without using an attempt; each response is
+// recorded once however often it is seen. A failed attempt is retried
+// within seconds, as the call goes on meanwhile; an invalid one (a store
+// refusing the record) gives the job up.
+type MeterCallWorker struct {
+	river.WorkerDefaults[voice.MeterCallArgs]
+	Voice CallMeter
+	// Logger receives a warning for a call whose metering is given up; nil
+	// means slog.Default().
+	Logger *slog.Logger
+}
+
+// Work meters the call until it ends, or snoozes the job when the attempt
+// runs out of time first.
+func (w *MeterCallWorker) Work(ctx context.Context, job *river.Job[voice.MeterCallArgs]) error {
+	err := w.Voice.MeterCall(ctx, job.Args)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return river.JobSnooze(0)
+	case ports.KindOf(err) == ports.KindInvalid:
+		cmp.Or(w.Logger, slog.Default()).WarnContext(ctx, "metering a realtime call given up",
+			slog.String("call_id", job.Args.CallID), slog.Int64("job_id", job.ID), slog.Any("err", err))
+		return river.JobCancel(err)
+	}
+	return err
+}
+
+// NextRetry retries a failed attempt within seconds: the call goes on.
+func (w *MeterCallWorker) NextRetry(job *river.Job[voice.MeterCallArgs]) time.Time {
 	return generationRetry(job.JobRow)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/devpilot/devpilot/core/content"
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/core/spec"
+	"github.com/devpilot/devpilot/core/voice"
 	"github.com/devpilot/devpilot/hosts/worker"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
@@ -79,7 +80,7 @@ func TestPruneTokensJob(t *testing.T) {
 		}
 
 		svc := identity.New(identity.Deps{Orgs: store, Users: store, Tokens: store, Tx: db, Clock: fixture.NewClock(), IDs: ids})
-		workers, err := worker.NewWorkers(worker.Deps{Identity: svc, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: svc, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +246,7 @@ func TestNewWorkers(t *testing.T) {
 	if _, err := worker.NewWorkers(worker.Deps{}); err == nil {
 		t.Fatal("NewWorkers without Identity succeeded")
 	}
-	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}}); err != nil {
+	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}}); err != nil {
 		t.Fatalf("NewWorkers: %v", err)
 	}
 }
@@ -264,7 +265,7 @@ func TestKinds(t *testing.T) {
 	if err := queue.Migrate(ctx, db, nil); err != nil {
 		t.Fatal(err)
 	}
-	workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}})
+	workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +294,7 @@ func TestPeriodicJobsRunOnStart(t *testing.T) {
 	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
 		t.Parallel()
 		pruned := make(chan struct{}, 1)
-		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned), Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned), Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,5 +345,51 @@ func TestGenerateStageWorkerTellsTheLastAttempt(t *testing.T) {
 	}
 	if want := []bool{false, false, true}; !slices.Equal(g.final, want) {
 		t.Fatalf("final = %v, want %v", g.final, want)
+	}
+}
+
+// fakeMeter meters a call with err, after waiting for ctx when wait is set.
+type fakeMeter struct {
+	err  error
+	wait bool
+}
+
+func (f fakeMeter) MeterCall(ctx context.Context, _ voice.MeterCallArgs) error {
+	if f.wait {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return f.err
+}
+
+// The metering worker snoozes a call that outlasts its attempt, retries a
+// failure and gives up an invalid one.
+func TestMeterCallWorker(t *testing.T) {
+	t.Parallel()
+	job := &river.Job[voice.MeterCallArgs]{JobRow: &rivertype.JobRow{ID: 7, Attempt: 1, MaxAttempts: 10}, Args: voice.MeterCallArgs{CallID: "rtc_1"}}
+	dropped := &ports.Error{Kind: ports.KindUnavailable, Message: "dropped"}
+	bad := ports.Invalid("no org")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+	defer cancel()
+	w := &worker.MeterCallWorker{Voice: fakeMeter{wait: true}, Logger: slog.New(slog.DiscardHandler)}
+	var snooze *river.JobSnoozeError
+	if err := w.Work(ctx, job); !errors.As(err, &snooze) || snooze.Duration != 0 {
+		t.Errorf("an attempt that ran out of time: %v, want JobSnooze(0)", err)
+	}
+	w.Voice = fakeMeter{}
+	if err := w.Work(t.Context(), job); err != nil {
+		t.Errorf("a call that ended: %v", err)
+	}
+	w.Voice = fakeMeter{err: dropped}
+	if err := w.Work(t.Context(), job); !errors.Is(err, dropped) {
+		t.Errorf("a dropped sideband: %v, want it retried", err)
+	}
+	if next := w.NextRetry(job); time.Until(next) > 30*time.Second {
+		t.Errorf("retried at %v, want within seconds", next)
+	}
+	w.Voice = fakeMeter{err: bad}
+	var cancelled *rivertype.JobCancelError
+	if err := w.Work(t.Context(), job); !errors.As(err, &cancelled) {
+		t.Errorf("an invalid record: %v, want JobCancel", err)
 	}
 }
