@@ -69,7 +69,8 @@ func contractOf(base string) (*contract, error) {
 func loadContract(base string) (*contract, error) {
 	defineFormats.Do(func() {
 		openapi3.DefineStringFormatValidator("uuid", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForUUIDOfRFC9562))
-		openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder) // net/http's redirect link
+		openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)       // net/http's redirect link
+		openapi3filter.RegisterBodyDecoder("application/sdp", openapi3filter.PlainBodyDecoder) // a voice call's SDP answer
 	})
 	resp, err := http.Get(base + "/openapi.json")
 	if err != nil {

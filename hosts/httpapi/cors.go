@@ -63,7 +63,7 @@ func withCORS(origins []string, next http.Handler) http.Handler {
 		AllowedHeaders: []string{"Authorization", "Content-Type", "Accept", "If-Match", "Last-Event-ID",
 			headerIdempotencyKey, "X-Request-Id"},
 		ExposedHeaders: []string{"X-Request-Id", "Retry-After", "ETag", "Location", "WWW-Authenticate",
-			headerIdempotentReplayed},
+			headerIdempotentReplayed, headerCallID, headerSessionID},
 		AllowCredentials: !everyOrigin,
 		MaxAge:           corsMaxAge,
 	}).Handler(next)

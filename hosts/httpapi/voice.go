@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/core/voice"
@@ -19,6 +20,7 @@ import (
 // Voice is voice and audio as the transport calls it.
 type Voice interface {
 	StartSessionOn(ctx context.Context, page *tool.PageContext) (voice.Session, error)
+	StartCall(ctx context.Context, offerSDP string) (voice.Call, error)
 	ToolCall(ctx context.Context, in voice.ToolCallInput) (voice.ToolCallResult, error)
 	Transcribe(ctx context.Context, in voice.TranscribeInput) (ports.Transcription, error)
 }
@@ -35,6 +37,7 @@ const transcribeTimeout = 3 * time.Minute
 // transcription at /audio/transcribe and under /api/v1.
 func (s *Server) voiceRoutes() {
 	s.handle(http.MethodPost, "/api/v1/voice/session", s.voiceSession, costly)
+	s.handle(http.MethodPost, "/api/v1/voice/calls", s.voiceCall, maxBody(voice.MaxOfferBytes), costly)
 	s.handle(http.MethodPost, "/api/v1/voice/tool-calls", s.voiceToolCall)
 	for _, p := range []string{"", "/api/v1"} {
 		s.handle(http.MethodPost, p+"/audio/transcribe", s.transcribe, maxBody(audioUploadLimit), timeout(transcribeTimeout), costly)
@@ -70,6 +73,48 @@ func (s *Server) voiceSession(w http.ResponseWriter, r *http.Request) error {
 		"token": sess.Secret.Value, "expires_at": sess.Secret.ExpiresAt.UTC(), "model": sess.Secret.Model,
 		"session_id": sess.SessionID,
 	})
+}
+
+// The headers of a call's SDP answer that name the call and its chat session.
+const (
+	headerCallID    = "X-Devpilot-Call-Id"
+	headerSessionID = "X-Devpilot-Session-Id"
+)
+
+// voiceCall starts a realtime call from the browser's SDP offer (the body,
+// application/sdp) and answers the provider's SDP answer: 201 with
+// application/sdp and the call and session ids in headers, or, when the
+// client accepts application/json and not application/sdp, 201 with
+// {"call_id","sdp","model","session_id"}.
+func (s *Server) voiceCall(w http.ResponseWriter, r *http.Request) error {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/sdp" {
+		return &ports.Error{Kind: ports.KindUnsupportedMedia, Message: "the request body must be the WebRTC SDP offer, as application/sdp"}
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return bodyError(err, "reading the SDP offer")
+	}
+	if !utf8.Valid(b) {
+		return malformed("the SDP offer is not UTF-8 text")
+	}
+	call, err := s.d.Voice.StartCall(r.Context(), string(b))
+	if err != nil {
+		return err
+	}
+	w.Header().Set(headerCallID, call.ID)
+	w.Header().Set(headerSessionID, call.SessionID)
+	accept := r.Header.Get("Accept")
+	if strings.Contains(accept, "application/json") && !strings.Contains(accept, "application/sdp") {
+		return writeJSON(w, http.StatusCreated, map[string]any{
+			"call_id": call.ID, "sdp": call.AnswerSDP, "model": call.Model, "session_id": call.SessionID,
+		})
+	}
+	w.Header().Set("Content-Type", "application/sdp")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = io.WriteString(w, call.AnswerSDP)
+	return nil
 }
 
 type voiceToolCallRequest struct {

@@ -362,7 +362,8 @@ func (w *MeterCallWorker) Work(ctx context.Context, job *river.Job[voice.MeterCa
 	return err
 }
 
-// NextRetry retries a failed attempt within seconds: the call goes on.
+// NextRetry retries a failed attempt at once, then after a quarter of a
+// second, doubling up to 15 seconds: the call goes on meanwhile.
 func (w *MeterCallWorker) NextRetry(job *river.Job[voice.MeterCallArgs]) time.Time {
-	return generationRetry(job.JobRow)
+	return time.Now().Add(min(250*time.Millisecond<<min(max(job.Attempt-1, 0), 6), 15*time.Second))
 }
