@@ -66,6 +66,8 @@ func TestObserverCounts(t *testing.T) {
 	o.WebhookReceived(ports.WebhookDuplicate)
 	o.WebhookProcessed(250 * time.Millisecond)
 	o.WebhookProcessed(-time.Second) // clocks that disagree count as no lag
+	o.VoiceCallStarted()
+	again.VoiceCallStarted()
 
 	want := map[string]float64{
 		"devpilot_tool_calls_total{outcome=ok,tool=get_project}":         2,
@@ -80,6 +82,7 @@ func TestObserverCounts(t *testing.T) {
 		"devpilot_webhook_deliveries_total{outcome=refused}":             0,
 		"devpilot_webhook_processing_lag_seconds{}_count":                2,
 		"devpilot_webhook_processing_lag_seconds{}_sum":                  0.25,
+		"devpilot_voice_calls_total{}":                                   2,
 	}
 	if got := gather(t, reg, "devpilot_"); !maps.Equal(got, want) {
 		t.Errorf("metrics\n%v\nwant\n%v", got, want)
