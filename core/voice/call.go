@@ -62,7 +62,8 @@ type Call struct {
 //
 // Errors: unauthenticated; invalid (Code invalid_sdp, field sdp) for an
 // offer that is empty, not UTF-8 text without control characters, or not
-// SDP (v=0 first); payload_too_large past MaxOfferBytes; the Realtime
+// SDP (v=0 first); payload_too_large past MaxOfferBytes; budget_exceeded
+// (rate_limited) from Deps.Budget, before the provider hears of it; the Realtime
 // port's (rate_limited, unavailable, timeout, upstream, invalid); the
 // stores' and the queue's.
 func (s *Service) StartCall(ctx context.Context, offerSDP string) (Call, error) {
@@ -72,6 +73,11 @@ func (s *Service) StartCall(ctx context.Context, offerSDP string) (Call, error) 
 	}
 	if err := checkOffer(offerSDP); err != nil {
 		return Call{}, err
+	}
+	if s.d.Budget != nil {
+		if err := s.d.Budget.Check(ctx, p.OrgID); err != nil {
+			return Call{}, err
+		}
 	}
 	instructions, err := s.d.Assistant.Instructions(ctx, s.cfg.Instructions)
 	if err != nil {

@@ -221,3 +221,25 @@ func TestMeterCallBounds(t *testing.T) {
 		}
 	})
 }
+
+// budgetFunc is a voice.Budget.
+type budgetFunc func(ctx context.Context, orgID string) error
+
+func (f budgetFunc) Check(ctx context.Context, orgID string) error { return f(ctx, orgID) }
+
+func TestStartCallOverBudget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, voice.Config{})
+	d := e.deps
+	d.Budget = budgetFunc(func(_ context.Context, orgID string) error {
+		if orgID != alice.OrgID {
+			t.Errorf("budget of %q", orgID)
+		}
+		return &ports.Error{Kind: ports.KindRateLimited, Code: ports.CodeBudgetExceeded, RetryAfter: time.Hour}
+	})
+	// No provider call and no job are expected (the mocks fail on one).
+	_, err := voice.New(voice.Config{}, d).StartCall(as(alice), offer)
+	if e, ok := ports.AsError(err); !ok || e.Code != ports.CodeBudgetExceeded {
+		t.Fatalf("StartCall over the budget = %v", err)
+	}
+}

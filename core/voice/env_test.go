@@ -94,6 +94,7 @@ func (s *spy) CreateConfirmation(ctx context.Context, c ports.Confirmation) erro
 type env struct {
 	t           *testing.T
 	svc         *voice.Service
+	deps        voice.Deps // svc's
 	reg         *tool.Registry
 	store       *memstore.Store // the store under the spy, to set up and read back
 	spy         *spy
@@ -164,10 +165,11 @@ func newEnv(t *testing.T, cfg voice.Config, with ...func(*env, *assistant.Deps))
 		w(e, &d)
 	}
 	asst := assistant.New(assistant.Config{}, d)
-	e.svc = voice.New(cfg, voice.Deps{
+	e.deps = voice.Deps{
 		Assistant: asst, Sessions: e.spy, Messages: e.spy, Realtime: e.realtime, Transcriber: e.transcriber,
 		Tx: e.spy, Clock: e.clock, IDs: e.ids, Jobs: e.jobs, Usage: e.spy,
-	})
+	}
+	e.svc = voice.New(cfg, e.deps)
 	t.Cleanup(func() {
 		for _, p := range []ports.Principal{alice, bob} {
 			for _, s := range e.sessions(p) {

@@ -97,6 +97,14 @@ type Assistant interface {
 	ExecuteToolUnder(ctx context.Context, sessionID string, call ports.ToolCall, pol tool.Policy) (tool.Execution, error)
 }
 
+// Budget is the organisations' monthly token budgets (*usage.Budgets is
+// one).
+type Budget interface {
+	// Check returns the budget_exceeded (rate_limited) Error when orgID
+	// has used its month's budget.
+	Check(ctx context.Context, orgID string) error
+}
+
 // Deps are the ports and services a Service needs. Observer nil hears
 // nothing; Logger nil discards logs.
 type Deps struct {
@@ -113,6 +121,9 @@ type Deps struct {
 	// tokens MeterCall records.
 	Jobs  ports.JobQueue
 	Usage ports.UsageStore
+	// Budget, when set, refuses a call StartCall would start for an
+	// organisation over its monthly token budget.
+	Budget Budget
 	// Observer hears the tool calls ToolCall handles and the calls
 	// StartCall starts.
 	Observer ports.Observer

@@ -6,6 +6,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/usage"
 	"github.com/devpilot/devpilot/core/voice"
 	"github.com/devpilot/devpilot/ports"
 )
@@ -30,6 +31,8 @@ type VoiceParams struct {
 	// Jobs and Usage meter the realtime calls started through the server.
 	Jobs  ports.JobQueue
 	Usage ports.UsageStore
+	// Budgets refuse calls over an organisation's monthly token budget.
+	Budgets *usage.Budgets
 	// Observer, when given (TelemetryModule), hears the tool calls.
 	Observer ports.Observer `optional:"true"`
 }
@@ -39,7 +42,7 @@ type VoiceParams struct {
 func NewVoice(p VoiceParams) *voice.Service {
 	return voice.New(voice.Config{}, voice.Deps{
 		Assistant: p.Assistant, Sessions: p.Sessions, Messages: p.Messages, Realtime: p.Realtime,
-		Transcriber: p.Transcriber, Tx: p.Tx, Clock: p.Clock, IDs: p.IDs, Jobs: p.Jobs, Usage: p.Usage,
+		Transcriber: p.Transcriber, Tx: p.Tx, Clock: p.Clock, IDs: p.IDs, Jobs: p.Jobs, Usage: p.Usage, Budget: p.Budgets,
 		Observer: p.Observer, Logger: p.Logger,
 	})
 }

@@ -123,6 +123,18 @@ func TestVoiceCallUsage(t *testing.T) {
 			if code != 201 || !strings.HasPrefix(h.Get("Content-Type"), "application/json") || !containsAll(body, `"call_id"`, `"sdp":"v=0`, `"session_id"`) {
 				t.Fatalf("start call for JSON: %d %s", code, body)
 			}
+
+			// Over the budget, no call starts: the provider hears nothing.
+			if code, _, raw := st.budget(admin, "PUT", map[string]any{"monthly_tokens": 1815}); code != 200 {
+				t.Fatalf("budget: %d %s", code, raw)
+			}
+			calls := len(st.model.RealtimeCallRequests())
+			if code, _, body := st.offer(alice, []byte(sdpOffer), "Content-Type", "application/sdp"); code != 429 || !containsAll(body, "budget_exceeded") {
+				t.Fatalf("start call over the budget: %d %s", code, body)
+			}
+			if n := len(st.model.RealtimeCallRequests()); n != calls {
+				t.Fatalf("the provider received %d calls over the budget", n-calls)
+			}
 		})
 	}
 }
