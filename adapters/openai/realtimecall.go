@@ -165,12 +165,12 @@ type sidebandEvent struct {
 // WebSocket to /realtime?call_id={callID} with the server's API key, whose
 // response.done events carry each response's usage. Joining is bounded by
 // Config.RealtimeTimeout; the connection then lasts until the call ends
-// (the provider closes it, and a call that ended answers the join with 404:
-// both return nil) or ctx ends. A response.done without usage (none was
+// (the provider closes it normally, with 1000 or 1001, and a call that
+// ended answers the join with 404: both return nil) or ctx ends. A response.done without usage (none was
 // used) is not reported.
 //
-// Errors: unavailable when the join fails or the connection drops without
-// a close, and (Code realtime_unsupported) for an Azure configuration;
+// Errors: unavailable when the join fails, the connection drops without
+// a close or is closed with an error status, and (Code realtime_unsupported) for an Azure configuration;
 // timeout when the join takes longer than Config.RealtimeTimeout;
 // rate_limited, upstream (rejected credentials) and invalid as a refused
 // join answers; upstream for an event that is not JSON or a response.done
@@ -220,8 +220,12 @@ func (c *Client) WatchCall(ctx context.Context, callID string, onUsage func(port
 			switch {
 			case ctx.Err() != nil:
 				return ctx.Err()
-			case websocket.CloseStatus(err) != -1:
+			case websocket.CloseStatus(err) == websocket.StatusNormalClosure || websocket.CloseStatus(err) == websocket.StatusGoingAway:
 				return nil // the provider closed the call's sideband: the call ended
+			case websocket.CloseStatus(err) != -1:
+				// Another close (an error of the provider's, an event past the
+				// read limit): joining again tells whether the call goes on.
+				return ports.Wrap(ports.KindUnavailable, err, "the model provider closed the sideband connection with an error")
 			default:
 				return ports.Wrap(ports.KindUnavailable, err, "the sideband connection to the model provider dropped")
 			}

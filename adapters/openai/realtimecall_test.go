@@ -203,6 +203,27 @@ func TestWatchCallHeldAndDropped(t *testing.T) {
 	}
 }
 
+func TestWatchCallClosedWithAnError(t *testing.T) {
+	t.Parallel()
+	f := fakeopenai.New(t)
+	f.ScriptCalls(fakeopenai.CallScript{CloseCode: 1011, Responses: []fakeopenai.RealtimeResponse{{ID: "resp_1", InputTokens: 1, OutputTokens: 1}}})
+	c, _ := newTestClient(t, f)
+	call, err := c.StartCall(t.Context(), testOffer, ports.RealtimeSessionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not the end of the call: unavailable, so that the caller joins again.
+	got, err := watch(t.Context(), c, call.ID)
+	wantError(t, err, ports.KindUnavailable, string(ports.KindUnavailable))
+	if len(got) != 1 {
+		t.Errorf("usage %+v", got)
+	}
+	f.ScriptCall(call.ID, fakeopenai.CallScript{})
+	if _, err := watch(t.Context(), c, call.ID); err != nil {
+		t.Errorf("WatchCall after the call ended normally = %v", err)
+	}
+}
+
 func TestWatchCallRefused(t *testing.T) {
 	t.Parallel()
 	f := fakeopenai.New(t)

@@ -50,6 +50,10 @@ type RealtimeResponse struct {
 type CallScript struct {
 	Responses []RealtimeResponse
 	Hold      bool
+	// CloseCode, when set (and Hold is not), closes the sideband with this
+	// WebSocket status (1011, say) after the responses instead, and the call
+	// goes on: a later join plays the script again.
+	CloseCode int
 }
 
 // fakeCall is the state of one call.
@@ -263,6 +267,10 @@ func (s *Server) handleSideband(w http.ResponseWriter, r *http.Request) {
 		if !send(responseDone(resp)) {
 			return
 		}
+	}
+	if !script.Hold && script.CloseCode != 0 {
+		_ = conn.Close(websocket.StatusCode(script.CloseCode), "the fake was told to close so")
+		return
 	}
 	if !script.Hold {
 		s.EndCall(id)
