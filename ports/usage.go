@@ -117,6 +117,11 @@ type UsageStore interface {
 	// to q.To, grouped by q.GroupBy and ordered by key; groups without usage
 	// are left out. Errors: invalid for an unknown GroupBy.
 	SumUsage(ctx context.Context, q UsageQuery) ([]UsageTotal, error)
+	// PruneUsageKeys forgets the Keys of the records added on a UTC day
+	// before before's, and returns how many it forgot: a record added with
+	// such a key again counts again, so keep them as long as a record may
+	// be reported again.
+	PruneUsageKeys(ctx context.Context, before time.Time) (int, error)
 }
 
 // CheckUsageRecord is the rule every UsageStore applies to a record it

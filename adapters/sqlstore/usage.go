@@ -61,6 +61,15 @@ func (s *Usage) add(ctx context.Context, r ports.UsageRecord) error {
 	return storeErr(err, "usage", "org "+r.OrgID)
 }
 
+// PruneUsageKeys implements ports.UsageStore.
+func (s *Usage) PruneUsageKeys(ctx context.Context, before time.Time) (int, error) {
+	n, err := s.db.write(ctx).exec(ctx, `DELETE FROM usage_keys WHERE day < ?`, before.UTC().Format(dayLayout))
+	if err != nil {
+		return 0, storeErr(err, "usage", "keys")
+	}
+	return int(n), nil
+}
+
 // usageKeys are the columns each grouping groups by.
 var usageKeys = map[ports.UsageGroup]string{
 	"": "''", ports.UsageByDay: "day", ports.UsageByModel: "model",

@@ -39,7 +39,7 @@ type Store struct {
 	invitations map[string]ports.Invitation // by id
 	policies    map[policyKey]ports.ToolPolicy
 	usage       map[usageKey]ports.UsageTotal
-	usageKeys   map[string]struct{}
+	usageKeys   map[string]string     // the day (YYYY-MM-DD) of each usage key
 	budgets     map[string]int64      // monthly token budgets by organisation
 	rates       map[string]rateWindow // made on first use
 	idempotency map[idemKey]ports.IdempotencyRecord
@@ -63,7 +63,7 @@ func New() *Store {
 	s.assistant.init()
 	s.policies = map[policyKey]ports.ToolPolicy{}
 	s.usage = map[usageKey]ports.UsageTotal{}
-	s.usageKeys = map[string]struct{}{}
+	s.usageKeys = map[string]string{}
 	s.budgets = map[string]int64{}
 	s.idempotency = map[idemKey]ports.IdempotencyRecord{}
 	return s

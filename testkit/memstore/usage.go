@@ -26,7 +26,7 @@ func (s *Store) AddUsage(ctx context.Context, r ports.UsageRecord) error {
 		if _, ok := s.usageKeys[r.Key]; ok {
 			return nil
 		}
-		put(ctx, s, s.usageKeys, r.Key, struct{}{})
+		put(ctx, s, s.usageKeys, r.Key, r.Day.UTC().Format(time.DateOnly))
 	}
 	k := usageKey{r.OrgID, r.Day.UTC().Format(time.DateOnly), r.UserID, r.Model, r.Feature}
 	t := s.usage[k]
@@ -72,4 +72,18 @@ func (s *Store) SumUsage(_ context.Context, q ports.UsageQuery) ([]ports.UsageTo
 	}
 	slices.SortFunc(out, func(a, b ports.UsageTotal) int { return cmp.Compare(a.Key, b.Key) })
 	return out, nil
+}
+
+// PruneUsageKeys forgets the keys of records added before before's day.
+func (s *Store) PruneUsageKeys(ctx context.Context, before time.Time) (int, error) {
+	cut := before.UTC().Format(time.DateOnly)
+	defer s.lock()()
+	n := 0
+	for k, day := range s.usageKeys {
+		if day < cut {
+			del(ctx, s, s.usageKeys, k)
+			n++
+		}
+	}
+	return n, nil
 }

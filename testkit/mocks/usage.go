@@ -12,6 +12,7 @@ package mocks
 import (
 	context "context"
 	reflect "reflect"
+	time "time"
 
 	ports "github.com/devpilot/devpilot/ports"
 	gomock "go.uber.org/mock/gomock"
@@ -75,6 +76,45 @@ func (c *MockUsageStoreAddUsageCall) Do(f func(context.Context, ports.UsageRecor
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
 func (c *MockUsageStoreAddUsageCall) DoAndReturn(f func(context.Context, ports.UsageRecord) error) *MockUsageStoreAddUsageCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// PruneUsageKeys mocks base method.
+func (m *MockUsageStore) PruneUsageKeys(ctx context.Context, before time.Time) (int, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "PruneUsageKeys", ctx, before)
+	ret0, _ := ret[0].(int)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// PruneUsageKeys indicates an expected call of PruneUsageKeys.
+func (mr *MockUsageStoreMockRecorder) PruneUsageKeys(ctx, before any) *MockUsageStorePruneUsageKeysCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "PruneUsageKeys", reflect.TypeOf((*MockUsageStore)(nil).PruneUsageKeys), ctx, before)
+	return &MockUsageStorePruneUsageKeysCall{Call: call}
+}
+
+// MockUsageStorePruneUsageKeysCall wrap *gomock.Call
+type MockUsageStorePruneUsageKeysCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockUsageStorePruneUsageKeysCall) Return(arg0 int, arg1 error) *MockUsageStorePruneUsageKeysCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockUsageStorePruneUsageKeysCall) Do(f func(context.Context, time.Time) (int, error)) *MockUsageStorePruneUsageKeysCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockUsageStorePruneUsageKeysCall) DoAndReturn(f func(context.Context, time.Time) (int, error)) *MockUsageStorePruneUsageKeysCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

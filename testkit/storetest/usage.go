@@ -27,6 +27,7 @@ func TestUsage(t *testing.T, newStores func(t *testing.T) UsageStores) {
 		{"RaceAdd", testUsageRaceAdd},
 		{"KeyedOnce", testUsageKeyedOnce},
 		{"RaceKeyed", testUsageRaceKeyed},
+		{"PruneKeys", testUsagePruneKeys},
 	})
 }
 
@@ -226,4 +227,20 @@ func testUsageRaceKeyed(t *testing.T, s UsageStores) {
 	}
 	got := mustSumUsage(t, s, ports.UsageQuery{OrgID: org, From: day(0), To: day(0)})
 	checkEqual(t, "after concurrent adds of one key", got, []ports.UsageTotal{{PromptTokens: 3, CompletionTokens: 2, Calls: 1}})
+}
+
+func testUsagePruneKeys(t *testing.T, s UsageStores) {
+	// Days long before the other subtests', whose keys stay.
+	org, past := newID(), day(-400)
+	old, recent := "voice:"+newID()+":old", "voice:"+newID()+":recent"
+	mustAddUsage(t, s, keyed(usageOf(org, "u", "m", ports.FeatureVoice, past, 1, 0), old))
+	mustAddUsage(t, s, keyed(usageOf(org, "u", "m", ports.FeatureVoice, past.AddDate(0, 0, 2), 10, 0), recent))
+	if n, err := s.Usage.PruneUsageKeys(t.Context(), past.AddDate(0, 0, 2).Add(5*time.Hour)); err != nil || n < 1 {
+		t.Fatalf("PruneUsageKeys = %d, %v; want at least 1", n, err)
+	}
+	// The old key counts again, the recent one does not; the totals stay.
+	mustAddUsage(t, s, keyed(usageOf(org, "u", "m", ports.FeatureVoice, past.AddDate(0, 0, 2), 100, 0), old))
+	mustAddUsage(t, s, keyed(usageOf(org, "u", "m", ports.FeatureVoice, past.AddDate(0, 0, 2), 1000, 0), recent))
+	got := mustSumUsage(t, s, ports.UsageQuery{OrgID: org, From: past, To: past.AddDate(0, 0, 2)})
+	checkEqual(t, "after pruning", got, []ports.UsageTotal{{PromptTokens: 111, Calls: 3}})
 }
