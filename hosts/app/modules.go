@@ -281,7 +281,9 @@ type WorkerParams struct {
 	Voice     *voice.Service
 	// Idempotency is pruned of expired Idempotency-Key records.
 	Idempotency ports.IdempotencyStore
-	Clock       ports.Clock
+	// UsageKeys is pruned of the keys of old usage records added once.
+	UsageKeys ports.UsageStore
+	Clock     ports.Clock
 	// Metrics receives the job metrics.
 	Metrics *prometheus.Registry
 	// Tracing traces the jobs' attempts.
@@ -291,7 +293,7 @@ type WorkerParams struct {
 // StartWorkers builds the worker client and ties it to the app's lifecycle.
 func StartWorkers(p WorkerParams) error {
 	workers, err := worker.NewWorkers(worker.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, SCM: p.SCM, Content: p.Content, Voice: p.Voice,
-		Idempotency: p.Idempotency, Clock: p.Clock, Logger: p.Logger, GenerationBudget: p.Config.JobRescueAfter})
+		Idempotency: p.Idempotency, UsageKeys: p.UsageKeys, Clock: p.Clock, Logger: p.Logger, GenerationBudget: p.Config.JobRescueAfter})
 	if err != nil {
 		return err
 	}

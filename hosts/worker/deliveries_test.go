@@ -48,7 +48,7 @@ func TestProcessDeliveryJobs(t *testing.T) {
 		obs := &lagCounter{}
 		clock := fixture.NewClock()
 		svc := scm.New(scm.Config{}, scm.Deps{Store: store, Webhooks: github.Webhooks{}, Tx: db, Clock: clock, IDs: &fixture.IDs{}, Observer: obs})
-		workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: svc, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: svc, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -56,7 +56,7 @@ func TestPruneIdempotencyJob(t *testing.T) {
 		}
 
 		workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{},
-			SCM: fakeProcessor{}, Content: fakeContent{}, Voice: fakeMeter{}, Idempotency: store, Clock: fixture.NewClock()})
+			SCM: fakeProcessor{}, Content: fakeContent{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}, Idempotency: store, Clock: fixture.NewClock()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -148,7 +148,7 @@ func TestInterruptedGenerationsAfterRestart(t *testing.T) {
 		leaveRunning(t, db, content.GenerateContentArgs{}.Kind())
 
 		stages, drafts := make(signalStages, 1), make(signalContent, 1)
-		workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: stages, SCM: fakeProcessor{}, Content: drafts, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: stages, SCM: fakeProcessor{}, Content: drafts, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
 		if err != nil {
 			t.Fatal(err)
 		}

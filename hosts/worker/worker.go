@@ -26,7 +26,13 @@ const (
 	PruneTokensEvery         = time.Hour
 	ExpireConfirmationsEvery = time.Minute
 	PruneIdempotencyEvery    = time.Hour
+	PruneUsageKeysEvery      = 24 * time.Hour
 )
+
+// UsageKeysKept is how long the keys of usage records added once (a
+// realtime call's responses) are kept: days past the longest a call's
+// metering job may run and be retried.
+const UsageKeysKept = 7 * 24 * time.Hour
 
 // TokenPruner deletes expired and revoked tokens; *identity.Service is one.
 type TokenPruner interface {
@@ -47,6 +53,20 @@ type PruneIdempotencyArgs struct{}
 
 // Kind names the job for the queue.
 func (PruneIdempotencyArgs) Kind() string { return "idempotency.prune_keys" }
+
+// UsageKeyPruner forgets the keys of usage records added before a day;
+// ports.UsageStore is one.
+type UsageKeyPruner interface {
+	PruneUsageKeys(ctx context.Context, before time.Time) (int, error)
+}
+
+// PruneUsageKeysArgs is the maintenance job that forgets the keys of usage
+// records added more than UsageKeysKept ago. Like PruneIdempotencyArgs it
+// calls the store directly: no core use case owns the keys.
+type PruneUsageKeysArgs struct{}
+
+// Kind names the job for the queue.
+func (PruneUsageKeysArgs) Kind() string { return "usage.prune_keys" }
 
 // ConfirmationExpirer marks confirmations past their expiry as expired;
 // *assistant.Service is one.
@@ -92,7 +112,9 @@ type Deps struct {
 	Voice     CallMeter
 	// Idempotency is pruned of expired Idempotency-Key records.
 	Idempotency IdempotencyPruner
-	// Clock tells the prune of Idempotency the time; nil means the system clock.
+	// UsageKeys is pruned of the keys older than UsageKeysKept.
+	UsageKeys UsageKeyPruner
+	// Clock tells the prunes of Idempotency and UsageKeys the time; nil means the system clock.
 	Clock ports.Clock
 	// Logger receives one line per job worked; nil means slog.Default().
 	Logger *slog.Logger
@@ -107,19 +129,23 @@ type Deps struct {
 // queue.Config. It returns an error when a dependency is missing or River
 // rejects a worker.
 func NewWorkers(d Deps) (*river.Workers, error) {
-	if d.Identity == nil || d.Assistant == nil || d.Spec == nil || d.SCM == nil || d.Content == nil || d.Voice == nil || d.Idempotency == nil {
-		return nil, errors.New("worker: Deps.Identity, Assistant, Spec, SCM, Content, Voice and Idempotency are required")
+	if d.Identity == nil || d.Assistant == nil || d.Spec == nil || d.SCM == nil || d.Content == nil || d.Voice == nil || d.Idempotency == nil || d.UsageKeys == nil {
+		return nil, errors.New("worker: Deps.Identity, Assistant, Spec, SCM, Content, Voice, Idempotency and UsageKeys are required")
 	}
 	now := time.Now
 	if d.Clock != nil {
 		now = d.Clock.Now
 	}
 	pruneIdempotency := func(ctx context.Context) (int, error) { return d.Idempotency.PruneIdempotency(ctx, now()) }
+	pruneUsageKeys := func(ctx context.Context) (int, error) {
+		return d.UsageKeys.PruneUsageKeys(ctx, now().Add(-UsageKeysKept))
+	}
 	workers := river.NewWorkers()
 	err := errors.Join(
 		river.AddWorkerSafely(workers, &SweepWorker[identity.PruneTokensArgs]{Sweep: d.Identity.PruneTokens, Did: "pruned API tokens", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &SweepWorker[assistant.ExpireConfirmationsArgs]{Sweep: d.Assistant.ExpireConfirmations, Did: "expired confirmations", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &SweepWorker[PruneIdempotencyArgs]{Sweep: pruneIdempotency, Did: "pruned idempotency keys", Logger: d.Logger}),
+		river.AddWorkerSafely(workers, &SweepWorker[PruneUsageKeysArgs]{Sweep: pruneUsageKeys, Did: "pruned usage keys", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &GenerateStageWorker{Spec: d.Spec, Budget: d.GenerationBudget}),
 		river.AddWorkerSafely(workers, &ProcessDeliveryWorker{SCM: d.SCM, Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &ProcessDeliveriesWorker{SCM: d.SCM, Logger: d.Logger}),
@@ -139,6 +165,7 @@ func Kinds() []string {
 		identity.PruneTokensArgs{}.Kind(),
 		assistant.ExpireConfirmationsArgs{}.Kind(),
 		PruneIdempotencyArgs{}.Kind(),
+		PruneUsageKeysArgs{}.Kind(),
 		spec.GenerateStageArgs{}.Kind(),
 		scm.ProcessDeliveryArgs{}.Kind(),
 		scm.ProcessDeliveriesArgs{}.Kind(),
@@ -154,6 +181,7 @@ func PeriodicJobs() []*river.PeriodicJob {
 		periodic(PruneTokensEvery, identity.PruneTokensArgs{}),
 		periodic(ExpireConfirmationsEvery, assistant.ExpireConfirmationsArgs{}),
 		periodic(PruneIdempotencyEvery, PruneIdempotencyArgs{}),
+		periodic(PruneUsageKeysEvery, PruneUsageKeysArgs{}),
 	}
 }
 

@@ -80,7 +80,7 @@ func TestPruneTokensJob(t *testing.T) {
 		}
 
 		svc := identity.New(identity.Deps{Orgs: store, Users: store, Tokens: store, Tx: db, Clock: fixture.NewClock(), IDs: ids})
-		workers, err := worker.NewWorkers(worker.Deps{Identity: svc, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: svc, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +246,7 @@ func TestNewWorkers(t *testing.T) {
 	if _, err := worker.NewWorkers(worker.Deps{}); err == nil {
 		t.Fatal("NewWorkers without Identity succeeded")
 	}
-	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}}); err != nil {
+	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}}); err != nil {
 		t.Fatalf("NewWorkers: %v", err)
 	}
 }
@@ -265,7 +265,7 @@ func TestKinds(t *testing.T) {
 	if err := queue.Migrate(ctx, db, nil); err != nil {
 		t.Fatal(err)
 	}
-	workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}})
+	workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestPeriodicJobsRunOnStart(t *testing.T) {
 	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
 		t.Parallel()
 		pruned := make(chan struct{}, 1)
-		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned), Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}})
+		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned), Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -393,3 +393,8 @@ func TestMeterCallWorker(t *testing.T) {
 		t.Errorf("an invalid record: %v, want JobCancel", err)
 	}
 }
+
+// fakeUsageKeyPruner prunes nothing.
+type fakeUsageKeyPruner struct{}
+
+func (fakeUsageKeyPruner) PruneUsageKeys(context.Context, time.Time) (int, error) { return 0, nil }
