@@ -124,11 +124,23 @@ func TestVoiceCallUsage(t *testing.T) {
 				t.Fatalf("start call for JSON: %d %s", code, body)
 			}
 
+			// A retry with the same Idempotency-Key gets the same call.
+			calls := len(st.model.RealtimeCallRequests())
+			code, h1, body1 := st.offer(alice, []byte(sdpOffer), "Content-Type", "application/sdp", "Idempotency-Key", "call-1")
+			code2, h2, body2 := st.offer(alice, []byte(sdpOffer), "Content-Type", "application/sdp", "Idempotency-Key", "call-1")
+			if code != 201 || code2 != 201 || !bytes.Equal(body1, body2) || h1.Get("X-Devpilot-Call-Id") == "" ||
+				h1.Get("X-Devpilot-Call-Id") != h2.Get("X-Devpilot-Call-Id") || h1.Get("X-Devpilot-Session-Id") != h2.Get("X-Devpilot-Session-Id") {
+				t.Fatalf("idempotent call: %d %v, then %d %v", code, h1, code2, h2)
+			}
+			if n := len(st.model.RealtimeCallRequests()) - calls; n != 1 {
+				t.Fatalf("the provider received %d calls for one Idempotency-Key", n)
+			}
+
 			// Over the budget, no call starts: the provider hears nothing.
 			if code, _, raw := st.budget(admin, "PUT", map[string]any{"monthly_tokens": 1815}); code != 200 {
 				t.Fatalf("budget: %d %s", code, raw)
 			}
-			calls := len(st.model.RealtimeCallRequests())
+			calls = len(st.model.RealtimeCallRequests())
 			if code, _, body := st.offer(alice, []byte(sdpOffer), "Content-Type", "application/sdp"); code != 429 || !containsAll(body, "budget_exceeded") {
 				t.Fatalf("start call over the budget: %d %s", code, body)
 			}

@@ -36,7 +36,7 @@ const (
 )
 
 // replayedHeaders are the response headers kept with a response and replayed.
-var replayedHeaders = []string{"Content-Type", "Location", "ETag", "X-Content-Type-Options"}
+var replayedHeaders = []string{"Content-Type", "Location", "ETag", "X-Content-Type-Options", headerCallID, headerSessionID}
 
 // idempotent reports whether rt takes part in the Idempotency-Key convention:
 // an authenticated write that does not stream, on a server with a store.
