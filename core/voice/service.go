@@ -11,6 +11,12 @@
 // runs reads at once and turns writes (and reads the organisation marked
 // always_confirm) into pending confirmations, decided through the
 // assistant's Confirm like any other.
+//
+// StartCall is the other way in: the browser hands its WebRTC offer to the
+// server, which starts the call with the provider itself and then meters it
+// (MeterCall, in a background job): the provider reports each response's
+// tokens to the server's sideband connection, and they are recorded for the
+// voice feature, each response once.
 package voice
 
 import (
