@@ -139,6 +139,47 @@ type SCMProvider interface {
 	// ""), its content cut to maxBytes. Errors: not_found when there is no
 	// such file; invalid for a path that is a directory or not a plain path.
 	ReadFile(ctx context.Context, token, owner, repo, ref, path string, maxBytes int) (SCMFile, error)
+	// CreateIssue opens an issue. Errors: not_found for an unknown
+	// repository; invalid when the provider refuses the issue's fields;
+	// forbidden when the token may not write issues.
+	CreateIssue(ctx context.Context, token, owner, repo string, in SCMIssueInput) (SCMIssue, error)
+	// UpdateIssue replaces an issue's title, body and labels, leaving its
+	// state alone. Errors: CreateIssue's; not_found for an unknown issue.
+	UpdateIssue(ctx context.Context, token, owner, repo string, number int, in SCMIssueInput) (SCMIssue, error)
+	// ListIssuesByLabel returns a page of the repository's issues (open and
+	// closed, not pull requests) carrying label, oldest first, and the next
+	// page's cursor.
+	ListIssuesByLabel(ctx context.Context, token, owner, repo, label string, page Page) ([]SCMIssue, string, error)
+	// ListLabels returns a page of the repository's labels and the next
+	// page's cursor.
+	ListLabels(ctx context.Context, token, owner, repo string, page Page) ([]SCMLabel, string, error)
+	// CreateLabel creates a label. Errors: conflict when the repository has
+	// a label of that name already; CreateIssue's.
+	CreateLabel(ctx context.Context, token, owner, repo string, l SCMLabel) error
+}
+
+// SCMIssue is an issue of a repository.
+type SCMIssue struct {
+	Number  int
+	Title   string
+	Body    string
+	State   string // "open" or "closed"
+	Labels  []string
+	HTMLURL string
+}
+
+// SCMIssueInput is what an issue is opened or updated with.
+type SCMIssueInput struct {
+	Title  string
+	Body   string
+	Labels []string
+}
+
+// SCMLabel is a repository's issue label; Color is six hex digits.
+type SCMLabel struct {
+	Name        string
+	Color       string
+	Description string
 }
 
 // SCMWebhooks reads a provider's webhook deliveries: their signature, the

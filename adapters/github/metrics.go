@@ -23,6 +23,11 @@ const (
 	opListActivity  operation = "list_activity"
 	opReadTree      operation = "read_tree"
 	opReadFile      operation = "read_file"
+	opCreateIssue   operation = "create_issue"
+	opUpdateIssue   operation = "update_issue"
+	opListIssues    operation = "list_issues"
+	opListLabels    operation = "list_labels"
+	opCreateLabel   operation = "create_label"
 )
 
 // callMetrics are the series of GitHub requests; nil measures nothing.

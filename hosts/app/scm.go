@@ -129,3 +129,18 @@ func (unconfiguredSCM) ReadFile(context.Context, string, string, string, string,
 func (unconfiguredSCM) ListActivity(context.Context, string, string, string, ports.Page) ([]ports.SCMActivity, string, error) {
 	return nil, "", errNoGitHub
 }
+func (unconfiguredSCM) CreateIssue(context.Context, string, string, string, ports.SCMIssueInput) (ports.SCMIssue, error) {
+	return ports.SCMIssue{}, errNoGitHub
+}
+func (unconfiguredSCM) UpdateIssue(context.Context, string, string, string, int, ports.SCMIssueInput) (ports.SCMIssue, error) {
+	return ports.SCMIssue{}, errNoGitHub
+}
+func (unconfiguredSCM) ListIssuesByLabel(context.Context, string, string, string, string, ports.Page) ([]ports.SCMIssue, string, error) {
+	return nil, "", errNoGitHub
+}
+func (unconfiguredSCM) ListLabels(context.Context, string, string, string, ports.Page) ([]ports.SCMLabel, string, error) {
+	return nil, "", errNoGitHub
+}
+func (unconfiguredSCM) CreateLabel(context.Context, string, string, string, ports.SCMLabel) error {
+	return errNoGitHub
+}

@@ -136,6 +136,8 @@ type Repo struct {
 	pulls         []Pull
 	activity      []Activity
 	files         map[string]string // path → content, on the default branch
+	issues        []*Issue
+	labels        []Label
 }
 
 // AddRepo seeds the repository owner/name. The owner is the seeded user of

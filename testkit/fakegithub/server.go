@@ -10,7 +10,9 @@
 //     GitHub's shape: status 200 and an "error" field;
 //   - the REST API: GET /user, /user/repos, /repos/{owner}/{repo}/commits,
 //     /repos/{owner}/{repo}/pulls, /repos/{owner}/{repo}/activity and
-//     /search/commits, authenticated by "Authorization: Bearer TOKEN" (or
+//     /search/commits, the issues and labels of a repository (GET, POST and
+//     PATCH /repos/{owner}/{repo}/issues[/{number}], GET and POST
+//     /repos/{owner}/{repo}/labels), authenticated by "Authorization: Bearer TOKEN" (or
 //     "token TOKEN"), paginated with Link headers (rel="next", "last",
 //     "prev", "first"; cursors for activity) and carrying X-RateLimit-*
 //     headers, as GitHub does.
@@ -286,6 +288,12 @@ func (s *Server) routes() *http.ServeMux {
 	rest("GET /repos/{owner}/{repo}/git/trees/{sha}", "core", s.handleTree)
 	rest("GET /repos/{owner}/{repo}/contents/{path...}", "core", s.handleContents)
 	rest("GET /search/commits", "search", s.handleSearchCommits)
+	rest("GET /repos/{owner}/{repo}/issues", "core", s.handleListIssues)
+	rest("POST /repos/{owner}/{repo}/issues", "core", s.handleCreateIssue)
+	rest("GET /repos/{owner}/{repo}/issues/{number}", "core", s.handleGetIssue)
+	rest("PATCH /repos/{owner}/{repo}/issues/{number}", "core", s.handleUpdateIssue)
+	rest("GET /repos/{owner}/{repo}/labels", "core", s.handleListLabels)
+	rest("POST /repos/{owner}/{repo}/labels", "core", s.handleCreateLabel)
 	mux.Handle("/", route(func(c *call) { c.errorf(http.StatusNotFound, docREST, "Not Found") }))
 	return mux
 }

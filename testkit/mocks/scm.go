@@ -81,6 +81,83 @@ func (c *MockSCMProviderAuthorizeURLCall) DoAndReturn(f func(string, string, str
 	return c
 }
 
+// CreateIssue mocks base method.
+func (m *MockSCMProvider) CreateIssue(ctx context.Context, token, owner, repo string, in ports.SCMIssueInput) (ports.SCMIssue, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "CreateIssue", ctx, token, owner, repo, in)
+	ret0, _ := ret[0].(ports.SCMIssue)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// CreateIssue indicates an expected call of CreateIssue.
+func (mr *MockSCMProviderMockRecorder) CreateIssue(ctx, token, owner, repo, in any) *MockSCMProviderCreateIssueCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "CreateIssue", reflect.TypeOf((*MockSCMProvider)(nil).CreateIssue), ctx, token, owner, repo, in)
+	return &MockSCMProviderCreateIssueCall{Call: call}
+}
+
+// MockSCMProviderCreateIssueCall wrap *gomock.Call
+type MockSCMProviderCreateIssueCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSCMProviderCreateIssueCall) Return(arg0 ports.SCMIssue, arg1 error) *MockSCMProviderCreateIssueCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSCMProviderCreateIssueCall) Do(f func(context.Context, string, string, string, ports.SCMIssueInput) (ports.SCMIssue, error)) *MockSCMProviderCreateIssueCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSCMProviderCreateIssueCall) DoAndReturn(f func(context.Context, string, string, string, ports.SCMIssueInput) (ports.SCMIssue, error)) *MockSCMProviderCreateIssueCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// CreateLabel mocks base method.
+func (m *MockSCMProvider) CreateLabel(ctx context.Context, token, owner, repo string, l ports.SCMLabel) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "CreateLabel", ctx, token, owner, repo, l)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// CreateLabel indicates an expected call of CreateLabel.
+func (mr *MockSCMProviderMockRecorder) CreateLabel(ctx, token, owner, repo, l any) *MockSCMProviderCreateLabelCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "CreateLabel", reflect.TypeOf((*MockSCMProvider)(nil).CreateLabel), ctx, token, owner, repo, l)
+	return &MockSCMProviderCreateLabelCall{Call: call}
+}
+
+// MockSCMProviderCreateLabelCall wrap *gomock.Call
+type MockSCMProviderCreateLabelCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSCMProviderCreateLabelCall) Return(arg0 error) *MockSCMProviderCreateLabelCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSCMProviderCreateLabelCall) Do(f func(context.Context, string, string, string, ports.SCMLabel) error) *MockSCMProviderCreateLabelCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSCMProviderCreateLabelCall) DoAndReturn(f func(context.Context, string, string, string, ports.SCMLabel) error) *MockSCMProviderCreateLabelCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // Exchange mocks base method.
 func (m *MockSCMProvider) Exchange(ctx context.Context, code, codeVerifier, redirectURI string) (ports.SCMToken, error) {
 	m.ctrl.T.Helper()
@@ -196,6 +273,86 @@ func (c *MockSCMProviderListCommitsCall) Do(f func(context.Context, string, stri
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
 func (c *MockSCMProviderListCommitsCall) DoAndReturn(f func(context.Context, string, string, string, ports.Page) ([]ports.SCMCommit, string, error)) *MockSCMProviderListCommitsCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// ListIssuesByLabel mocks base method.
+func (m *MockSCMProvider) ListIssuesByLabel(ctx context.Context, token, owner, repo, label string, page ports.Page) ([]ports.SCMIssue, string, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "ListIssuesByLabel", ctx, token, owner, repo, label, page)
+	ret0, _ := ret[0].([]ports.SCMIssue)
+	ret1, _ := ret[1].(string)
+	ret2, _ := ret[2].(error)
+	return ret0, ret1, ret2
+}
+
+// ListIssuesByLabel indicates an expected call of ListIssuesByLabel.
+func (mr *MockSCMProviderMockRecorder) ListIssuesByLabel(ctx, token, owner, repo, label, page any) *MockSCMProviderListIssuesByLabelCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListIssuesByLabel", reflect.TypeOf((*MockSCMProvider)(nil).ListIssuesByLabel), ctx, token, owner, repo, label, page)
+	return &MockSCMProviderListIssuesByLabelCall{Call: call}
+}
+
+// MockSCMProviderListIssuesByLabelCall wrap *gomock.Call
+type MockSCMProviderListIssuesByLabelCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSCMProviderListIssuesByLabelCall) Return(arg0 []ports.SCMIssue, arg1 string, arg2 error) *MockSCMProviderListIssuesByLabelCall {
+	c.Call = c.Call.Return(arg0, arg1, arg2)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSCMProviderListIssuesByLabelCall) Do(f func(context.Context, string, string, string, string, ports.Page) ([]ports.SCMIssue, string, error)) *MockSCMProviderListIssuesByLabelCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSCMProviderListIssuesByLabelCall) DoAndReturn(f func(context.Context, string, string, string, string, ports.Page) ([]ports.SCMIssue, string, error)) *MockSCMProviderListIssuesByLabelCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// ListLabels mocks base method.
+func (m *MockSCMProvider) ListLabels(ctx context.Context, token, owner, repo string, page ports.Page) ([]ports.SCMLabel, string, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "ListLabels", ctx, token, owner, repo, page)
+	ret0, _ := ret[0].([]ports.SCMLabel)
+	ret1, _ := ret[1].(string)
+	ret2, _ := ret[2].(error)
+	return ret0, ret1, ret2
+}
+
+// ListLabels indicates an expected call of ListLabels.
+func (mr *MockSCMProviderMockRecorder) ListLabels(ctx, token, owner, repo, page any) *MockSCMProviderListLabelsCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListLabels", reflect.TypeOf((*MockSCMProvider)(nil).ListLabels), ctx, token, owner, repo, page)
+	return &MockSCMProviderListLabelsCall{Call: call}
+}
+
+// MockSCMProviderListLabelsCall wrap *gomock.Call
+type MockSCMProviderListLabelsCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSCMProviderListLabelsCall) Return(arg0 []ports.SCMLabel, arg1 string, arg2 error) *MockSCMProviderListLabelsCall {
+	c.Call = c.Call.Return(arg0, arg1, arg2)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSCMProviderListLabelsCall) Do(f func(context.Context, string, string, string, ports.Page) ([]ports.SCMLabel, string, error)) *MockSCMProviderListLabelsCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSCMProviderListLabelsCall) DoAndReturn(f func(context.Context, string, string, string, ports.Page) ([]ports.SCMLabel, string, error)) *MockSCMProviderListLabelsCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }
@@ -395,6 +552,45 @@ func (c *MockSCMProviderSearchCommitsCall) Do(f func(context.Context, string, st
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
 func (c *MockSCMProviderSearchCommitsCall) DoAndReturn(f func(context.Context, string, string, ports.Page) ([]ports.SCMCommit, string, error)) *MockSCMProviderSearchCommitsCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// UpdateIssue mocks base method.
+func (m *MockSCMProvider) UpdateIssue(ctx context.Context, token, owner, repo string, number int, in ports.SCMIssueInput) (ports.SCMIssue, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "UpdateIssue", ctx, token, owner, repo, number, in)
+	ret0, _ := ret[0].(ports.SCMIssue)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// UpdateIssue indicates an expected call of UpdateIssue.
+func (mr *MockSCMProviderMockRecorder) UpdateIssue(ctx, token, owner, repo, number, in any) *MockSCMProviderUpdateIssueCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "UpdateIssue", reflect.TypeOf((*MockSCMProvider)(nil).UpdateIssue), ctx, token, owner, repo, number, in)
+	return &MockSCMProviderUpdateIssueCall{Call: call}
+}
+
+// MockSCMProviderUpdateIssueCall wrap *gomock.Call
+type MockSCMProviderUpdateIssueCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSCMProviderUpdateIssueCall) Return(arg0 ports.SCMIssue, arg1 error) *MockSCMProviderUpdateIssueCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSCMProviderUpdateIssueCall) Do(f func(context.Context, string, string, string, int, ports.SCMIssueInput) (ports.SCMIssue, error)) *MockSCMProviderUpdateIssueCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSCMProviderUpdateIssueCall) DoAndReturn(f func(context.Context, string, string, string, int, ports.SCMIssueInput) (ports.SCMIssue, error)) *MockSCMProviderUpdateIssueCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }
