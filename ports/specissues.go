@@ -73,6 +73,6 @@ type IssueExportStore interface {
 	// its CreatedAt). Errors: not_found for an unknown session.
 	RecordExportedIssue(ctx context.Context, i ExportedIssue) error
 	// ListExportedIssues returns the issues recorded for the session and
-	// repository, in the order they were first recorded.
+	// repository, in the order they were first recorded (ties by ref).
 	ListExportedIssues(ctx context.Context, sessionID, repoID string) ([]ExportedIssue, error)
 }

@@ -64,6 +64,14 @@ func TestSpecDigests(t *testing.T) {
 	})
 }
 
+func TestIssueExports(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	storetest.TestIssueExports(t, func(*testing.T) storetest.IssueExportStores {
+		return storetest.IssueExportStores{Exports: s, Spec: spec(s)}
+	})
+}
+
 func TestContent(t *testing.T) {
 	t.Parallel()
 	s := memstore.New()

@@ -22,6 +22,8 @@ type specData struct {
 	artifacts map[string]ports.SpecArtifact
 	standards map[string]seqd[ports.Standard]
 	digests   map[string]ports.SpecDigest
+	exports   map[string]ports.IssueExport
+	issues    map[issueKey]seqd[ports.ExportedIssue]
 }
 
 // seqd is a record with the sequence number of its insertion, for lists in
@@ -37,6 +39,8 @@ func (d *specData) init() {
 	d.artifacts = map[string]ports.SpecArtifact{}
 	d.standards = map[string]seqd[ports.Standard]{}
 	d.digests = map[string]ports.SpecDigest{}
+	d.exports = map[string]ports.IssueExport{}
+	d.issues = map[issueKey]seqd[ports.ExportedIssue]{}
 }
 
 // next returns the next insertion sequence number (s.mu held).
