@@ -143,6 +143,8 @@ type env struct {
 	queued  []enqueued
 	// enqueueErr, when set, fails the next Enqueue.
 	enqueueErr error
+	cfg        spec.Config
+	deps       spec.Deps
 }
 
 // newEnv wires a Service to a memstore holding the principals' orgs and
@@ -176,8 +178,15 @@ func newEnv(t *testing.T, cfg spec.Config) *env {
 			e.queued = append(e.queued, enqueued{args: args, opts: opts, inTx: inTx(ctx)})
 			return nil
 		})
-	e.svc = spec.New(cfg, spec.Deps{Specs: e.specs, Standards: store, Tx: marked{store}, Jobs: jobs, LLM: e.llm, Digests: e.digests, Clock: e.clock, IDs: e.ids})
+	e.cfg, e.deps = cfg, spec.Deps{Specs: e.specs, Standards: store, Tx: marked{store}, Jobs: jobs, LLM: e.llm, Digests: e.digests, Clock: e.clock, IDs: e.ids}
+	e.svc = spec.New(cfg, e.deps)
 	return e
+}
+
+// rewire rebuilds the Service with its dependencies changed by change.
+func (e *env) rewire(change func(d *spec.Deps)) {
+	change(&e.deps)
+	e.svc = spec.New(e.cfg, e.deps)
 }
 
 // session returns the stored session, whoever owns it; the zero session

@@ -132,6 +132,9 @@ type Deps struct {
 	Repos   ports.SCMStore
 	SCM     ports.SCMProvider
 	Cipher  ports.Cipher
+	// Exports keeps the exports of sessions to repository issues; without
+	// it (or Repos, SCM and Cipher) exporting to issues is unavailable.
+	Exports ports.IssueExportStore
 }
 
 // Service is the specification engine's use cases. Every method but
