@@ -15,7 +15,7 @@ import (
 // with the assistant.
 var SpecModule = fx.Module("spec",
 	fx.Provide(
-		fx.Annotate(sqlstore.NewSpec, fx.As(new(ports.SpecStore)), fx.As(new(ports.StandardStore)), fx.As(new(ports.SpecDigestStore))),
+		fx.Annotate(sqlstore.NewSpec, fx.As(new(ports.SpecStore)), fx.As(new(ports.StandardStore)), fx.As(new(ports.SpecDigestStore)), fx.As(new(ports.IssueExportStore))),
 		NewSpec,
 	),
 	fx.Invoke(func(r *tool.Registry, s *spec.Service) error { return r.Register(s.Tools()...) }),
@@ -29,6 +29,7 @@ type SpecParams struct {
 	Specs     ports.SpecStore
 	Standards ports.StandardStore
 	Digests   ports.SpecDigestStore
+	Exports   ports.IssueExportStore
 	Tx        ports.Transactor
 	Jobs      ports.JobQueue
 	LLM       ports.LLM
@@ -46,5 +47,6 @@ func NewSpec(p SpecParams) *spec.Service {
 		CallTimeout: p.Config.Spec.CallTimeout, BatchConcurrency: p.Config.Spec.Concurrency}, spec.Deps{
 		Specs: p.Specs, Standards: p.Standards, Digests: p.Digests, Tx: p.Tx, Jobs: p.Jobs, LLM: p.LLM,
 		Clock: p.Clock, IDs: p.IDs, Logger: p.Logger, Repos: p.Repos, SCM: p.SCM, Cipher: p.Cipher,
+		Exports: p.Exports,
 	})
 }

@@ -81,6 +81,13 @@ type StageGenerator interface {
 	AbandonGeneration(ctx context.Context, args spec.GenerateStageArgs) error
 }
 
+// IssueExporter exports a specification to repository issues, or gives an
+// export up; *spec.Service is one.
+type IssueExporter interface {
+	RunIssueExport(ctx context.Context, args spec.ExportIssuesArgs, final bool) error
+	AbandonIssueExport(ctx context.Context, args spec.ExportIssuesArgs) error
+}
+
 // ContentGenerator drafts one content item, or gives it up;
 // *content.Service is one.
 type ContentGenerator interface {
@@ -107,9 +114,12 @@ type Deps struct {
 	Identity  TokenPruner
 	Assistant ConfirmationExpirer
 	Spec      StageGenerator
-	SCM       DeliveryProcessor
-	Content   ContentGenerator
-	Voice     CallMeter
+	// SpecExport works the exports of specifications to issues; nil uses
+	// Spec when it is an IssueExporter, else such jobs are given up.
+	SpecExport IssueExporter
+	SCM        DeliveryProcessor
+	Content    ContentGenerator
+	Voice      CallMeter
 	// Idempotency is pruned of expired Idempotency-Key records.
 	Idempotency IdempotencyPruner
 	// UsageKeys is pruned of the keys older than UsageKeysKept.
@@ -152,6 +162,16 @@ func NewWorkers(d Deps) (*river.Workers, error) {
 		river.AddWorkerSafely(workers, &GenerateContentWorker{Content: d.Content, Budget: d.GenerationBudget}),
 		river.AddWorkerSafely(workers, &MeterCallWorker{Voice: d.Voice, Logger: d.Logger}),
 	)
+	if err == nil {
+		exporter := d.SpecExport
+		if exporter == nil {
+			exporter, _ = d.Spec.(IssueExporter)
+		}
+		if exporter == nil {
+			exporter = noExporter{}
+		}
+		err = river.AddWorkerSafely(workers, &ExportIssuesWorker{Spec: exporter, Logger: d.Logger})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +191,7 @@ func Kinds() []string {
 		scm.ProcessDeliveriesArgs{}.Kind(),
 		content.GenerateContentArgs{}.Kind(),
 		voice.MeterCallArgs{}.Kind(),
+		spec.ExportIssuesArgs{}.Kind(),
 	}
 }
 
@@ -390,8 +411,52 @@ func (w *MeterCallWorker) Work(ctx context.Context, job *river.Job[voice.MeterCa
 	return err
 }
 
+// ExportIssuesWorker works spec.ExportIssuesArgs jobs: a specification
+// exported to repository issues. A rate limit snoozes the job until it
+// lifts, without counting an attempt (the export resumes where it
+// stopped); another transient failure is retried, and the last attempt
+// fails the export. A job whose last attempt was interrupted fails it.
+type ExportIssuesWorker struct {
+	river.WorkerDefaults[spec.ExportIssuesArgs]
+	Spec IssueExporter
+	// Logger receives a line per snooze; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// maxSnooze bounds one wait for a rate limit.
+const maxSnooze = time.Hour
+
+// Work exports the specification.
+func (w *ExportIssuesWorker) Work(ctx context.Context, job *river.Job[spec.ExportIssuesArgs]) error {
+	if interrupted(job.JobRow) {
+		return w.Spec.AbandonIssueExport(ctx, job.Args)
+	}
+	err := w.Spec.RunIssueExport(ctx, job.Args, job.Attempt >= job.MaxAttempts)
+	if e, ok := ports.AsError(err); ok && e.Kind == ports.KindRateLimited {
+		wait := min(max(e.RetryAfter, time.Second), maxSnooze)
+		cmp.Or(w.Logger, slog.Default()).InfoContext(ctx, "issue export snoozed by a rate limit",
+			slog.String("export_id", job.Args.ExportID), slog.Duration("wait", wait), slog.Int64("job_id", job.ID))
+		return river.JobSnooze(wait)
+	}
+	return err
+}
+
 // NextRetry retries a failed attempt at once, then after a quarter of a
 // second, doubling up to 15 seconds: the call goes on meanwhile.
 func (w *MeterCallWorker) NextRetry(job *river.Job[voice.MeterCallArgs]) time.Time {
 	return time.Now().Add(min(250*time.Millisecond<<min(max(job.Attempt-1, 0), 6), 15*time.Second))
 }
+
+// NextRetry retries a transient failure within seconds.
+func (w *ExportIssuesWorker) NextRetry(job *river.Job[spec.ExportIssuesArgs]) time.Time {
+	return generationRetry(job.JobRow)
+}
+
+// noExporter gives up every export: no exporter is wired.
+type noExporter struct{}
+
+func (noExporter) RunIssueExport(context.Context, spec.ExportIssuesArgs, bool) error {
+	return river.JobCancel(errors.New("worker: no issue exporter is configured"))
+}
+
+func (noExporter) AbandonIssueExport(context.Context, spec.ExportIssuesArgs) error { return nil }
