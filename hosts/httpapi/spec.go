@@ -28,6 +28,8 @@ type Spec interface {
 	WatchSession(ctx context.Context, sessionID string, emit func(ports.SpecSession) error) error
 	GetSession(ctx context.Context, id string) (spec.View, error)
 	ExportSession(ctx context.Context, id string, format spec.ExportFormat) (*spec.Export, error)
+	StartIssueExport(ctx context.Context, sessionID, repoID string, includePRPs bool) (ports.IssueExport, error)
+	GetIssueExport(ctx context.Context, sessionID, exportID string) (spec.IssueExportView, error)
 	ListSessions(ctx context.Context, page ports.Page) ([]ports.SpecSession, string, error)
 	ListStandards(ctx context.Context) ([]ports.Standard, error)
 	GetStandard(ctx context.Context, id string) (ports.Standard, error)
@@ -49,6 +51,8 @@ func (s *Server) specRoutes() {
 		s.handle(http.MethodGet, p+"/pse/sessions/:session_id", s.getSpecSession)
 		s.handle(http.MethodGet, p+"/pse/sessions/:session_id/events", s.specEvents, streaming)
 		s.handle(http.MethodGet, p+"/pse/sessions/:session_id/export", s.exportSpec)
+		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/export/github", s.startIssueExport)
+		s.handle(http.MethodGet, p+"/pse/sessions/:session_id/export/github/:export_id", s.getIssueExport)
 		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/inputs", s.addSpecInput, maxBody(specUploadLimit))
 		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/generate", s.generateSpec, costly)
 		s.handle(http.MethodPut, p+"/pse/sessions/:session_id/repository", s.setSpecRepository)
