@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/devpilot/devpilot/core/spec"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -345,5 +346,34 @@ func TestIssueExportRefusals(t *testing.T) {
 	}
 	if _, err := e.svc.GetIssueExport(as(bob), sid, job.ExportID); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("GetIssueExport as another user: %v, want not_found", err)
+	}
+}
+
+func TestExportToolStartsAnExport(t *testing.T) {
+	t.Parallel()
+	e, sid := newIssueEnv(t)
+	var exp tool.Tool
+	for _, tl := range e.svc.Tools() {
+		if tl.Name == "export_spec_to_github" {
+			exp = tl
+		}
+	}
+	if exp.Effect != tool.EffectWrite || exp.Summary == nil {
+		t.Fatalf("export_spec_to_github = %+v, want a write with a summary", exp)
+	}
+	args := []byte(fmt.Sprintf(`{"session_id":%q,"repo_id":%q,"include_prps":true}`, sid, e.repoID))
+	if sum := exp.Summary(args); !strings.Contains(sum, sid) || !strings.Contains(sum, "PRPs") {
+		t.Errorf("summary %q", sum)
+	}
+	out, err := exp.Run(as(alice), args)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	id := out.(map[string]any)["export_id"].(string)
+	if v := e.view(sid, id); v.Status != ports.IssueExportQueued || !v.IncludePRPs {
+		t.Errorf("export = %+v", v)
+	}
+	if _, err := exp.Run(as(bob), []byte(fmt.Sprintf(`{"session_id":%q,"repo_id":%q}`, sid, e.repoID))); ports.KindOf(err) != ports.KindNotFound {
+		t.Errorf("Run as another user: %v, want not_found", err)
 	}
 }

@@ -27,6 +27,10 @@ const (
 "session_id":{"type":"string","format":"uuid"},
 "stage":{"type":"string","enum":["scope","prd","epics","stories","prps"],"description":"The stage to (re)generate; the next one when left out."},
 "through":{"type":"string","enum":["scope","prd","epics","stories","prps"],"description":"Go on generating the following stages in order, in the background, through this one (stopping at the first failure); only the stage itself when left out."}}}`
+	exportIssuesSchema = `{"type":"object","additionalProperties":false,"required":["session_id","repo_id"],"properties":{
+"session_id":{"type":"string","format":"uuid"},
+"repo_id":{"type":"string","format":"uuid","description":"A connected repository's id, from list_repos."},
+"include_prps":{"type":"boolean","description":"Also create one issue per PRP (false by default)."}}}`
 )
 
 // maxToolArtifactLen bounds the Markdown of each artifact a tool returns to
@@ -74,7 +78,7 @@ type toolSessionDetail struct {
 
 // Tools returns the specification engine's tools for the assistant's
 // registry: list_spec_sessions and get_spec_session (reads), add_spec_input
-// and generate_spec_stage (writes), of the spec area; list_spec_sessions
+// generate_spec_stage and export_spec_to_github (writes), of the spec area; list_spec_sessions
 // is a core read, offered on every page. They act for the principal in the
 // context they run with.
 func (s *Service) Tools() []tool.Tool {
@@ -109,6 +113,14 @@ func (s *Service) Tools() []tool.Tool {
 			Effect:      tool.EffectWrite,
 			Summary:     summariseGenerate,
 			Run:         s.runGenerate,
+		},
+		{
+			Name:        "export_spec_to_github",
+			Description: "Export a specification session to GitHub issues in one of the user's connected repositories: one issue per story (optionally per PRP) and a tracking issue per epic listing its stories as a task list. Exporting again updates the issues created before instead of duplicating them; none is closed. It runs in the background: say so, and give the export_id; do not wait in a loop.",
+			Schema:      json.RawMessage(exportIssuesSchema),
+			Effect:      tool.EffectWrite,
+			Summary:     summariseExportIssues,
+			Run:         s.runExportIssues,
 		},
 	}
 	for i := range tools {
@@ -207,6 +219,35 @@ func (s *Service) runGenerate(ctx context.Context, raw json.RawMessage) (any, er
 		out["through"] = args.Through
 	}
 	return out, nil
+}
+
+type exportIssuesArgs struct {
+	SessionID   string `json:"session_id"`
+	RepoID      string `json:"repo_id"`
+	IncludePRPs bool   `json:"include_prps"`
+}
+
+func (s *Service) runExportIssues(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args exportIssuesArgs
+	if err := tool.DecodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	e, err := s.StartIssueExport(ctx, args.SessionID, args.RepoID, args.IncludePRPs)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"export_id": e.ID, "session_id": e.SessionID, "repo_id": e.RepoID, "status": e.Status}, nil
+}
+
+func summariseExportIssues(raw json.RawMessage) string {
+	var args exportIssuesArgs
+	_ = json.Unmarshal(raw, &args)
+	what := "stories"
+	if args.IncludePRPs {
+		what = "stories and PRPs"
+	}
+	return fmt.Sprintf("Create or update GitHub issues for the %s and epics of specification session %s in repository %s.",
+		what, ports.OneLine(args.SessionID), ports.OneLine(args.RepoID))
 }
 
 func summariseAddInput(raw json.RawMessage) string {

@@ -44,7 +44,7 @@ func TestToolsRegister(t *testing.T) {
 	t.Parallel()
 	_, reg, _ := toolEnv(t)
 	want := map[string]tool.Effect{
-		"add_spec_input": tool.EffectWrite, "generate_spec_stage": tool.EffectWrite,
+		"add_spec_input": tool.EffectWrite, "generate_spec_stage": tool.EffectWrite, "export_spec_to_github": tool.EffectWrite,
 		"get_spec_session": tool.EffectRead, "list_spec_sessions": tool.EffectRead,
 	}
 	defs := reg.Definitions()
