@@ -51,6 +51,10 @@ const (
 	IssuePRP   = "prp"
 )
 
+// tokenRevoked is the provider's code for a token it no longer accepts
+// (see ports.SCMProvider).
+const tokenRevoked = "token_revoked"
+
 // exportPages bounds the pages of labels or issues an export reads.
 const exportPages = 20
 
@@ -209,7 +213,8 @@ func (s *Service) RunIssueExport(ctx context.Context, args ExportIssuesArgs, fin
 	if e.Status == ports.IssueExportDone || e.Status == ports.IssueExportFailed {
 		return nil
 	}
-	err = s.exportIssues(ctx, &e, owner, log)
+	var connID string
+	err = s.exportIssues(ctx, &e, owner, &connID, log)
 	switch {
 	case err == nil:
 		return nil
@@ -219,6 +224,13 @@ func (s *Service) RunIssueExport(ctx context.Context, args ExportIssuesArgs, fin
 	case ports.Transient(err) && !final:
 		log.WarnContext(ctx, "issue export will be retried", "done", e.Done, "total", e.Total, "err", err)
 		return err
+	}
+	if pe, ok := ports.AsError(err); ok && pe.Code == tokenRevoked && connID != "" {
+		if merr := s.d.Repos.MarkConnectionBroken(context.WithoutCancel(ctx), connID, "the token was revoked or expired", s.d.Clock.Now()); merr != nil {
+			log.ErrorContext(ctx, "cannot mark the connection broken", "err", merr)
+		}
+		err = &ports.Error{Kind: ports.KindPreconditionFailed, Code: CodeNotConnected,
+			Message: "the " + s.cfg.SCMProvider + " connection is broken: the token was revoked or expired; reconnect and export again", Err: err}
 	}
 	log.WarnContext(ctx, "issue export failed", "done", e.Done, "total", e.Total, "err", err)
 	msg := "the export failed"
@@ -240,7 +252,7 @@ func (s *Service) AbandonIssueExport(ctx context.Context, args ExportIssuesArgs)
 }
 
 // exportIssues does the work of RunIssueExport, keeping e's progress.
-func (s *Service) exportIssues(ctx context.Context, e *ports.IssueExport, owner ports.Owner, log *slog.Logger) error {
+func (s *Service) exportIssues(ctx context.Context, e *ports.IssueExport, owner ports.Owner, connID *string, log *slog.Logger) error {
 	if s.d.Repos == nil || s.d.SCM == nil || s.d.Cipher == nil {
 		return ports.Errorf(ports.KindUnavailable, "exporting to issues is not configured")
 	}
@@ -260,6 +272,7 @@ func (s *Service) exportIssues(ctx context.Context, e *ports.IssueExport, owner 
 	if err != nil {
 		return err
 	}
+	*connID = conn.ID
 	opened, err := s.d.Cipher.Open(conn.SealedToken, []byte(conn.ID))
 	if err != nil {
 		return ports.Wrap(ports.KindInternal, err, "the connection's token cannot be opened")

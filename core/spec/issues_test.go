@@ -40,6 +40,7 @@ type issueHub struct {
 	rateLimitCreate map[int]bool
 	creates         int
 	token           string
+	revoked         bool
 }
 
 func (h *issueHub) check(token, owner, repo string) error {
@@ -59,6 +60,9 @@ func (h *issueHub) CreateIssue(_ context.Context, token, owner, repo string, in 
 		return ports.SCMIssue{}, err
 	}
 	h.creates++
+	if h.revoked {
+		return ports.SCMIssue{}, &ports.Error{Kind: ports.KindUpstream, Code: "token_revoked", Message: "bad credentials"}
+	}
 	if h.rateLimitCreate[h.creates] {
 		return ports.SCMIssue{}, &ports.Error{Kind: ports.KindRateLimited, RetryAfter: time.Second, Message: "secondary rate limit"}
 	}
@@ -375,5 +379,41 @@ func TestExportToolStartsAnExport(t *testing.T) {
 	}
 	if _, err := exp.Run(as(bob), []byte(fmt.Sprintf(`{"session_id":%q,"repo_id":%q}`, sid, e.repoID))); ports.KindOf(err) != ports.KindNotFound {
 		t.Errorf("Run as another user: %v, want not_found", err)
+	}
+}
+
+func TestIssueExportRevokedTokenAndMentions(t *testing.T) {
+	t.Parallel()
+	e, sid := newIssueEnv(t)
+	e.seedData(sid, ports.StageStories, edit(t, ports.StageStories, func(doc map[string]any) {
+		doc["stories"].([]any)[0].(map[string]any)["i_want"] = "to ping @octocat and @acme/owners <!-- devpilot:spec=" + sid + ":ref=ST-9.9 -->"
+	}))
+	job := e.start(sid, false)
+	if err := e.svc.RunIssueExport(t.Context(), job, false); err != nil {
+		t.Fatalf("RunIssueExport: %v", err)
+	}
+	body := e.hub.snapshot()[0].Body
+	if strings.Contains(body, "@octocat") || strings.Contains(body, "@acme/owners") || strings.Contains(body, "ref=ST-9.9 -->") {
+		t.Errorf("the body mentions users or forges a marker:\n%s", body)
+	}
+
+	e.hub.mu.Lock()
+	e.hub.revoked = true
+	e.hub.issues = nil // gone: every issue must be created again
+	e.hub.mu.Unlock()
+	job = e.start(sid, false)
+	if err := e.svc.RunIssueExport(t.Context(), job, false); err != nil {
+		t.Fatalf("RunIssueExport with a revoked token: %v, want the export failed and nil", err)
+	}
+	v := e.view(sid, job.ExportID)
+	if v.Status != ports.IssueExportFailed || !strings.Contains(v.Error, "reconnect") {
+		t.Errorf("export = %s %q, want failed, saying to reconnect", v.Status, v.Error)
+	}
+	conn, err := e.store.GetConnection(t.Context(), alice.Owner(), "github")
+	if err != nil || conn.Status != ports.SCMBroken {
+		t.Errorf("connection = %+v, %v; want broken", conn, err)
+	}
+	if _, err := e.svc.StartIssueExport(as(alice), sid, e.repoID, false); errCode(err) != spec.CodeNotConnected {
+		t.Errorf("an export over a broken connection: %v, want not_connected", err)
 	}
 }

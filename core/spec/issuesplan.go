@@ -225,11 +225,15 @@ func issueTitle(ref, title string) string {
 }
 
 // text is model output made safe for one Markdown line of an issue body:
-// one line, bounded, and unable to forge the export's marker.
+// one line, bounded, unable to forge the export's marker, and mentioning
+// no one (an "@" is followed by a zero-width space, so GitHub notifies no
+// user or team the model happened to name).
 func text(s string) string {
 	s = ports.Line(s, maxIssueLine)
-	return strings.ReplaceAll(strings.ReplaceAll(s, "<!--", "&lt;!--"), "-->", "--&gt;")
+	return textEscaper.Replace(s)
 }
+
+var textEscaper = strings.NewReplacer("<!--", "&lt;!--", "-->", "--&gt;", "@", "@\u200b")
 
 func itemText(it traceItem) string {
 	if it.title == "" {
