@@ -109,3 +109,15 @@ func TestIssueWritesUnderSecondaryRateLimit(t *testing.T) {
 		t.Errorf("ListIssuesByLabel under the secondary rate limit = %v, want rate_limited", err)
 	}
 }
+
+func TestIssueWritesUnderPrimaryRateLimit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.fake.AddRepo("alice", "shop")
+	f.fake.RateLimit(time.Now().Add(90 * time.Second))
+	_, err := f.client.UpdateIssue(t.Context(), aliceToken, "alice", "shop", 1, ports.SCMIssueInput{Title: "x"})
+	var pe *ports.Error
+	if !errors.As(err, &pe) || pe.Kind != ports.KindRateLimited || pe.RetryAfter < 80*time.Second || pe.RetryAfter > 100*time.Second {
+		t.Fatalf("UpdateIssue with the rate limit exhausted = %#v, want rate_limited until the reset", err)
+	}
+}
