@@ -109,6 +109,37 @@ func (s *Service) StartCall(ctx context.Context, offerSDP string) (Call, error) 
 	return Call{RealtimeCall: rc, SessionID: sess.ID}, nil
 }
 
+// maxCallIDLen bounds a call id given to MeterOwnCall.
+const maxCallIDLen = 128
+
+// MeterOwnCall meters a realtime call the caller started themselves, with
+// the client secret of a StartSession (the browser posted its offer to the
+// provider and read the call's id from the answer's Location): a
+// MeterCallArgs job watches the call from the server, as for StartCall's
+// calls, and charges each response's tokens to the caller. Registering a
+// call twice charges nothing twice (each response is recorded once); a call
+// id the provider does not know ends the job at once.
+//
+// Errors: unauthenticated; invalid (field call_id) for an id that is not 1
+// to 128 letters, digits, '_' or '-'; the queue's.
+func (s *Service) MeterOwnCall(ctx context.Context, callID string) error {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return err
+	}
+	if callID == "" || len(callID) > maxCallIDLen || strings.ContainsFunc(callID, func(r rune) bool {
+		return !(r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}) {
+		return ports.Invalid("invalid call id", ports.FieldError{Field: "call_id", Reason: "must be 1 to 128 letters, digits, '_' or '-'"})
+	}
+	args := MeterCallArgs{CallID: callID, OrgID: p.OrgID, UserID: p.UserID, Model: s.cfg.Model, StartedAt: s.d.Clock.Now().UTC()}
+	if err := s.d.Jobs.Enqueue(ctx, args, ports.EnqueueOptions{MaxAttempts: meterCallAttempts, UniqueByArgs: true}); err != nil {
+		return err
+	}
+	s.d.Observer.VoiceCallStarted()
+	return nil
+}
+
 // checkOffer is StartCall's rule for an offer.
 func checkOffer(sdp string) error {
 	bad := func(reason string) error {

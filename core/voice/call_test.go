@@ -243,3 +243,30 @@ func TestStartCallOverBudget(t *testing.T) {
 		t.Fatalf("StartCall over the budget = %v", err)
 	}
 }
+
+// TestMeterOwnCall: a call the caller started with a session's client
+// secret is metered as StartCall's are, charged to the caller; a bad id is
+// refused before anything is queued.
+func TestMeterOwnCall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, voice.Config{Model: "gpt-realtime"})
+	e.jobs.EXPECT().Enqueue(gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(
+		func(_ context.Context, args ports.JobArgs, opts ports.EnqueueOptions) error {
+			want := voice.MeterCallArgs{CallID: "rtc_own-1", OrgID: alice.OrgID, UserID: alice.UserID, Model: "gpt-realtime", StartedAt: e.clock.Now().UTC()}
+			if args != want || !opts.UniqueByArgs || opts.MaxAttempts == 0 {
+				t.Errorf("job %+v %+v, want %+v, unique", args, opts, want)
+			}
+			return nil
+		})
+	if err := e.svc.MeterOwnCall(as(alice), "rtc_own-1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"", "rtc/../x", "rtc 1", "rtc\x00", strings.Repeat("a", 129), "rtc_é"} {
+		if err := e.svc.MeterOwnCall(as(alice), bad); ports.KindOf(err) != ports.KindInvalid {
+			t.Errorf("MeterOwnCall(%q) = %v, want invalid", bad, err)
+		}
+	}
+	if err := e.svc.MeterOwnCall(context.Background(), "rtc_1"); ports.KindOf(err) != ports.KindUnauthenticated {
+		t.Errorf("without a principal: %v", err)
+	}
+}

@@ -2,8 +2,10 @@ package app_test
 
 import (
 	"bytes"
-	"io"
+	"encoding/json"
+	"mime/multipart"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -26,14 +28,7 @@ func (st *stack) offer(token string, body []byte, header ...string) (int, http.H
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		st.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	st.conform(st.t, resp, raw)
-	return resp.StatusCode, resp.Header, raw
+	return st.send(req)
 }
 
 // waitUsage polls the usage by feature until its voice total is prompt and
@@ -184,5 +179,69 @@ func TestVoiceCallRefusesBadOffers(t *testing.T) {
 	}
 	if n := len(st.model.RealtimeCallRequests()); n != 0 {
 		t.Errorf("the provider received %d calls", n)
+	}
+}
+
+// TestVoiceOwnCallUsage: a call the browser started itself, with a voice
+// session's client secret, is metered once registered: its responses'
+// tokens are charged to the caller under voice, once however often it is
+// registered; an id the provider does not know charges nothing, and a
+// malformed one is refused.
+func TestVoiceOwnCallUsage(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			st := startStack(t, string(d))
+			admin, alice := st.admin("admin@example.com"), st.token("alice@example.com")
+			code, body, _ := st.call(alice, "POST", "/api/v1/voice/session", map[string]any{})
+			var sess struct{ Token string }
+			if err := json.Unmarshal(body, &sess); code != 200 || err != nil || sess.Token == "" {
+				t.Fatalf("voice session: %d %s", code, body)
+			}
+
+			// The browser posts its offer to the provider with the client
+			// secret; the provider's answer names the call.
+			st.model.ScriptCalls(fakeopenai.CallScript{Hold: true, Responses: []fakeopenai.RealtimeResponse{
+				{ID: "resp_a", InputTokens: 40, OutputTokens: 8}, {ID: "resp_b", InputTokens: 60, OutputTokens: 12},
+			}})
+			var form bytes.Buffer
+			mw := multipart.NewWriter(&form)
+			_ = mw.WriteField("sdp", sdpOffer)
+			_ = mw.Close()
+			req, _ := http.NewRequest("POST", st.model.URL()+"/realtime/calls", &form)
+			req.Header.Set("Authorization", "Bearer "+sess.Token)
+			req.Header.Set("Content-Type", mw.FormDataContentType())
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			callID := path.Base(resp.Header.Get("Location"))
+			if resp.StatusCode != 201 || !strings.HasPrefix(resp.Header.Get("Location"), "/v1/realtime/calls/") {
+				t.Fatalf("the browser's call: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+			}
+
+			for range 2 { // registered twice: charged once
+				if code, body, _ := st.call(alice, "POST", "/api/v1/voice/calls/"+callID+"/metering", nil); code != 202 || !containsAll(body, `"status":"metering"`) {
+					t.Fatalf("meter the call: %d %s", code, body)
+				}
+			}
+			st.waitVoiceUsage(admin, 100, 20)
+			if code, r := st.usage(alice, "?group_by=user"); code != 200 || r.Total.TotalTokens != 120 {
+				t.Fatalf("alice's usage: %d %+v", code, r)
+			}
+			st.model.EndCall(callID)
+
+			if code, body, _ := st.call(alice, "POST", "/api/v1/voice/calls/rtc_unknown/metering", nil); code != 202 {
+				t.Fatalf("meter an unknown call: %d %s", code, body)
+			}
+			for _, bad := range []string{"rtc%20x", "rtc%00", strings.Repeat("a", 129)} {
+				if code, body, _ := st.call(alice, "POST", "/api/v1/voice/calls/"+bad+"/metering", nil); code != 422 {
+					t.Errorf("meter call %q: %d %s, want 422", bad, code, body)
+				}
+			}
+			time.Sleep(500 * time.Millisecond) // the unknown call's job has run by now
+			st.waitVoiceUsage(admin, 100, 20)
+		})
 	}
 }

@@ -12,7 +12,7 @@ import (
 // takes from the bucket of the client's address.
 var costlyOperations = []string{
 	"POST /api/v1/agent/chat",
-	"POST /api/v1/voice/session", "POST /api/v1/voice/calls",
+	"POST /api/v1/voice/session", "POST /api/v1/voice/calls", "POST /api/v1/voice/calls/{call_id}/metering",
 	"POST /audio/transcribe", "POST /api/v1/audio/transcribe",
 	"POST /pse/sessions/{session_id}/generate", "POST /api/v1/pse/sessions/{session_id}/generate",
 	"POST /content/generate", "POST /api/v1/content/generate",

@@ -21,6 +21,7 @@ import (
 type Voice interface {
 	StartSessionOn(ctx context.Context, page *tool.PageContext) (voice.Session, error)
 	StartCall(ctx context.Context, offerSDP string) (voice.Call, error)
+	MeterOwnCall(ctx context.Context, callID string) error
 	ToolCall(ctx context.Context, in voice.ToolCallInput) (voice.ToolCallResult, error)
 	Transcribe(ctx context.Context, in voice.TranscribeInput) (ports.Transcription, error)
 }
@@ -38,6 +39,7 @@ const transcribeTimeout = 3 * time.Minute
 func (s *Server) voiceRoutes() {
 	s.handle(http.MethodPost, "/api/v1/voice/session", s.voiceSession, costly)
 	s.handle(http.MethodPost, "/api/v1/voice/calls", s.voiceCall, maxBody(voice.MaxOfferBytes), costly)
+	s.handle(http.MethodPost, "/api/v1/voice/calls/:call_id/metering", s.meterOwnCall, costly)
 	s.handle(http.MethodPost, "/api/v1/voice/tool-calls", s.voiceToolCall)
 	for _, p := range []string{"", "/api/v1"} {
 		s.handle(http.MethodPost, p+"/audio/transcribe", s.transcribe, maxBody(audioUploadLimit), timeout(transcribeTimeout), costly)
@@ -115,6 +117,16 @@ func (s *Server) voiceCall(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusCreated)
 	_, _ = io.WriteString(w, call.AnswerSDP)
 	return nil
+}
+
+// meterOwnCall meters a realtime call the client started with a voice
+// session's client secret: 202 {"call_id","status":"metering"}.
+func (s *Server) meterOwnCall(w http.ResponseWriter, r *http.Request) error {
+	id := pathParam(r, "call_id")
+	if err := s.d.Voice.MeterOwnCall(r.Context(), id); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, map[string]string{"call_id": id, "status": "metering"})
 }
 
 type voiceToolCallRequest struct {
