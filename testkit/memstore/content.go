@@ -235,5 +235,6 @@ func (s *Store) DeleteContentItem(ctx context.Context, orgID, id string) error {
 		return ports.NotFound("content item", id)
 	}
 	del(ctx, s, s.content.items, id)
+	s.deletePublicationsOf(ctx, id)
 	return nil
 }

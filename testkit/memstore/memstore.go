@@ -45,6 +45,7 @@ type Store struct {
 	idempotency map[idemKey]ports.IdempotencyRecord
 	spec        specData
 	content     contentData
+	publish     publishData
 	cloud       cloudData
 	scm         scmData
 	assistant   assistantData
@@ -58,6 +59,7 @@ func New() *Store {
 	s.invitations = map[string]ports.Invitation{}
 	s.spec.init()
 	s.content.init()
+	s.publish.init()
 	s.cloud.init()
 	s.scm.init()
 	s.assistant.init()

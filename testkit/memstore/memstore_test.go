@@ -122,3 +122,11 @@ func TestInvitations(t *testing.T) {
 		return storetest.InvitationStores{Invitations: s, Identity: identity(s)}
 	})
 }
+
+func TestPublish(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	storetest.TestPublish(t, func(*testing.T) storetest.PublishStores {
+		return storetest.PublishStores{Publish: s, ContentStores: storetest.ContentStores{Content: s, Tx: s, Identity: identity(s)}}
+	})
+}
