@@ -13,6 +13,7 @@ package content
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"regexp"
 	"time"
@@ -32,6 +33,16 @@ type Config struct {
 	// WatchPoll is how often WatchItem reads a watched item for a new state
 	// (DefaultWatchPoll).
 	WatchPoll time.Duration
+	// AllowPrivateTargets lets publishing targets name loopback and
+	// private addresses (tests, the sandbox); off by default.
+	AllowPrivateTargets bool
+	// PublishTries bounds the tries of one run of a publish job
+	// (DefaultPublishTries); PublishBackoff is the first wait between them
+	// (DefaultPublishBackoff); PublishJobAttempts bounds the runs of a
+	// publish job (DefaultPublishJobAttempts).
+	PublishTries       int
+	PublishBackoff     time.Duration
+	PublishJobAttempts int
 }
 
 // DefaultMaxAttempts is Config.MaxAttempts when it is not set.
@@ -104,6 +115,15 @@ func (c Config) withDefaults() Config {
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = DefaultMaxAttempts
 	}
+	if c.PublishTries <= 0 {
+		c.PublishTries = DefaultPublishTries
+	}
+	if c.PublishBackoff <= 0 {
+		c.PublishBackoff = DefaultPublishBackoff
+	}
+	if c.PublishJobAttempts <= 0 {
+		c.PublishJobAttempts = DefaultPublishJobAttempts
+	}
 	if c.WatchPoll <= 0 {
 		c.WatchPoll = DefaultWatchPoll
 	}
@@ -119,6 +139,18 @@ type Deps struct {
 	Clock  ports.Clock
 	IDs    ports.IDs
 	Logger *slog.Logger
+
+	// Publishing: Publish keeps targets and publications, Cipher seals
+	// their secrets, Publisher calls webhook and WordPress targets, Repos
+	// writes github_file targets (nil: those cannot be used), Audit records
+	// the writes (nil: not recorded), Random makes webhook secrets (nil:
+	// crypto/rand).
+	Publish   ports.PublishStore
+	Cipher    ports.Cipher
+	Publisher ports.ContentPublisher
+	Repos     ports.RepoFiles
+	Audit     ports.AuditStore
+	Random    io.Reader
 }
 
 // Service is the content engine's use cases. Everything belongs to the
