@@ -156,6 +156,13 @@ type SCMProvider interface {
 	// CreateLabel creates a label. Errors: conflict when the repository has
 	// a label of that name already; CreateIssue's.
 	CreateLabel(ctx context.Context, token, owner, repo string, l SCMLabel) error
+	// WriteFile creates or replaces a file in one commit (updating the
+	// file's current version), unless it holds that content already, and
+	// returns the file's web URL. Errors: not_found for an unknown
+	// repository or branch; forbidden when the token cannot push; conflict
+	// when the file changed meanwhile; invalid for a path that is not a
+	// plain path.
+	WriteFile(ctx context.Context, token, owner, repo string, w SCMFileWrite) (htmlURL string, err error)
 }
 
 // SCMIssue is an issue of a repository.
@@ -180,6 +187,15 @@ type SCMLabel struct {
 	Name        string
 	Color       string
 	Description string
+}
+
+// SCMFileWrite is one file written in one commit: on Branch ("" for the
+// default branch), at Path, with Message.
+type SCMFileWrite struct {
+	Path    string
+	Branch  string
+	Content string
+	Message string
 }
 
 // SCMWebhooks reads a provider's webhook deliveries: their signature, the

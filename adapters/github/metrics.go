@@ -28,6 +28,7 @@ const (
 	opListIssues    operation = "list_issues"
 	opListLabels    operation = "list_labels"
 	opCreateLabel   operation = "create_label"
+	opWriteFile     operation = "write_file"
 )
 
 // callMetrics are the series of GitHub requests; nil measures nothing.

@@ -89,3 +89,37 @@ func TestReadFile(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteFile(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	r := f.fake.AddRepo("acme", "site", fakegithub.Private(), fakegithub.VisibleTo("alice")).Grant("alice")
+	r.Files(map[string]string{"README.md": "hi\n"})
+	ctx := context.Background()
+	w := ports.SCMFileWrite{Path: "content/hello.md", Content: "# Hello «world»\n", Message: "Publish hello"}
+	url, err := f.client.WriteFile(ctx, aliceToken, "acme", "site", w)
+	if err != nil || !strings.HasSuffix(url, "/acme/site/blob/main/content/hello.md") {
+		t.Fatalf("WriteFile (create) = %q, %v", url, err)
+	}
+	if _, err := f.client.WriteFile(ctx, aliceToken, "acme", "site", w); err != nil {
+		t.Fatalf("WriteFile (same content) = %v", err)
+	}
+	w.Content = "# Hello again\n"
+	if _, err := f.client.WriteFile(ctx, aliceToken, "acme", "site", w); err != nil {
+		t.Fatalf("WriteFile (update) = %v", err)
+	}
+	commits := r.FileCommits()
+	if len(commits) != 2 || commits[0].Message != "Publish hello" || commits[1].Content != "# Hello again\n" {
+		t.Errorf("commits %+v, want a create and an update (the same content again makes none)", commits)
+	}
+	if got, _ := r.File("content/hello.md"); got != "# Hello again\n" {
+		t.Errorf("file %q", got)
+	}
+	if _, err := f.client.WriteFile(ctx, bobToken, "acme", "site", w); !errors.Is(err, ports.ErrNotFound) {
+		t.Errorf("WriteFile by a user who cannot see the repository: %v", err)
+	}
+	w.Path = "../x"
+	if _, err := f.client.WriteFile(ctx, aliceToken, "acme", "site", w); !errors.Is(err, ports.ErrInvalid) {
+		t.Errorf("WriteFile to ../x: %v", err)
+	}
+}

@@ -126,6 +126,9 @@ func (unconfiguredSCM) ReadTree(context.Context, string, string, string, string)
 func (unconfiguredSCM) ReadFile(context.Context, string, string, string, string, string, int) (ports.SCMFile, error) {
 	return ports.SCMFile{}, errNoGitHub
 }
+func (unconfiguredSCM) WriteFile(context.Context, string, string, string, ports.SCMFileWrite) (string, error) {
+	return "", errNoGitHub
+}
 func (unconfiguredSCM) ListActivity(context.Context, string, string, string, ports.Page) ([]ports.SCMActivity, string, error) {
 	return nil, "", errNoGitHub
 }

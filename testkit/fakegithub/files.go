@@ -2,9 +2,12 @@ package fakegithub
 
 import (
 	"encoding/base64"
+	"encoding/json"
+	"io"
 	"net/http"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -182,4 +185,103 @@ func (r *Repo) fileJSON(c *call, p, content string, withContent bool) contentJSO
 	wrapped := b.String()
 	out.Encoding, out.Content = "base64", &wrapped
 	return out
+}
+
+// FileCommit is a commit made through the contents API (PUT
+// /repos/{owner}/{repo}/contents/{path}).
+type FileCommit struct {
+	SHA     string
+	Path    string
+	Message string
+	Content string
+	Login   string // who made it
+}
+
+// File returns a file of the default branch and whether it exists.
+func (r *Repo) File(p string) (string, bool) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	content, ok := r.files[strings.Trim(p, "/")]
+	return content, ok
+}
+
+// FileCommits returns the commits made through the contents API, oldest
+// first.
+func (r *Repo) FileCommits() []FileCommit {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	return append([]FileCommit(nil), r.fileCommits...)
+}
+
+type putContentsRequest struct {
+	Message *string `json:"message"`
+	Content *string `json:"content"`
+	SHA     string  `json:"sha"`
+	Branch  string  `json:"branch"`
+}
+
+type fileCommitJSON struct {
+	SHA     string `json:"sha"`
+	HTMLURL string `json:"html_url"`
+	Message string `json:"message"`
+}
+
+// handlePutContents serves PUT /repos/{owner}/{repo}/contents/{path} as
+// GitHub does: the file is created (201) or replaced (200, when "sha" names
+// its current blob) on the default branch in one commit; an existing file
+// without "sha" is 422, a stale "sha" 409; a token that cannot push is 404
+// (a repository it cannot see) or 403.
+func (s *Server) handlePutContents(c *call) {
+	r := s.repo(c, docPutContents)
+	if r == nil {
+		return
+	}
+	if c.tok == nil || !r.affiliated(c.tok.user) {
+		c.errorf(http.StatusForbidden, docPutContents, "Resource not accessible by integration")
+		return
+	}
+	var req putContentsRequest
+	if err := json.NewDecoder(io.LimitReader(c.r.Body, 50<<20)).Decode(&req); err != nil {
+		c.errorf(http.StatusBadRequest, docPutContents, "Problems parsing JSON")
+		return
+	}
+	if req.Message == nil || req.Content == nil {
+		c.errorf(http.StatusUnprocessableEntity, docPutContents, "Invalid request.\n\n\"message\" and \"content\" are required.")
+		return
+	}
+	if req.Branch != "" && !r.knownRef(req.Branch) {
+		c.errorf(http.StatusNotFound, docPutContents, "Branch %s not found", req.Branch)
+		return
+	}
+	raw, err := base64.StdEncoding.DecodeString(*req.Content)
+	if err != nil {
+		c.errorf(http.StatusUnprocessableEntity, docPutContents, "content is not valid Base64")
+		return
+	}
+	p := strings.Trim(c.pathValue("path"), "/")
+	old, exists := r.files[p]
+	status := http.StatusCreated
+	if exists {
+		cur := fakeSHA(r.FullName(), "blob", p, old)
+		switch {
+		case req.SHA == "":
+			c.errorf(http.StatusUnprocessableEntity, docPutContents, "Invalid request.\n\n\"sha\" wasn't supplied.")
+			return
+		case req.SHA != cur:
+			c.errorf(http.StatusConflict, docPutContents, "%s does not match %s", p, req.SHA)
+			return
+		}
+		status = http.StatusOK
+	}
+	if r.files == nil {
+		r.files = map[string]string{}
+	}
+	r.files[p] = string(raw)
+	commit := FileCommit{SHA: fakeSHA(r.FullName(), "commit", p, string(raw), strconv.Itoa(len(r.fileCommits))), Path: p,
+		Message: *req.Message, Content: string(raw), Login: c.tok.user.login}
+	r.fileCommits = append(r.fileCommits, commit)
+	c.writeJSON(status, map[string]any{
+		"content": r.fileJSON(c, p, string(raw), false),
+		"commit":  fileCommitJSON{SHA: commit.SHA, HTMLURL: c.web + "/" + r.FullName() + "/commit/" + commit.SHA, Message: commit.Message},
+	})
 }

@@ -138,6 +138,7 @@ type Repo struct {
 	files         map[string]string // path → content, on the default branch
 	issues        []*Issue
 	labels        []Label
+	fileCommits   []FileCommit // the commits of PUT .../contents, oldest first
 }
 
 // AddRepo seeds the repository owner/name. The owner is the seeded user of

@@ -287,6 +287,7 @@ func (s *Server) routes() *http.ServeMux {
 	rest("GET /repos/{owner}/{repo}/activity", "core", s.handleActivity)
 	rest("GET /repos/{owner}/{repo}/git/trees/{sha}", "core", s.handleTree)
 	rest("GET /repos/{owner}/{repo}/contents/{path...}", "core", s.handleContents)
+	rest("PUT /repos/{owner}/{repo}/contents/{path...}", "core", s.handlePutContents)
 	rest("GET /search/commits", "search", s.handleSearchCommits)
 	rest("GET /repos/{owner}/{repo}/issues", "core", s.handleListIssues)
 	rest("POST /repos/{owner}/{repo}/issues", "core", s.handleCreateIssue)
@@ -335,6 +336,7 @@ const (
 	docActivity    = "https://docs.github.com/rest/repos/repos#list-repository-activities"
 	docTrees       = "https://docs.github.com/rest/git/trees#get-a-tree"
 	docContents    = "https://docs.github.com/rest/repos/contents#get-repository-content"
+	docPutContents = "https://docs.github.com/rest/repos/contents#create-or-update-file-contents"
 	docSearch      = "https://docs.github.com/rest/search/search#search-commits"
 )
 

@@ -634,6 +634,45 @@ func (c *MockSCMProviderUserCall) DoAndReturn(f func(context.Context, string) (p
 	return c
 }
 
+// WriteFile mocks base method.
+func (m *MockSCMProvider) WriteFile(ctx context.Context, token, owner, repo string, w ports.SCMFileWrite) (string, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "WriteFile", ctx, token, owner, repo, w)
+	ret0, _ := ret[0].(string)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// WriteFile indicates an expected call of WriteFile.
+func (mr *MockSCMProviderMockRecorder) WriteFile(ctx, token, owner, repo, w any) *MockSCMProviderWriteFileCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "WriteFile", reflect.TypeOf((*MockSCMProvider)(nil).WriteFile), ctx, token, owner, repo, w)
+	return &MockSCMProviderWriteFileCall{Call: call}
+}
+
+// MockSCMProviderWriteFileCall wrap *gomock.Call
+type MockSCMProviderWriteFileCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSCMProviderWriteFileCall) Return(htmlURL string, err error) *MockSCMProviderWriteFileCall {
+	c.Call = c.Call.Return(htmlURL, err)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSCMProviderWriteFileCall) Do(f func(context.Context, string, string, string, ports.SCMFileWrite) (string, error)) *MockSCMProviderWriteFileCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSCMProviderWriteFileCall) DoAndReturn(f func(context.Context, string, string, string, ports.SCMFileWrite) (string, error)) *MockSCMProviderWriteFileCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // MockSCMStore is a mock of SCMStore interface.
 type MockSCMStore struct {
 	ctrl     *gomock.Controller
