@@ -26,6 +26,12 @@ type Content interface {
 	UpdateItem(ctx context.Context, id string, in content.UpdateInput) (ports.ContentItem, error)
 	DeleteItem(ctx context.Context, id string) error
 	WatchItem(ctx context.Context, id string, emit func(ports.ContentItem) error) error
+	CreateTarget(ctx context.Context, in content.TargetInput) (content.NewTarget, error)
+	Targets(ctx context.Context, projectID string) ([]ports.PublishTarget, error)
+	DeleteTarget(ctx context.Context, id string) error
+	Publish(ctx context.Context, itemID, targetID string, at *time.Time) (ports.Publication, error)
+	Publications(ctx context.Context, itemID string) ([]ports.Publication, error)
+	CancelPublication(ctx context.Context, itemID, pubID string) (ports.Publication, error)
 }
 
 // contentRoutes serves §4.4 at /content/… and under /api/v1.
@@ -47,39 +53,52 @@ func (s *Server) contentRoutes() {
 			}
 			s.handle(m, p+"/content/:a/:b", s.contentDispatch)
 		}
+		s.handle(http.MethodDelete, p+"/content/:a/:b/:c", s.contentDispatch)
 	}
 }
 
-// contentTable maps a reserved first segment ("" for a content id) and the
-// number of segments to the handlers by method.
+// contentTable maps a reserved first segment ("" for a content id), the
+// number of segments and, under a content id, the second segment to the
+// handlers by method.
 type contentKey struct {
 	name     string
 	segments int
+	sub      string
 }
 
 func (s *Server) contentTable() map[contentKey]map[string]handlerFunc {
 	return map[contentKey]map[string]handlerFunc{
-		{"", 1}:         {http.MethodGet: s.getContent, http.MethodPut: s.updateContent, http.MethodDelete: s.deleteContent},
-		{"briefs", 1}:   {http.MethodGet: s.listBriefs, http.MethodPost: s.createBrief},
-		{"briefs", 2}:   {http.MethodGet: s.getBrief},
-		{"generate", 1}: {http.MethodPost: s.limited(s.generateContent)},
-		{"brands", 2}:   {http.MethodGet: s.getBrand, http.MethodPut: s.putBrand},
-		{"", 2}:         {http.MethodGet: s.contentEvents},
+		{"", 1, ""}:             {http.MethodGet: s.getContent, http.MethodPut: s.updateContent, http.MethodDelete: s.deleteContent},
+		{"briefs", 1, ""}:       {http.MethodGet: s.listBriefs, http.MethodPost: s.createBrief},
+		{"briefs", 2, ""}:       {http.MethodGet: s.getBrief},
+		{"generate", 1, ""}:     {http.MethodPost: s.limited(s.generateContent)},
+		{"brands", 2, ""}:       {http.MethodGet: s.getBrand, http.MethodPut: s.putBrand},
+		{"", 2, "events"}:       {http.MethodGet: s.contentEvents},
+		{"targets", 1, ""}:      {http.MethodGet: s.listTargets, http.MethodPost: s.createTarget},
+		{"targets", 2, ""}:      {http.MethodDelete: s.deleteTarget},
+		{"", 2, "publish"}:      {http.MethodPost: s.publishContent},
+		{"", 2, "publications"}: {http.MethodGet: s.listPublications},
+		{"", 3, "publications"}: {http.MethodDelete: s.cancelPublication},
 	}
 }
 
 // contentPatterns are the documented routes of contentTable's keys.
 var contentPatterns = map[contentKey]string{
-	{"", 1}:         "/content/:content_id",
-	{"briefs", 1}:   "/content/briefs",
-	{"briefs", 2}:   "/content/briefs/:brief_id",
-	{"generate", 1}: "/content/generate",
-	{"brands", 2}:   "/content/brands/:project_id",
-	{"", 2}:         "/content/:content_id/events",
+	{"", 1, ""}:             "/content/:content_id",
+	{"briefs", 1, ""}:       "/content/briefs",
+	{"briefs", 2, ""}:       "/content/briefs/:brief_id",
+	{"generate", 1, ""}:     "/content/generate",
+	{"brands", 2, ""}:       "/content/brands/:project_id",
+	{"", 2, "events"}:       "/content/:content_id/events",
+	{"targets", 1, ""}:      "/content/targets",
+	{"targets", 2, ""}:      "/content/targets/:target_id",
+	{"", 2, "publish"}:      "/content/:content_id/publish",
+	{"", 2, "publications"}: "/content/:content_id/publications",
+	{"", 3, "publications"}: "/content/:content_id/publications/:publication_id",
 }
 
 // contentReserved are the first segments that are not content ids.
-var contentReserved = []string{"briefs", "generate", "brands"}
+var contentReserved = []string{"briefs", "generate", "brands", "targets"}
 
 func (s *Server) contentDispatch(w http.ResponseWriter, r *http.Request) error {
 	key := contentKey{segments: 1}
@@ -89,10 +108,13 @@ func (s *Server) contentDispatch(w http.ResponseWriter, r *http.Request) error {
 	if pathParam(r, "b") != "" {
 		key.segments = 2
 	}
-	if key.name == "" && key.segments == 2 && pathParam(r, "b") != "events" {
-		return &ports.Error{Kind: ports.KindNotFound, Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}
+	if pathParam(r, "c") != "" {
+		key.segments = 3
 	}
-	events := key == contentKey{segments: 2}
+	if key.name == "" && key.segments > 1 {
+		key.sub = pathParam(r, "b")
+	}
+	events := key == contentKey{segments: 2, sub: "events"}
 	if events && r.Method == http.MethodHead {
 		w.Header().Set("Allow", http.MethodGet)
 		return &ports.Error{Kind: kindMethodNotAllowed, Message: "an event stream is not served to HEAD; use GET"}

@@ -123,6 +123,9 @@ func expectedOperations(t *testing.T, s *Server) map[string]documentedRoute {
 // contentDispatchPattern reports whether pattern is one of the catch-all
 // content routes, with the prefix before its parameters.
 func contentDispatchPattern(pattern string) (prefix string, segments int, ok bool) {
+	if p, found := strings.CutSuffix(pattern, "/:a/:b/:c"); found && strings.HasSuffix(p, "/content") {
+		return p, 3, true
+	}
 	if p, found := strings.CutSuffix(pattern, "/:a/:b"); found && strings.HasSuffix(p, "/content") {
 		return p, 2, true
 	}
