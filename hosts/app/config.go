@@ -106,6 +106,9 @@ type Config struct {
 	CORSOrigins   []string
 	ShutdownGrace time.Duration
 	BodyLimit     int64
+	// PublishAllowPrivate lets publishing targets name loopback and private
+	// addresses (DEVPILOT_PUBLISH_ALLOW_PRIVATE=1); off by default.
+	PublishAllowPrivate bool
 	// RateLimit is how many requests a user may make to the costly routes
 	// per RateWindow, across replicas (httpapi.Config.RateLimit); 0 sets no
 	// limit. Default 30 per minute.
@@ -342,6 +345,10 @@ const (
 	EnvWorkerJobs     = "DEVPILOT_WORKER_CONCURRENCY"
 	EnvWorkerAddr     = "DEVPILOT_WORKER_ADDR"
 	EnvJobRescueAfter = "DEVPILOT_JOB_RESCUE_AFTER"
+	// EnvPublishAllowPrivate set to 1 lets publishing targets (webhooks,
+	// WordPress sites) be loopback and private addresses: for tests and
+	// sandboxes only. Default 0.
+	EnvPublishAllowPrivate = "DEVPILOT_PUBLISH_ALLOW_PRIVATE"
 )
 
 // The variables of SignInConfig.
@@ -509,6 +516,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	c.ShutdownGrace = r.duration(EnvShutdownGrace, 10*time.Second)
 	c.AuthCacheTTL = r.durationOrOff(EnvAuthCacheTTL, 5*time.Second, time.Minute)
 	c.BodyLimit = r.number(EnvBodyLimit, 1<<20, 1, 1<<40)
+	c.PublishAllowPrivate = r.oneOf(EnvPublishAllowPrivate, "0", "0", "1") == "1"
 	c.RateLimit = int(r.number(EnvRateRequests, 30, 0, 1_000_000))
 	c.RateWindow = r.duration(EnvRateWindow, time.Minute)
 	if tc, err := telemetry.TracingFromEnv(getenv); err != nil {

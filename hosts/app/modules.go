@@ -292,7 +292,7 @@ type WorkerParams struct {
 
 // StartWorkers builds the worker client and ties it to the app's lifecycle.
 func StartWorkers(p WorkerParams) error {
-	workers, err := worker.NewWorkers(worker.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, SpecExport: p.Spec, SCM: p.SCM, Content: p.Content, Voice: p.Voice,
+	workers, err := worker.NewWorkers(worker.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, SpecExport: p.Spec, SCM: p.SCM, Content: p.Content, Publishing: p.Content, Voice: p.Voice,
 		Idempotency: p.Idempotency, UsageKeys: p.UsageKeys, Clock: p.Clock, Logger: p.Logger, GenerationBudget: p.Config.JobRescueAfter})
 	if err != nil {
 		return err

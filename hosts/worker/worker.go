@@ -95,6 +95,12 @@ type ContentGenerator interface {
 	AbandonGeneration(ctx context.Context, args content.GenerateContentArgs) error
 }
 
+// ContentPublishing publishes one publication of a content item;
+// *content.Service is one.
+type ContentPublishing interface {
+	RunPublication(ctx context.Context, args content.PublishContentArgs, final bool) error
+}
+
 // DeliveryProcessor turns stored webhook deliveries into activity, one
 // (jobs enqueued by earlier versions) or a batch at a time; *scm.Service is
 // one.
@@ -120,6 +126,9 @@ type Deps struct {
 	SCM        DeliveryProcessor
 	Content    ContentGenerator
 	Voice      CallMeter
+	// Publishing works content.PublishContentArgs jobs; nil leaves them
+	// unworked.
+	Publishing ContentPublishing
 	// Idempotency is pruned of expired Idempotency-Key records.
 	Idempotency IdempotencyPruner
 	// UsageKeys is pruned of the keys older than UsageKeysKept.
@@ -175,6 +184,11 @@ func NewWorkers(d Deps) (*river.Workers, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d.Publishing != nil {
+		if err := river.AddWorkerSafely(workers, &PublishContentWorker{Content: d.Publishing}); err != nil {
+			return nil, err
+		}
+	}
 	return workers, nil
 }
 
@@ -192,6 +206,7 @@ func Kinds() []string {
 		content.GenerateContentArgs{}.Kind(),
 		voice.MeterCallArgs{}.Kind(),
 		spec.ExportIssuesArgs{}.Kind(),
+		content.PublishContentArgs{}.Kind(),
 	}
 }
 
@@ -460,3 +475,23 @@ func (noExporter) RunIssueExport(context.Context, spec.ExportIssuesArgs, bool) e
 }
 
 func (noExporter) AbandonIssueExport(context.Context, spec.ExportIssuesArgs) error { return nil }
+
+// PublishContentWorker works content.PublishContentArgs jobs: it publishes
+// the publication, telling the core whether this is the last run (also
+// when the last run was interrupted), so only the last one records a
+// failure that might pass.
+type PublishContentWorker struct {
+	river.WorkerDefaults[content.PublishContentArgs]
+	Content ContentPublishing
+}
+
+// Work publishes; an error makes River retry the job.
+func (w *PublishContentWorker) Work(ctx context.Context, job *river.Job[content.PublishContentArgs]) error {
+	return w.Content.RunPublication(ctx, job.Args, job.Attempt >= job.MaxAttempts)
+}
+
+// NextRetry runs the job again after 10 s, then 40 s: its runs already
+// back off between their tries.
+func (w *PublishContentWorker) NextRetry(job *river.Job[content.PublishContentArgs]) time.Time {
+	return time.Now().Add(time.Duration(job.Attempt*job.Attempt) * 10 * time.Second)
+}

@@ -1,0 +1,381 @@
+package app_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"encoding/json"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/devpilot/devpilot/adapters/publish"
+	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
+	"github.com/devpilot/devpilot/hosts/app"
+	"github.com/devpilot/devpilot/testkit/fakeaws"
+	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/testkit/fakewordpress"
+)
+
+// receiver is a webhook target: it checks each delivery's signature, answers
+// the first failures with 500 and records what it accepted.
+type receiver struct {
+	t   *testing.T
+	srv *httptest.Server
+	mu  sync.Mutex
+	// secret is the target's signing secret, known once it is created.
+	secret   string
+	failures int
+	got      []delivery
+	arrived  chan delivery
+}
+
+type delivery struct {
+	id, signature string
+	body          map[string]any
+	valid         bool
+}
+
+func newReceiver(t *testing.T, failures int) *receiver {
+	rc := &receiver{t: t, failures: failures, arrived: make(chan delivery, 16)}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		d := delivery{id: r.Header.Get(publish.HeaderDelivery), signature: r.Header.Get(publish.HeaderSignature)}
+		d.valid = hmac.Equal([]byte(d.signature), []byte(publish.Sign(rc.secret, raw)))
+		_ = json.Unmarshal(raw, &d.body)
+		rc.got = append(rc.got, d)
+		fail := rc.failures > 0
+		if fail {
+			rc.failures--
+		}
+		rc.mu.Unlock()
+		if fail {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		rc.arrived <- d
+		w.Header().Set("Location", "https://hooks.example.com/posts/"+d.id)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *receiver) deliveries() []delivery {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]delivery(nil), rc.got...)
+}
+
+// startApp starts devpilot on env (over startStackWith's defaults) and
+// returns it with a stop function, for tests that restart it.
+func startApp(t *testing.T, env map[string]string) (*stack, func()) {
+	t.Helper()
+	st := &stack{t: t, model: fakeopenai.New(t), aws: fakeaws.New(t)}
+	full := map[string]string{
+		app.EnvAWSEndpoint: st.aws.URL(), app.EnvDatabaseConns: strconv.Itoa(sqlstoretest.TestMaxConns),
+		app.EnvHTTPAddr: "127.0.0.1:0", app.EnvOpenAIKey: "sk-test", app.EnvOpenAIBaseURL: st.model.URL(),
+		app.EnvLLMStructured: "strict", app.EnvPublishAllowPrivate: "1",
+	}
+	maps.Copy(full, env)
+	cfg, err := app.Load(app.ModeRun, func(k string) string { return full[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &addrWatch{addr: make(chan string, 1)}
+	fxApp := fx.New(app.Options(cfg, app.NewLogger(cfg, logs)), fx.Populate(&st.id, &st.reg))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := fxApp.Start(ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := fxApp.Stop(ctx); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	select {
+	case st.base = <-logs.addr:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no listening line")
+	}
+	return st, stop
+}
+
+// approvedItem generates a draft in project web and moves it to approved.
+func (st *stack) approvedItem(token string) string {
+	st.t.Helper()
+	code, body, _ := st.call(token, "POST", "/content/briefs", map[string]any{"project_id": "web", "title": "Launch"})
+	var brief struct{ ID string }
+	if err := json.Unmarshal(body, &brief); code != 201 || err != nil {
+		st.t.Fatalf("create brief: %d %s", code, body)
+	}
+	st.model.Enqueue(fakeopenai.Text(`{"title":"We launched","body":"Today we launch the new plans."}`))
+	id := st.generate(token, brief.ID)
+	v := st.waitDrafted(token, id)
+	for _, status := range []string{"in_review", "approved"} {
+		code, next, body := st.update(token, id, v.Version, map[string]any{"status": status})
+		if code != 200 {
+			st.t.Fatalf("move to %s: %d %s", status, code, body)
+		}
+		v = next
+	}
+	return id
+}
+
+func (st *stack) createTarget(token string, in map[string]any) map[string]any {
+	st.t.Helper()
+	code, body, _ := st.call(token, "POST", "/content/targets", in)
+	var out map[string]any
+	if err := json.Unmarshal(body, &out); code != 201 || err != nil {
+		st.t.Fatalf("create target: %d %s", code, body)
+	}
+	return out
+}
+
+type publicationView struct {
+	ID        string
+	Status    string
+	RemoteURL string `json:"remote_url"`
+	Error     string
+	Attempts  []struct {
+		At        time.Time
+		Outcome   string
+		RemoteURL string `json:"remote_url"`
+		Error     string
+	}
+}
+
+// waitPublished polls an item's publications until pubID has finished.
+func (st *stack) waitPublished(token, itemID, pubID string) publicationView {
+	st.t.Helper()
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		code, body, _ := st.call(token, "GET", "/content/"+itemID+"/publications", nil)
+		var out struct{ Items []publicationView }
+		if err := json.Unmarshal(body, &out); code != 200 || err != nil {
+			st.t.Fatalf("list publications: %d %s", code, body)
+		}
+		for _, p := range out.Items {
+			if p.ID == pubID && (p.Status == "succeeded" || p.Status == "failed") {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			st.t.Fatalf("publication %s not finished after 40s: %s", pubID, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (st *stack) publish(token, itemID string, req map[string]any) (int, map[string]any, []byte) {
+	st.t.Helper()
+	code, body, _ := st.call(token, "POST", "/content/"+itemID+"/publish", req)
+	var out map[string]any
+	_ = json.Unmarshal(body, &out)
+	return code, out, body
+}
+
+func TestPublishEndToEnd(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			st, _ := startApp(t, map[string]string{app.EnvDatabaseURL: sqlstoretest.URL(t, sqlstoreDialect(string(d))), app.EnvDataDir: t.TempDir()})
+			member := st.token("publisher@example.com")
+			rc := newReceiver(t, 2)
+
+			target := st.createTarget(member, map[string]any{"project_id": "web", "name": "hook", "kind": "webhook",
+				"config": map[string]string{"url": rc.srv.URL + "/in"}})
+			secret, _ := target["secret"].(string)
+			if !strings.HasPrefix(secret, "whsec_") || target["has_secret"] != true {
+				t.Fatalf("target %v", target)
+			}
+			rc.mu.Lock()
+			rc.secret = secret
+			rc.mu.Unlock()
+			targetID := target["id"].(string)
+			code, body, _ := st.call(member, "GET", "/content/targets?project_id=web", nil)
+			if code != 200 || !containsAll(body, targetID) || strings.Contains(string(body), secret) {
+				t.Fatalf("list targets: %d %s", code, body)
+			}
+
+			// A draft cannot be published.
+			code, body, _ = st.call(member, "POST", "/content/briefs", map[string]any{"project_id": "web", "title": "Draft"})
+			var brief struct{ ID string }
+			_ = json.Unmarshal(body, &brief)
+			st.model.Enqueue(fakeopenai.Text(`{"title":"Draft","body":"Not yet."}`))
+			draft := st.generate(member, brief.ID)
+			st.waitDrafted(member, draft)
+			if code, _, body := st.publish(member, draft, map[string]any{"target_id": targetID}); code != 409 {
+				t.Fatalf("publish a draft: %d %s", code, body)
+			}
+
+			// An approved item is delivered once, signed, after two 500s.
+			item := st.approvedItem(member)
+			code, out, body := st.publish(member, item, map[string]any{"target_id": targetID})
+			if code != 202 || out["status"] != "queued" {
+				t.Fatalf("publish: %d %s", code, body)
+			}
+			pubID := out["publication_id"].(string)
+			pub := st.waitPublished(member, item, pubID)
+			if pub.Status != "succeeded" || len(pub.Attempts) != 3 || pub.Attempts[0].Outcome != "failed" || pub.Attempts[2].Outcome != "ok" ||
+				pub.RemoteURL != "https://hooks.example.com/posts/"+pubID {
+				t.Fatalf("publication %+v", pub)
+			}
+			got := rc.deliveries()
+			if len(got) != 3 {
+				t.Fatalf("%d requests, want 3 (two failures, one success)", len(got))
+			}
+			for i, dl := range got {
+				if dl.id != pubID || !dl.valid || dl.body["delivery_id"] != pubID {
+					t.Errorf("request %d: delivery %q, signature valid %v, body %v", i, dl.id, dl.valid, dl.body)
+				}
+			}
+			if it, _ := got[2].body["item"].(map[string]any); it["id"] != item || it["title"] != "We launched" {
+				t.Errorf("delivered item %v", got[2].body["item"])
+			}
+			code, body, _ = st.call(member, "GET", "/content/"+item, nil)
+			var v contentView
+			if err := json.Unmarshal(body, &v); code != 200 || err != nil || v.Status != "published" {
+				t.Fatalf("item after publishing: %d %s", code, body)
+			}
+
+			// WordPress, with an application password.
+			wp := fakewordpress.New("editor", "abcd efgh ijkl mnop")
+			defer wp.Close()
+			wpTarget := st.createTarget(member, map[string]any{"project_id": "web", "name": "blog", "kind": "wordpress",
+				"config": map[string]string{"site_url": wp.URL(), "username": "editor", "application_password": "abcd efgh ijkl mnop"}})
+			if _, ok := wpTarget["secret"]; ok || strings.Contains(string(mustJSON(wpTarget)), "abcd") {
+				t.Fatalf("wordpress target shows its password: %v", wpTarget)
+			}
+			item2 := st.approvedItem(member)
+			_, out, body = st.publish(member, item2, map[string]any{"target_id": wpTarget["id"]})
+			pubID, _ = out["publication_id"].(string)
+			if pub := st.waitPublished(member, item2, pubID); pub.Status != "succeeded" || pub.RemoteURL != wp.URL()+"/?p=1" {
+				t.Fatalf("wordpress publication %+v (%s)", pub, body)
+			}
+			if posts := wp.Posts(); len(posts) != 1 || posts[0].Title != "We launched" || posts[0].Status != "publish" {
+				t.Fatalf("posts %+v", posts)
+			}
+
+			// A scheduled publication cancelled before it runs is never
+			// delivered: a later one arrives alone.
+			item3 := st.approvedItem(member)
+			at := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+			code, out, body = st.publish(member, item3, map[string]any{"target_id": targetID, "at": at})
+			if code != 202 || out["status"] != "scheduled" {
+				t.Fatalf("schedule: %d %s", code, body)
+			}
+			cancelled := out["publication_id"].(string)
+			if code, body, _ := st.call(member, "DELETE", "/content/"+item3+"/publications/"+cancelled, nil); code != 200 || !containsAll(body, `"cancelled"`) {
+				t.Fatalf("cancel: %d %s", code, body)
+			}
+			if code, body, _ := st.call(member, "DELETE", "/content/"+item3+"/publications/"+cancelled, nil); code != 409 {
+				t.Fatalf("cancel again: %d %s", code, body)
+			}
+			later := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+			_, out, _ = st.publish(member, item3, map[string]any{"target_id": targetID, "at": later})
+			second := out["publication_id"].(string)
+			if pub := st.waitPublished(member, item3, second); pub.Status != "succeeded" {
+				t.Fatalf("the later publication %+v", pub)
+			}
+			for _, dl := range rc.deliveries() {
+				if dl.id == cancelled {
+					t.Fatal("the cancelled publication was delivered")
+				}
+			}
+
+			// Hostile input is 4xx problem+json.
+			for _, tc := range []struct {
+				name string
+				path string
+				body any
+				want int
+			}{
+				{"NUL in a name", "/content/targets", map[string]any{"project_id": "web", "name": "a\x00b", "kind": "webhook", "config": map[string]string{"url": "https://a.example"}}, 422},
+				{"bad URL", "/content/targets", map[string]any{"project_id": "web", "name": "x", "kind": "webhook", "config": map[string]string{"url": "javascript:alert(1)"}}, 422},
+				{"unknown kind", "/content/targets", map[string]any{"project_id": "web", "name": "x", "kind": "ftp", "config": map[string]string{}}, 422},
+				{"huge config", "/content/targets", map[string]any{"project_id": "web", "name": "x", "kind": "webhook", "config": map[string]string{"url": "https://a.example/" + strings.Repeat("a", 5000)}}, 422},
+				{"huge body", "/content/targets", map[string]any{"project_id": "web", "name": strings.Repeat("n", 2<<20), "kind": "webhook"}, 413},
+				{"unknown field", "/content/targets", map[string]any{"project_id": "web", "name": "x", "kind": "webhook", "secret": "s"}, 400},
+				{"at in the past", "/content/" + item3 + "/publish", map[string]any{"target_id": targetID, "at": "2020-01-01T00:00:00Z"}, 422},
+				{"at not a time", "/content/" + item3 + "/publish", map[string]any{"target_id": targetID, "at": "tomorrow"}, 400},
+				{"no target", "/content/" + item3 + "/publish", map[string]any{}, 400},
+			} {
+				code, body, _ := st.call(member, "POST", tc.path, tc.body)
+				if code != tc.want && !(tc.want == 400 && code == 422) {
+					t.Errorf("%s: %d %s, want %d", tc.name, code, body, tc.want)
+				}
+			}
+			if code, _, _ := st.call(member, "DELETE", "/content/targets/"+targetID, nil); code != 204 {
+				t.Errorf("delete target: %d", code)
+			}
+			if code, _, _ := st.call(member, "DELETE", "/content/targets/"+targetID, nil); code != 404 {
+				t.Errorf("delete target again: %d", code)
+			}
+		})
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func TestPublishScheduledSurvivesRestart(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{app.EnvDatabaseURL: sqlstoretest.URL(t, sqlstoreDialect(string(d))), app.EnvDataDir: t.TempDir()}
+			st, stop := startApp(t, env)
+			member := st.token("scheduler@example.com")
+			rc := newReceiver(t, 0)
+			target := st.createTarget(member, map[string]any{"project_id": "web", "name": "hook", "kind": "webhook",
+				"config": map[string]string{"url": rc.srv.URL}})
+			rc.mu.Lock()
+			rc.secret = target["secret"].(string)
+			rc.mu.Unlock()
+			item := st.approvedItem(member)
+			at := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+			code, out, body := st.publish(member, item, map[string]any{"target_id": target["id"], "at": at})
+			if code != 202 || out["status"] != "scheduled" || out["at"] == nil {
+				t.Fatalf("schedule: %d %s", code, body)
+			}
+			pubID := out["publication_id"].(string)
+			stop()
+			if n := len(rc.deliveries()); n != 0 {
+				t.Fatalf("%d deliveries before the restart", n)
+			}
+
+			st2, _ := startApp(t, env)
+			select {
+			case dl := <-rc.arrived:
+				if dl.id != pubID || !dl.valid {
+					t.Fatalf("delivery %q, signature valid %v", dl.id, dl.valid)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatal("the scheduled publication did not arrive after the restart")
+			}
+			if pub := st2.waitPublished(member, item, pubID); pub.Status != "succeeded" || len(pub.Attempts) != 1 {
+				t.Fatalf("publication %+v", pub)
+			}
+			if n := len(rc.deliveries()); n != 1 {
+				t.Fatalf("%d deliveries, want 1", n)
+			}
+		})
+	}
+}
