@@ -2,6 +2,7 @@ package content_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/devpilot/devpilot/core/content"
+	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/mocks"
 )
@@ -306,5 +308,36 @@ func TestFilePath(t *testing.T) {
 	it := ports.ContentItem{ID: "id-1", Title: "Hello, «World» — 2026!"}
 	if got := content.FilePath("content/{date}-{slug}.md", it, time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)); got != "content/2026-11-28-hello-world-2026.md" {
 		t.Errorf("FilePath = %q", got)
+	}
+}
+
+func TestPublishContentTool(t *testing.T) {
+	t.Parallel()
+	e := newPublishEnv(t)
+	nt := e.webhookTarget(alice)
+	it := e.seedItem(alice, ports.ContentApproved)
+	var publish, list tool.Tool
+	for _, tl := range e.svc.Tools() {
+		switch tl.Name {
+		case "publish_content":
+			publish = tl
+		case "list_publish_targets":
+			list = tl
+		}
+	}
+	if publish.Effect != tool.EffectWrite || publish.Summary == nil {
+		t.Fatalf("publish_content is %+v, want a write tool with a summary", publish)
+	}
+	res, err := list.Run(as(alice), json.RawMessage(`{"project_id":"`+project+`"}`))
+	if b, _ := json.Marshal(res); err != nil || !strings.Contains(string(b), nt.Target.ID) || strings.Contains(string(b), "sealed") {
+		t.Errorf("list_publish_targets = %s, %v", b, err)
+	}
+	args := json.RawMessage(`{"content_id":"` + it.ID + `","target_id":"` + nt.Target.ID + `","at":"` + e.clock.Now().Add(time.Hour).Format(time.RFC3339) + `"}`)
+	if got := publish.Summary(args); !strings.Contains(got, it.ID) || !strings.Contains(got, "at ") {
+		t.Errorf("summary %q", got)
+	}
+	res, err = publish.Run(as(alice), args)
+	if b, _ := json.Marshal(res); err != nil || !strings.Contains(string(b), `"status":"scheduled"`) {
+		t.Errorf("publish_content = %s, %v", b, err)
 	}
 }

@@ -68,6 +68,13 @@ const (
 "status":{"type":"string","enum":["draft","in_review","approved","published","archived"],"description":"draft → in_review → approved → published; in_review and approved may go back to draft; anything may be archived."}}}`
 
 	deleteContentSchema = getContentSchema
+
+	listTargetsSchema = `{"type":"object","additionalProperties":false,"required":["project_id"],"properties":{` + projectIDProp + `}}`
+
+	publishContentSchema = `{"type":"object","additionalProperties":false,"required":["content_id","target_id"],"properties":{
+"content_id":{"type":"string","format":"uuid","description":"An approved content item."},
+"target_id":{"type":"string","format":"uuid","description":"A publishing target of the item's project, from list_publish_targets."},
+"at":{"type":"string","format":"date-time","description":"When to publish (RFC 3339, in the future, within a year); left out: now."}}}`
 )
 
 // maxToolBodyLen bounds, in bytes, the body of an item and the style guide
@@ -294,6 +301,21 @@ func (s *Service) Tools() []tool.Tool {
 			Summary:     summariseDeleteContent,
 			Run:         s.runDeleteContent,
 		},
+		{
+			Name:        "list_publish_targets",
+			Description: "List a project's publishing targets (webhooks, WordPress sites, files in GitHub repositories) with their ids, for publish_content.",
+			Schema:      json.RawMessage(listTargetsSchema),
+			Effect:      tool.EffectRead,
+			Run:         s.runListTargets,
+		},
+		{
+			Name:        "publish_content",
+			Description: "Publish an approved content item to one of its project's publishing targets, now or at a time (at). Publishing runs in the background and is retried; the item becomes published when it succeeds.",
+			Schema:      json.RawMessage(publishContentSchema),
+			Effect:      tool.EffectWrite,
+			Summary:     summarisePublishContent,
+			Run:         s.runPublishContent,
+		},
 	}
 	for i := range tools {
 		tools[i].Area = tool.AreaContent
@@ -489,6 +511,57 @@ func (s *Service) runDeleteContent(ctx context.Context, raw json.RawMessage) (an
 		return nil, err
 	}
 	return map[string]any{"deleted": args.ContentID}, nil
+}
+
+type publishContentArgs struct {
+	ContentID string     `json:"content_id"`
+	TargetID  string     `json:"target_id"`
+	At        *time.Time `json:"at"`
+}
+
+func (s *Service) runListTargets(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args struct {
+		ProjectID string `json:"project_id"`
+	}
+	if err := tool.DecodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	targets, err := s.Targets(ctx, args.ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	type target struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+		Kind string `json:"kind"`
+	}
+	out := make([]target, len(targets))
+	for i, t := range targets {
+		out[i] = target{ID: t.ID, Name: t.Name, Kind: t.Kind}
+	}
+	return map[string]any{"project_id": args.ProjectID, "targets": out}, nil
+}
+
+func (s *Service) runPublishContent(ctx context.Context, raw json.RawMessage) (any, error) {
+	var args publishContentArgs
+	if err := tool.DecodeArgs(raw, &args); err != nil {
+		return nil, err
+	}
+	pub, err := s.Publish(ctx, args.ContentID, args.TargetID, args.At)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"publication_id": pub.ID, "status": pub.Status, "at": pub.RunAt.UTC(), "target": pub.TargetName}, nil
+}
+
+func summarisePublishContent(raw json.RawMessage) string {
+	var args publishContentArgs
+	_ = json.Unmarshal(raw, &args)
+	when := "now"
+	if args.At != nil {
+		when = "at " + args.At.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("Publish content item %s to publishing target %s %s.", args.ContentID, args.TargetID, when)
 }
 
 func summariseUpdateBrand(raw json.RawMessage) string {

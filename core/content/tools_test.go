@@ -47,6 +47,7 @@ func TestToolsRegister(t *testing.T) {
 		"get_brand": tool.EffectRead, "list_briefs": tool.EffectRead, "list_content": tool.EffectRead,
 		"get_content": tool.EffectRead, "update_brand": tool.EffectWrite, "create_brief": tool.EffectWrite,
 		"generate_content": tool.EffectWrite, "update_content": tool.EffectWrite, "delete_content": tool.EffectWrite,
+		"list_publish_targets": tool.EffectRead, "publish_content": tool.EffectWrite,
 	}
 	defs := reg.Definitions()
 	if len(defs) != len(want) {
