@@ -379,3 +379,45 @@ func TestPublishScheduledSurvivesRestart(t *testing.T) {
 		})
 	}
 }
+
+func TestPublishGitHubFileEndToEnd(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			st := startSCMStack(t, string(d))
+			st.gh.AddUser("octo-alice", 101)
+			site := st.gh.AddRepo("octo-alice", "site")
+			site.Files(map[string]string{"README.md": "site\n"})
+			alice := st.token("alice@example.com")
+			st.connect(alice, "octo-alice")
+			var repoID string
+			for _, r := range list[repoJSON](st, alice, "/scm/repos").Items {
+				if r.FullName == "octo-alice/site" {
+					repoID = r.ID
+				}
+			}
+			if repoID == "" {
+				t.Fatal("octo-alice/site is not listed")
+			}
+			if code, body, _ := st.call(alice, "POST", "/content/targets", map[string]any{"project_id": "web", "name": "x", "kind": "github_file",
+				"config": map[string]string{"repo_id": "01a22116-0000-7000-8000-000000000000", "path_template": "content/{slug}.md"}}); code != 422 {
+				t.Fatalf("a target in an unknown repository: %d %s", code, body)
+			}
+			target := st.createTarget(alice, map[string]any{"project_id": "web", "name": "site", "kind": "github_file",
+				"config": map[string]string{"repo_id": repoID, "path_template": "content/{slug}.md"}})
+			item := st.approvedItem(alice)
+			code, out, body := st.publish(alice, item, map[string]any{"target_id": target["id"]})
+			if code != 202 {
+				t.Fatalf("publish: %d %s", code, body)
+			}
+			pub := st.waitPublished(alice, item, out["publication_id"].(string))
+			if pub.Status != "succeeded" || !strings.HasSuffix(pub.RemoteURL, "/octo-alice/site/blob/main/content/we-launched.md") {
+				t.Fatalf("publication %+v", pub)
+			}
+			commits := site.FileCommits()
+			if len(commits) != 1 || commits[0].Path != "content/we-launched.md" || !strings.Contains(commits[0].Content, "Today we launch the new plans.") {
+				t.Fatalf("commits %+v", commits)
+			}
+		})
+	}
+}
