@@ -162,6 +162,14 @@ func (fakeProcessor) ProcessDeliveries(context.Context, []string) error { return
 
 type fakeContent struct{ final *bool }
 
+// RunPublication makes fakeContent a worker.ContentPublishing too.
+func (f fakeContent) RunPublication(_ context.Context, _ content.PublishContentArgs, final bool) error {
+	if f.final != nil {
+		*f.final = final
+	}
+	return nil
+}
+
 func (f fakeContent) RunGeneration(_ context.Context, _ content.GenerateContentArgs, final bool) error {
 	if f.final != nil {
 		*f.final = final
@@ -181,6 +189,26 @@ func TestGenerateContentWorkerFinal(t *testing.T) {
 		var final bool
 		w := &worker.GenerateContentWorker{Content: fakeContent{final: &final}}
 		job := &river.Job[content.GenerateContentArgs]{JobRow: &rivertype.JobRow{Attempt: tt.attempt, MaxAttempts: tt.max}}
+		if err := w.Work(t.Context(), job); err != nil {
+			t.Fatal(err)
+		}
+		if final != tt.want {
+			t.Errorf("attempt %d of %d: final = %v, want %v", tt.attempt, tt.max, final, tt.want)
+		}
+	}
+}
+
+// The last run of a publish job, or one taken up after its last run was
+// interrupted, is final.
+func TestPublishContentWorkerFinal(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		attempt, max int
+		want         bool
+	}{{1, 3, false}, {2, 3, false}, {3, 3, true}, {4, 3, true}} {
+		var final bool
+		w := &worker.PublishContentWorker{Content: fakeContent{final: &final}}
+		job := &river.Job[content.PublishContentArgs]{JobRow: &rivertype.JobRow{Attempt: tt.attempt, MaxAttempts: tt.max}}
 		if err := w.Work(t.Context(), job); err != nil {
 			t.Fatal(err)
 		}
@@ -265,7 +293,7 @@ func TestKinds(t *testing.T) {
 	if err := queue.Migrate(ctx, db, nil); err != nil {
 		t.Fatal(err)
 	}
-	workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
+	workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Publishing: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
 	if err != nil {
 		t.Fatal(err)
 	}
