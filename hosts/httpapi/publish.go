@@ -110,8 +110,8 @@ func publicationOut(p ports.Publication) publicationJSON {
 }
 
 type publishRequest struct {
-	TargetID *string    `json:"target_id"`
-	At       *time.Time `json:"at"`
+	TargetID *string `json:"target_id"`
+	At       *string `json:"at"`
 }
 
 func (s *Server) publishContent(w http.ResponseWriter, r *http.Request) error {
@@ -122,7 +122,15 @@ func (s *Server) publishContent(w http.ResponseWriter, r *http.Request) error {
 	if req.TargetID == nil {
 		return missing("target_id")
 	}
-	pub, err := s.d.Content.Publish(r.Context(), pathParam(r, "a"), *req.TargetID, req.At)
+	var at *time.Time
+	if req.At != nil {
+		t, err := time.Parse(time.RFC3339Nano, *req.At)
+		if err != nil {
+			return ports.Invalid("at is not a time", ports.FieldError{Field: "at", Reason: "must be an RFC 3339 time, such as 2030-01-02T15:04:05Z"})
+		}
+		at = &t
+	}
+	pub, err := s.d.Content.Publish(r.Context(), pathParam(r, "a"), *req.TargetID, at)
 	if err != nil {
 		return err
 	}
