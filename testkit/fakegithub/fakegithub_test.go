@@ -799,3 +799,62 @@ func TestSeedToWebhook(t *testing.T) {
 		t.Fatalf("push from seeded state: %+v", e)
 	}
 }
+
+// put sends a JSON PUT to the fake with a token and returns the status and
+// the decoded answer.
+func put(t *testing.T, s *fakegithub.Server, path, token string, body any) (int, map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequest(http.MethodPut, s.URL()+path, strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := s.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func TestPutContents(t *testing.T) {
+	t.Parallel()
+	s := fakegithub.New(t)
+	s.AddUser("alice", 1).Token("ta")
+	s.AddUser("carol", 3).Token("tc")
+	r := s.AddRepo("alice", "site")
+	path := "/repos/alice/site/contents/posts/a.md"
+	content := base64.StdEncoding.EncodeToString([]byte("# A\n"))
+
+	code, out := put(t, s, path, "ta", map[string]any{"message": "add a", "content": content})
+	file, _ := out["content"].(map[string]any)
+	commit, _ := out["commit"].(map[string]any)
+	if code != http.StatusCreated || file["path"] != "posts/a.md" || file["sha"] == "" || commit["sha"] == "" ||
+		!strings.HasSuffix(file["html_url"].(string), "/alice/site/blob/main/posts/a.md") {
+		t.Fatalf("create: %d %v", code, out)
+	}
+	if code, out := put(t, s, path, "ta", map[string]any{"message": "again", "content": content}); code != http.StatusUnprocessableEntity {
+		t.Errorf("update without sha: %d %v", code, out)
+	}
+	if code, out := put(t, s, path, "ta", map[string]any{"message": "again", "content": content, "sha": "0000"}); code != http.StatusConflict {
+		t.Errorf("update with a stale sha: %d %v", code, out)
+	}
+	if code, out := put(t, s, path, "tc", map[string]any{"message": "carol", "content": content, "sha": file["sha"]}); code != http.StatusForbidden {
+		t.Errorf("update by a user who may only read the public repository: %d %v", code, out)
+	}
+	next := base64.StdEncoding.EncodeToString([]byte("# A, again\n"))
+	if code, out := put(t, s, path, "ta", map[string]any{"message": "update a", "content": next, "sha": file["sha"]}); code != http.StatusOK {
+		t.Errorf("update: %d %v", code, out)
+	}
+	var got struct{ Content, Encoding string }
+	get(t, s, path, "ta", &got)
+	if raw, _ := base64.StdEncoding.DecodeString(strings.ReplaceAll(got.Content, "\n", "")); string(raw) != "# A, again\n" {
+		t.Errorf("GET after the update: %q", raw)
+	}
+	if commits := r.FileCommits(); len(commits) != 2 || commits[1].Message != "update a" || commits[1].Login != "alice" {
+		t.Errorf("commits %+v", commits)
+	}
+}
