@@ -98,6 +98,8 @@ type ContentItem struct {
 	Version   int
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// PublishedAt is when the item was last published, nil before.
+	PublishedAt *time.Time
 }
 
 // ContentFilter narrows a list of content items; empty fields match all.
@@ -138,7 +140,7 @@ type ContentStore interface {
 	// cursor.
 	ListContentItems(ctx context.Context, orgID string, f ContentFilter, page Page) ([]ContentItem, string, error)
 	// UpdateContentItem replaces the title, body, format, status, checks,
-	// error, model, version and updated_at of the org's item it.ID, only if
+	// error, model, version, updated_at and published_at of the org's item it.ID, only if
 	// the stored version is it.Version - 1, so of two updates from one
 	// version exactly one succeeds. Errors: not_found as GetContentItem;
 	// precondition_failed when the stored version differs.

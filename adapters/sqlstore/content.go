@@ -281,6 +281,8 @@ type contentItemRow struct {
 	Version   int       `db:"version"`
 	CreatedAt timestamp `db:"created_at"`
 	UpdatedAt timestamp `db:"updated_at"`
+	// PublishedAt is NULL before the item is published.
+	PublishedAt *timestamp `db:"published_at"`
 }
 
 func (r contentItemRow) item() (ports.ContentItem, error) {
@@ -292,7 +294,7 @@ func (r contentItemRow) item() (ports.ContentItem, error) {
 		ID: r.ID, OrgID: r.OrgID, ProjectID: r.ProjectID, BriefID: r.BriefID, CreatedBy: r.CreatedBy,
 		Title: r.Title, Body: r.Body, Format: r.Format, Status: ports.ContentStatus(r.Status), Checks: checks,
 		Variant: r.Variant, Model: r.Model, Version: r.Version,
-		CreatedAt: time.Time(r.CreatedAt), UpdatedAt: time.Time(r.UpdatedAt),
+		CreatedAt: time.Time(r.CreatedAt), UpdatedAt: time.Time(r.UpdatedAt), PublishedAt: r.PublishedAt.timePtr(),
 	}
 	if len(r.Error) > 0 {
 		it.Error = new(ports.ContentError)
@@ -319,7 +321,7 @@ func encodeContentFields(it ports.ContentItem) (checks string, contentErr jsonTe
 }
 
 const contentItemColumns = `id, org_id, project_id, brief_id, created_by, title, body, format, status, checks, error,
-	variant, model, version, created_at, updated_at`
+	variant, model, version, created_at, updated_at, published_at`
 
 // CreateContentItems implements ports.ContentStore in one transaction. A
 // zero Status is stored as generating, a zero Version as 1 and a zero
@@ -368,9 +370,9 @@ func (s *Content) CreateContentItems(ctx context.Context, items ...ports.Content
 		for i, it := range items {
 			p := rows[i]
 			_, err := c.exec(ctx, "INSERT INTO content_items ("+contentItemColumns+`)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				it.ID, it.OrgID, it.ProjectID, it.BriefID, it.CreatedBy, it.Title, it.Body, it.Format, string(p.status),
-				p.checks, p.err, it.Variant, it.Model, p.version, timestamp(it.CreatedAt), timestamp(p.updated))
+				p.checks, p.err, it.Variant, it.Model, p.version, timestamp(it.CreatedAt), timestamp(p.updated), timestampPtr(it.PublishedAt))
 			if err != nil {
 				return storeErr(err, "content item "+it.ID, "brief "+it.BriefID)
 			}
@@ -438,9 +440,9 @@ func (s *Content) UpdateContentItem(ctx context.Context, it ports.ContentItem) e
 	}
 	c := s.db.write(ctx)
 	n, err := c.exec(ctx, `UPDATE content_items SET title = ?, body = ?, format = ?, status = ?, checks = ?, error = ?,
-		model = ?, version = ?, updated_at = ?
+		model = ?, version = ?, updated_at = ?, published_at = ?
 		WHERE id = ? AND org_id = ? AND version = ?`,
-		it.Title, it.Body, it.Format, string(it.Status), checks, contentErr, it.Model, it.Version, timestamp(it.UpdatedAt),
+		it.Title, it.Body, it.Format, string(it.Status), checks, contentErr, it.Model, it.Version, timestamp(it.UpdatedAt), timestampPtr(it.PublishedAt),
 		it.ID, it.OrgID, it.Version-1)
 	if err != nil {
 		return storeErr(err, "content item "+it.ID, "")

@@ -166,6 +166,9 @@ func (s *Service) UpdateItem(ctx context.Context, id string, in UpdateInput) (po
 	}
 	next.Checks = Check(brand, brief, next.Title, next.Body)
 	next.Version, next.UpdatedAt = cur.Version+1, s.d.Clock.Now()
+	if next.Status == ports.ContentPublished && cur.Status != ports.ContentPublished {
+		next.PublishedAt = &next.UpdatedAt
+	}
 	err = s.d.Store.UpdateContentItem(ctx, next)
 	if errors.Is(err, ports.ErrPreconditionFailed) {
 		return ports.ContentItem{}, &ports.Error{Kind: ports.KindPreconditionFailed, Code: CodeStaleVersion, Err: err,

@@ -555,7 +555,8 @@ func (s *Service) markPublished(ctx context.Context, pub ports.Publication) erro
 		if it.Status != ports.ContentApproved {
 			return nil
 		}
-		it.Status, it.Version, it.UpdatedAt = ports.ContentPublished, it.Version+1, s.d.Clock.Now()
+		now := s.d.Clock.Now()
+		it.Status, it.Version, it.UpdatedAt, it.PublishedAt = ports.ContentPublished, it.Version+1, now, &now
 		err = s.d.Store.UpdateContentItem(ctx, it)
 		if !errors.Is(err, ports.ErrPreconditionFailed) {
 			return err

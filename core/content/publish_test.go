@@ -232,7 +232,7 @@ func TestPublishRetriesAndRecordsEveryAttempt(t *testing.T) {
 			t.Errorf("delivery %d: id %s secret %s", i, w.DeliveryID, w.Secret)
 		}
 	}
-	if st := e.mustItem(it.ID); st.Status != ports.ContentPublished || st.Version != it.Version+1 {
+	if st := e.mustItem(it.ID); st.Status != ports.ContentPublished || st.Version != it.Version+1 || st.PublishedAt == nil {
 		t.Errorf("item %s v%d, want published v%d", st.Status, st.Version, it.Version+1)
 	}
 	// A run again (a retried job) publishes nothing twice.

@@ -250,7 +250,7 @@ func TestPublishEndToEnd(t *testing.T) {
 			}
 			code, body, _ = st.call(member, "GET", "/content/"+item, nil)
 			var v contentView
-			if err := json.Unmarshal(body, &v); code != 200 || err != nil || v.Status != "published" {
+			if err := json.Unmarshal(body, &v); code != 200 || err != nil || v.Status != "published" || !containsAll(body, `"published_at":"`) {
 				t.Fatalf("item after publishing: %d %s", code, body)
 			}
 

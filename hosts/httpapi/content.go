@@ -346,12 +346,15 @@ type contentItemJSON struct {
 	Version   int                  `json:"version"`
 	CreatedAt time.Time            `json:"created_at"`
 	UpdatedAt time.Time            `json:"updated_at"`
+	// PublishedAt is when the item was last published; absent before.
+	PublishedAt *time.Time `json:"published_at,omitempty"`
 }
 
 func contentItemOut(it ports.ContentItem) contentItemJSON {
 	return contentItemJSON{ID: it.ID, ProjectID: it.ProjectID, BriefID: it.BriefID, Title: it.Title, Body: it.Body,
 		Format: it.Format, Status: it.Status, Checks: nonNil(it.Checks), Error: it.Error, Variant: it.Variant,
-		Model: it.Model, CreatedBy: it.CreatedBy, Version: it.Version, CreatedAt: it.CreatedAt.UTC(), UpdatedAt: it.UpdatedAt.UTC()}
+		Model: it.Model, CreatedBy: it.CreatedBy, Version: it.Version, CreatedAt: it.CreatedAt.UTC(), UpdatedAt: it.UpdatedAt.UTC(),
+		PublishedAt: utc(it.PublishedAt)}
 }
 
 type generateContentRequest struct {

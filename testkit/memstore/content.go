@@ -54,7 +54,7 @@ func copyItem(it ports.ContentItem) ports.ContentItem {
 		e := *it.Error
 		it.Error = &e
 	}
-	it.CreatedAt, it.UpdatedAt = utc(it.CreatedAt), utc(it.UpdatedAt)
+	it.CreatedAt, it.UpdatedAt, it.PublishedAt = utc(it.CreatedAt), utc(it.UpdatedAt), utcPtr(it.PublishedAt)
 	return it
 }
 
@@ -222,6 +222,7 @@ func (s *Store) UpdateContentItem(ctx context.Context, it ports.ContentItem) err
 	}
 	old.Title, old.Body, old.Format, old.Status = it.Title, it.Body, it.Format, it.Status
 	old.Checks, old.Error, old.Model, old.Version, old.UpdatedAt = it.Checks, it.Error, it.Model, it.Version, it.UpdatedAt
+	old.PublishedAt = it.PublishedAt
 	put(ctx, s, s.content.items, it.ID, copyItem(old))
 	return nil
 }

@@ -563,6 +563,7 @@ func newContent(t *testing.T, s ContentStores) (contentOwner, ports.Brief, ports
 
 func normContentItem(it ports.ContentItem) ports.ContentItem {
 	it.CreatedAt, it.UpdatedAt, it.Checks = ms(it.CreatedAt), ms(it.UpdatedAt), nonNil(it.Checks)
+	it.PublishedAt = msPtr(it.PublishedAt)
 	return it
 }
 
@@ -570,7 +571,8 @@ func checkContentItem(t *testing.T, what string, got, want ports.ContentItem) {
 	t.Helper()
 	checkUTC(t, what, &got.CreatedAt, &got.UpdatedAt)
 	checkNotNil(t, what, map[string]bool{"Checks": got.Checks == nil})
-	got.CreatedAt, got.UpdatedAt = ms(got.CreatedAt), ms(got.UpdatedAt)
+	checkUTC(t, what, got.PublishedAt)
+	got.CreatedAt, got.UpdatedAt, got.PublishedAt = ms(got.CreatedAt), ms(got.UpdatedAt), msPtr(got.PublishedAt)
 	checkEqual(t, what, got, normContentItem(want))
 }
 
@@ -893,6 +895,7 @@ func testUpdateContentItem(t *testing.T, s ContentStores) {
 	v2 := it
 	v2.Title, v2.Body, v2.Format = "Edited — «title» ✓", "Edited body.\r\n", "html"
 	v2.Status, v2.Model, v2.Version, v2.UpdatedAt = ports.ContentInReview, "gpt-4.1", 2, base.Add(time.Minute)
+	v2.PublishedAt = ptr(base.Add(time.Minute))
 	v2.Checks = []ports.ContentCheck{{Kind: "preferred_term", Term: "utilize", Message: "say «use»"}}
 	// Kept whatever the update says.
 	v2.ProjectID, v2.BriefID, v2.CreatedBy, v2.Variant, v2.CreatedAt = newProjectID(), newID(), newID(), 9, base.Add(time.Hour)

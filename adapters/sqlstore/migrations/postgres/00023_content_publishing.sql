@@ -1,4 +1,7 @@
 -- +goose Up
+-- When a content item was last published.
+ALTER TABLE content_items ADD COLUMN published_at TIMESTAMPTZ;
+
 -- A project's publishing targets: where its approved content can go. config
 -- is a JSON object of the kind's settings; sealed_secret is the webhook's
 -- signing secret or the WordPress application password, sealed.
@@ -41,3 +44,4 @@ CREATE INDEX content_publications_item_id_created_at_idx ON content_publications
 -- +goose Down
 DROP TABLE content_publications;
 DROP TABLE content_targets;
+ALTER TABLE content_items DROP COLUMN published_at;
