@@ -90,43 +90,9 @@ func (c *Client) CreateClientSecret(ctx context.Context, cfg ports.RealtimeSessi
 	if err != nil {
 		return ports.RealtimeSecret{}, err
 	}
-	callCtx, cancel := context.WithTimeoutCause(ctx, c.realtimeTimeout, errCallTimeout)
-	defer cancel()
-	// failed classifies an error of the exchange; fallback is used when ctx
-	// and the timeout are not what ended it.
-	failed := func(fallback *ports.Error) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if callCtx.Err() != nil {
-			return timeoutAfter(c.realtimeTimeout)
-		}
-		return fallback
-	}
-
-	req, err := http.NewRequestWithContext(callCtx, http.MethodPost, c.baseURL+"/realtime/client_secrets", bytes.NewReader(body))
+	b, _, err := c.postRealtime(ctx, "/realtime/client_secrets", "application/json", "application/json", bytes.NewReader(body))
 	if err != nil {
-		return ports.RealtimeSecret{}, ports.Wrap(ports.KindInternal, err, "the realtime request cannot be built")
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return ports.RealtimeSecret{}, failed(oneShot(ports.Wrap(ports.KindUnavailable, err, msgUnavailable)))
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRealtimeResponse+1))
-	if err != nil {
-		return ports.RealtimeSecret{}, failed(oneShot(ports.Wrap(ports.KindUnavailable, err, msgUnavailable)))
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return ports.RealtimeSecret{}, oneShot(c.providerError(resp.StatusCode, resp.Header, b))
-	}
-	if len(b) > maxRealtimeResponse {
-		return ports.RealtimeSecret{}, ports.Wrap(ports.KindUpstream, errResponseTooLarge, msgMalformedRes)
+		return ports.RealtimeSecret{}, err
 	}
 	var out realtimeSecretResponse
 	if err := json.Unmarshal(b, &out); err != nil {
@@ -141,6 +107,53 @@ func (c *Client) CreateClientSecret(ctx context.Context, cfg ports.RealtimeSessi
 		ExpiresAt: time.Unix(out.ExpiresAt, 0).UTC(),
 		Model:     cmp.Or(out.Session.Model, model),
 	}, nil
+}
+
+// postRealtime posts body (of contentType) to path under the base URL with
+// the API key, within the realtime timeout, and returns the 2xx answer's
+// body (at most maxRealtimeResponse bytes) and header. Errors: the
+// provider's (providerError), unavailable when it cannot be reached,
+// timeout past the realtime timeout, upstream for an answer too large;
+// ctx's error when ctx ends. None is retried (oneShot).
+func (c *Client) postRealtime(ctx context.Context, path, contentType, accept string, body io.Reader) ([]byte, http.Header, error) {
+	callCtx, cancel := context.WithTimeoutCause(ctx, c.realtimeTimeout, errCallTimeout)
+	defer cancel()
+	// failed classifies an error of the exchange; fallback is used when ctx
+	// and the timeout are not what ended it.
+	failed := func(fallback *ports.Error) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if callCtx.Err() != nil {
+			return timeoutAfter(c.realtimeTimeout)
+		}
+		return fallback
+	}
+	req, err := http.NewRequestWithContext(callCtx, http.MethodPost, c.baseURL+path, body)
+	if err != nil {
+		return nil, nil, ports.Wrap(ports.KindInternal, err, "the realtime request cannot be built")
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Accept", accept)
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, nil, failed(oneShot(ports.Wrap(ports.KindUnavailable, err, msgUnavailable)))
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRealtimeResponse+1))
+	if err != nil {
+		return nil, nil, failed(oneShot(ports.Wrap(ports.KindUnavailable, err, msgUnavailable)))
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, nil, oneShot(c.providerError(resp.StatusCode, resp.Header, b))
+	}
+	if len(b) > maxRealtimeResponse {
+		return nil, nil, ports.Wrap(ports.KindUpstream, errResponseTooLarge, msgMalformedRes)
+	}
+	return b, resp.Header, nil
 }
 
 // realtimeBody encodes the request for a session configured as cfg, and

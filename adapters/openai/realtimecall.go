@@ -62,46 +62,15 @@ func (c *Client) StartCall(ctx context.Context, offerSDP string, cfg ports.Realt
 		return ports.RealtimeCall{}, ports.Wrap(ports.KindInternal, err, "the realtime call request cannot be built")
 	}
 
-	callCtx, cancel := context.WithTimeoutCause(ctx, c.realtimeTimeout, errCallTimeout)
-	defer cancel()
-	failed := func(fallback *ports.Error) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if callCtx.Err() != nil {
-			return timeoutAfter(c.realtimeTimeout)
-		}
-		return fallback
-	}
-	req, err := http.NewRequestWithContext(callCtx, http.MethodPost, c.baseURL+"/realtime/calls", &body)
+	b, header, err := c.postRealtime(ctx, "/realtime/calls", mw.FormDataContentType(), "application/sdp", &body)
 	if err != nil {
-		return ports.RealtimeCall{}, ports.Wrap(ports.KindInternal, err, "the realtime call request cannot be built")
+		return ports.RealtimeCall{}, err
 	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Accept", "application/sdp")
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return ports.RealtimeCall{}, failed(oneShot(ports.Wrap(ports.KindUnavailable, err, msgUnavailable)))
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRealtimeResponse+1))
-	if err != nil {
-		return ports.RealtimeCall{}, failed(oneShot(ports.Wrap(ports.KindUnavailable, err, msgUnavailable)))
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return ports.RealtimeCall{}, oneShot(c.providerError(resp.StatusCode, resp.Header, b))
-	}
-	if len(b) > maxRealtimeResponse {
-		return ports.RealtimeCall{}, ports.Wrap(ports.KindUpstream, errResponseTooLarge, msgMalformedRes)
-	}
-	id := callIDOf(resp.Header.Get("Location"))
+	id := callIDOf(header.Get("Location"))
 	answer := string(b)
 	if id == "" || !strings.HasPrefix(strings.TrimSpace(answer), "v=") {
 		return ports.RealtimeCall{}, ports.Wrap(ports.KindUpstream,
-			fmt.Errorf("openai: the realtime call answer has no call id (Location %q) or no SDP", resp.Header.Get("Location")), msgMalformedRes)
+			fmt.Errorf("openai: the realtime call answer has no call id (Location %q) or no SDP", header.Get("Location")), msgMalformedRes)
 	}
 	return ports.RealtimeCall{ID: id, AnswerSDP: answer, Model: sess.Model}, nil
 }

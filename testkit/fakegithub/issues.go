@@ -332,12 +332,8 @@ func (s *Server) handleListIssues(c *call) {
 		return
 	}
 	q := c.r.URL.Query()
-	state := q.Get("state")
-	if state == "" {
-		state = "open"
-	}
-	if state != "open" && state != "closed" && state != "all" {
-		c.validationFailed(docIssues, fieldError{Resource: "Issue", Field: "state", Code: "invalid"})
+	state, ok := c.stateParam(docIssues, "Issue")
+	if !ok {
 		return
 	}
 	var want []string

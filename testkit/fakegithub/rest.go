@@ -267,18 +267,28 @@ func (s *Server) handleCommits(c *call) {
 	c.writeJSON(http.StatusOK, out)
 }
 
+// stateParam reads a list's ?state= (open by default, closed or all), or
+// answers 422 for resource as GitHub does and reports false.
+func (c *call) stateParam(doc, resource string) (string, bool) {
+	state := c.r.URL.Query().Get("state")
+	if state == "" {
+		state = "open"
+	}
+	if state != "open" && state != "closed" && state != "all" {
+		c.validationFailed(doc, fieldError{Resource: resource, Field: "state", Code: "invalid"})
+		return "", false
+	}
+	return state, true
+}
+
 func (s *Server) handlePulls(c *call) {
 	r := s.repo(c, docPulls)
 	if r == nil {
 		return
 	}
 	q := c.r.URL.Query()
-	state := q.Get("state")
-	if state == "" {
-		state = "open"
-	}
-	if state != "open" && state != "closed" && state != "all" {
-		c.validationFailed(docPulls, fieldError{Resource: "PullRequest", Field: "state", Code: "invalid"})
+	state, ok := c.stateParam(docPulls, "PullRequest")
+	if !ok {
 		return
 	}
 	sortBy := q.Get("sort")
