@@ -131,15 +131,8 @@ func TestProgressStreams(t *testing.T) {
 			t.Parallel()
 			st := startStack(t, string(d))
 			member, other := st.token("dev@example.com"), st.token("eve@example.com")
-			code, body, _ := st.call(member, "POST", "/pse/sessions", map[string]any{
-				"name":   "Checkout revamp",
-				"inputs": []map[string]string{{"kind": "note", "title": "Brief", "content": "One-click checkout for returning customers."}},
-			})
-			var v specView
-			if err := json.Unmarshal(body, &v); code != 201 || err != nil {
-				t.Fatalf("create session: %d %s", code, body)
-			}
-			path := "/pse/sessions/" + v.ID + "/events"
+			sid := st.noteSession(member, "Checkout revamp", "One-click checkout for returning customers.")
+			path := "/pse/sessions/" + sid + "/events"
 
 			for _, c := range []struct {
 				token, path string
@@ -176,7 +169,7 @@ func TestProgressStreams(t *testing.T) {
 			for _, stage := range []string{"scope", "prd", "epics", "stories", "stories", "prps", "prps", "prps"} {
 				st.model.Enqueue(stageOutput(t, stage))
 			}
-			if code, body, _ := st.call(member, "POST", "/pse/sessions/"+v.ID+"/generate", map[string]string{"through": "prps"}); code != 202 {
+			if code, body, _ := st.call(member, "POST", "/pse/sessions/"+sid+"/generate", map[string]string{"through": "prps"}); code != 202 {
 				t.Fatalf("generate: %d %s", code, body)
 			}
 			seen := w.until(time.Minute, "ready through prps", func(ev sse) bool {
@@ -209,7 +202,7 @@ func TestProgressStreams(t *testing.T) {
 			}
 
 			// A content draft's progress.
-			code, body, _ = st.call(member, "POST", "/content/briefs", map[string]any{
+			code, body, _ := st.call(member, "POST", "/content/briefs", map[string]any{
 				"project_id": "web", "title": "Spring sale", "goal": "Announce the spring plans.", "channel": "blog",
 				"format": "blog_post", "keywords": []string{"plans"}, "length": map[string]int{"min_words": 5, "max_words": 200},
 			})

@@ -65,6 +65,21 @@ func (st *stack) waitReady(token, id string) specView {
 	}
 }
 
+// noteSession creates a specification session named name from one note,
+// as token, and returns its id.
+func (st *stack) noteSession(token, name, note string) string {
+	st.t.Helper()
+	code, body, _ := st.call(token, "POST", "/pse/sessions", map[string]any{
+		"name":   name,
+		"inputs": []map[string]string{{"kind": "note", "title": "Brief", "content": note}},
+	})
+	var v specView
+	if err := json.Unmarshal(body, &v); code != 201 || err != nil {
+		st.t.Fatalf("create session: %d %s", code, body)
+	}
+	return v.ID
+}
+
 func (st *stack) admin(email string) string {
 	st.t.Helper()
 	tok, err := st.id.IssueToken(st.t.Context(), identity.IssueTokenInput{Email: email, OrgName: "acme", Role: ports.RoleAdmin})

@@ -65,15 +65,7 @@ func TestSpecExportEndToEnd(t *testing.T) {
 			t.Parallel()
 			st := startStack(t, string(d))
 			member, other := st.token("dev@example.com"), st.token("eve@example.com")
-			code, body, _ := st.call(member, "POST", "/pse/sessions", map[string]any{
-				"name":   "Checkout revamp",
-				"inputs": []map[string]string{{"kind": "note", "title": "Brief", "content": "One-click checkout for returning customers."}},
-			})
-			var v specView
-			if err := json.Unmarshal(body, &v); code != 201 || err != nil {
-				t.Fatalf("create session: %d %s", code, body)
-			}
-			id := v.ID
+			id := st.noteSession(member, "Checkout revamp", "One-click checkout for returning customers.")
 			for _, stage := range []string{"scope", "prd", "epics", "stories", "stories", "prps", "prps", "prps", "epics"} {
 				st.model.Enqueue(stageOutput(t, stage))
 			}

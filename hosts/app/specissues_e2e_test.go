@@ -105,17 +105,9 @@ func TestSpecIssueExportEndToEnd(t *testing.T) {
 			repoID := list[repoJSON](st, alice, "/scm/repos").Items[0].ID
 			bobRepo := list[repoJSON](st, bob, "/scm/repos").Items[0].ID
 
-			code, body, _ := st.call(alice, "POST", "/pse/sessions", map[string]any{
-				"name":   "Expense approvals",
-				"inputs": []map[string]string{{"kind": "note", "title": "Brief", "content": "Employees wait three weeks for reimbursements."}},
-			})
-			var v specView
-			if err := json.Unmarshal(body, &v); code != 201 || err != nil {
-				t.Fatalf("create session: %d %s", code, body)
-			}
-			sid := v.ID
+			sid := st.noteSession(alice, "Expense approvals", "Employees wait three weeks for reimbursements.")
 			// Before the stories exist there is nothing to export.
-			code, body, _ = st.call(alice, "POST", "/pse/sessions/"+sid+"/export/github", map[string]any{"repo_id": repoID})
+			code, body, _ := st.call(alice, "POST", "/pse/sessions/"+sid+"/export/github", map[string]any{"repo_id": repoID})
 			wantProblem(t, "export before stories", code, body, 409, spec.CodeStageNotReady)
 			for _, stage := range []string{"scope", "prd", "epics", "stories", "stories", "prps", "prps", "prps"} {
 				st.model.Enqueue(stageOutput(t, stage))
@@ -250,29 +242,22 @@ func TestSpecIssueExportHostile(t *testing.T) {
 			t.Parallel()
 			st := startSCMStack(t, string(d))
 			alice := st.token("alice@example.com")
-			code, body, _ := st.call(alice, "POST", "/pse/sessions", map[string]any{
-				"name":   "Hostile",
-				"inputs": []map[string]string{{"kind": "note", "title": "Brief", "content": "Anything."}},
-			})
-			var v specView
-			if err := json.Unmarshal(body, &v); code != 201 || err != nil {
-				t.Fatalf("create session: %d %s", code, body)
-			}
+			sid := st.noteSession(alice, "Hostile", "Anything.")
 			const unknown = "01890a5d-ac96-774b-bcce-b302099a8057"
 			cases := []struct {
 				name, method, path string
 				body               any
 				status             int
 			}{
-				{"NUL in repo_id", "POST", "/pse/sessions/" + v.ID + "/export/github", map[string]any{"repo_id": "a\x00b"}, 422},
-				{"no repo_id", "POST", "/pse/sessions/" + v.ID + "/export/github", map[string]any{}, 400},
-				{"unknown field", "POST", "/pse/sessions/" + v.ID + "/export/github", map[string]any{"repo_id": unknown, "close": true}, 422},
-				{"include_prps not a bool", "POST", "/pse/sessions/" + v.ID + "/export/github", map[string]any{"repo_id": unknown, "include_prps": "yes"}, 422},
-				{"unknown repository", "POST", "/pse/sessions/" + v.ID + "/export/github", map[string]any{"repo_id": unknown}, 404},
+				{"NUL in repo_id", "POST", "/pse/sessions/" + sid + "/export/github", map[string]any{"repo_id": "a\x00b"}, 422},
+				{"no repo_id", "POST", "/pse/sessions/" + sid + "/export/github", map[string]any{}, 400},
+				{"unknown field", "POST", "/pse/sessions/" + sid + "/export/github", map[string]any{"repo_id": unknown, "close": true}, 422},
+				{"include_prps not a bool", "POST", "/pse/sessions/" + sid + "/export/github", map[string]any{"repo_id": unknown, "include_prps": "yes"}, 422},
+				{"unknown repository", "POST", "/pse/sessions/" + sid + "/export/github", map[string]any{"repo_id": unknown}, 404},
 				{"bad session id", "POST", "/pse/sessions/not-an-id/export/github", map[string]any{"repo_id": unknown}, 404},
 				{"unknown session", "POST", "/pse/sessions/" + unknown + "/export/github", map[string]any{"repo_id": unknown}, 404},
-				{"bad export id", "GET", "/pse/sessions/" + v.ID + "/export/github/..%2F..", nil, 404},
-				{"unknown export", "GET", "/pse/sessions/" + v.ID + "/export/github/" + unknown, nil, 404},
+				{"bad export id", "GET", "/pse/sessions/" + sid + "/export/github/..%2F..", nil, 404},
+				{"unknown export", "GET", "/pse/sessions/" + sid + "/export/github/" + unknown, nil, 404},
 			}
 			for _, c := range cases {
 				code, body, _ := st.call(alice, c.method, c.path, c.body)
@@ -280,7 +265,7 @@ func TestSpecIssueExportHostile(t *testing.T) {
 					t.Errorf("%s: %d %s, want %d", c.name, code, body, c.status)
 				}
 			}
-			code, body, _ = st.call("", "POST", "/pse/sessions/"+v.ID+"/export/github", map[string]any{"repo_id": unknown})
+			code, body, _ := st.call("", "POST", "/pse/sessions/"+sid+"/export/github", map[string]any{"repo_id": unknown})
 			if code != 401 {
 				t.Errorf("without a token: %d %s", code, body)
 			}

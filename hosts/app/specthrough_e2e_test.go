@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"testing"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
@@ -19,15 +18,7 @@ func TestSpecGenerateThrough(t *testing.T) {
 			st := startStack(t, string(d))
 			member := st.token("dev@example.com")
 			newSession := func() string {
-				code, body, _ := st.call(member, "POST", "/pse/sessions", map[string]any{
-					"name":   "Checkout revamp",
-					"inputs": []map[string]string{{"kind": "note", "title": "Brief", "content": "One-click checkout for returning customers."}},
-				})
-				var v specView
-				if err := json.Unmarshal(body, &v); code != 201 || err != nil {
-					t.Fatalf("create session: %d %s", code, body)
-				}
-				return v.ID
+				return st.noteSession(member, "Checkout revamp", "One-click checkout for returning customers.")
 			}
 
 			id := newSession()
