@@ -275,7 +275,8 @@ func TestPublishEndToEnd(t *testing.T) {
 			// A scheduled publication cancelled before it runs is never
 			// delivered: a later one arrives alone.
 			item3 := st.approvedItem(member)
-			at := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+			when := time.Now().Add(time.Minute) // as issue 24 asks: a minute ahead
+			at := when.UTC().Format(time.RFC3339Nano)
 			code, out, body = st.publish(member, item3, map[string]any{"target_id": targetID, "at": at})
 			if code != 202 || out["status"] != "scheduled" {
 				t.Fatalf("schedule: %d %s", code, body)
@@ -336,6 +337,9 @@ func mustJSON(v any) []byte {
 	return b
 }
 
+// TestPublishScheduledSurvivesRestart: a publish scheduled a minute ahead
+// is delivered once, signed, no earlier than its time, by a new process
+// started on the same database after the first one stopped.
 func TestPublishScheduledSurvivesRestart(t *testing.T) {
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
@@ -350,7 +354,8 @@ func TestPublishScheduledSurvivesRestart(t *testing.T) {
 			rc.secret = target["secret"].(string)
 			rc.mu.Unlock()
 			item := st.approvedItem(member)
-			at := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+			when := time.Now().Add(time.Minute) // as issue 24 asks: a minute ahead
+			at := when.UTC().Format(time.RFC3339Nano)
 			code, out, body := st.publish(member, item, map[string]any{"target_id": target["id"], "at": at})
 			if code != 202 || out["status"] != "scheduled" || out["at"] == nil {
 				t.Fatalf("schedule: %d %s", code, body)
@@ -364,10 +369,13 @@ func TestPublishScheduledSurvivesRestart(t *testing.T) {
 			st2, _ := startApp(t, env)
 			select {
 			case dl := <-rc.arrived:
+				if early := time.Until(when); early > 0 {
+					t.Fatalf("delivered %s before its time", early)
+				}
 				if dl.id != pubID || !dl.valid {
 					t.Fatalf("delivery %q, signature valid %v", dl.id, dl.valid)
 				}
-			case <-time.After(60 * time.Second):
+			case <-time.After(time.Until(when) + 60*time.Second):
 				t.Fatal("the scheduled publication did not arrive after the restart")
 			}
 			if pub := st2.waitPublished(member, item, pubID); pub.Status != "succeeded" || len(pub.Attempts) != 1 {
