@@ -104,6 +104,27 @@ type SpecArtifact struct {
 	CreatedAt    time.Time
 }
 
+// SpecInputLimits bound a session's inputs for SpecStore.AddSpecInput; a
+// zero field does not bound.
+type SpecInputLimits struct {
+	MaxInputs int   // how many inputs a session may hold
+	MaxBytes  int64 // how many bytes (the sum of Size) they may hold
+}
+
+// SpecInputTotals is what a session's inputs hold: how many, and how many
+// bytes in all.
+type SpecInputTotals struct {
+	Inputs int
+	Bytes  int64
+}
+
+// CodeSpecInputsFull is the code of the conflict SpecStore.AddSpecInput
+// returns for an input that would take its session past the limits given.
+const CodeSpecInputsFull = "spec_inputs_full"
+
+// ErrSpecInputsFull matches (errors.Is) that conflict.
+var ErrSpecInputsFull = &Error{Kind: KindConflict, Code: CodeSpecInputsFull}
+
 // SpecStore keeps specification sessions, their inputs and artifacts.
 type SpecStore interface {
 	// CreateSpecSession stores a new session with its first inputs, in one step.
@@ -118,9 +139,14 @@ type SpecStore interface {
 	// ("" unlinks it) at the time given and returns the session; not_found
 	// as GetSpecSession.
 	SetSpecRepository(ctx context.Context, owner Owner, id, repoID string, at time.Time) (SpecSession, error)
-	// AddSpecInput stores an input of the owner's session; not_found as
-	// GetSpecSession.
-	AddSpecInput(ctx context.Context, owner Owner, in SpecInput) error
+	// AddSpecInput stores an input of the owner's session, unless the
+	// session would then pass limits: then it is a conflict (code
+	// CodeSpecInputsFull) and nothing is stored. It returns what the
+	// session held before, whether or not in was stored. The check and
+	// the insert are one atomic step, so concurrent adds never pass the
+	// limits. Errors: not_found as GetSpecSession; conflict when in's id
+	// exists.
+	AddSpecInput(ctx context.Context, owner Owner, in SpecInput, limits SpecInputLimits) (SpecInputTotals, error)
 	// ListSpecInputs returns a session's inputs with their content, oldest first.
 	ListSpecInputs(ctx context.Context, sessionID string) ([]SpecInput, error)
 	// StartGeneration atomically moves the owner's session, when it is not

@@ -202,16 +202,45 @@ type specInputRow struct {
 const specInputColumns = "id, session_id, kind, title, content_type, size, content, created_at"
 
 // AddSpecInput implements ports.SpecStore: in is stored in session
-// in.SessionID when that is the owner's. It is a conflict when in's id exists.
-func (s *Spec) AddSpecInput(ctx context.Context, owner ports.Owner, in ports.SpecInput) error {
-	n, err := s.db.write(ctx).exec(ctx, "INSERT INTO spec_inputs ("+specInputColumns+`)
-		SELECT ?, id, ?, ?, ?, ?, ?, ? FROM spec_sessions WHERE id = ? AND org_id = ? AND user_id = ?`,
-		in.ID, string(in.Kind), in.Title, in.ContentType, in.Size, in.Content, timestamp(in.CreatedAt),
-		in.SessionID, owner.OrgID, owner.UserID)
-	if err == nil && n == 0 {
-		return ports.NotFound("spec session", in.SessionID)
-	}
-	return storeErr(err, "spec input "+in.ID, "")
+// in.SessionID when that is the owner's. In one transaction it locks the
+// session's row (FOR NO KEY UPDATE on PostgreSQL, which still lets inputs
+// refer to it; SQLite's one writer runs one transaction at a time
+// already), sums the session's inputs, and inserts, so concurrent adds are
+// counted one after another. It is a conflict when in's id exists.
+func (s *Spec) AddSpecInput(ctx context.Context, owner ports.Owner, in ports.SpecInput, limits ports.SpecInputLimits) (ports.SpecInputTotals, error) {
+	var totals ports.SpecInputTotals
+	err := s.db.WithinTx(ctx, func(ctx context.Context) error {
+		c := s.db.write(ctx)
+		lock := ""
+		if s.db.Dialect == DialectPostgres {
+			lock = " FOR NO KEY UPDATE"
+		}
+		found, err := c.exists(ctx, "SELECT 1 FROM spec_sessions WHERE id = ? AND org_id = ? AND user_id = ?"+lock,
+			in.SessionID, owner.OrgID, owner.UserID)
+		switch {
+		case err != nil:
+			return storeErr(err, "spec session "+in.SessionID, "")
+		case !found:
+			return ports.NotFound("spec session", in.SessionID)
+		}
+		var r struct {
+			Inputs int   `db:"inputs"`
+			Bytes  int64 `db:"bytes"`
+		}
+		if err := c.get(ctx, &r, "SELECT count(*) AS inputs, CAST(COALESCE(SUM(size), 0) AS BIGINT) AS bytes FROM spec_inputs WHERE session_id = ?",
+			in.SessionID); err != nil {
+			return storeErr(err, "spec inputs", "")
+		}
+		totals = ports.SpecInputTotals{Inputs: r.Inputs, Bytes: r.Bytes}
+		if (limits.MaxInputs > 0 && r.Inputs >= limits.MaxInputs) || (limits.MaxBytes > 0 && r.Bytes+in.Size > limits.MaxBytes) {
+			return &ports.Error{Kind: ports.KindConflict, Code: ports.CodeSpecInputsFull,
+				Message: fmt.Sprintf("spec session %s holds %d inputs of %d bytes in all; the input would pass its limits", in.SessionID, r.Inputs, r.Bytes)}
+		}
+		_, err = c.exec(ctx, "INSERT INTO spec_inputs ("+specInputColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+			in.ID, in.SessionID, string(in.Kind), in.Title, in.ContentType, in.Size, in.Content, timestamp(in.CreatedAt))
+		return storeErr(err, "spec input "+in.ID, "")
+	})
+	return totals, err
 }
 
 // ListSpecInputs implements ports.SpecStore: inputs are listed in the order

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"mime"
@@ -221,23 +222,22 @@ func (s *Service) AddInput(ctx context.Context, sessionID string, in NewInput) (
 		if _, err := s.d.Specs.GetSpecSession(ctx, p.Owner(), sessionID); err != nil {
 			return err
 		}
-		existing, err := s.d.Specs.ListSpecInputs(ctx, sessionID)
-		if err != nil {
-			return err
-		}
-		if len(existing) >= MaxInputsPerSession {
-			return &ports.Error{Kind: ports.KindConflict, Code: CodeTooManyInputs,
-				Message: fmt.Sprintf("the session has %d inputs, the most a session may have", len(existing))}
-		}
-		total := int64(len(in.Content))
-		for _, e := range existing {
-			total += e.Size
-		}
-		if err := s.sessionTooLarge(total); err != nil {
-			return err
-		}
+		// The store checks the limits and adds in one atomic step, so
+		// concurrent adds cannot pass them together.
 		stored = s.newInput(sessionID, in)
-		return s.d.Specs.AddSpecInput(ctx, p.Owner(), stored)
+		had, err := s.d.Specs.AddSpecInput(ctx, p.Owner(), stored,
+			ports.SpecInputLimits{MaxInputs: MaxInputsPerSession, MaxBytes: s.cfg.MaxSessionBytes})
+		if !errors.Is(err, ports.ErrSpecInputsFull) {
+			return err
+		}
+		if had.Inputs >= MaxInputsPerSession {
+			return &ports.Error{Kind: ports.KindConflict, Code: CodeTooManyInputs,
+				Message: fmt.Sprintf("the session has %d inputs, the most a session may have", had.Inputs)}
+		}
+		if tooLarge := s.sessionTooLarge(had.Bytes + stored.Size); tooLarge != nil {
+			return tooLarge
+		}
+		return err
 	})
 	if err != nil {
 		return ports.SpecInput{}, err

@@ -92,11 +92,11 @@ func (m *memSpecs) ListSpecSessions(context.Context, ports.Owner, ports.Page) ([
 	return nil, "", nil
 }
 
-func (m *memSpecs) AddSpecInput(_ context.Context, _ ports.Owner, in ports.SpecInput) error {
+func (m *memSpecs) AddSpecInput(_ context.Context, _ ports.Owner, in ports.SpecInput, _ ports.SpecInputLimits) (ports.SpecInputTotals, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.inputs = append(m.inputs, in)
-	return nil
+	return ports.SpecInputTotals{}, nil
 }
 
 func (m *memSpecs) ListSpecInputs(_ context.Context, id string) ([]ports.SpecInput, error) {

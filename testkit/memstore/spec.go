@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -152,14 +153,27 @@ func (s *Store) SetSpecRepository(ctx context.Context, owner ports.Owner, id, re
 	return copySpecSession(ss), nil
 }
 
-// AddSpecInput stores an input of the owner's session; not_found as
-// GetSpecSession, conflict for a taken id.
-func (s *Store) AddSpecInput(ctx context.Context, owner ports.Owner, in ports.SpecInput) error {
+// AddSpecInput stores an input of the owner's session unless the session
+// would then pass limits (conflict, code ports.CodeSpecInputsFull), and
+// returns what the session held before; not_found as GetSpecSession,
+// conflict for a taken id.
+func (s *Store) AddSpecInput(ctx context.Context, owner ports.Owner, in ports.SpecInput, limits ports.SpecInputLimits) (ports.SpecInputTotals, error) {
 	defer s.lock()()
 	if _, err := s.ownedSpec(owner, in.SessionID); err != nil {
-		return err
+		return ports.SpecInputTotals{}, err
 	}
-	return s.addInput(ctx, in)
+	var totals ports.SpecInputTotals
+	for _, r := range s.spec.inputs {
+		if r.v.SessionID == in.SessionID {
+			totals.Inputs++
+			totals.Bytes += r.v.Size
+		}
+	}
+	if (limits.MaxInputs > 0 && totals.Inputs >= limits.MaxInputs) || (limits.MaxBytes > 0 && totals.Bytes+in.Size > limits.MaxBytes) {
+		return totals, &ports.Error{Kind: ports.KindConflict, Code: ports.CodeSpecInputsFull,
+			Message: fmt.Sprintf("spec session %s holds %d inputs of %d bytes in all; the input would pass its limits", in.SessionID, totals.Inputs, totals.Bytes)}
+	}
+	return totals, s.addInput(ctx, in)
 }
 
 // ListSpecInputs returns a session's inputs, oldest first.

@@ -43,17 +43,18 @@ func (m *MockSpecStore) EXPECT() *MockSpecStoreMockRecorder {
 }
 
 // AddSpecInput mocks base method.
-func (m *MockSpecStore) AddSpecInput(ctx context.Context, owner ports.Owner, in ports.SpecInput) error {
+func (m *MockSpecStore) AddSpecInput(ctx context.Context, owner ports.Owner, in ports.SpecInput, limits ports.SpecInputLimits) (ports.SpecInputTotals, error) {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "AddSpecInput", ctx, owner, in)
-	ret0, _ := ret[0].(error)
-	return ret0
+	ret := m.ctrl.Call(m, "AddSpecInput", ctx, owner, in, limits)
+	ret0, _ := ret[0].(ports.SpecInputTotals)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
 }
 
 // AddSpecInput indicates an expected call of AddSpecInput.
-func (mr *MockSpecStoreMockRecorder) AddSpecInput(ctx, owner, in any) *MockSpecStoreAddSpecInputCall {
+func (mr *MockSpecStoreMockRecorder) AddSpecInput(ctx, owner, in, limits any) *MockSpecStoreAddSpecInputCall {
 	mr.mock.ctrl.T.Helper()
-	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "AddSpecInput", reflect.TypeOf((*MockSpecStore)(nil).AddSpecInput), ctx, owner, in)
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "AddSpecInput", reflect.TypeOf((*MockSpecStore)(nil).AddSpecInput), ctx, owner, in, limits)
 	return &MockSpecStoreAddSpecInputCall{Call: call}
 }
 
@@ -63,19 +64,19 @@ type MockSpecStoreAddSpecInputCall struct {
 }
 
 // Return rewrite *gomock.Call.Return
-func (c *MockSpecStoreAddSpecInputCall) Return(arg0 error) *MockSpecStoreAddSpecInputCall {
-	c.Call = c.Call.Return(arg0)
+func (c *MockSpecStoreAddSpecInputCall) Return(arg0 ports.SpecInputTotals, arg1 error) *MockSpecStoreAddSpecInputCall {
+	c.Call = c.Call.Return(arg0, arg1)
 	return c
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockSpecStoreAddSpecInputCall) Do(f func(context.Context, ports.Owner, ports.SpecInput) error) *MockSpecStoreAddSpecInputCall {
+func (c *MockSpecStoreAddSpecInputCall) Do(f func(context.Context, ports.Owner, ports.SpecInput, ports.SpecInputLimits) (ports.SpecInputTotals, error)) *MockSpecStoreAddSpecInputCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockSpecStoreAddSpecInputCall) DoAndReturn(f func(context.Context, ports.Owner, ports.SpecInput) error) *MockSpecStoreAddSpecInputCall {
+func (c *MockSpecStoreAddSpecInputCall) DoAndReturn(f func(context.Context, ports.Owner, ports.SpecInput, ports.SpecInputLimits) (ports.SpecInputTotals, error)) *MockSpecStoreAddSpecInputCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

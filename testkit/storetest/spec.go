@@ -48,6 +48,8 @@ func TestSpec(t *testing.T, newStores func(t *testing.T) SpecStores) {
 		{"ListSpecSessionsLimits", testListSpecSessionsLimits},
 		{"ListSpecSessionsMalformedCursor", testListSpecSessionsMalformedCursor},
 		{"AddSpecInput", testAddSpecInput},
+		{"AddSpecInputLimits", testAddSpecInputLimits},
+		{"RaceAddSpecInputs", testRaceAddSpecInputs},
 		{"SetSpecRepository", testSetSpecRepository},
 		{"StartGeneration", testStartGeneration},
 		{"RaceStartGeneration", testRaceStartGeneration},
@@ -295,7 +297,7 @@ func testCreateSpecSessionAtomic(t *testing.T, s SpecStores) {
 	ctx := t.Context()
 	owner, taken := newSpec(t, s)
 	first := newSpecInput(taken.ID, ports.InputNote, "first")
-	if err := s.Specs.AddSpecInput(ctx, owner, first); err != nil {
+	if err := addSpecInput(ctx, s, owner, first); err != nil {
 		t.Fatalf("AddSpecInput: %v", err)
 	}
 
@@ -328,7 +330,7 @@ func testSpecSessionOwnerIsolation(t *testing.T, s SpecStores) {
 	} {
 		_, err := s.Specs.GetSpecSession(ctx, other.owner, ss.ID)
 		checkNotFound(t, "GetSpecSession by "+other.name, err, "spec session", ss.ID)
-		err = s.Specs.AddSpecInput(ctx, other.owner, newSpecInput(ss.ID, ports.InputNote, "hijack"))
+		err = addSpecInput(ctx, s, other.owner, newSpecInput(ss.ID, ports.InputNote, "hijack"))
 		checkNotFound(t, "AddSpecInput by "+other.name, err, "spec session", ss.ID)
 		_, err = s.Specs.StartGeneration(ctx, other.owner, ss.ID, ports.StageScope, newID(), base.Add(time.Hour))
 		checkNotFound(t, "StartGeneration by "+other.name, err, "spec session", ss.ID)
@@ -523,10 +525,10 @@ func testAddSpecInput(t *testing.T, s SpecStores) {
 	want := []ports.SpecInput{first}
 	for i, kind := range []ports.InputKind{ports.InputTranscript, ports.InputNote, ports.InputDocument} {
 		in := newSpecInput(ss.ID, kind, fmt.Sprintf("input %d\n\twith  spacing ✓", i))
-		if err := s.Specs.AddSpecInput(ctx, owner, in); err != nil {
+		if err := addSpecInput(ctx, s, owner, in); err != nil {
 			t.Fatalf("AddSpecInput: %v", err)
 		}
-		if err := s.Specs.AddSpecInput(ctx, owner, newSpecInput(other.ID, ports.InputNote, "elsewhere")); err != nil {
+		if err := addSpecInput(ctx, s, owner, newSpecInput(other.ID, ports.InputNote, "elsewhere")); err != nil {
 			t.Fatalf("AddSpecInput to the other session: %v", err)
 		}
 		want = append(want, in)
@@ -538,11 +540,97 @@ func testAddSpecInput(t *testing.T, s SpecStores) {
 
 	dup := newSpecInput(ss.ID, ports.InputNote, "again")
 	dup.ID = first.ID
-	checkConflict(t, "AddSpecInput with a taken id", s.Specs.AddSpecInput(ctx, owner, dup))
+	checkConflict(t, "AddSpecInput with a taken id", addSpecInput(ctx, s, owner, dup))
 	missing := newID()
-	err := s.Specs.AddSpecInput(ctx, owner, newSpecInput(missing, ports.InputNote, "lost"))
+	err := addSpecInput(ctx, s, owner, newSpecInput(missing, ports.InputNote, "lost"))
 	checkNotFound(t, "AddSpecInput to a missing session", err, "spec session", missing)
 	checkSpecInputs(t, "ListSpecInputs after failed adds", mustListSpecInputs(t, s, ss.ID), want)
+}
+
+// addSpecInput is AddSpecInput without limits.
+func addSpecInput(ctx context.Context, s SpecStores, owner ports.Owner, in ports.SpecInput) error {
+	_, err := s.Specs.AddSpecInput(ctx, owner, in, ports.SpecInputLimits{})
+	return err
+}
+
+// testAddSpecInputLimits adds inputs up to each limit, one at a time.
+func testAddSpecInputLimits(t *testing.T, s SpecStores) {
+	ctx := t.Context()
+	owner := seedOwner(t, s.Identity)
+	ss := mustCreateSpecSession(t, s, newSpecSession(owner))
+	sized := func(size int) ports.SpecInput {
+		in := newSpecInput(ss.ID, ports.InputNote, strings.Repeat("x", size))
+		in.Size = int64(size)
+		return in
+	}
+	limits := ports.SpecInputLimits{MaxInputs: 3, MaxBytes: 100}
+	var want ports.SpecInputTotals
+	for _, size := range []int{40, 60} { // to the byte limit exactly
+		got, err := s.Specs.AddSpecInput(ctx, owner, sized(size), limits)
+		if err != nil {
+			t.Fatalf("AddSpecInput of %d bytes after %+v: %v", size, want, err)
+		}
+		checkEqual(t, "AddSpecInput's totals", got, want)
+		want.Inputs, want.Bytes = want.Inputs+1, want.Bytes+int64(size)
+	}
+	got, err := s.Specs.AddSpecInput(ctx, owner, sized(1), limits)
+	checkErr(t, "AddSpecInput past the byte limit", err, ports.ErrSpecInputsFull)
+	checkEqual(t, "AddSpecInput's totals when refused", got, want)
+	limits.MaxBytes = 0 // no byte limit: the count is the limit
+	if _, err := s.Specs.AddSpecInput(ctx, owner, sized(1000), limits); err != nil {
+		t.Fatalf("AddSpecInput of the third input: %v", err)
+	}
+	want.Inputs, want.Bytes = 3, 1100
+	got, err = s.Specs.AddSpecInput(ctx, owner, sized(1), limits)
+	checkErr(t, "AddSpecInput past the count limit", err, ports.ErrSpecInputsFull)
+	checkEqual(t, "AddSpecInput's totals when refused", got, want)
+	if n := len(mustListSpecInputs(t, s, ss.ID)); n != 3 {
+		t.Errorf("ListSpecInputs after refused adds = %d inputs, want 3", n)
+	}
+	_, err = s.Specs.AddSpecInput(ctx, owner, newSpecInput(newID(), ports.InputNote, "lost"), limits)
+	checkErr(t, "AddSpecInput to a missing session", err, ports.ErrNotFound)
+}
+
+// testRaceAddSpecInputs adds inputs to one session at once, past each limit
+// in turn: the session ends at the limit, with exactly as many successes.
+func testRaceAddSpecInputs(t *testing.T, s SpecStores) {
+	const n = 12
+	for _, tc := range []struct {
+		name   string
+		limits ports.SpecInputLimits
+		size   int
+		want   int // successes
+	}{
+		{"count", ports.SpecInputLimits{MaxInputs: 5}, 10, 5},
+		{"bytes", ports.SpecInputLimits{MaxBytes: 8 * 1000}, 1000, 8},
+	} {
+		owner := seedOwner(t, s.Identity)
+		ss := mustCreateSpecSession(t, s, newSpecSession(owner))
+		errs := race(n, func(int) error {
+			in := newSpecInput(ss.ID, ports.InputDocument, strings.Repeat("y", tc.size))
+			in.Size = int64(tc.size)
+			_, err := s.Specs.AddSpecInput(t.Context(), owner, in, tc.limits)
+			return err
+		})
+		won := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, ports.ErrSpecInputsFull):
+				t.Errorf("%s: AddSpecInput %d: %v, want nil or %s", tc.name, i, err, ports.CodeSpecInputsFull)
+			}
+		}
+		inputs := mustListSpecInputs(t, s, ss.ID)
+		var bytes int64
+		for _, in := range inputs {
+			bytes += in.Size
+		}
+		if won != tc.want || len(inputs) != tc.want || bytes != int64(tc.want*tc.size) {
+			t.Errorf("%s: %d concurrent adds against %+v: %d succeeded, the session holds %d inputs of %d bytes; want %d inputs of %d bytes",
+				tc.name, n, tc.limits, won, len(inputs), bytes, tc.want, tc.want*tc.size)
+		}
+	}
 }
 
 func testStartGeneration(t *testing.T, s SpecStores) {
@@ -972,7 +1060,7 @@ func testSpecTxJoins(t *testing.T, s SpecStores) {
 			return err
 		}
 		_ = step("CreateSpecSession", s.Specs.CreateSpecSession(ctx, ss, []ports.SpecInput{first})) &&
-			step("AddSpecInput", s.Specs.AddSpecInput(ctx, owner, added)) &&
+			step("AddSpecInput", addSpecInput(ctx, s, owner, added)) &&
 			step("StartGeneration", started(ports.StageScope, gen, base.Add(time.Minute))) &&
 			step("CompleteGeneration", s.Specs.CompleteGeneration(ctx, artifact, base.Add(2*time.Minute))) &&
 			step("StartGeneration", started(ports.StagePRD, failed, base.Add(3*time.Minute))) &&
