@@ -132,6 +132,22 @@ func (t APIToken) Status(now time.Time) TokenStatus {
 	return TokenActive
 }
 
+// The codes of the conflicts by which the identity stores keep their limits.
+const (
+	// CodeLastAdmin refuses to leave an organisation that has an admin
+	// without one (UserStore.SetUserRole and RemoveUser).
+	CodeLastAdmin = "last_admin"
+	// CodeTooManyTokens refuses a token past a user's limit
+	// (TokenStore.CreateTokenWithin).
+	CodeTooManyTokens = "too_many_tokens"
+)
+
+// Sentinels for errors.Is, matching the conflicts of the codes above.
+var (
+	ErrLastAdmin     = &Error{Kind: KindConflict, Code: CodeLastAdmin}
+	ErrTooManyTokens = &Error{Kind: KindConflict, Code: CodeTooManyTokens}
+)
+
 // OrgStore keeps organisations.
 type OrgStore interface {
 	// CreateOrg stores a new org; conflict when the name is taken.
@@ -157,11 +173,17 @@ type UserStore interface {
 	// bad cursor.
 	ListUsers(ctx context.Context, orgID string, page Page) ([]User, string, error)
 	// SetUserRole changes the role of the org's user; not_found when the
-	// user is absent or another org's; invalid for an unknown role.
+	// user is absent or another org's; invalid for an unknown role;
+	// conflict (code CodeLastAdmin) when the user is the org's last admin
+	// (not removed) and role is not admin. The check and the change are
+	// one atomic step: of concurrent calls that would each leave the other
+	// admins, only as many succeed as leave one.
 	SetUserRole(ctx context.Context, orgID, userID string, role Role) error
 	// RemoveUser marks the org's user removed at the time given, which
 	// ListUsers then leaves out; not_found when the user is absent or
-	// another org's, conflict when removed already.
+	// another org's, conflict when removed already, conflict (code
+	// CodeLastAdmin) when the user is the org's last admin (atomically, as
+	// SetUserRole).
 	RemoveUser(ctx context.Context, orgID, userID string, at time.Time) error
 }
 
@@ -170,6 +192,13 @@ type TokenStore interface {
 	// CreateToken stores a new token; conflict when the hash exists already;
 	// not_found when the user does not exist.
 	CreateToken(ctx context.Context, token APIToken) error
+	// CreateTokenWithin stores a new API token as CreateToken does, unless
+	// its user has limit API tokens (console sessions aside) that are
+	// active at token.CreatedAt, neither revoked nor expired: then it is a
+	// conflict (code CodeTooManyTokens) and nothing is stored. The count
+	// and the insert are one atomic step, so concurrent calls never leave
+	// the user more than limit active tokens.
+	CreateTokenWithin(ctx context.Context, token APIToken, limit int) error
 	// GetTokenByHash returns the token with the SHA-256 hash, revoked or not,
 	// and its user, in one look-up (it runs on every request); not_found
 	// when absent.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -118,36 +119,84 @@ func (s *Identity) ListUsers(ctx context.Context, orgID string, page ports.Page)
 	return users, next, nil
 }
 
-// SetUserRole implements ports.UserStore.
+// SetUserRole implements ports.UserStore. Unless it makes the user an
+// admin, it first locks the org's row (see lockOrgAdmins), then changes the
+// role with one conditional UPDATE that keeps another active admin.
 func (s *Identity) SetUserRole(ctx context.Context, orgID, userID string, role ports.Role) error {
 	if !role.Valid() {
 		return ports.Invalid("unknown role", ports.FieldError{Field: "role", Reason: "must be admin or member"})
 	}
-	n, err := s.db.write(ctx).exec(ctx, "UPDATE users SET role = ? WHERE id = ? AND org_id = ?", string(role), userID, orgID)
-	if err != nil {
-		return storeErr(err, "user "+userID, "")
-	}
-	if n == 0 {
-		return ports.NotFound("user", userID)
-	}
-	return nil
+	return s.db.WithinTx(ctx, func(ctx context.Context) error {
+		c := s.db.write(ctx)
+		query, args := "UPDATE users SET role = ? WHERE id = ? AND org_id = ?", []any{string(role), userID, orgID}
+		if role != ports.RoleAdmin {
+			if err := s.lockOrgAdmins(ctx, orgID); err != nil {
+				return err
+			}
+			query += keepsAnAdmin
+			args = append(args, orgID, userID)
+		}
+		n, err := c.exec(ctx, query, args...)
+		if err != nil {
+			return storeErr(err, "user "+userID, "")
+		}
+		if n == 0 {
+			return s.whyUnchanged(ctx, orgID, userID)
+		}
+		return nil
+	})
 }
 
-// RemoveUser implements ports.UserStore.
-func (s *Identity) RemoveUser(ctx context.Context, orgID, userID string, at time.Time) error {
-	c := s.db.write(ctx)
-	n, err := c.exec(ctx, "UPDATE users SET removed_at = ? WHERE id = ? AND org_id = ? AND removed_at IS NULL", timestamp(at), userID, orgID)
-	if err != nil {
-		return storeErr(err, "user "+userID, "")
-	}
-	if n > 0 {
+// keepsAnAdmin ends an UPDATE of one user of an org (arguments: the org's
+// id and the user's) so that it changes no active admin unless another
+// active admin remains.
+const keepsAnAdmin = ` AND (role <> 'admin' OR removed_at IS NOT NULL OR EXISTS (
+	SELECT 1 FROM users o WHERE o.org_id = ? AND o.id <> ? AND o.role = 'admin' AND o.removed_at IS NULL))`
+
+// lockOrgAdmins locks the org's row until the transaction in ctx ends, on
+// PostgreSQL, so that the changes that may take an admin away from the org
+// run one at a time: each sees the admins the one before left (READ
+// COMMITTED takes a new snapshot per statement). On SQLite the one writer
+// connection runs one transaction at a time already.
+func (s *Identity) lockOrgAdmins(ctx context.Context, orgID string) error {
+	if s.db.Dialect != DialectPostgres {
 		return nil
 	}
+	_, err := s.db.write(ctx).exec(ctx, "SELECT 1 FROM orgs WHERE id = ? FOR NO KEY UPDATE", orgID)
+	return storeErr(err, "org "+orgID, "")
+}
+
+// whyUnchanged says why an UPDATE of the org's user changed nothing:
+// not_found, conflict (removed already) or conflict (last admin).
+func (s *Identity) whyUnchanged(ctx context.Context, orgID, userID string) error {
 	var r userRow
-	if err := c.get(ctx, &r, "SELECT "+userColumns+" FROM users WHERE id = ? AND org_id = ?", userID, orgID); err != nil {
+	if err := s.db.write(ctx).get(ctx, &r, "SELECT "+userColumns+" FROM users WHERE id = ? AND org_id = ?", userID, orgID); err != nil {
 		return storeErr(err, "user "+userID, "")
 	}
-	return ports.Errorf(ports.KindConflict, "user %s was removed already", userID)
+	if r.RemovedAt != nil {
+		return ports.Errorf(ports.KindConflict, "user %s was removed already", userID)
+	}
+	return &ports.Error{Kind: ports.KindConflict, Code: ports.CodeLastAdmin,
+		Message: fmt.Sprintf("%s is the organisation's last admin", r.Email)}
+}
+
+// RemoveUser implements ports.UserStore, as SetUserRole: it locks the
+// org's row, then removes the user with one conditional UPDATE.
+func (s *Identity) RemoveUser(ctx context.Context, orgID, userID string, at time.Time) error {
+	return s.db.WithinTx(ctx, func(ctx context.Context) error {
+		if err := s.lockOrgAdmins(ctx, orgID); err != nil {
+			return err
+		}
+		n, err := s.db.write(ctx).exec(ctx, "UPDATE users SET removed_at = ? WHERE id = ? AND org_id = ? AND removed_at IS NULL"+keepsAnAdmin,
+			timestamp(at), userID, orgID, orgID, userID)
+		if err != nil {
+			return storeErr(err, "user "+userID, "")
+		}
+		if n == 0 {
+			return s.whyUnchanged(ctx, orgID, userID)
+		}
+		return nil
+	})
 }
 
 type tokenRow struct {
@@ -192,6 +241,39 @@ func (s *Identity) CreateToken(ctx context.Context, t ports.APIToken) error {
 		t.ID, t.UserID, t.OrgID, t.Name, t.Prefix, t.Hash, tokenKind(t.Kind), timestamp(t.CreatedAt),
 		timestampPtr(t.ExpiresAt), timestampPtr(t.LastUsedAt), timestampPtr(t.RevokedAt))
 	return storeErr(err, "token "+t.ID, "user "+t.UserID)
+}
+
+// CreateTokenWithin implements ports.TokenStore. In one transaction it
+// locks the user's row (FOR NO KEY UPDATE on PostgreSQL, which still lets
+// other rows refer to it; SQLite's one writer runs one transaction at a
+// time already), counts the user's active API tokens, and inserts.
+func (s *Identity) CreateTokenWithin(ctx context.Context, t ports.APIToken, limit int) error {
+	return s.db.WithinTx(ctx, func(ctx context.Context) error {
+		c := s.db.write(ctx)
+		lock := ""
+		if s.db.Dialect == DialectPostgres {
+			lock = " FOR NO KEY UPDATE"
+		}
+		found, err := c.exists(ctx, "SELECT 1 FROM users WHERE id = ?"+lock, t.UserID)
+		switch {
+		case err != nil:
+			return storeErr(err, "user "+t.UserID, "")
+		case !found:
+			return ports.NotFound("user", t.UserID)
+		}
+		var active int
+		err = c.get(ctx, &active, `SELECT count(*) FROM api_tokens
+			WHERE user_id = ? AND kind = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`,
+			t.UserID, string(ports.TokenAPI), timestamp(t.CreatedAt))
+		if err != nil {
+			return storeErr(err, "tokens of user "+t.UserID, "")
+		}
+		if active >= limit {
+			return &ports.Error{Kind: ports.KindConflict, Code: ports.CodeTooManyTokens,
+				Message: fmt.Sprintf("user %s has %d active tokens, the limit is %d", t.UserID, active, limit)}
+		}
+		return s.CreateToken(ctx, t)
+	})
 }
 
 // GetTokenByHash implements ports.TokenStore.

@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/devpilot/devpilot/ports"
@@ -16,7 +17,7 @@ const (
 
 // CodeLastAdmin (conflict) refuses to leave an organisation without an
 // admin.
-const CodeLastAdmin = "last_admin"
+const CodeLastAdmin = ports.CodeLastAdmin
 
 // Members returns a page of the caller's organisation's users by email, and
 // the next page's cursor; for admins. Errors: forbidden for a member;
@@ -35,7 +36,9 @@ func (s *Service) Members(ctx context.Context, page ports.Page) ([]ports.User, s
 // SetMemberRole makes the organisation's user userID an admin or a member;
 // for admins. Their tokens carry the new role at once on this replica and
 // within Deps.CacheFor on the others. It is audited. Setting the role a
-// user has already changes nothing and records nothing. Errors: forbidden
+// user has already changes nothing and records nothing. The last-admin
+// check is the store's, atomic with the change, so two admins demoting
+// each other at once leave one. Errors: forbidden
 // for a member; invalid (field role) for an unknown role; not_found for a
 // user that is absent or another organisation's; conflict (code
 // last_admin) for the organisation's last admin made a member.
@@ -64,11 +67,8 @@ func (s *Service) SetMemberRole(ctx context.Context, userID string, role ports.R
 		if u.Role == role {
 			return nil
 		}
-		if err := s.notLastAdmin(ctx, u); err != nil {
-			return err
-		}
 		if err := s.d.Users.SetUserRole(ctx, p.OrgID, userID, role); err != nil {
-			return err
+			return lastAdmin(err, u)
 		}
 		args, _ := json.Marshal(map[string]any{"email": u.Email, "from": u.Role, "to": role})
 		out.Role = role
@@ -85,9 +85,10 @@ func (s *Service) SetMemberRole(ctx context.Context, userID string, role ports.R
 // token of theirs is revoked in the same transaction, so it is refused at
 // once on every replica that watches revocations (PostgreSQL), and the user
 // is refused authentication from then on; their records stay. It is
-// audited. Errors: forbidden for a member; not_found for a user that is
-// absent, another organisation's or removed already; conflict (code
-// last_admin) for the organisation's last admin.
+// audited. The last-admin check is the store's, atomic with the removal.
+// Errors: forbidden for a member; not_found for a user that is absent,
+// another organisation's or removed already; conflict (code last_admin)
+// for the organisation's last admin.
 func (s *Service) RemoveMember(ctx context.Context, userID string) error {
 	p, err := requireAdmin(ctx, "remove a member")
 	if err != nil {
@@ -107,11 +108,8 @@ func (s *Service) RemoveMember(ctx context.Context, userID string) error {
 		if u.OrgID != p.OrgID || u.RemovedAt != nil {
 			return notFound
 		}
-		if err := s.notLastAdmin(ctx, u); err != nil {
-			return err
-		}
 		if err := s.d.Users.RemoveUser(ctx, p.OrgID, userID, now); err != nil {
-			return err
+			return lastAdmin(err, u)
 		}
 		tokens, err := s.d.Tokens.ListTokens(ctx, p.OrgID, userID)
 		if err != nil {
@@ -139,41 +137,14 @@ func (s *Service) RemoveMember(ctx context.Context, userID string) error {
 	return nil
 }
 
-// notLastAdmin returns nil unless u is their organisation's last admin,
-// and then the conflict (code last_admin) that refuses to lose them.
-func (s *Service) notLastAdmin(ctx context.Context, u ports.User) error {
-	if u.Role != ports.RoleAdmin {
-		return nil
-	}
-	admins, err := s.countAdmins(ctx, u.OrgID)
-	if err != nil {
+// lastAdmin returns err, or for the store's last-admin conflict the one
+// that says who u is and what to do.
+func lastAdmin(err error, u ports.User) error {
+	if !errors.Is(err, ports.ErrLastAdmin) {
 		return err
 	}
-	if admins <= 1 {
-		return &ports.Error{Kind: ports.KindConflict, Code: CodeLastAdmin,
-			Message: fmt.Sprintf("%s is the organisation's last admin; make another member an admin first", u.Email)}
-	}
-	return nil
-}
-
-// countAdmins counts the organisation's admins.
-func (s *Service) countAdmins(ctx context.Context, orgID string) (int, error) {
-	n, page := 0, ports.Page{Limit: ports.MaxPageLimit}
-	for {
-		users, next, err := s.d.Users.ListUsers(ctx, orgID, page)
-		if err != nil {
-			return 0, err
-		}
-		for _, u := range users {
-			if u.Role == ports.RoleAdmin {
-				n++
-			}
-		}
-		if next == "" {
-			return n, nil
-		}
-		page.Cursor = next
-	}
+	return &ports.Error{Kind: ports.KindConflict, Code: CodeLastAdmin,
+		Message: fmt.Sprintf("%s is the organisation's last admin; make another member an admin first", u.Email)}
 }
 
 // forgetUser drops the user's tokens from this replica's cache of verified

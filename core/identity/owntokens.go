@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -86,22 +87,14 @@ func (s *Service) CreateOwnToken(ctx context.Context, name string, ttl time.Dura
 		if err != nil {
 			return err
 		}
-		have, err := s.d.Tokens.ListTokens(ctx, p.OrgID, p.UserID)
-		if err != nil {
-			return err
-		}
-		active := 0
-		for _, t := range have {
-			if !t.IsSession() && t.Status(now) == ports.TokenActive {
-				active++
-			}
-		}
-		if active >= MaxOwnTokens {
-			return &ports.Error{Kind: ports.KindConflict, Code: "too_many_tokens",
-				Message: fmt.Sprintf("you have %d tokens that still work, the most there may be; revoke one first", active)}
-		}
+		// The store counts and creates in one atomic step, so concurrent
+		// creations cannot pass the limit together.
 		rec := s.tokenRecord(secret, user, name, now, ttl)
-		if err := s.d.Tokens.CreateToken(ctx, rec); err != nil {
+		if err := s.d.Tokens.CreateTokenWithin(ctx, rec, MaxOwnTokens); err != nil {
+			if errors.Is(err, ports.ErrTooManyTokens) {
+				return &ports.Error{Kind: ports.KindConflict, Code: ports.CodeTooManyTokens,
+					Message: fmt.Sprintf("you have %d tokens that still work, the most there may be; revoke one first", MaxOwnTokens)}
+			}
 			return err
 		}
 		args, _ := json.Marshal(map[string]any{"name": name, "expires_at": rec.ExpiresAt.UTC()})

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -128,7 +129,8 @@ func (s *Store) ListUsers(_ context.Context, orgID string, page ports.Page) ([]p
 }
 
 // SetUserRole changes the role of the org's user; not_found when the user
-// is absent or another org's; invalid for an unknown role.
+// is absent or another org's; invalid for an unknown role; conflict (code
+// ports.CodeLastAdmin) when it would take the org's last admin away.
 func (s *Store) SetUserRole(ctx context.Context, orgID, userID string, role ports.Role) error {
 	if !role.Valid() {
 		return ports.Invalid("unknown role", ports.FieldError{Field: "role", Reason: "must be admin or member"})
@@ -138,13 +140,35 @@ func (s *Store) SetUserRole(ctx context.Context, orgID, userID string, role port
 	if !ok || u.OrgID != orgID {
 		return ports.NotFound("user", userID)
 	}
+	if role != ports.RoleAdmin {
+		if err := s.keepsAnAdmin(u); err != nil {
+			return err
+		}
+	}
 	u.Role = role
 	put(ctx, s, s.identity.users, u.ID, u)
 	return nil
 }
 
+// keepsAnAdmin returns nil unless u is an active admin and the only one of
+// their org, and then the conflict (code ports.CodeLastAdmin) that keeps
+// them (s.mu held).
+func (s *Store) keepsAnAdmin(u ports.User) error {
+	if u.Role != ports.RoleAdmin || u.RemovedAt != nil {
+		return nil
+	}
+	for _, o := range s.identity.users {
+		if o.OrgID == u.OrgID && o.ID != u.ID && o.Role == ports.RoleAdmin && o.RemovedAt == nil {
+			return nil
+		}
+	}
+	return &ports.Error{Kind: ports.KindConflict, Code: ports.CodeLastAdmin,
+		Message: fmt.Sprintf("%s is the organisation's last admin", u.Email)}
+}
+
 // RemoveUser marks the org's user removed at the time given; not_found
-// when the user is absent or another org's, conflict when removed already.
+// when the user is absent or another org's, conflict when removed already
+// or (code ports.CodeLastAdmin) when they are the org's last admin.
 func (s *Store) RemoveUser(ctx context.Context, orgID, userID string, at time.Time) error {
 	defer s.lock()()
 	u, ok := s.identity.users[userID]
@@ -153,6 +177,9 @@ func (s *Store) RemoveUser(ctx context.Context, orgID, userID string, at time.Ti
 	}
 	if u.RemovedAt != nil {
 		return ports.Errorf(ports.KindConflict, "user %s was removed already", userID)
+	}
+	if err := s.keepsAnAdmin(u); err != nil {
+		return err
 	}
 	u.RemovedAt = utcPtr(&at)
 	put(ctx, s, s.identity.users, u.ID, u)
@@ -169,6 +196,32 @@ func cloneToken(t ports.APIToken) ports.APIToken {
 // already; not_found when the user does not exist.
 func (s *Store) CreateToken(ctx context.Context, token ports.APIToken) error {
 	defer s.lock()()
+	return s.createToken(ctx, token)
+}
+
+// CreateTokenWithin stores a new API token as CreateToken does, unless its
+// user has limit API tokens active at token.CreatedAt: then it is a
+// conflict (code ports.CodeTooManyTokens).
+func (s *Store) CreateTokenWithin(ctx context.Context, token ports.APIToken, limit int) error {
+	defer s.lock()()
+	if _, ok := s.identity.users[token.UserID]; !ok {
+		return ports.NotFound("user", token.UserID)
+	}
+	active := 0
+	for _, t := range s.identity.tokens {
+		if t.UserID == token.UserID && !t.IsSession() && t.Status(token.CreatedAt) == ports.TokenActive {
+			active++
+		}
+	}
+	if active >= limit {
+		return &ports.Error{Kind: ports.KindConflict, Code: ports.CodeTooManyTokens,
+			Message: fmt.Sprintf("user %s has %d active tokens, the limit is %d", token.UserID, active, limit)}
+	}
+	return s.createToken(ctx, token)
+}
+
+// createToken is CreateToken with s.mu held.
+func (s *Store) createToken(ctx context.Context, token ports.APIToken) error {
 	if _, ok := s.identity.users[token.UserID]; !ok {
 		return ports.NotFound("user", token.UserID)
 	}

@@ -476,6 +476,44 @@ func (c *MockTokenStoreCreateTokenCall) DoAndReturn(f func(context.Context, port
 	return c
 }
 
+// CreateTokenWithin mocks base method.
+func (m *MockTokenStore) CreateTokenWithin(ctx context.Context, token ports.APIToken, limit int) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "CreateTokenWithin", ctx, token, limit)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// CreateTokenWithin indicates an expected call of CreateTokenWithin.
+func (mr *MockTokenStoreMockRecorder) CreateTokenWithin(ctx, token, limit any) *MockTokenStoreCreateTokenWithinCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "CreateTokenWithin", reflect.TypeOf((*MockTokenStore)(nil).CreateTokenWithin), ctx, token, limit)
+	return &MockTokenStoreCreateTokenWithinCall{Call: call}
+}
+
+// MockTokenStoreCreateTokenWithinCall wrap *gomock.Call
+type MockTokenStoreCreateTokenWithinCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockTokenStoreCreateTokenWithinCall) Return(arg0 error) *MockTokenStoreCreateTokenWithinCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockTokenStoreCreateTokenWithinCall) Do(f func(context.Context, ports.APIToken, int) error) *MockTokenStoreCreateTokenWithinCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockTokenStoreCreateTokenWithinCall) DoAndReturn(f func(context.Context, ports.APIToken, int) error) *MockTokenStoreCreateTokenWithinCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // DeleteExpiredTokens mocks base method.
 func (m *MockTokenStore) DeleteExpiredTokens(ctx context.Context, before time.Time) (int, error) {
 	m.ctrl.T.Helper()

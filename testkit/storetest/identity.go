@@ -35,7 +35,9 @@ func TestIdentity(t *testing.T, newStores func(t *testing.T) IdentityStores) {
 		{"ListUsers", testListUsers},
 		{"SetUserRole", testSetUserRole},
 		{"RemoveUser", testRemoveUser},
+		{"LastAdmin", testLastAdmin},
 		{"TokenRoundTrip", testTokenRoundTrip},
+		{"CreateTokenWithin", testCreateTokenWithin},
 		{"TokenNotFound", testTokenNotFound},
 		{"TokenHashConflict", testTokenHashConflict},
 		{"TokenMissingUser", testTokenMissingUser},
@@ -51,6 +53,8 @@ func TestIdentity(t *testing.T, newStores func(t *testing.T) IdentityStores) {
 		{"TxNestedJoins", testTxNestedJoins},
 		{"RaceCreateOrg", testRaceCreateOrg},
 		{"RaceTouchToken", testRaceTouchToken},
+		{"RaceLastAdmin", testRaceLastAdmin},
+		{"RaceCreateTokenWithin", testRaceCreateTokenWithin},
 	})
 }
 
@@ -704,5 +708,170 @@ func testRaceTouchToken(t *testing.T, s IdentityStores) {
 	}
 	if got := mustGetToken(t, s, f.token.ID); got.LastUsedAt == nil {
 		t.Errorf("LastUsedAt is nil after concurrent TouchToken")
+	}
+}
+
+func newAdmin(orgID string) ports.User {
+	u := newUser(orgID)
+	u.Role = ports.RoleAdmin
+	return u
+}
+
+// activeAdmins returns how many admins of the org are not removed.
+func activeAdmins(t *testing.T, s IdentityStores, orgID string) int {
+	t.Helper()
+	users, _, err := s.Users.ListUsers(t.Context(), orgID, ports.Page{Limit: ports.MaxPageLimit})
+	if err != nil {
+		t.Fatalf("ListUsers: %v", err)
+	}
+	n := 0
+	for _, u := range users {
+		if u.Role == ports.RoleAdmin {
+			n++
+		}
+	}
+	return n
+}
+
+// testLastAdmin takes the admins of an org away one at a time: the last
+// active one stays, whether demoted or removed.
+func testLastAdmin(t *testing.T, s IdentityStores) {
+	ctx := t.Context()
+	org := mustCreateOrg(t, s, newOrg())
+	a, b := mustCreateUser(t, s, newAdmin(org.ID)), mustCreateUser(t, s, newAdmin(org.ID))
+	m := mustCreateUser(t, s, newUser(org.ID))
+	at := base.Add(time.Hour)
+	if err := s.Users.SetUserRole(ctx, org.ID, a.ID, ports.RoleMember); err != nil {
+		t.Fatalf("SetUserRole of one of two admins: %v", err)
+	}
+	checkErr(t, "SetUserRole of the last admin", s.Users.SetUserRole(ctx, org.ID, b.ID, ports.RoleMember), ports.ErrLastAdmin)
+	checkErr(t, "RemoveUser of the last admin", s.Users.RemoveUser(ctx, org.ID, b.ID, at), ports.ErrLastAdmin)
+	if err := s.Users.SetUserRole(ctx, org.ID, b.ID, ports.RoleAdmin); err != nil {
+		t.Errorf("SetUserRole of the last admin to admin: %v", err)
+	}
+	if err := s.Users.SetUserRole(ctx, org.ID, m.ID, ports.RoleMember); err != nil {
+		t.Errorf("SetUserRole of a member to member: %v", err)
+	}
+	if err := s.Users.RemoveUser(ctx, org.ID, a.ID, at); err != nil {
+		t.Errorf("RemoveUser of a member: %v", err)
+	}
+	if n := activeAdmins(t, s, org.ID); n != 1 {
+		t.Fatalf("after the refusals the org has %d admins, want 1", n)
+	}
+	if err := s.Users.SetUserRole(ctx, org.ID, m.ID, ports.RoleAdmin); err != nil {
+		t.Fatalf("SetUserRole to admin: %v", err)
+	}
+	if err := s.Users.RemoveUser(ctx, org.ID, b.ID, at); err != nil {
+		t.Fatalf("RemoveUser of one of two admins: %v", err)
+	}
+	// b is removed but still has the admin role: they count no more.
+	checkErr(t, "SetUserRole of the last active admin", s.Users.SetUserRole(ctx, org.ID, m.ID, ports.RoleMember), ports.ErrLastAdmin)
+	if err := s.Users.SetUserRole(ctx, org.ID, b.ID, ports.RoleMember); err != nil {
+		t.Errorf("SetUserRole of a removed admin: %v", err)
+	}
+	if n := activeAdmins(t, s, org.ID); n != 1 {
+		t.Errorf("the org has %d admins, want 1", n)
+	}
+}
+
+// testRaceLastAdmin has every admin of an org demote, or remove, one
+// another at once, round after round: exactly one admin is left each time.
+func testRaceLastAdmin(t *testing.T, s IdentityStores) {
+	for _, remove := range []bool{false, true} {
+		for _, admins := range []int{2, 2, 2, 5, 5} {
+			org := mustCreateOrg(t, s, newOrg())
+			users := make([]ports.User, admins)
+			for i := range users {
+				users[i] = mustCreateUser(t, s, newAdmin(org.ID))
+			}
+			errs := race(admins, func(i int) error {
+				if remove {
+					return s.Users.RemoveUser(t.Context(), org.ID, users[i].ID, base)
+				}
+				return s.Users.SetUserRole(t.Context(), org.ID, users[i].ID, ports.RoleMember)
+			})
+			refused := 0
+			for i, err := range errs {
+				switch {
+				case errors.Is(err, ports.ErrLastAdmin):
+					refused++
+				case err != nil:
+					t.Errorf("remove %v: %d of %d admins: %v, want nil or %s", remove, i, admins, err, ports.CodeLastAdmin)
+				}
+			}
+			if n := activeAdmins(t, s, org.ID); n != 1 || refused != 1 {
+				t.Errorf("remove %v: %d admins taken away at once: %d refused, %d admins left; want 1 and 1", remove, admins, refused, n)
+			}
+		}
+	}
+}
+
+// testCreateTokenWithin counts only the user's API tokens that are active
+// at the new one's creation.
+func testCreateTokenWithin(t *testing.T, s IdentityStores) {
+	ctx := t.Context()
+	f := newFixture(t, s) // f.token is active: one
+	other := mustCreateUser(t, s, newUser(f.org.ID))
+	mustCreateToken(t, s, newToken(other))
+	session := newToken(f.user)
+	session.Kind = ports.TokenSession
+	mustCreateToken(t, s, session)
+	revoked := newToken(f.user)
+	revoked.RevokedAt = ptr(base)
+	mustCreateToken(t, s, revoked)
+	expired := newToken(f.user)
+	expired.ExpiresAt = ptr(base.Add(time.Hour))
+	mustCreateToken(t, s, expired)
+	later := func() ports.APIToken {
+		tok := newToken(f.user)
+		tok.CreatedAt = base.Add(time.Hour) // expired has expired by then
+		tok.ExpiresAt = ptr(base.Add(48 * time.Hour))
+		return tok
+	}
+	second := later()
+	if err := s.Tokens.CreateTokenWithin(ctx, second, 2); err != nil {
+		t.Fatalf("CreateTokenWithin of a second token, limit 2: %v", err)
+	}
+	if got := mustGetToken(t, s, second.ID); got.ID != second.ID || got.Kind != ports.TokenAPI {
+		t.Errorf("GetToken of the token created within the limit: %+v", got)
+	}
+	checkErr(t, "CreateTokenWithin of a third token, limit 2", s.Tokens.CreateTokenWithin(ctx, later(), 2), ports.ErrTooManyTokens)
+	dup := later()
+	dup.Hash = second.Hash
+	err := s.Tokens.CreateTokenWithin(ctx, dup, 5)
+	if !errors.Is(err, ports.ErrConflict) || errors.Is(err, ports.ErrTooManyTokens) {
+		t.Errorf("CreateTokenWithin with a taken hash: %v, want a plain conflict", err)
+	}
+	lost := later()
+	lost.UserID = newID()
+	checkErr(t, "CreateTokenWithin for no user", s.Tokens.CreateTokenWithin(ctx, lost, 5), ports.ErrNotFound)
+	tokens, err := s.Tokens.ListTokens(ctx, f.org.ID, f.user.ID)
+	if err != nil || len(tokens) != 5 {
+		t.Errorf("ListTokens after CreateTokenWithin: %d tokens, %v; want 5", len(tokens), err)
+	}
+}
+
+// testRaceCreateTokenWithin creates more tokens at once than the limit
+// leaves room for: exactly as many as it leaves room for are stored.
+func testRaceCreateTokenWithin(t *testing.T, s IdentityStores) {
+	const limit, n = 10, 20
+	f := newFixture(t, s)
+	errs := race(n, func(int) error { return s.Tokens.CreateTokenWithin(t.Context(), newToken(f.user), limit) })
+	created := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			created++
+		case !errors.Is(err, ports.ErrTooManyTokens):
+			t.Errorf("CreateTokenWithin %d: %v, want nil or %s", i, err, ports.CodeTooManyTokens)
+		}
+	}
+	tokens, err := s.Tokens.ListTokens(t.Context(), f.org.ID, f.user.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created != limit-1 || len(tokens) != limit {
+		t.Errorf("%d concurrent CreateTokenWithin, limit %d, one token before: %d created, the user has %d; want %d and %d",
+			n, limit, created, len(tokens), limit-1, limit)
 	}
 }
