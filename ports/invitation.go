@@ -71,6 +71,11 @@ type InvitationStore interface {
 	// given; not_found when absent or another org's, conflict when it is
 	// revoked or accepted already.
 	RevokeInvitation(ctx context.Context, orgID, id string, at time.Time) error
+	// RevokeInvitationsBy marks every invitation of the org that createdBy
+	// created and that is still pending at the time given revoked at that
+	// time, and returns how many it revoked (none is no error). A removed
+	// or demoted admin's invitations go with their role this way.
+	RevokeInvitationsBy(ctx context.Context, orgID, createdBy string, at time.Time) (int, error)
 	// AcceptInvitation marks the invitation with the hash accepted at the
 	// time given by the user userID, atomically and only while it is
 	// pending (not accepted, not revoked, and at is before its ExpiresAt),

@@ -98,6 +98,18 @@ func (s *Invitations) RevokeInvitation(ctx context.Context, orgID, id string, at
 	return ports.Errorf(ports.KindConflict, "invitation %s is revoked or accepted already", id)
 }
 
+// RevokeInvitationsBy implements ports.InvitationStore with one UPDATE.
+func (s *Invitations) RevokeInvitationsBy(ctx context.Context, orgID, createdBy string, at time.Time) (int, error) {
+	n, err := s.db.write(ctx).exec(ctx,
+		`UPDATE invitations SET revoked_at = ?
+		WHERE org_id = ? AND created_by = ? AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > ?`,
+		timestamp(at), orgID, createdBy, timestamp(at))
+	if err != nil {
+		return 0, storeErr(err, "invitations of user "+createdBy, "")
+	}
+	return int(n), nil
+}
+
 // AcceptInvitation implements ports.InvitationStore with one conditional
 // UPDATE, so that of concurrent calls exactly one changes the row.
 func (s *Invitations) AcceptInvitation(ctx context.Context, hash []byte, at time.Time, userID string) (ports.Invitation, error) {

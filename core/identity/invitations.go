@@ -188,9 +188,11 @@ type AcceptInput struct {
 // after JoinTokenTTL): the returned Token is the only copy of its secret.
 // It needs no principal: the secret is the credential. The invitation is
 // used up in the same transaction as the user is created, so that it makes
-// one user at most. It is audited as the new user's action. Errors:
+// one user at most. Its inviter must still be an active admin of the
+// organisation. It is audited as the new user's action. Errors:
 // not_found (code invalid_invitation), the same for a secret that is
-// malformed, unknown, expired, accepted or revoked; invalid (fields email,
+// malformed, unknown, expired, accepted or revoked, or whose inviter is no
+// longer an admin; invalid (fields email,
 // token_name); conflict when the email belongs to a user already, or when
 // a concurrent acceptance of the same invitation won; unavailable without
 // an invitation store.
@@ -235,6 +237,9 @@ func (s *Service) AcceptInvitation(ctx context.Context, in AcceptInput) (IssuedT
 		}
 		if inv.Status(now) != ports.InvitationPending {
 			return errBadInvitation
+		}
+		if err := s.inviterStillAdmin(ctx, inv); err != nil {
+			return err
 		}
 		switch {
 		case inv.Email != "" && email != inv.Email:
@@ -282,6 +287,24 @@ func (s *Service) AcceptInvitation(ctx context.Context, in AcceptInput) (IssuedT
 		return IssuedToken{}, err
 	}
 	return out, nil
+}
+
+// inviterStillAdmin returns nil when the user who created inv is still an
+// admin of its organisation, not removed; otherwise errBadInvitation, as
+// for any dead invitation: an admin's invitations die with their role
+// (SetMemberRole and RemoveMember revoke them, and this catches one made
+// while the role was being taken away).
+func (s *Service) inviterStillAdmin(ctx context.Context, inv ports.Invitation) error {
+	u, err := s.d.Users.GetUser(ctx, inv.CreatedBy)
+	switch {
+	case errors.Is(err, ports.ErrNotFound):
+		return errBadInvitation
+	case err != nil:
+		return err
+	case u.OrgID != inv.OrgID || u.RemovedAt != nil || u.Role != ports.RoleAdmin:
+		return errBadInvitation
+	}
+	return nil
 }
 
 // emailFree returns nil when no user has the email, and conflict when one

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/devpilot/devpilot/ports"
 )
@@ -35,10 +36,11 @@ func (s *Service) Members(ctx context.Context, page ports.Page) ([]ports.User, s
 
 // SetMemberRole makes the organisation's user userID an admin or a member;
 // for admins. Their tokens carry the new role at once on this replica and
-// within Deps.CacheFor on the others. It is audited. Setting the role a
-// user has already changes nothing and records nothing. The last-admin
-// check is the store's, atomic with the change, so two admins demoting
-// each other at once leave one. Errors: forbidden
+// within Deps.CacheFor on the others. An admin made a member loses their
+// pending invitations, revoked in the same transaction. It is audited.
+// Setting the role a user has already changes nothing and records
+// nothing. The last-admin check is the store's, atomic with the change, so
+// two admins demoting each other at once leave one. Errors: forbidden
 // for a member; invalid (field role) for an unknown role; not_found for a
 // user that is absent or another organisation's; conflict (code
 // last_admin) for the organisation's last admin made a member.
@@ -70,7 +72,15 @@ func (s *Service) SetMemberRole(ctx context.Context, userID string, role ports.R
 		if err := s.d.Users.SetUserRole(ctx, p.OrgID, userID, role); err != nil {
 			return lastAdmin(err, u)
 		}
-		args, _ := json.Marshal(map[string]any{"email": u.Email, "from": u.Role, "to": role})
+		fields := map[string]any{"email": u.Email, "from": u.Role, "to": role}
+		if u.Role == ports.RoleAdmin {
+			n, err := s.revokeInvitationsBy(ctx, u, s.d.Clock.Now())
+			if err != nil {
+				return err
+			}
+			fields["invitations_revoked"] = n
+		}
+		args, _ := json.Marshal(fields)
 		out.Role = role
 		return s.audit(ctx, p, AuditMemberRole, "user/"+userID, args, s.d.Clock.Now())
 	})
@@ -84,11 +94,11 @@ func (s *Service) SetMemberRole(ctx context.Context, userID string, role ports.R
 // RemoveMember removes the organisation's user userID; for admins. Every
 // token of theirs is revoked in the same transaction, so it is refused at
 // once on every replica that watches revocations (PostgreSQL), and the user
-// is refused authentication from then on; their records stay. It is
-// audited. The last-admin check is the store's, atomic with the removal.
-// Errors: forbidden for a member; not_found for a user that is absent,
-// another organisation's or removed already; conflict (code last_admin)
-// for the organisation's last admin.
+// is refused authentication from then on; so is every invitation of theirs
+// still pending; their records stay. It is audited. The last-admin check
+// is the store's, atomic with the removal. Errors: forbidden for a member;
+// not_found for a user that is absent, another organisation's or removed
+// already; conflict (code last_admin) for the organisation's last admin.
 func (s *Service) RemoveMember(ctx context.Context, userID string) error {
 	p, err := requireAdmin(ctx, "remove a member")
 	if err != nil {
@@ -111,6 +121,10 @@ func (s *Service) RemoveMember(ctx context.Context, userID string) error {
 		if err := s.d.Users.RemoveUser(ctx, p.OrgID, userID, now); err != nil {
 			return lastAdmin(err, u)
 		}
+		invitations, err := s.revokeInvitationsBy(ctx, u, now)
+		if err != nil {
+			return err
+		}
 		tokens, err := s.d.Tokens.ListTokens(ctx, p.OrgID, userID)
 		if err != nil {
 			return err
@@ -125,7 +139,7 @@ func (s *Service) RemoveMember(ctx context.Context, userID string) error {
 			}
 			revoked = append(revoked, t.ID)
 		}
-		args, _ := json.Marshal(map[string]any{"email": u.Email, "tokens_revoked": len(revoked)})
+		args, _ := json.Marshal(map[string]any{"email": u.Email, "tokens_revoked": len(revoked), "invitations_revoked": invitations})
 		return s.audit(ctx, p, AuditMemberRemove, "user/"+userID, args, now)
 	})
 	if err != nil {
@@ -145,6 +159,15 @@ func lastAdmin(err error, u ports.User) error {
 	}
 	return &ports.Error{Kind: ports.KindConflict, Code: CodeLastAdmin,
 		Message: fmt.Sprintf("%s is the organisation's last admin; make another member an admin first", u.Email)}
+}
+
+// revokeInvitationsBy revokes the invitations u created that are still
+// pending at now, when the Service keeps invitations, and returns how many.
+func (s *Service) revokeInvitationsBy(ctx context.Context, u ports.User, now time.Time) (int, error) {
+	if s.d.Invitations == nil {
+		return 0, nil
+	}
+	return s.d.Invitations.RevokeInvitationsBy(ctx, u.OrgID, u.ID, now)
 }
 
 // forgetUser drops the user's tokens from this replica's cache of verified

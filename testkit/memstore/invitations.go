@@ -89,6 +89,23 @@ func (s *Store) RevokeInvitation(ctx context.Context, orgID, id string, at time.
 	return nil
 }
 
+// RevokeInvitationsBy marks the org's invitations that createdBy created
+// and that are pending at the time given revoked at that time, and returns
+// how many.
+func (s *Store) RevokeInvitationsBy(ctx context.Context, orgID, createdBy string, at time.Time) (int, error) {
+	defer s.lock()()
+	n := 0
+	for id, inv := range s.invitations {
+		if inv.OrgID != orgID || inv.CreatedBy != createdBy || inv.Status(at) != ports.InvitationPending {
+			continue
+		}
+		inv.RevokedAt = utcPtr(&at)
+		put(ctx, s, s.invitations, id, inv)
+		n++
+	}
+	return n, nil
+}
+
 // AcceptInvitation marks the invitation with the hash accepted by userID at
 // the time given, only while it is pending at that time, and returns it;
 // not_found when absent, conflict when not pending.

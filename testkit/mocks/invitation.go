@@ -235,3 +235,42 @@ func (c *MockInvitationStoreRevokeInvitationCall) DoAndReturn(f func(context.Con
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }
+
+// RevokeInvitationsBy mocks base method.
+func (m *MockInvitationStore) RevokeInvitationsBy(ctx context.Context, orgID, createdBy string, at time.Time) (int, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "RevokeInvitationsBy", ctx, orgID, createdBy, at)
+	ret0, _ := ret[0].(int)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// RevokeInvitationsBy indicates an expected call of RevokeInvitationsBy.
+func (mr *MockInvitationStoreMockRecorder) RevokeInvitationsBy(ctx, orgID, createdBy, at any) *MockInvitationStoreRevokeInvitationsByCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "RevokeInvitationsBy", reflect.TypeOf((*MockInvitationStore)(nil).RevokeInvitationsBy), ctx, orgID, createdBy, at)
+	return &MockInvitationStoreRevokeInvitationsByCall{Call: call}
+}
+
+// MockInvitationStoreRevokeInvitationsByCall wrap *gomock.Call
+type MockInvitationStoreRevokeInvitationsByCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockInvitationStoreRevokeInvitationsByCall) Return(arg0 int, arg1 error) *MockInvitationStoreRevokeInvitationsByCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockInvitationStoreRevokeInvitationsByCall) Do(f func(context.Context, string, string, time.Time) (int, error)) *MockInvitationStoreRevokeInvitationsByCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockInvitationStoreRevokeInvitationsByCall) DoAndReturn(f func(context.Context, string, string, time.Time) (int, error)) *MockInvitationStoreRevokeInvitationsByCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}

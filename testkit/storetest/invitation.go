@@ -28,6 +28,7 @@ func TestInvitations(t *testing.T, newStores func(t *testing.T) InvitationStores
 		{"Conflicts", testInvitationConflicts},
 		{"List", testListInvitations},
 		{"Revoke", testRevokeInvitation},
+		{"RevokeBy", testRevokeInvitationsBy},
 		{"Accept", testAcceptInvitation},
 		{"AcceptAtExpiry", testAcceptInvitationAtExpiry},
 		{"AcceptRollsBack", testAcceptInvitationRollsBack},
@@ -187,6 +188,55 @@ func testRevokeInvitation(t *testing.T, s InvitationStores) {
 	checkErr(t, "RevokeInvitation of an accepted one", s.Invitations.RevokeInvitation(ctx, o.OrgID, accepted.ID, at), ports.ErrConflict)
 	if got := mustGetInvitation(t, s, accepted.Hash); got.RevokedAt != nil {
 		t.Fatalf("a refused revocation revoked: %+v", got)
+	}
+}
+
+// testRevokeInvitationsBy revokes the pending invitations of one inviter
+// of one org, and no other.
+func testRevokeInvitationsBy(t *testing.T, s InvitationStores) {
+	ctx := t.Context()
+	o := seedInviter(t, s)
+	colleague := seedColleague(t, s.Identity, o.OrgID)
+	at := invAt.Add(time.Hour)
+	pending := []ports.Invitation{
+		mustCreateInvitation(t, s, newInvitation(o.OrgID, o.UserID)),
+		mustCreateInvitation(t, s, newInvitation(o.OrgID, o.UserID)),
+	}
+	accepted := mustCreateInvitation(t, s, newInvitation(o.OrgID, o.UserID))
+	if _, err := s.Invitations.AcceptInvitation(ctx, accepted.Hash, invAt, newID()); err != nil {
+		t.Fatal(err)
+	}
+	revoked := mustCreateInvitation(t, s, newInvitation(o.OrgID, o.UserID))
+	if err := s.Invitations.RevokeInvitation(ctx, o.OrgID, revoked.ID, invAt); err != nil {
+		t.Fatal(err)
+	}
+	expiredInv := newInvitation(o.OrgID, o.UserID)
+	expiredInv.ExpiresAt = at
+	expired := mustCreateInvitation(t, s, expiredInv)
+	theirs := mustCreateInvitation(t, s, newInvitation(colleague.OrgID, colleague.UserID))
+
+	if n, err := s.Invitations.RevokeInvitationsBy(ctx, newID(), o.UserID, at); err != nil || n != 0 {
+		t.Errorf("RevokeInvitationsBy in another org = %d, %v; want 0", n, err)
+	}
+	if n, err := s.Invitations.RevokeInvitationsBy(ctx, o.OrgID, o.UserID, at); err != nil || n != len(pending) {
+		t.Fatalf("RevokeInvitationsBy = %d, %v; want %d", n, err, len(pending))
+	}
+	for _, inv := range pending {
+		if got := mustGetInvitation(t, s, inv.Hash); got.RevokedAt == nil || !got.RevokedAt.Equal(at) {
+			t.Errorf("a pending invitation after RevokeInvitationsBy: %+v", got)
+		}
+	}
+	for what, want := range map[string]ports.Invitation{"accepted": accepted, "expired": expired, "another inviter's": theirs} {
+		got := mustGetInvitation(t, s, want.Hash)
+		if got.RevokedAt != nil {
+			t.Errorf("the %s invitation after RevokeInvitationsBy: %+v", what, got)
+		}
+	}
+	if got := mustGetInvitation(t, s, revoked.Hash); got.RevokedAt == nil || !got.RevokedAt.Equal(invAt) {
+		t.Errorf("the invitation revoked before, after RevokeInvitationsBy: %+v", got)
+	}
+	if n, err := s.Invitations.RevokeInvitationsBy(ctx, o.OrgID, o.UserID, at); err != nil || n != 0 {
+		t.Errorf("RevokeInvitationsBy again = %d, %v; want 0", n, err)
 	}
 }
 
