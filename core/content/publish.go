@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"net/url"
 	"path"
 	"regexp"
@@ -237,9 +236,10 @@ func (s *Service) checkTargetConfig(kind string, cfg map[string]string, f *field
 
 // CheckTargetURL returns why raw cannot be a target's URL, or "": it must
 // be an absolute http or https URL without credentials and, unless
-// allowPrivate, must not name a loopback, private, link-local or
-// unspecified address (nor localhost). Host names are resolved when the
-// target is called, where the same rule applies to the addresses found.
+// allowPrivate, its host must pass ports.CheckPublicHost: a plain ASCII
+// name that is not the machine's own (localhost and its kin), or a public
+// IP address in its canonical spelling. Host names are resolved when the
+// target is called, where ports.PublicAddr applies to the addresses found.
 func CheckTargetURL(raw string, allowPrivate bool) string {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
@@ -251,23 +251,7 @@ func CheckTargetURL(raw string, allowPrivate bool) string {
 	if allowPrivate {
 		return ""
 	}
-	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return "must not name a local or private address"
-	}
-	if addr, err := netip.ParseAddr(host); err == nil && !PublicAddr(addr) {
-		return "must not name a local or private address"
-	}
-	return ""
-}
-
-// PublicAddr reports whether addr may be called by publishing: not a
-// loopback, private, link-local, multicast or unspecified address.
-func PublicAddr(addr netip.Addr) bool {
-	addr = addr.Unmap()
-	return addr.IsValid() && !addr.IsLoopback() && !addr.IsPrivate() && !addr.IsLinkLocalUnicast() &&
-		!addr.IsLinkLocalMulticast() && !addr.IsInterfaceLocalMulticast() && !addr.IsMulticast() && !addr.IsUnspecified() &&
-		!netip.MustParsePrefix("100.64.0.0/10").Contains(addr) && !netip.MustParsePrefix("0.0.0.0/8").Contains(addr)
+	return ports.CheckPublicHost(u.Hostname())
 }
 
 // Targets returns the publishing targets of a project of the caller's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/devpilot/devpilot/core/content"
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
+	"github.com/devpilot/devpilot/testkit/fixture"
 	"github.com/devpilot/devpilot/testkit/mocks"
 )
 
@@ -148,6 +150,34 @@ func TestCreateTargetValidates(t *testing.T) {
 		_, err := e.svc.CreateTarget(as(alice), tc.in)
 		if !errors.Is(err, ports.ErrInvalid) || !strings.Contains(strings.Join(fieldsOf(err), ","), tc.field) {
 			t.Errorf("%s: %v (fields %v), want invalid naming %s", tc.name, err, fieldsOf(err), tc.field)
+		}
+	}
+}
+
+// Every spelling of a local or non-public address is refused as a webhook
+// URL and a WordPress site, naming the field; public names and addresses
+// are not.
+func TestCreateTargetRefusesEverySpellingOfALocalAddress(t *testing.T) {
+	t.Parallel()
+	e := newPublishEnv(t)
+	for _, host := range fixture.LocalHostSpellings {
+		for _, tc := range []struct {
+			kind, field string
+			cfg         map[string]string
+		}{
+			{"webhook", "config.url", map[string]string{"url": "http://" + host + ":8080/in"}},
+			{"wordpress", "config.site_url", map[string]string{"site_url": "https://" + host, "username": "u", "application_password": "p"}},
+		} {
+			_, err := e.svc.CreateTarget(as(alice), content.TargetInput{ProjectID: project, Name: "x", Kind: tc.kind, Config: tc.cfg})
+			if !errors.Is(err, ports.ErrInvalid) || strings.Join(fieldsOf(err), ",") != tc.field {
+				t.Errorf("%s at %s: %v (fields %v), want invalid naming %s", tc.kind, host, err, fieldsOf(err), tc.field)
+			}
+		}
+	}
+	for i, u := range []string{"https://hooks.example.com/in", "http://93.184.216.34/in", "https://[2606:4700::1111]:8443/in", "https://xn--bcher-kva.example/"} {
+		if _, err := e.svc.CreateTarget(as(alice), content.TargetInput{ProjectID: project, Name: fmt.Sprint("ok", i), Kind: "webhook",
+			Config: map[string]string{"url": u}}); err != nil {
+			t.Errorf("webhook at %s: %v", u, err)
 		}
 	}
 }

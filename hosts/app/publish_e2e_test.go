@@ -22,6 +22,7 @@ import (
 	"github.com/devpilot/devpilot/testkit/fakeaws"
 	"github.com/devpilot/devpilot/testkit/fakeopenai"
 	"github.com/devpilot/devpilot/testkit/fakewordpress"
+	"github.com/devpilot/devpilot/testkit/fixture"
 )
 
 // receiver is a webhook target: it checks each delivery's signature, answers
@@ -425,6 +426,46 @@ func TestPublishGitHubFileEndToEnd(t *testing.T) {
 			commits := site.FileCommits()
 			if len(commits) != 1 || commits[0].Path != "content/we-launched.md" || !strings.Contains(commits[0].Content, "Today we launch the new plans.") {
 				t.Fatalf("commits %+v", commits)
+			}
+		})
+	}
+}
+
+// Without DEVPILOT_PUBLISH_ALLOW_PRIVATE, a webhook or WordPress target at
+// any spelling of a local or non-public address is 422 problem+json
+// naming the field, and nothing is stored.
+func TestPublishTargetAddressGuardEndToEnd(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			st, _ := startApp(t, map[string]string{app.EnvDatabaseURL: sqlstoretest.URL(t, sqlstoreDialect(string(d))), app.EnvDataDir: t.TempDir(),
+				app.EnvPublishAllowPrivate: "0"})
+			tok := st.token("publisher@example.com")
+			for _, host := range fixture.LocalHostSpellings {
+				for _, tc := range []struct {
+					kind, field string
+					cfg         map[string]string
+				}{
+					{"webhook", "config.url", map[string]string{"url": "http://" + host + "/in"}},
+					{"wordpress", "config.site_url", map[string]string{"site_url": "https://" + host, "username": "u", "application_password": "p"}},
+				} {
+					code, body, _ := st.call(tok, "POST", "/content/targets", map[string]any{"project_id": "web", "name": "x", "kind": tc.kind, "config": tc.cfg})
+					var p struct {
+						Code   string `json:"code"`
+						Errors []struct{ Field string }
+					}
+					if err := json.Unmarshal(body, &p); err != nil || code != 422 || len(p.Errors) != 1 || p.Errors[0].Field != tc.field {
+						t.Errorf("%s at %s: %d %s, want 422 naming %s", tc.kind, host, code, body, tc.field)
+					}
+				}
+			}
+			code, body, _ := st.call(tok, "GET", "/content/targets?project_id=web", nil)
+			if code != 200 || !containsAll(body, `"items":[]`) {
+				t.Errorf("targets after the refusals: %d %s", code, body)
+			}
+			if code, body, _ := st.call(tok, "POST", "/content/targets", map[string]any{"project_id": "web", "name": "ok", "kind": "webhook",
+				"config": map[string]string{"url": "https://hooks.example.com/in"}}); code != 201 {
+				t.Errorf("a public webhook: %d %s", code, body)
 			}
 		})
 	}
