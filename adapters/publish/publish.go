@@ -3,9 +3,13 @@
 // application password). It implements ports.ContentPublisher with
 // net/http, one attempt per call; the content core retries.
 //
-// Unless Config.AllowPrivate, it never connects to a loopback, private,
-// link-local or unspecified address, whatever a host name resolves to, and
+// Unless Config.AllowPrivate, it calls only a URL whose host passes
+// ports.CheckPublicHost (a plain ASCII name or a canonical IP address) and
+// connects only to addresses that are ports.PublicAddr, whatever a host
+// name resolves to (the dialer checks every address it connects to), and
 // it follows no redirects, so a target cannot point it inside the network.
+// An error quotes the remote's answer only with the target's credentials
+// removed in every spelling an echo could use.
 package publish
 
 import (
@@ -13,14 +17,19 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -51,6 +60,14 @@ type Config struct {
 	AllowPrivate bool
 	// UserAgent is sent with every call ("devpilot").
 	UserAgent string
+	// Resolver finds a host name's addresses (net.DefaultResolver); tests
+	// set one that answers with the addresses they need.
+	Resolver Resolver
+}
+
+// Resolver looks up the IP addresses of a host name; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
 // Client is the ports.ContentPublisher over net/http.
@@ -71,28 +88,52 @@ func New(cfg Config) *Client {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "devpilot"
 	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
 	dialer := &net.Dialer{Timeout: cfg.Timeout, Control: func(_, address string, _ syscall.RawConn) error {
 		if cfg.AllowPrivate {
 			return nil
 		}
 		ap, err := netip.ParseAddrPort(address)
-		if err != nil || !publicAddr(ap.Addr()) {
+		if err != nil || !ports.PublicAddr(ap.Addr()) {
 			return errPrivate
 		}
 		return nil
 	}}
-	tr := &http.Transport{Proxy: nil, DialContext: dialer.DialContext, TLSHandshakeTimeout: cfg.Timeout,
+	tr := &http.Transport{Proxy: nil, DialContext: resolvingDial(dialer, cfg.Resolver), TLSHandshakeTimeout: cfg.Timeout,
 		ResponseHeaderTimeout: cfg.Timeout, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second}
 	return &Client{cfg: cfg, http: &http.Client{Transport: tr, Timeout: cfg.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
-// publicAddr is content.PublicAddr (the adapter does not import the core).
-func publicAddr(addr netip.Addr) bool {
-	addr = addr.Unmap()
-	return addr.IsValid() && !addr.IsLoopback() && !addr.IsPrivate() && !addr.IsLinkLocalUnicast() &&
-		!addr.IsLinkLocalMulticast() && !addr.IsInterfaceLocalMulticast() && !addr.IsMulticast() && !addr.IsUnspecified() &&
-		!netip.MustParsePrefix("100.64.0.0/10").Contains(addr) && !netip.MustParsePrefix("0.0.0.0/8").Contains(addr)
+// resolvingDial resolves a host name with r and dials its addresses in
+// turn with d, whose Control refuses any that is not public: the check
+// sees the very address connected to.
+func resolvingDial(d *net.Dialer, r Resolver) func(ctx context.Context, network, address string) (net.Conn, error) {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(address)
+		if err != nil {
+			return nil, err
+		}
+		addrs := []netip.Addr{}
+		if a, err := netip.ParseAddr(host); err == nil {
+			addrs = append(addrs, a)
+		} else if addrs, err = r.LookupNetIP(ctx, "ip", host); err != nil {
+			return nil, err
+		}
+		first := error(&net.AddrError{Err: "no address", Addr: host})
+		for i, a := range addrs {
+			conn, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
+			if err == nil {
+				return conn, nil
+			}
+			if i == 0 || errors.Is(err, errPrivate) {
+				first = err
+			}
+		}
+		return nil, first
+	}
 }
 
 // Sign returns the X-Devpilot-Signature-256 value of body under secret:
@@ -124,7 +165,7 @@ func (c *Client) Webhook(ctx context.Context, p ports.WebhookPost) (ports.Publis
 	h.Set(HeaderDelivery, p.DeliveryID)
 	h.Set(HeaderSignature, Sign(p.Secret, body))
 	h.Set(HeaderEvent, "content.published")
-	res, answer, err := c.post(ctx, "the webhook", p.URL, h, body)
+	res, answer, err := c.post(ctx, "the webhook", p.URL, h, body, nil)
 	if err != nil {
 		return ports.PublishResult{}, err
 	}
@@ -151,9 +192,10 @@ func (c *Client) WordPress(ctx context.Context, p ports.WordPressPost) (ports.Pu
 	req, _ := http.NewRequest(http.MethodPost, "http://x", nil)
 	req.SetBasicAuth(p.Username, p.Password)
 	h.Set("Authorization", req.Header.Get("Authorization"))
-	_, answer, err := c.post(ctx, "WordPress", strings.TrimRight(p.SiteURL, "/")+"/wp-json/wp/v2/posts", h, body)
+	_, answer, err := c.post(ctx, "WordPress", strings.TrimRight(p.SiteURL, "/")+"/wp-json/wp/v2/posts", h, body,
+		CredentialForms(p.Username, p.Password))
 	if err != nil {
-		return ports.PublishResult{}, ports.Redact(err, p.Password)
+		return ports.PublishResult{}, err
 	}
 	var v struct {
 		Link string `json:"link"`
@@ -177,9 +219,26 @@ func cleanURL(s string) string {
 
 // post sends body as JSON and reads the answer: nil for a 2xx; otherwise
 // a retryable Error for a 5xx, a 429, a timeout or a connection failure,
-// upstream for any other answer, invalid for a private address.
-func (c *Client) post(ctx context.Context, what, url string, h http.Header, body []byte) (*http.Response, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// upstream for any other answer, invalid for a URL whose host is not a
+// plain public name or address, or a private address. No text of secrets
+// (the credentials in every spelling) is in an error.
+func (c *Client) post(ctx context.Context, what, rawURL string, h http.Header, body []byte, secrets []string) (*http.Response, []byte, error) {
+	res, answer, err := c.send(ctx, what, rawURL, h, body, secrets)
+	for _, s := range secrets {
+		err = ports.Redact(err, s)
+	}
+	return res, answer, err
+}
+
+func (c *Client) send(ctx context.Context, what, rawURL string, h http.Header, body []byte, secrets []string) (*http.Response, []byte, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, nil, ports.Errorf(ports.KindInvalid, "%s URL is not an absolute http or https URL", what)
+	}
+	if reason := ports.CheckPublicHost(u.Hostname()); reason != "" && !c.cfg.AllowPrivate {
+		return nil, nil, ports.Errorf(ports.KindInvalid, "%s URL cannot be called: its host %s", what, reason)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
 	if err != nil {
 		return nil, nil, ports.Errorf(ports.KindInvalid, "%s URL cannot be called: %v", what, err)
 	}
@@ -196,15 +255,69 @@ func (c *Client) post(ctx context.Context, what, url string, h http.Header, body
 	if err != nil && res.StatusCode/100 != 2 {
 		return nil, nil, c.callError(what, err)
 	}
-	switch {
-	case res.StatusCode/100 == 2:
+	if res.StatusCode/100 == 2 {
 		return res, answer, nil
+	}
+	quoted := snippet(redactAll(answer, secrets))
+	switch {
 	case res.StatusCode == http.StatusTooManyRequests:
 		return nil, nil, &ports.Error{Kind: ports.KindRateLimited, RetryAfter: time.Second, Message: fmt.Sprintf("%s answered HTTP 429", what)}
 	case res.StatusCode >= 500:
-		return nil, nil, ports.Errorf(ports.KindUnavailable, "%s answered HTTP %d%s", what, res.StatusCode, snippet(answer))
+		return nil, nil, ports.Errorf(ports.KindUnavailable, "%s answered HTTP %d%s", what, res.StatusCode, quoted)
 	}
-	return nil, nil, ports.Errorf(ports.KindUpstream, "%s answered HTTP %d%s", what, res.StatusCode, snippet(answer))
+	return nil, nil, ports.Errorf(ports.KindUpstream, "%s answered HTTP %d%s", what, res.StatusCode, quoted)
+}
+
+// CredentialForms returns the spellings of a Basic-auth credential a
+// remote might echo in an answer, longest first: the password as given and
+// without its spaces (WordPress application passwords are shown with
+// spaces and accepted without), and each of them and "user:password" in
+// standard and URL-safe base64 (padded or not) and percent-encoded (as a
+// query value or a path, with upper- or lower-case hex); the passwords
+// also JSON- and HTML-escaped.
+func CredentialForms(user, password string) []string {
+	if password == "" {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, pw := range []string{password, strings.ReplaceAll(password, " ", "")} {
+		for _, s := range []string{pw, user + ":" + pw} {
+			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+				add(enc.EncodeToString([]byte(s)))
+			}
+			for _, esc := range []string{url.QueryEscape(s), url.PathEscape(s)} {
+				add(esc)
+				add(percentHex.ReplaceAllStringFunc(esc, strings.ToLower))
+			}
+		}
+		add(pw)
+		if j, err := json.Marshal(pw); err == nil {
+			add(string(j[1 : len(j)-1]))
+		}
+		add(html.EscapeString(pw))
+	}
+	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+var percentHex = regexp.MustCompile(`%[0-9A-F]{2}`)
+
+// redactAll replaces every secret in b with ports.RedactedText, in order
+// (longest first), before any of it is clipped for a message: a clipped
+// secret would no longer match.
+func redactAll(b []byte, secrets []string) []byte {
+	s := string(b)
+	for _, sec := range secrets {
+		s = strings.ReplaceAll(s, sec, ports.RedactedText)
+	}
+	return []byte(s)
 }
 
 func (c *Client) callError(what string, err error) error {

@@ -1,11 +1,15 @@
 package publish_test
 
 import (
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +19,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/publish"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fakewordpress"
+	"github.com/devpilot/devpilot/testkit/fixture"
 )
 
 func post() ports.WebhookPost {
@@ -130,4 +135,98 @@ func TestWordPress(t *testing.T) {
 	if _, err := c.WordPress(t.Context(), ports.WordPressPost{SiteURL: wp.URL(), Username: "editor", Password: "abcd efgh ijkl"}); !ports.Transient(err) {
 		t.Errorf("HTTP 502: %v, want transient", err)
 	}
+}
+
+// A URL whose host is a local address in any spelling is refused before
+// anything is sent, even when a target stored before the guard holds one.
+func TestRefusesEverySpellingOfALocalAddress(t *testing.T) {
+	t.Parallel()
+	c := publish.New(publish.Config{})
+	for _, host := range fixture.LocalHostSpellings {
+		p := post()
+		p.URL = "http://" + host + ":1/in"
+		if _, err := c.Webhook(t.Context(), p); !errors.Is(err, ports.ErrInvalid) {
+			t.Errorf("webhook to %s: %v, want invalid", p.URL, err)
+		}
+		if _, err := c.WordPress(t.Context(), ports.WordPressPost{SiteURL: "https://" + host, Username: "u", Password: "p"}); !errors.Is(err, ports.ErrInvalid) {
+			t.Errorf("wordpress at %s: %v, want invalid", host, err)
+		}
+	}
+}
+
+// staticResolver answers every name with its addresses.
+type staticResolver []netip.Addr
+
+func (r staticResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return r, nil
+}
+
+// A public-looking name that resolves to a non-public address is refused
+// when it is dialled: the dialer's check sees the resolved address.
+func TestDialRefusesNamesThatResolveToNonPublicAddresses(t *testing.T) {
+	t.Parallel()
+	for _, a := range fixture.NonPublicAddrs {
+		c := publish.New(publish.Config{Resolver: staticResolver{netip.MustParseAddr(a)}, Timeout: 2 * time.Second})
+		p := post()
+		p.URL = "http://hooks.example.com:9/in"
+		if _, err := c.Webhook(t.Context(), p); !errors.Is(err, ports.ErrInvalid) || !strings.Contains(err.Error(), "local or private") {
+			t.Errorf("a name resolving to %s: %v, want invalid (local or private)", a, err)
+		}
+	}
+	// A name resolving to a public address and then a private one: the
+	// private one is never dialled, and its refusal is what is reported.
+	c := publish.New(publish.Config{Resolver: staticResolver{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("127.0.0.1")}})
+	p := post()
+	p.URL = "http://hooks.example.com:9/in"
+	if _, err := c.Webhook(t.Context(), p); !errors.Is(err, ports.ErrInvalid) {
+		t.Errorf("a name resolving to two private addresses: %v, want invalid", err)
+	}
+	// The resolver is the one used: with private addresses allowed, a name
+	// resolving to the loopback reaches a local server.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"url":"https://example.com/1"}`))
+	}))
+	defer srv.Close()
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	c = publish.New(publish.Config{AllowPrivate: true, Resolver: staticResolver{netip.MustParseAddr("127.0.0.1")}})
+	p.URL = "http://hooks.example.com:" + port + "/in"
+	if res, err := c.Webhook(t.Context(), p); err != nil || res.RemoteURL != "https://example.com/1" {
+		t.Errorf("allowed private: %+v, %v", res, err)
+	}
+}
+
+// A WordPress answer that echoes the credentials is quoted with every
+// spelling of them redacted: the password as given and without spaces,
+// the Basic-auth base64 of user:password, and percent-encoded forms.
+func TestWordPressErrorRedactsEchoedCredentials(t *testing.T) {
+	t.Parallel()
+	const user, password = "editor", "abcd efgh/ijkl+mnop"
+	wp := fakewordpress.New(user, password)
+	defer wp.Close()
+	wp.EchoCredentials()
+	c := publish.New(publish.Config{AllowPrivate: true})
+	forbidden := []string{password, strings.ReplaceAll(password, " ", ""), base64.StdEncoding.EncodeToString([]byte(user + ":" + password)),
+		url.QueryEscape(password), url.PathEscape(password), strings.ToLower(url.QueryEscape(password)), "abcd+efgh", "efgh%2Fijkl", "ijkl+mnop"}
+	check := func(name string, err error, kind ports.Kind) {
+		t.Helper()
+		if ports.KindOf(err) != kind {
+			t.Errorf("%s: %v, want %s", name, err, kind)
+		}
+		for _, text := range []string{err.Error(), ports.Public(err).Message} {
+			if !strings.Contains(text, ports.RedactedText) {
+				t.Errorf("%s: %q does not show the echo redacted", name, text)
+			}
+			for _, f := range forbidden {
+				if strings.Contains(text, f) {
+					t.Errorf("%s: %q holds %q", name, text, f)
+				}
+			}
+		}
+	}
+	wp.Fail(400)
+	_, err := c.WordPress(t.Context(), ports.WordPressPost{SiteURL: wp.URL(), Username: user, Password: password, Title: "t"})
+	check("HTTP 400", err, ports.KindUpstream)
+	wp.Fail(503)
+	_, err = c.WordPress(t.Context(), ports.WordPressPost{SiteURL: wp.URL(), Username: user, Password: password, Title: "t"})
+	check("HTTP 503", err, ports.KindUnavailable)
 }

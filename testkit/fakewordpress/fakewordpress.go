@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,7 @@ type Server struct {
 	users    map[string]string // username → application password (spaces removed)
 	posts    []Post
 	failures []int // statuses to answer the next posts with
+	echo     bool  // errors quote the request's credentials
 }
 
 // New starts a site with one user and its application password.
@@ -58,6 +60,16 @@ func (s *Server) Fail(statuses ...int) {
 	s.failures = append(s.failures, statuses...)
 }
 
+// EchoCredentials makes every error answer quote the credentials of the
+// request, as some misconfigured proxies and plugins do: the
+// Authorization header, the password it carried (as sent and
+// JSON-escaped by the encoder) and that password percent-encoded.
+func (s *Server) EchoCredentials() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.echo = true
+}
+
 // Posts returns the posts made.
 func (s *Server) Posts() []Post {
 	s.mu.Lock()
@@ -71,7 +83,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func wpError(w http.ResponseWriter, status int, code, message string) {
+func (s *Server) wpError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	s.mu.Lock()
+	echo := s.echo
+	s.mu.Unlock()
+	if echo {
+		_, pass, _ := r.BasicAuth()
+		message += fmt.Sprintf(" (request: Authorization: %s; password %s; encoded %s)", r.Header.Get("Authorization"), pass, url.QueryEscape(pass))
+	}
 	writeJSON(w, status, map[string]any{"code": code, "message": message, "data": map[string]int{"status": status}})
 }
 
@@ -79,14 +98,14 @@ func wpError(w http.ResponseWriter, status int, code, message string) {
 func (s *Server) auth(w http.ResponseWriter, r *http.Request) (string, bool) {
 	user, pass, ok := r.BasicAuth()
 	if !ok {
-		wpError(w, http.StatusUnauthorized, "rest_not_logged_in", "You are not currently logged in.")
+		s.wpError(w, r, http.StatusUnauthorized, "rest_not_logged_in", "You are not currently logged in.")
 		return "", false
 	}
 	s.mu.Lock()
 	want, known := s.users[user]
 	s.mu.Unlock()
 	if !known || strings.ReplaceAll(pass, " ", "") != want {
-		wpError(w, http.StatusUnauthorized, "incorrect_password", "The provided password is an invalid application password.")
+		s.wpError(w, r, http.StatusUnauthorized, "incorrect_password", "The provided password is an invalid application password.")
 		return "", false
 	}
 	return user, true
@@ -103,7 +122,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		Status  string `json:"status"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-		wpError(w, http.StatusBadRequest, "rest_invalid_json", "Invalid JSON body passed.")
+		s.wpError(w, r, http.StatusBadRequest, "rest_invalid_json", "Invalid JSON body passed.")
 		return
 	}
 	s.mu.Lock()
@@ -111,7 +130,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		status := s.failures[0]
 		s.failures = s.failures[1:]
 		s.mu.Unlock()
-		wpError(w, status, "fake_failure", "injected failure")
+		s.wpError(w, r, status, "fake_failure", "injected failure")
 		return
 	}
 	p := Post{ID: len(s.posts) + 1, Title: in.Title, Content: in.Content, Status: in.Status, Author: user}
