@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/devpilot/devpilot/ports"
@@ -42,6 +43,10 @@ const (
 	// CodeStarted (conflict): the publication has started or finished and
 	// can no longer be cancelled.
 	CodeStarted = "publication_started"
+	// CodeTargetCreatorOnly (forbidden): a github_file target commits with
+	// its creator's GitHub connection; only an admin or its creator may
+	// publish through it or delete it.
+	CodeTargetCreatorOnly = "target_creator_only"
 )
 
 // The config keys of each kind of target; secretKey is the key of a
@@ -227,6 +232,8 @@ func (s *Service) checkTargetConfig(kind string, cfg map[string]string, f *field
 		tpl := cfg["path_template"]
 		if tpl != path.Clean(tpl) || strings.HasPrefix(tpl, "/") || strings.HasPrefix(tpl, "..") || strings.ContainsAny(tpl, "\\\x00") || len(tpl) > 500 {
 			f.add("config.path_template", "must be a relative path in the repository, such as content/{slug}.md")
+		} else if reason := CheckFilePath(tpl); reason != "" {
+			f.add("config.path_template", reason)
 		}
 		if b, ok := cfg["branch"]; ok && b != "" && (!branchPattern.MatchString(b) || strings.Contains(b, "..")) {
 			f.add("config.branch", "must be a branch name")
@@ -269,7 +276,10 @@ func (s *Service) Targets(ctx context.Context, projectID string) ([]ports.Publis
 
 // DeleteTarget deletes a publishing target of the caller's organisation;
 // its publications are kept, and a scheduled one fails when its time
-// comes. Errors: not_found; the store's.
+// comes. A github_file target, which commits with its creator's GitHub
+// connection, may be deleted only by an admin or its creator. Errors:
+// not_found; forbidden for another member's github_file target; the
+// store's.
 func (s *Service) DeleteTarget(ctx context.Context, id string) error {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
@@ -277,6 +287,14 @@ func (s *Service) DeleteTarget(ctx context.Context, id string) error {
 	}
 	if !ports.IsID(id) {
 		return ports.NotFound("publishing target", id)
+	}
+	t, err := s.d.Publish.GetTarget(ctx, p.OrgID, id)
+	if err != nil {
+		return err
+	}
+	if err := mayUseTarget(p, t, "delete"); err != nil {
+		s.audit(ctx, p.UserID, p.OrgID, "content.delete_target", id, map[string]any{}, err)
+		return err
 	}
 	err = s.d.Publish.DeleteTarget(ctx, p.OrgID, id)
 	if !errors.Is(err, ports.ErrNotFound) {
@@ -290,8 +308,12 @@ func (s *Service) DeleteTarget(ctx context.Context, id string) error {
 // or at a time (scheduled). The publication and its job are stored in one
 // transaction, so a scheduled publish survives restarts.
 //
-// Errors: not_found for the item or the target; invalid (field target_id)
-// for a target of another project, (field at) for a time not in the future
+// A github_file target commits with its creator's GitHub connection, so
+// only an admin or its creator may publish through it.
+//
+// Errors: not_found for the item or the target; forbidden for another
+// member's github_file target; invalid (field target_id) for a target of
+// another project, (field at) for a time not in the future
 // or more than MaxPublishAhead ahead; conflict (not_approved) when the
 // item is not approved; the store's and the queue's errors.
 func (s *Service) Publish(ctx context.Context, itemID, targetID string, at *time.Time) (ports.Publication, error) {
@@ -322,6 +344,9 @@ func (s *Service) Publish(ctx context.Context, itemID, targetID string, at *time
 	if err != nil {
 		return ports.Publication{}, err
 	}
+	if err := mayUseTarget(p, t, "publish through"); err != nil {
+		return ports.Publication{}, err
+	}
 	if t.ProjectID != it.ProjectID {
 		return ports.Publication{}, ports.Invalid("the target is another project's",
 			ports.FieldError{Field: "target_id", Reason: "must be a target of the item's project " + it.ProjectID})
@@ -348,6 +373,19 @@ func (s *Service) Publish(ctx context.Context, itemID, targetID string, at *time
 		return ports.Publication{}, err
 	}
 	return pub, nil
+}
+
+// mayUseTarget returns a forbidden Error unless p may act on t: anyone of
+// the organisation on a webhook or WordPress target (its credentials are
+// the target's own), only an admin or the creator on a github_file target,
+// which acts with its creator's GitHub connection. The target is listed
+// to every member, so forbidden (not not_found) hides nothing.
+func mayUseTarget(p ports.Principal, t ports.PublishTarget, what string) error {
+	if t.Kind != ports.TargetGitHubFile || p.IsAdmin() || p.UserID == t.CreatedBy {
+		return nil
+	}
+	return &ports.Error{Kind: ports.KindForbidden, Code: CodeTargetCreatorOnly,
+		Message: fmt.Sprintf("only an organisation admin or the target's creator may %s publishing target %q: it commits with its creator's GitHub connection", what, t.Name)}
 }
 
 // Publications returns the publications of a content item of the caller's
@@ -571,13 +609,50 @@ func (s *Service) deliver(ctx context.Context, t ports.PublishTarget, pub ports.
 		if s.d.Repos == nil {
 			return ports.PublishResult{}, ports.Errorf(ports.KindInvalid, "publishing to GitHub is not configured")
 		}
+		file := FilePath(t.Config["path_template"], it, publishedAt)
+		if reason := CheckFilePath(file); reason != "" {
+			return ports.PublishResult{}, ports.Errorf(ports.KindInvalid, "the file path %q %s", file, reason)
+		}
 		title, _ := json.Marshal(it.Title)
 		return s.d.Repos.WriteFile(ctx, ports.Owner{OrgID: t.OrgID, UserID: t.CreatedBy}, ports.RepoFileWrite{
-			RepoID: t.Config["repo_id"], Branch: t.Config["branch"], Path: FilePath(t.Config["path_template"], it, publishedAt),
+			RepoID: t.Config["repo_id"], Branch: t.Config["branch"], Path: file,
 			Content: "---\ntitle: " + string(title) + "\n---\n\n" + it.Body + "\n",
 			Message: "Publish " + clipRunes(it.Title, 60) + " (devpilot " + pub.ID + ")"})
 	}
 	return ports.PublishResult{}, ports.Errorf(ports.KindInvalid, "unknown kind of target %q", t.Kind)
+}
+
+// CheckFilePath returns why p (a path template, or the path it filled)
+// cannot be where a github_file target writes, or "": after cleaning it
+// must be a relative path inside the repository (no "..", not absolute,
+// no backslash or control character), and no segment may be a git or
+// repository-configuration name: one that starts with ".git" in any case
+// (.git, .github, .gitmodules, .gitattributes, ...), once the characters
+// some file systems ignore (format characters, trailing dots and spaces)
+// are dropped. Workflows under .github/ run with the repository's
+// secrets, and .git/ is git's own.
+func CheckFilePath(p string) string {
+	const inside = "must be a relative path in the repository, such as content/{slug}.md"
+	clean := path.Clean(p)
+	if p == "" || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") || strings.HasPrefix(clean, "/") ||
+		strings.ContainsFunc(p, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
+		return inside
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." {
+			return inside
+		}
+		name := strings.ToLower(strings.TrimRight(strings.Map(func(r rune) rune {
+			if unicode.Is(unicode.Cf, r) {
+				return -1
+			}
+			return r
+		}, seg), ". "))
+		if strings.HasPrefix(name, ".git") {
+			return "must not write into .git or .github, nor a .git* file of the repository"
+		}
+	}
+	return ""
 }
 
 // FilePath fills a path template: {slug} is the item's title in lower case

@@ -70,16 +70,38 @@ func (f *fakePublisher) WordPress(_ context.Context, p ports.WordPressPost) (por
 	return ports.PublishResult{RemoteURL: "https://blog.example.com/?p=7"}, nil
 }
 
+// fakeRepos is every repository but absent, and records the files written.
+type fakeRepos struct {
+	mu     sync.Mutex
+	writes []ports.RepoFileWrite
+	owners []ports.Owner
+}
+
+func (f *fakeRepos) CheckRepo(_ context.Context, _ ports.Owner, repoID string) (ports.Repository, error) {
+	if repoID == absent {
+		return ports.Repository{}, ports.NotFound("repository", repoID)
+	}
+	return ports.Repository{ID: repoID}, nil
+}
+
+func (f *fakeRepos) WriteFile(_ context.Context, o ports.Owner, w ports.RepoFileWrite) (ports.PublishResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes, f.owners = append(f.writes, w), append(f.owners, o)
+	return ports.PublishResult{RemoteURL: "https://github.example/blob/main/" + w.Path}, nil
+}
+
 type publishEnv struct {
 	*env
 	pub   *fakePublisher
+	repos *fakeRepos
 	audit []ports.AuditEntry
 }
 
 func newPublishEnv(t *testing.T) *publishEnv {
 	t.Helper()
 	e := newEnv(t, content.Config{})
-	pe := &publishEnv{env: e, pub: &fakePublisher{}}
+	pe := &publishEnv{env: e, pub: &fakePublisher{}, repos: &fakeRepos{}}
 	ctrl := gomock.NewController(t)
 	jobs := mocks.NewMockJobQueue(ctrl)
 	jobs.EXPECT().Enqueue(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
@@ -97,7 +119,7 @@ func newPublishEnv(t *testing.T) *publishEnv {
 		return nil
 	})
 	e.svc = content.New(content.Config{PublishBackoff: time.Millisecond}, content.Deps{Store: e.content, Tx: marked{e.store, e},
-		Jobs: jobs, Clock: e.clock, IDs: e.ids, Publish: e.store, Cipher: plainCipher{}, Publisher: pe.pub, Audit: audit})
+		Jobs: jobs, Clock: e.clock, IDs: e.ids, Publish: e.store, Cipher: plainCipher{}, Publisher: pe.pub, Repos: pe.repos, Audit: audit})
 	return pe
 }
 
@@ -369,5 +391,100 @@ func TestPublishContentTool(t *testing.T) {
 	res, err = publish.Run(as(alice), args)
 	if b, _ := json.Marshal(res); err != nil || !strings.Contains(string(b), `"status":"scheduled"`) {
 		t.Errorf("publish_content = %s, %v", b, err)
+	}
+}
+
+// A github_file target commits with its creator's GitHub connection: only
+// its creator or an admin may publish through it or delete it; another
+// member is refused (forbidden: the target is listed to every member, so
+// its existence is no secret). Webhook targets stay the organisation's.
+func TestGitHubFileTargetIsItsCreatorsOrAnAdmins(t *testing.T) {
+	t.Parallel()
+	e := newPublishEnv(t)
+	admin := alice
+	admin.Role = ports.RoleAdmin
+	nt, err := e.svc.CreateTarget(as(bob), content.TargetInput{ProjectID: project, Name: "site", Kind: ports.TargetGitHubFile,
+		Config: map[string]string{"repo_id": "00000000-0000-7000-8000-0000000000aa", "path_template": "content/{slug}.md"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := e.seedItem(alice, ports.ContentApproved)
+	if _, err := e.svc.Publish(as(alice), it.ID, nt.Target.ID, nil); !errors.Is(err, ports.ErrForbidden) || ports.Public(err).Code != content.CodeTargetCreatorOnly {
+		t.Errorf("another member publishes through bob's github_file target: %v, want forbidden", err)
+	}
+	if err := e.svc.DeleteTarget(as(alice), nt.Target.ID); !errors.Is(err, ports.ErrForbidden) {
+		t.Errorf("another member deletes bob's github_file target: %v, want forbidden", err)
+	}
+	if _, err := e.svc.Publish(as(olga), it.ID, nt.Target.ID, nil); !errors.Is(err, ports.ErrNotFound) {
+		t.Errorf("another org's admin: %v, want not_found", err)
+	}
+	for _, p := range []ports.Principal{bob, admin} {
+		it := e.seedItem(alice, ports.ContentApproved)
+		pub, err := e.svc.Publish(as(p), it.ID, nt.Target.ID, nil)
+		if err != nil {
+			t.Fatalf("%s publishes: %v", p.UserID, err)
+		}
+		if err := e.svc.RunPublication(t.Context(), e.lastPublishJob(), true); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := e.store.GetPublication(t.Context(), alice.OrgID, pub.ID); got.Status != ports.PublicationSucceeded {
+			t.Errorf("%s's publication %+v", p.UserID, got)
+		}
+	}
+	if len(e.repos.owners) == 0 || e.repos.owners[0].UserID != bob.UserID {
+		t.Errorf("files written as %+v, want bob", e.repos.owners)
+	}
+	// A webhook target is anyone's in the organisation.
+	hook := e.webhookTarget(bob)
+	if _, err := e.svc.Publish(as(alice), it.ID, hook.Target.ID, nil); err != nil {
+		t.Errorf("publish through bob's webhook: %v", err)
+	}
+	if err := e.svc.DeleteTarget(as(alice), hook.Target.ID); err != nil {
+		t.Errorf("delete bob's webhook: %v", err)
+	}
+	if err := e.svc.DeleteTarget(as(admin), nt.Target.ID); err != nil {
+		t.Errorf("an admin deletes bob's github_file target: %v", err)
+	}
+}
+
+// A path template may not write into .git or .github (any segment, any
+// case, once cleaned), nor leave the repository; a template that fills to
+// such a path fails its publication without writing.
+func TestGitHubFilePathTemplateStaysOutOfGit(t *testing.T) {
+	t.Parallel()
+	e := newPublishEnv(t)
+	for _, tpl := range []string{".github/workflows/{slug}.yml", ".git/hooks/post-checkout", "docs/.GitHub/x.md", "a/.Git/config",
+		"docs/./.github/{slug}.md", ".gitmodules", "docs/.git./x", "docs/.g\u200bit/x", "../{slug}.md", "a/../../b.md", "/abs/{slug}.md",
+		"docs/../.github/x.md", "a\\b.md", "", "."} {
+		_, err := e.svc.CreateTarget(as(bob), content.TargetInput{ProjectID: project, Name: "x", Kind: ports.TargetGitHubFile,
+			Config: map[string]string{"repo_id": "00000000-0000-7000-8000-0000000000aa", "path_template": tpl}})
+		if !errors.Is(err, ports.ErrInvalid) || strings.Join(fieldsOf(err), ",") != "config.path_template" {
+			t.Errorf("path_template %q: %v (fields %v), want invalid naming config.path_template", tpl, err, fieldsOf(err))
+		}
+	}
+	for _, tpl := range []string{"content/{slug}.md", "docs/github/{date}-{id}.md", "git/{slug}.md", ".well-known/{slug}.txt"} {
+		if reason := content.CheckFilePath(tpl); reason != "" {
+			t.Errorf("CheckFilePath(%q) = %q", tpl, reason)
+		}
+	}
+	// ".gi{slug}" with the title "t" fills to ".git": refused when it is filled.
+	nt, err := e.svc.CreateTarget(as(bob), content.TargetInput{ProjectID: project, Name: "sneaky", Kind: ports.TargetGitHubFile,
+		Config: map[string]string{"repo_id": "00000000-0000-7000-8000-0000000000aa", "path_template": ".gi{slug}/config"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := e.seedItem(bob, ports.ContentApproved, func(it *ports.ContentItem) { it.Title = "T" })
+	pub, err := e.svc.Publish(as(bob), it.ID, nt.Target.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.RunPublication(t.Context(), e.lastPublishJob(), false); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.store.GetPublication(t.Context(), bob.OrgID, pub.ID); got.Status != ports.PublicationFailed || !strings.Contains(got.Error, ".git") {
+		t.Errorf("publication %+v, want failed naming .git", got)
+	}
+	if len(e.repos.writes) != 0 {
+		t.Errorf("files written: %+v", e.repos.writes)
 	}
 }

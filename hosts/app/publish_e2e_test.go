@@ -19,6 +19,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/publish"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/app"
+	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fakeaws"
 	"github.com/devpilot/devpilot/testkit/fakeopenai"
 	"github.com/devpilot/devpilot/testkit/fakewordpress"
@@ -426,6 +427,42 @@ func TestPublishGitHubFileEndToEnd(t *testing.T) {
 			commits := site.FileCommits()
 			if len(commits) != 1 || commits[0].Path != "content/we-launched.md" || !strings.Contains(commits[0].Content, "Today we launch the new plans.") {
 				t.Fatalf("commits %+v", commits)
+			}
+
+			// The target commits with alice's connection: another member may
+			// neither publish through it nor delete it (403
+			// target_creator_only); an admin may publish through it.
+			bob := st.token("bob@example.com")
+			admin, _ := st.cloudUser("dana@example.com", "acme", ports.RoleAdmin)
+			bobItem := st.approvedItem(bob)
+			for _, tc := range []struct{ method, path string }{{"POST", "/content/" + bobItem + "/publish"}, {"DELETE", "/content/targets/" + target["id"].(string)}} {
+				var body any
+				if tc.method == "POST" {
+					body = map[string]any{"target_id": target["id"]}
+				}
+				code, resp, _ := st.call(bob, tc.method, tc.path, body)
+				if code != 403 || !containsAll(resp, `"code":"target_creator_only"`) {
+					t.Errorf("another member: %s %s: %d %s, want 403 target_creator_only", tc.method, tc.path, code, resp)
+				}
+			}
+			code, out, body = st.publish(admin, bobItem, map[string]any{"target_id": target["id"]})
+			if code != 202 {
+				t.Fatalf("an admin publishes: %d %s", code, body)
+			}
+			if pub := st.waitPublished(admin, bobItem, out["publication_id"].(string)); pub.Status != "succeeded" {
+				t.Fatalf("the admin's publication %+v", pub)
+			}
+
+			// No template writes into .git or .github.
+			for _, tpl := range []string{".github/workflows/{slug}.yml", "docs/.GIT/hooks/{slug}", "a/../.github/x.md"} {
+				code, resp, _ := st.call(alice, "POST", "/content/targets", map[string]any{"project_id": "web", "name": "ci", "kind": "github_file",
+					"config": map[string]string{"repo_id": repoID, "path_template": tpl}})
+				if code != 422 || !containsAll(resp, `"field":"config.path_template"`) {
+					t.Errorf("path_template %s: %d %s, want 422 naming config.path_template", tpl, code, resp)
+				}
+			}
+			if code, resp, _ := st.call(alice, "DELETE", "/content/targets/"+target["id"].(string), nil); code != 204 {
+				t.Errorf("the creator deletes the target: %d %s", code, resp)
 			}
 		})
 	}
