@@ -1,11 +1,30 @@
 // md.js: Markdown (stage documents, content bodies, assistant text) rendered
 // to DOM nodes with createElement and textContent only. Raw HTML in the
-// source stays text; a link is a link only when it is http(s), mailto, a
-// path or a fragment, so a javascript: link shows as text.
+// source stays text; a link is a link only when it is an absolute http(s)
+// or mailto URL, or a path or fragment that stays on the console's origin
+// once the browser resolves it, so javascript: and /\other.host links
+// show as text.
 
 import { h } from './ui.js';
 
-const SAFE_URL = /^(https?:\/\/|mailto:|\/(?!\/)|#)/i;
+// linkTarget returns the URL a link to href may point at, or null. Every
+// href is resolved as the browser would resolve it (new URL against the
+// page: backslashes are slashes, tabs and newlines vanish), and the
+// resolved URL is what the link gets, so what was checked is what is
+// followed.
+export function linkTarget(href) {
+  let url;
+  try {
+    url = new URL(href, location.href);
+  } catch {
+    return null;
+  }
+  if (/^mailto:/i.test(href)) return url.protocol === 'mailto:' ? url.href : null;
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+  if (/^https?:\/\//i.test(href)) return url.href;
+  if (!/^[/#]/.test(href)) return null;
+  return url.origin === location.origin ? url.href : null;
+}
 
 // render returns a fragment holding the rendered Markdown of src.
 export function render(src) {
@@ -84,7 +103,8 @@ export function inline(text) {
     if (m.index > last) out.push(text.slice(last, m.index));
     if (m[1]) out.push(h('code', {}, m[2]));
     else if (m[3] !== undefined) {
-      out.push(SAFE_URL.test(m[4]) ? h('a', { href: m[4], rel: 'noopener noreferrer', target: m[4].startsWith('http') ? '_blank' : null }, inline(m[3])) : m[0]);
+      const href = linkTarget(m[4]);
+      out.push(href ? h('a', { href, rel: 'noopener noreferrer', target: /^https?:/i.test(m[4]) ? '_blank' : null }, inline(m[3])) : m[0]);
     } else if (m[5] !== undefined || m[6] !== undefined) out.push(h('strong', {}, inline(m[5] ?? m[6])));
     else out.push(h('em', {}, inline(m[7] ?? m[8])));
     last = re.lastIndex;
