@@ -91,8 +91,19 @@ func New(cfg Config) *Client {
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
-	dialer := &net.Dialer{Timeout: cfg.Timeout, Control: func(_, address string, _ syscall.RawConn) error {
-		if cfg.AllowPrivate {
+	dialer := &net.Dialer{Timeout: cfg.Timeout, Control: control(cfg.AllowPrivate)}
+	tr := &http.Transport{Proxy: nil, DialContext: resolvingDial(dialer, cfg.Resolver, cfg.AllowPrivate), TLSHandshakeTimeout: cfg.Timeout,
+		ResponseHeaderTimeout: cfg.Timeout, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second}
+	return &Client{cfg: cfg, http: &http.Client{Transport: tr, Timeout: cfg.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// control is the dialer's last word: unless allowPrivate, it refuses a
+// socket about to connect to an address that is not ports.PublicAddr, so
+// the check sees the very address connected to, however it was found.
+func control(allowPrivate bool) func(network, address string, _ syscall.RawConn) error {
+	return func(_, address string, _ syscall.RawConn) error {
+		if allowPrivate {
 			return nil
 		}
 		ap, err := netip.ParseAddrPort(address)
@@ -100,17 +111,14 @@ func New(cfg Config) *Client {
 			return errPrivate
 		}
 		return nil
-	}}
-	tr := &http.Transport{Proxy: nil, DialContext: resolvingDial(dialer, cfg.Resolver), TLSHandshakeTimeout: cfg.Timeout,
-		ResponseHeaderTimeout: cfg.Timeout, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second}
-	return &Client{cfg: cfg, http: &http.Client{Transport: tr, Timeout: cfg.Timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	}
 }
 
 // resolvingDial resolves a host name with r and dials its addresses in
-// turn with d, whose Control refuses any that is not public: the check
-// sees the very address connected to.
-func resolvingDial(d *net.Dialer, r Resolver) func(ctx context.Context, network, address string) (net.Conn, error) {
+// turn with d. Unless allowPrivate, a name with any address that is not
+// public is refused before a socket is made (and d's Control checks each
+// address again as it connects).
+func resolvingDial(d *net.Dialer, r Resolver, allowPrivate bool) func(ctx context.Context, network, address string) (net.Conn, error) {
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
 		host, port, err := net.SplitHostPort(address)
 		if err != nil {
@@ -122,13 +130,18 @@ func resolvingDial(d *net.Dialer, r Resolver) func(ctx context.Context, network,
 		} else if addrs, err = r.LookupNetIP(ctx, "ip", host); err != nil {
 			return nil, err
 		}
+		for _, a := range addrs {
+			if !allowPrivate && !ports.PublicAddr(a) {
+				return nil, &net.OpError{Op: "dial", Net: network, Addr: &net.TCPAddr{IP: a.AsSlice()}, Err: errPrivate}
+			}
+		}
 		first := error(&net.AddrError{Err: "no address", Addr: host})
 		for i, a := range addrs {
 			conn, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
 			if err == nil {
 				return conn, nil
 			}
-			if i == 0 || errors.Is(err, errPrivate) {
+			if i == 0 {
 				first = err
 			}
 		}

@@ -162,7 +162,8 @@ func (r staticResolver) LookupNetIP(context.Context, string, string) ([]netip.Ad
 }
 
 // A public-looking name that resolves to a non-public address is refused
-// when it is dialled: the dialer's check sees the resolved address.
+// when it is called, before a socket is made (the dialer's Control, which
+// checks again as it connects, is TestControlRefusesNonPublicAddresses).
 func TestDialRefusesNamesThatResolveToNonPublicAddresses(t *testing.T) {
 	t.Parallel()
 	for _, a := range fixture.NonPublicAddrs {
@@ -173,13 +174,12 @@ func TestDialRefusesNamesThatResolveToNonPublicAddresses(t *testing.T) {
 			t.Errorf("a name resolving to %s: %v, want invalid (local or private)", a, err)
 		}
 	}
-	// A name resolving to a public address and then a private one: the
-	// private one is never dialled, and its refusal is what is reported.
-	c := publish.New(publish.Config{Resolver: staticResolver{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("127.0.0.1")}})
+	// A name with a public and a private address is refused whole.
+	c := publish.New(publish.Config{Resolver: staticResolver{netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("127.0.0.1")}})
 	p := post()
 	p.URL = "http://hooks.example.com:9/in"
 	if _, err := c.Webhook(t.Context(), p); !errors.Is(err, ports.ErrInvalid) {
-		t.Errorf("a name resolving to two private addresses: %v, want invalid", err)
+		t.Errorf("a name resolving to a public and a private address: %v, want invalid", err)
 	}
 	// The resolver is the one used: with private addresses allowed, a name
 	// resolving to the loopback reaches a local server.
