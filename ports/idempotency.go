@@ -22,7 +22,10 @@ type IdempotentResponse struct {
 	// Header holds the response headers worth replaying (such as
 	// Content-Type, Location and ETag), one value each; nil when none.
 	Header map[string]string
-	// Body is the response body; nil when empty or omitted.
+	// Body is the response body as the caller keeps it, opaque to the
+	// store: the HTTP host keeps it sealed with the Cipher, bound to the
+	// record, since a body may hold a secret shown once. Nil when empty or
+	// omitted.
 	Body []byte
 	// BodyOmitted says the body was too large to keep: Body is nil, and the
 	// response can no longer be replayed whole.

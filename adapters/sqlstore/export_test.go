@@ -29,3 +29,14 @@ func CachedStatements(ctx context.Context, pool *sqlx.DB) (map[string]bool, erro
 	})
 	return out, err
 }
+
+// MigrateDownTo rolls db's schema back to version (its migrations' Down
+// sections), for the tests of what a migration does to older rows.
+func MigrateDownTo(ctx context.Context, db *DB, version int64) error {
+	p, err := db.migrator(ctx, true)
+	if err != nil {
+		return err
+	}
+	_, err = p.DownTo(ctx, version)
+	return err
+}

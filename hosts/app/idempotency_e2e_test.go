@@ -3,9 +3,13 @@ package app_test
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
+	"github.com/devpilot/devpilot/hosts/app"
 )
 
 // A brief created twice with one Idempotency-Key is created once; the key
@@ -53,4 +57,109 @@ func TestIdempotencyEndToEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// No secret shown once is kept in plain text for a replay: after a new API
+// token (a member's and an admin's), an invitation and a publishing webhook
+// are created with an Idempotency-Key, no column of any table holds their
+// secret, and a retry with the key still gets the same response.
+func TestIdempotencyKeepsNoSecret(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			dbURL := sqlstoretest.URL(t, sqlstoreDialect(string(d)))
+			st := startStackWith(t, string(d), map[string]string{app.EnvDatabaseURL: dbURL})
+			member := st.token("writer@example.com")
+			admin := st.admin("boss@example.com")
+
+			for _, tc := range []struct {
+				name, token, path, field, prefix string
+				body                             map[string]any
+			}{
+				{"a member's API token", member, "/api/v1/tokens", "token", "dp_", map[string]any{"name": "ci", "expires_in_days": 30}},
+				{"an admin's API token", admin, "/api/v1/tokens", "token", "dp_", map[string]any{"name": "deploy", "expires_in_days": 30}},
+				{"an invitation", admin, "/api/v1/invitations", "secret", "dpi_", map[string]any{"role": "member"}},
+				{"a publishing webhook", member, "/content/targets", "secret", "whsec_", map[string]any{"project_id": "web", "name": "hook",
+					"kind": "webhook", "config": map[string]string{"url": "https://hooks.example.com/in"}}},
+			} {
+				key := "key-" + tc.path
+				code, first, _ := st.call(tc.token, "POST", tc.path, tc.body, "Idempotency-Key", key)
+				var out map[string]any
+				_ = json.Unmarshal(first, &out)
+				secret, _ := out[tc.field].(string)
+				if code != 201 || !strings.HasPrefix(secret, tc.prefix) {
+					t.Fatalf("%s: %d %s", tc.name, code, first)
+				}
+				if where := findInTables(t, dbURL, secret, strings.TrimPrefix(secret, tc.prefix)); len(where) > 0 {
+					t.Errorf("%s: the secret is kept in plain text in %v", tc.name, where)
+				}
+				code, again, _ := st.call(tc.token, "POST", tc.path, tc.body, "Idempotency-Key", key)
+				if code != 201 || !bytes.Equal(again, first) {
+					t.Errorf("%s: the retry got %d %s, want 201 %s", tc.name, code, again, first)
+				}
+			}
+		})
+	}
+}
+
+// findInTables returns "table.column" for every column of every table of
+// the database at dbURL holding one of needles in some row, whatever the
+// column's type (text, JSON, bytes).
+func findInTables(t *testing.T, dbURL string, needles ...string) []string {
+	t.Helper()
+	db := sqlstoretest.OpenURL(t, dbURL)
+	ctx := t.Context()
+	q := "SELECT name FROM sqlite_master WHERE type = 'table'"
+	if db.Dialect == sqlstore.DialectPostgres {
+		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+	}
+	var tables []string
+	if err := db.Writer.SelectContext(ctx, &tables, q); err != nil {
+		t.Fatal(err)
+	}
+	if len(tables) < 20 {
+		t.Fatalf("found only the tables %v", tables)
+	}
+	var found []string
+	for _, table := range tables {
+		rows, err := db.Writer.QueryContext(ctx, `SELECT * FROM "`+table+`"`)
+		if err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		cols, err := rows.Columns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatalf("%s: %v", table, err)
+			}
+			for i, v := range vals {
+				var text []byte
+				switch v := v.(type) {
+				case string:
+					text = []byte(v)
+				case []byte:
+					text = v
+				default:
+					continue
+				}
+				for _, n := range needles {
+					if where := table + "." + cols[i]; bytes.Contains(text, []byte(n)) && !slices.Contains(found, where) {
+						found = append(found, where)
+					}
+				}
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		_ = rows.Close()
+	}
+	return found
 }

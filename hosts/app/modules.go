@@ -368,7 +368,8 @@ type HTTPParams struct {
 	Idempotency ports.IdempotencyStore
 	// Rates counts the requests of each user to the costly routes.
 	Rates ports.RateStore
-	// Cipher seals console sign-in attempts into a cookie.
+	// Cipher seals console sign-in attempts into a cookie, and the
+	// responses kept for Idempotency-Key replays.
 	Cipher ports.Cipher
 }
 
@@ -389,7 +390,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 	}, httpapi.Deps{Identity: p.Identity, Tokens: p.Identity, Members: p.Identity, Invitations: p.Identity, AuditLog: p.Identity,
 		SignIn: p.Identity, SignInSeal: p.Cipher, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
-		DemoToken: demoToken, Idempotency: p.Idempotency, Rates: p.Rates, Metrics: p.Metrics,
+		DemoToken: demoToken, Idempotency: p.Idempotency, IdempotencySeal: p.Cipher, Rates: p.Rates, Metrics: p.Metrics,
 		Tracer: p.Tracing.Provider(), Propagator: p.Tracing.Propagator()})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {

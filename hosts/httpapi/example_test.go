@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/devpilot/devpilot/adapters/queue"
+	"github.com/devpilot/devpilot/adapters/secretbox"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/system"
 	"github.com/devpilot/devpilot/core/content"
@@ -64,9 +65,17 @@ func ExampleServer_Handler() {
 	engine := content.New(content.Config{}, content.Deps{
 		Store: sqlstore.NewContent(db), Tx: db, Jobs: jobs, Clock: clock, IDs: ids, Logger: quiet,
 	})
+	key, err := secretbox.GenerateKey() // a real host reads its key from its configuration
+	if err != nil {
+		log.Fatal(err)
+	}
+	seal, err := secretbox.New(key)
+	if err != nil {
+		log.Fatal(err)
+	}
 	srv := httpapi.New(httpapi.Config{}, httpapi.Deps{
 		Identity: id, Content: engine, Ready: readyFunc(db.Ping),
-		Idempotency: sqlstore.NewIdempotency(db), Logger: quiet,
+		Idempotency: sqlstore.NewIdempotency(db), IdempotencySeal: seal, Logger: quiet,
 	})
 
 	// The host program's own routes, and devpilot under /devpilot.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -30,9 +31,10 @@ const (
 
 // Codes of the problems the convention answers with.
 const (
-	codeIdempotencyKeyReused       = "idempotency_key_reused"
-	codeIdempotencyKeyInUse        = "idempotency_key_in_use"
-	codeIdempotentResponseTooLarge = "idempotency_response_too_large"
+	codeIdempotencyKeyReused        = "idempotency_key_reused"
+	codeIdempotencyKeyInUse         = "idempotency_key_in_use"
+	codeIdempotentResponseTooLarge  = "idempotency_response_too_large"
+	codeIdempotentReplayUnavailable = "idempotency_replay_unavailable"
 )
 
 // replayedHeaders are the response headers kept with a response and replayed.
@@ -54,7 +56,9 @@ func (s *Server) idempotent(rt route) bool {
 // serveIdempotent serves a request of an idempotent route that carries an
 // Idempotency-Key, after authentication: the first request with a key runs
 // the handler and its response (below 500, and not 429) is kept for
-// idempotencyTTL; a retry with the same key and the same request gets that
+// idempotencyTTL, its body sealed with Deps.IdempotencySeal (it may hold a
+// secret shown once: a new API token, an invitation's or a webhook's
+// secret); a retry with the same key and the same request gets that
 // response again, marked Idempotent-Replayed; the same key with another
 // request is 422, and while the first request runs, 409.
 func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, rt route) {
@@ -188,6 +192,15 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, rec, stored port
 				stored.Response.Status, maxIdempotentResponseBody)})
 	default:
 		resp := stored.Response
+		body, err := s.openResponse(rec, resp)
+		if err != nil {
+			s.logFor(r.Context()).Error("opening a kept idempotent response", slog.Any("error", err))
+			s.writeError(w, r, &ports.Error{Kind: ports.KindConflict, Code: codeIdempotentReplayUnavailable,
+				Message: fmt.Sprintf("the request with this Idempotency-Key was done (status %d), but its kept response can no longer be read; read the result instead",
+					resp.Status)})
+			return
+		}
+		resp.Body = body
 		h := w.Header()
 		for name, value := range resp.Header {
 			h.Set(name, value)
@@ -230,9 +243,56 @@ func (s *Server) settle(r *http.Request, rec ports.IdempotencyRecord, cw *captur
 		return
 	}
 	resp := ports.IdempotentResponse{Status: status, Header: cw.header, Body: cw.body.Bytes(), BodyOmitted: cw.omitted}
+	sealed, err := s.sealResponse(rec, resp)
+	if err != nil { // never keep the body in plain text: forget the key instead
+		s.logFor(r.Context()).Error("sealing an idempotent response", slog.Any("error", err))
+		if err := s.d.Idempotency.Release(ctx, rec.Owner, rec.Key); err != nil {
+			s.logFor(r.Context()).Error("releasing an idempotency key", slog.Any("error", err))
+		}
+		return
+	}
+	resp.Body = sealed
 	if err := s.d.Idempotency.Complete(ctx, rec.Owner, rec.Key, resp, rec.CreatedAt.Add(idempotencyTTL)); err != nil {
 		s.logFor(r.Context()).Error("completing an idempotency key", slog.Any("error", err))
 	}
+}
+
+// sealResponse returns resp's body sealed with Deps.IdempotencySeal and
+// bound to rec (responseAAD), or nil when the body is empty or omitted.
+func (s *Server) sealResponse(rec ports.IdempotencyRecord, resp ports.IdempotentResponse) ([]byte, error) {
+	if resp.BodyOmitted || len(resp.Body) == 0 {
+		return nil, nil
+	}
+	sealed, err := s.d.IdempotencySeal.Seal(resp.Body, responseAAD(rec, resp.Status))
+	if err != nil {
+		return nil, err
+	}
+	return []byte(sealed), nil
+}
+
+// openResponse returns the body sealResponse kept for stored, read by the
+// request rec that sent the same key: an internal Error when it does not
+// open (another record's body, a key no longer configured, a body kept in
+// plain text before bodies were sealed).
+func (s *Server) openResponse(rec ports.IdempotencyRecord, stored ports.IdempotentResponse) ([]byte, error) {
+	if len(stored.Body) == 0 {
+		return nil, nil
+	}
+	return s.d.IdempotencySeal.Open(string(stored.Body), responseAAD(rec, stored.Status))
+}
+
+// responseAAD binds a kept response body to its record: the owner, the key,
+// the request (method, route and hash) and the status, so that a body
+// copied into another record, or under another status, does not open.
+func responseAAD(rec ports.IdempotencyRecord, status int) []byte {
+	var b bytes.Buffer
+	for _, part := range []string{"devpilot idempotent response v1", rec.Owner.OrgID, rec.Owner.UserID, rec.Key,
+		rec.Method, rec.Route, hex.EncodeToString(rec.RequestHash), strconv.Itoa(status)} {
+		b.WriteString(strconv.Itoa(len(part)))
+		b.WriteByte(':')
+		b.WriteString(part)
+	}
+	return b.Bytes()
 }
 
 // captureWriter passes a response through and keeps a copy of it: the

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devpilot/devpilot/adapters/secretbox"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/httpapi"
@@ -39,6 +40,7 @@ func (f *twoUsers) Authenticate(ctx context.Context, token string) (ports.Princi
 // as users, and a few test routes counting their calls.
 type idemEnv struct {
 	*env
+	db    *sqlstore.DB
 	store *sqlstore.Idempotency
 	calls sync.Map // route name → *atomic.Int32
 }
@@ -57,8 +59,10 @@ func newIdemEnv(t *testing.T) *idemEnv {
 		}
 	}
 	store := sqlstore.NewIdempotency(db)
-	e := &idemEnv{store: store}
-	e.env = newEnv(t, withIdentity(&twoUsers{}), func(_ *httpapi.Config, d *httpapi.Deps) { d.Idempotency = store })
+	e := &idemEnv{db: db, store: store}
+	e.env = newEnv(t, withIdentity(&twoUsers{}), func(_ *httpapi.Config, d *httpapi.Deps) {
+		d.Idempotency, d.IdempotencySeal = store, newSeal(t)
+	})
 	return e
 }
 
@@ -86,6 +90,20 @@ func (e *idemEnv) createRoute(pattern string, opts ...httpapi.RouteOption) {
 		w.Header().Set("ETag", `"`+strconv.Itoa(int(n))+`"`)
 		return httpapi.WriteJSON(w, http.StatusCreated, map[string]any{"name": in.Name, "call": n})
 	}, opts...)
+}
+
+// newSeal returns a Cipher over a new random key.
+func newSeal(t *testing.T) *secretbox.Box {
+	t.Helper()
+	key, err := secretbox.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := secretbox.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box
 }
 
 func idemRequest(method, target, token, key, body string) *http.Request {
@@ -477,7 +495,7 @@ func TestIdempotencyStoreFailure(t *testing.T) {
 	t.Parallel()
 	db := sqlstoretest.Open(t, sqlstore.DialectSQLite)
 	store := sqlstore.NewIdempotency(db)
-	e := newEnv(t, func(_ *httpapi.Config, d *httpapi.Deps) { d.Idempotency = store })
+	e := newEnv(t, func(_ *httpapi.Config, d *httpapi.Deps) { d.Idempotency, d.IdempotencySeal = store, newSeal(t) })
 	var calls atomic.Int32
 	e.srv.HandleForTest(http.MethodPost, "/test/things", func(w http.ResponseWriter, _ *http.Request) error {
 		return httpapi.WriteJSON(w, http.StatusCreated, map[string]int32{"call": calls.Add(1)})
@@ -492,4 +510,79 @@ func TestIdempotencyStoreFailure(t *testing.T) {
 	}
 	problemOf(t, e.do(idemRequest(http.MethodPost, "/test/things", goodToken, "key-1", `{}`)), http.StatusInternalServerError)
 	checkCalls(t, "store failures", &calls, 0)
+}
+
+// A kept response is sealed: its secret is nowhere in the store, a retry
+// still gets it, and a body copied from another record, or one kept in
+// plain text before bodies were sealed, is not replayed but refused with
+// 409 idempotency_replay_unavailable.
+func TestIdempotencySealsKeptResponses(t *testing.T) {
+	t.Parallel()
+	e := newIdemEnv(t)
+	const secret = "dp_0123456789abcdefghijklmnopqrstuvwxyzABCDEF"
+	var calls atomic.Int32
+	e.srv.HandleForTest(http.MethodPost, "/test/tokens", func(w http.ResponseWriter, r *http.Request) error {
+		var in struct {
+			Name string `json:"name"`
+		}
+		if err := httpapi.DecodeJSON(w, r, &in); err != nil {
+			return err
+		}
+		calls.Add(1)
+		return httpapi.WriteJSON(w, http.StatusCreated, map[string]string{"name": in.Name, "token": secret + in.Name})
+	})
+	ctx := t.Context()
+	bodies := func() map[string][]byte {
+		t.Helper()
+		rows, err := e.db.Writer.QueryContext(ctx, "SELECT idempotency_key, body FROM idempotency_keys")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string][]byte{}
+		for rows.Next() {
+			var key string
+			var body []byte
+			if err := rows.Scan(&key, &body); err != nil {
+				t.Fatal(err)
+			}
+			out[key] = body
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	first := e.do(idemRequest(http.MethodPost, "/test/tokens", goodToken, "key-a", `{"name":"a"}`))
+	checkFirst(t, "first", first, http.StatusCreated)
+	other := e.do(idemRequest(http.MethodPost, "/test/tokens", goodToken, "key-b", `{"name":"b"}`))
+	checkFirst(t, "another key", other, http.StatusCreated)
+	kept := bodies()
+	for key, body := range kept {
+		if len(body) == 0 || bytes.Contains(body, []byte(secret)) || bytes.Contains(body, []byte(`"token"`)) {
+			t.Fatalf("key %s keeps its response in plain text: %q", key, body)
+		}
+	}
+	checkReplay(t, "retry", first, e.do(idemRequest(http.MethodPost, "/test/tokens", goodToken, "key-a", `{"name":"a"}`)))
+	checkCalls(t, "before the swaps", &calls, 2)
+
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{
+		{"another record's body", kept["key-a"]},
+		{"a plain body", []byte(`{"name":"b","token":"` + secret + `b"}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := e.db.Writer.ExecContext(ctx, "UPDATE idempotency_keys SET body = ? WHERE idempotency_key = ?", tc.body, "key-b"); err != nil {
+				t.Fatal(err)
+			}
+			rr := e.do(idemRequest(http.MethodPost, "/test/tokens", goodToken, "key-b", `{"name":"b"}`))
+			if p := problemOf(t, rr, http.StatusConflict); p.Code != "idempotency_replay_unavailable" || strings.Contains(rr.Body.String(), secret) {
+				t.Errorf("replay: %d %s, want 409 idempotency_replay_unavailable", rr.Code, rr.Body)
+			}
+		})
+	}
+	checkCalls(t, "after the swaps", &calls, 2)
 }

@@ -84,8 +84,11 @@ type Deps struct {
 	// Config.RateLimit; nil sets no limit.
 	Rates ports.RateStore
 	// Idempotency keeps the Idempotency-Key records of authenticated writes;
-	// nil ignores the header.
-	Idempotency ports.IdempotencyStore
+	// nil ignores the header. IdempotencySeal seals every response body
+	// kept for a replay (one may hold a secret shown once), bound to its
+	// record; it is required with Idempotency.
+	Idempotency     ports.IdempotencyStore
+	IdempotencySeal ports.Cipher
 	// Providers is what /readyz reports as "providers": ProvidersSandbox
 	// when the model, AWS and GitHub are devpilot's in-process fakes,
 	// ProvidersReal otherwise; "" leaves the field out.
@@ -185,6 +188,9 @@ func New(cfg Config, d Deps) *Server {
 	}
 	if d.SignIn != nil && d.SignInSeal == nil {
 		panic("httpapi.New: Deps.SignInSeal is required with Deps.SignIn")
+	}
+	if d.Idempotency != nil && d.IdempotencySeal == nil {
+		panic("httpapi.New: Deps.IdempotencySeal is required with Deps.Idempotency")
 	}
 	return newServer(cfg, d, (*Server).routes)
 }
