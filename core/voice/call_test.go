@@ -244,6 +244,28 @@ func TestStartCallOverBudget(t *testing.T) {
 	}
 }
 
+// TestStartSessionOverBudget: over the organisation's budget no realtime
+// client secret is minted and no session created.
+func TestStartSessionOverBudget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, voice.Config{})
+	d := e.deps
+	d.Budget = budgetFunc(func(_ context.Context, orgID string) error {
+		if orgID != alice.OrgID {
+			t.Errorf("budget of %q", orgID)
+		}
+		return &ports.Error{Kind: ports.KindRateLimited, Code: ports.CodeBudgetExceeded, RetryAfter: time.Hour}
+	})
+	// No provider call is expected (the mock fails on one).
+	_, err := voice.New(voice.Config{}, d).StartSession(as(alice))
+	if e, ok := ports.AsError(err); !ok || e.Code != ports.CodeBudgetExceeded {
+		t.Fatalf("StartSession over the budget = %v", err)
+	}
+	if sessions, _, err := e.store.ListSessions(context.Background(), alice.Owner(), ports.Page{Limit: 10}); err != nil || len(sessions) != 0 {
+		t.Errorf("sessions after a refused start: %v %v", sessions, err)
+	}
+}
+
 // TestMeterOwnCall: a call the caller started with a session's client
 // secret is metered as StartCall's are, charged to the caller; a bad id is
 // refused before anything is queued.

@@ -127,8 +127,9 @@ type Deps struct {
 	// tokens MeterCall records.
 	Jobs  ports.JobQueue
 	Usage ports.UsageStore
-	// Budget, when set, refuses a call StartCall would start for an
-	// organisation over its monthly token budget.
+	// Budget, when set, refuses a call StartCall would start, and a client
+	// secret StartSessionOn would mint, for an organisation over its monthly
+	// token budget.
 	Budget Budget
 	// Observer hears the tool calls ToolCall handles and the calls
 	// StartCall starts.
@@ -185,12 +186,19 @@ func (s *Service) tools(page *tool.PageContext) []ports.ToolDefinition {
 // chat would offer on that page (at most tool.DefaultMaxTools, routed by
 // the assistant's Registry.Route; without a page, every tool), then creates
 // the chat session titled "Voice session" that records what is done by
-// voice. Errors: the Realtime port's (rate_limited,
-// unavailable, timeout, upstream, invalid) pass through; the stores'.
+// voice. Errors: unauthenticated; budget_exceeded (rate_limited) from
+// Deps.Budget, before the provider hears of it; the Realtime port's
+// (rate_limited, unavailable, timeout, upstream, invalid) pass through; the
+// stores'.
 func (s *Service) StartSessionOn(ctx context.Context, page *tool.PageContext) (Session, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
 		return Session{}, err
+	}
+	if s.d.Budget != nil {
+		if err := s.d.Budget.Check(ctx, p.OrgID); err != nil {
+			return Session{}, err
+		}
 	}
 	instructions, err := s.d.Assistant.Instructions(ctx, s.cfg.Instructions)
 	if err != nil {

@@ -228,3 +228,37 @@ func TestTranscriptionEndToEnd(t *testing.T) {
 		t.Errorf("provider down took %v", took)
 	}
 }
+
+// TestVoiceSessionOverBudget: with the organisation's budget at 0, no
+// realtime client secret is minted: 429 budget_exceeded, and the provider
+// hears nothing; with the budget lifted, a session starts again.
+func TestVoiceSessionOverBudget(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			st := startStack(t, string(d))
+			admin, alice := st.admin("admin@example.com"), st.token("alice@example.com")
+			if code, _, raw := st.budget(admin, "PUT", map[string]any{"monthly_tokens": 0}); code != 200 {
+				t.Fatalf("budget: %d %s", code, raw)
+			}
+			minted := len(st.model.RealtimeRequests())
+			resp := st.raw(alice, "POST", "/api/v1/voice/session", map[string]any{})
+			var p struct{ Code, Token string }
+			_ = json.NewDecoder(resp.Body).Decode(&p)
+			resp.Body.Close()
+			if resp.StatusCode != 429 || p.Code != "budget_exceeded" || p.Token != "" || resp.Header.Get("Retry-After") == "" {
+				t.Fatalf("voice session over the budget: %d %+v Retry-After %q", resp.StatusCode, p, resp.Header.Get("Retry-After"))
+			}
+			if n := len(st.model.RealtimeRequests()) - minted; n != 0 {
+				t.Fatalf("the provider minted %d client secrets over the budget", n)
+			}
+
+			if code, _, raw := st.budget(admin, "PUT", map[string]any{"monthly_tokens": nil}); code != 200 {
+				t.Fatalf("lifting the budget: %d %s", code, raw)
+			}
+			if code, body, _ := st.call(alice, "POST", "/api/v1/voice/session", map[string]any{}); code != 200 || !containsAll(body, `"token"`) {
+				t.Fatalf("voice session within the budget: %d %s", code, body)
+			}
+		})
+	}
+}
