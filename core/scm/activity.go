@@ -10,8 +10,9 @@ import (
 
 // Activity returns a page of a repository's activity, newest first, and the
 // next page's cursor: what webhooks recorded merged with what the provider
-// reports, each entry once (by id). repoID is devpilot's id of one of the
-// caller's repositories. A zero Limit means 30.
+// reports, each entry once (by id), each URL an absolute http(s) one or ""
+// (webURL). repoID is devpilot's id of one of the caller's repositories. A
+// zero Limit means 30.
 //
 // Errors: invalid for a limit outside 1..100 or a bad cursor; not_found when
 // the repository is absent or another user's; precondition_failed
@@ -37,7 +38,11 @@ func (s *Service) Activity(ctx context.Context, repoID string, page ports.Page) 
 			})
 		}},
 	}}
-	return m.run()
+	out, next, err := m.run()
+	for i := range out {
+		out[i].URL = webURL(out[i].URL)
+	}
+	return out, next, err
 }
 
 // The activity of two sources, each newest first with its own cursor, is

@@ -109,3 +109,37 @@ func TestActivityErrors(t *testing.T) {
 	_, _, err = f.svc.Activity(as(alice), ids[0], ports.Page{})
 	wantErr(t, "rate limited", err, ports.KindRateLimited, "")
 }
+
+// TestActivityKeepsOnlyWebURLs: what the API answers carries only absolute
+// http(s) URLs, whether the entry came from the provider or was stored
+// before URLs were checked.
+func TestActivityKeepsOnlyWebURLs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, scm.Config{})
+	ids := e.seed(alice, "gho_alice", webRepo)
+	ago := func(m int) time.Time { return fixture.Epoch.Add(-time.Duration(m) * time.Minute) }
+	if err := e.store.AppendActivity(t.Context(),
+		ports.SCMActivity{ID: "delivery:d1", RepoID: 101, Summary: "stored bad", URL: "javascript:alert(1)", At: ago(1), Source: "webhook"},
+		ports.SCMActivity{ID: "delivery:d2", RepoID: 101, Summary: "stored good", URL: "https://github.com/acme/web/pull/1", At: ago(2), Source: "webhook"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	e.prov.EXPECT().ListActivity(gomock.Any(), "gho_alice", "acme", "web", gomock.Any()).Return([]ports.SCMActivity{
+		{ID: "event:3", RepoID: 101, Summary: "provided bad", URL: "data:text/html,<script>alert(1)</script>", At: ago(3), Source: "api"},
+		{ID: "event:4", RepoID: 101, Summary: "provided good", URL: "http://ghe.example/acme/web/commit/ab12", At: ago(4), Source: "api"},
+	}, "", nil)
+	list, _, err := e.svc.Activity(as(alice), ids[0], ports.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"stored bad": "", "stored good": "https://github.com/acme/web/pull/1",
+		"provided bad": "", "provided good": "http://ghe.example/acme/web/commit/ab12"}
+	if len(list) != len(want) {
+		t.Fatalf("activity %+v", list)
+	}
+	for _, a := range list {
+		if u, ok := want[a.Summary]; !ok || a.URL != u {
+			t.Errorf("%s: URL %q, want %q", a.Summary, a.URL, u)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package scm
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -52,13 +53,30 @@ var mappers = map[string]mapper{
 // event devpilot does not record, or an action of one that says nothing
 // worth recording. Text taken from the event is never refused for what it
 // holds (control characters, invalid UTF-8); it is made one line and
-// bounded. Errors: an unusable when the event lacks what it needs.
+// bounded, and a URL that is not an absolute http(s) URL is dropped.
+// Errors: an unusable when the event lacks what it needs.
 func entriesOf(e ports.SCMWebhookEvent) ([]ports.SCMActivity, error) {
 	m, ok := mappers[e.Kind]
 	if !ok {
 		return nil, nil
 	}
-	return m(e)
+	entries, err := m(e)
+	for i := range entries {
+		entries[i].URL = webURL(entries[i].URL)
+	}
+	return entries, err
+}
+
+// webURL returns raw when it is an absolute http or https URL with a host,
+// the only links activity carries, else "": a URL a payload or a provider
+// gave with another scheme (javascript:, data:, …) is dropped, never shown
+// to a client that might make it a link.
+func webURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Opaque != "" || (!strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https")) {
+		return ""
+	}
+	return raw
 }
 
 // activityOf reads a delivery's payload with Deps.Webhooks and turns it into

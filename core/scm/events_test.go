@@ -67,3 +67,43 @@ func TestEntriesOfUnusable(t *testing.T) {
 		}
 	}
 }
+
+// TestEntriesOfKeepsOnlyWebURLs: an entry's URL is an absolute http(s) URL
+// or "": a payload's javascript:, data: or relative link is dropped.
+func TestEntriesOfKeepsOnlyWebURLs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ url, want string }{
+		{"https://github.com/acme/web/releases/tag/v1", "https://github.com/acme/web/releases/tag/v1"},
+		{"HTTP://ghe.example/acme/web/pull/2", "HTTP://ghe.example/acme/web/pull/2"},
+		{"javascript:alert(document.cookie)", ""},
+		{"JavaScript://github.com/%0aalert(1)", ""},
+		{"data:text/html,<script>alert(1)</script>", ""},
+		{"vbscript:msgbox(1)", ""},
+		{"//evil.example/x", ""},
+		{"/\\evil.example/x", ""},
+		{"http:/\\evil.example", ""},
+		{"https:evil.example", ""},
+		{" javascript:alert(1)", ""},
+	} {
+		for _, ev := range []ports.SCMWebhookEvent{
+			{Kind: "release", Action: "published", HasRelease: true, Ref: "v1", URL: tc.url, RepoID: 1, Actor: "mallory"},
+			{Kind: "pull_request", Action: "opened", HasPull: true, Number: 2, Title: "t", URL: tc.url, RepoID: 1, Actor: "mallory"},
+			{Kind: "issue_comment", Action: "created", HasIssue: true, Number: 3, URL: tc.url, RepoID: 1, Actor: "mallory"},
+			{Kind: "push", Ref: "refs/heads/main", Commits: 1, Compare: tc.url, RepoID: 1, Actor: "mallory"},
+		} {
+			entries, err := scm.EntriesOf(ev)
+			if err != nil || len(entries) != 1 || entries[0].URL != tc.want {
+				t.Errorf("%s with the URL %q: %v %+v, want the URL %q", ev.Kind, tc.url, err, entries, tc.want)
+			}
+		}
+	}
+	// A repository URL that is not a web URL makes no link either.
+	for _, ev := range []ports.SCMWebhookEvent{
+		{Kind: "push", Ref: "refs/heads/main", Commits: 1, After: "ab12cd", RepoURL: "javascript:alert(1)//", RepoID: 1, Actor: "mallory"},
+		{Kind: "create", Ref: "feature", RefType: "branch", RepoURL: "javascript:alert(1)//", RepoID: 1, Actor: "mallory"},
+	} {
+		if entries, err := scm.EntriesOf(ev); err != nil || len(entries) != 1 || entries[0].URL != "" {
+			t.Errorf("%s with a javascript: repository URL: %v %+v", ev.Kind, err, entries)
+		}
+	}
+}
