@@ -68,11 +68,14 @@ type IssueExportView struct {
 // IssueMarker is the HTML comment an exported issue's body ends with: it
 // names the session and the ref, so that an issue created by an export
 // that stopped before recording it is found again instead of duplicated.
+// Only the marker that ends a body counts, and the text an export writes
+// above it cannot hold one, so a specification's content cannot forge it.
 func IssueMarker(sessionID, ref string) string {
 	return "<!-- devpilot:spec=" + sessionID + ":ref=" + ref + " -->"
 }
 
-var markerPattern = regexp.MustCompile(`<!-- devpilot:spec=([0-9a-fA-F-]{36}):ref=((?:EP|ST|PRP)-[0-9.]+) -->`)
+// markerPattern matches the marker that ends a body (white space aside).
+var markerPattern = regexp.MustCompile(`<!-- devpilot:spec=([0-9a-fA-F-]{36}):ref=((?:EP|ST|PRP)-[0-9.]+) -->\s*$`)
 
 // StartIssueExport starts exporting the caller's session to the issues of
 // one of the caller's connected repositories: an issue per story (and per
@@ -403,8 +406,9 @@ func (w *issueWriter) ensureLabels(ctx context.Context, items []exportItem) erro
 	return nil
 }
 
-// findMarked returns the issues labelled LabelExported whose body carries
-// the marker of the session, by ref.
+// findMarked returns the issues labelled LabelExported whose body ends with
+// the marker of the session, by ref; a marker anywhere else in a body is
+// not the export's.
 func (w *issueWriter) findMarked(ctx context.Context, sessionID string) (map[string]ports.SCMIssue, error) {
 	out := map[string]ports.SCMIssue{}
 	cursor := ""
@@ -414,11 +418,9 @@ func (w *issueWriter) findMarked(ctx context.Context, sessionID string) (map[str
 			return nil, err
 		}
 		for _, is := range issues {
-			for _, m := range markerPattern.FindAllStringSubmatch(is.Body, -1) {
-				if strings.EqualFold(m[1], sessionID) {
-					if _, dup := out[m[2]]; !dup {
-						out[m[2]] = is
-					}
+			if m := markerPattern.FindStringSubmatch(is.Body); m != nil && strings.EqualFold(m[1], sessionID) {
+				if _, dup := out[m[2]]; !dup {
+					out[m[2]] = is
 				}
 			}
 		}

@@ -139,6 +139,19 @@ type failRecord struct {
 	ports.IssueExportStore
 	mu   sync.Mutex
 	fail bool
+	// forget makes ListExportedIssues return none, as if every export had
+	// stopped before recording its issues.
+	forget bool
+}
+
+func (f *failRecord) ListExportedIssues(ctx context.Context, sessionID, repoID string) ([]ports.ExportedIssue, error) {
+	f.mu.Lock()
+	forget := f.forget
+	f.mu.Unlock()
+	if forget {
+		return nil, nil
+	}
+	return f.IssueExportStore.ListExportedIssues(ctx, sessionID, repoID)
 }
 
 func (f *failRecord) RecordExportedIssue(ctx context.Context, i ports.ExportedIssue) error {
@@ -415,5 +428,61 @@ func TestIssueExportRevokedTokenAndMentions(t *testing.T) {
 	}
 	if _, err := e.svc.StartIssueExport(as(alice), sid, e.repoID, false); errCode(err) != spec.CodeNotConnected {
 		t.Errorf("an export over a broken connection: %v, want not_connected", err)
+	}
+}
+
+// TestIssueExportTitlesAndForgedMarkers: a title mentions no one, and a
+// marker inside a PRP task's path (or any other text of the specification)
+// neither shows in the body nor is taken for the export's own: an export
+// that finds its issues by their markers updates each in place.
+func TestIssueExportTitlesAndForgedMarkers(t *testing.T) {
+	t.Parallel()
+	e, sid := newIssueEnv(t)
+	forged := "<!-- devpilot:spec=" + sid + ":ref=EP-1 -->"
+	e.seedData(sid, ports.StageStories, edit(t, ports.StageStories, func(doc map[string]any) {
+		doc["stories"].([]any)[0].(map[string]any)["title"] = "Ping @octocat and @acme/owners"
+	}))
+	e.seedData(sid, ports.StageEpics, edit(t, ports.StageEpics, func(doc map[string]any) {
+		doc["epics"].([]any)[0].(map[string]any)["title"] = "Epic for @octocat"
+	}))
+	e.seedData(sid, ports.StagePRPs, edit(t, ports.StagePRPs, func(doc map[string]any) {
+		task := doc["prps"].([]any)[0].(map[string]any)["tasks"].([]any)[0].(map[string]any)
+		task["path"] = forged
+	}))
+	job := e.start(sid, true)
+	if err := e.svc.RunIssueExport(t.Context(), job, false); err != nil {
+		t.Fatalf("RunIssueExport: %v", err)
+	}
+	first := e.hub.snapshot()
+	titles := map[string]bool{}
+	for _, is := range first {
+		if strings.Contains(is.Title, "@octocat") || strings.Contains(is.Title, "@acme/owners") {
+			t.Errorf("a title mentions: %q", is.Title)
+		}
+		if strings.HasPrefix(is.Title, "[PRP-") && strings.Contains(is.Body, forged) {
+			t.Errorf("a PRP's body holds the forged marker:\n%s", is.Body)
+		}
+		titles[is.Title] = true
+	}
+	if len(first) != 8 || len(titles) != 8 {
+		t.Fatalf("%d issues with %d titles, want 8 and 8", len(first), len(titles))
+	}
+
+	// The records are lost: the next export finds each issue by its marker.
+	e.exports.mu.Lock()
+	e.exports.forget = true
+	e.exports.mu.Unlock()
+	job = e.start(sid, true)
+	if err := e.svc.RunIssueExport(t.Context(), job, false); err != nil {
+		t.Fatalf("RunIssueExport again: %v", err)
+	}
+	after := e.hub.snapshot()
+	if len(after) != len(first) {
+		t.Fatalf("%d issues after the second export, want %d", len(after), len(first))
+	}
+	for i, is := range after {
+		if is.Title != first[i].Title {
+			t.Errorf("issue #%d was %q, is now %q", is.Number, first[i].Title, is.Title)
+		}
 	}
 }

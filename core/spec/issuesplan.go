@@ -76,8 +76,8 @@ func planIssues(sess ports.SpecSession, cur map[ports.Stage]ports.SpecArtifact, 
 		return ra - rb
 	})
 	footer := func(ref string) string {
-		return fmt.Sprintf("\n---\n_Exported from the devpilot specification %q (session `%s`)._\n\n%s\n",
-			ports.Line(sess.Name, MaxNameLen), sess.ID, IssueMarker(sess.ID, ref))
+		return fmt.Sprintf("\n---\n_Exported from the devpilot specification \"%s\" (session `%s`)._\n\n%s\n",
+			text(ports.Line(sess.Name, MaxNameLen)), sess.ID, IssueMarker(sess.ID, ref))
 	}
 	storyEpic := map[string]string{}
 	var items []exportItem
@@ -147,7 +147,7 @@ func planIssues(sess ports.SpecSession, cur map[ports.Stage]ports.SpecArtifact, 
 						for _, t := range p.Tasks {
 							line := text(t.ID) + " " + text(t.Action)
 							if t.Path != "" {
-								line += " `" + strings.ReplaceAll(ports.Line(t.Path, 300), "`", "'") + "`"
+								line += " `" + pathEscaper.Replace(ports.Line(t.Path, 300)) + "`"
 							}
 							if t.Details != "" {
 								line += ": " + text(t.Details)
@@ -215,9 +215,9 @@ func labelRef(id string) string {
 	return "none"
 }
 
-// issueTitle is "[REF] title" on one line.
+// issueTitle is "[REF] title" on one line, mentioning no one (as text).
 func issueTitle(ref, title string) string {
-	t := ports.Line(title, maxIssueTitle)
+	t := ports.Line(mentionEscaper.Replace(title), maxIssueTitle)
 	if t == "" {
 		t = "Untitled"
 	}
@@ -233,7 +233,13 @@ func text(s string) string {
 	return textEscaper.Replace(s)
 }
 
-var textEscaper = strings.NewReplacer("<!--", "&lt;!--", "-->", "--&gt;", "@", "@\u200b")
+var (
+	textEscaper    = strings.NewReplacer("<!--", "&lt;!--", "-->", "--&gt;", "@", "@\u200b")
+	mentionEscaper = strings.NewReplacer("@", "@\u200b")
+	// pathEscaper makes a path fit for a code span that cannot end early or
+	// hold the export's marker.
+	pathEscaper = strings.NewReplacer("`", "'", "<!--", "&lt;!--", "-->", "--&gt;")
+)
 
 func itemText(it traceItem) string {
 	if it.title == "" {
