@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -585,4 +586,16 @@ func TestIdempotencySealsKeptResponses(t *testing.T) {
 		})
 	}
 	checkCalls(t, "after the swaps", &calls, 2)
+}
+
+// An Idempotency store without the Cipher that seals its bodies is a wiring
+// bug New refuses.
+func TestIdempotencyNeedsASeal(t *testing.T) {
+	t.Parallel()
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "IdempotencySeal") {
+			t.Errorf("New without IdempotencySeal: recovered %v, want a panic naming it", r)
+		}
+	}()
+	httpapi.New(httpapi.Config{}, httpapi.Deps{Identity: &twoUsers{}, Ready: fakeReady{}, Idempotency: sqlstore.NewIdempotency(nil)})
 }

@@ -181,7 +181,8 @@ type Server struct {
 }
 
 // New builds a Server with every route registered. It panics when Identity
-// or Ready is missing, or when two routes clash: both are wiring bugs.
+// or Ready is missing, when SignIn or Idempotency comes without its Cipher
+// (SignInSeal, IdempotencySeal), or when two routes clash: all wiring bugs.
 func New(cfg Config, d Deps) *Server {
 	if d.Identity == nil || d.Ready == nil {
 		panic("httpapi.New: Deps.Identity and Deps.Ready are required")
