@@ -77,7 +77,8 @@ type Config struct {
 	// WorkerJobs is how many background jobs a worker runs at once.
 	WorkerJobs int
 	// WorkerAddr is where the worker command serves /livez, /readyz and
-	// /metrics (DEVPILOT_WORKER_ADDR); run and serve serve them on HTTPAddr.
+	// /metrics (DEVPILOT_WORKER_ADDR, default DefaultWorkerAddr, on
+	// loopback); run and serve serve them on HTTPAddr.
 	WorkerAddr string
 	// JobRescueAfter bounds how long a background job stays running once the
 	// process working it died: after it, a working process makes the job
@@ -365,6 +366,12 @@ const (
 	EnvSessionTTL       = "DEVPILOT_SESSION_TTL"
 )
 
+// DefaultWorkerAddr is where the worker command serves its probes and
+// metrics unless DEVPILOT_WORKER_ADDR says otherwise: loopback only, so that
+// a worker exposes nothing to the network until told to (":9091" exposes
+// them on every interface).
+const DefaultWorkerAddr = "127.0.0.1:9091"
+
 // EnvSpecContextBudget is the variable of Config.SpecContextBudget, in
 // tokens.
 const EnvSpecContextBudget = "DEVPILOT_SPEC_CONTEXT_BUDGET"
@@ -473,7 +480,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	c.SpecContextBudget = int(r.number(EnvSpecContextBudget, spec.DefaultContextBudget, 2000, 10_000_000))
 	c.OrgMonthlyTokens = r.number(EnvOrgMonthlyTokens, 0, 0, 1_000_000_000_000)
 	c.WorkerJobs = int(r.number(EnvWorkerJobs, queue.DefaultMaxWorkers, 1, 1000))
-	c.WorkerAddr = r.addr(EnvWorkerAddr, ":9091")
+	c.WorkerAddr = r.addr(EnvWorkerAddr, DefaultWorkerAddr)
 	c.JobRescueAfter = r.duration(EnvJobRescueAfter, queue.DefaultRescueAfter)
 	switch jobTimeout := queue.JobTimeout(c.JobRescueAfter); {
 	case c.JobRescueAfter < 30*time.Second || c.JobRescueAfter > 24*time.Hour:

@@ -55,6 +55,26 @@ func TestLoadDefaults(t *testing.T) {
 	}
 }
 
+// TestWorkerAddrDefaultsToLoopback: the worker's probes and metrics are
+// on loopback unless DEVPILOT_WORKER_ADDR exposes them, as serve's admin
+// surfaces are.
+func TestWorkerAddrDefaultsToLoopback(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ set, want string }{
+		{"", "127.0.0.1:9091"},
+		{":9091", ":9091"},
+		{"0.0.0.0:9100", "0.0.0.0:9100"},
+	} {
+		cfg, err := app.Load(app.ModeWorker, env(map[string]string{app.EnvSecretKey: validKey, app.EnvWorkerAddr: tc.set}))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.set, err)
+		}
+		if cfg.WorkerAddr != tc.want {
+			t.Errorf("%s=%q: WorkerAddr %q, want %q", app.EnvWorkerAddr, tc.set, cfg.WorkerAddr, tc.want)
+		}
+	}
+}
+
 func TestLoadNamesEveryBadVariable(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

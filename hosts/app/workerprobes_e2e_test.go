@@ -2,9 +2,12 @@ package app_test
 
 import (
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/app"
@@ -52,4 +55,78 @@ func TestWorkerServesProbesAndMetrics(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWorkerProbesBindLoopbackByDefault: without DEVPILOT_WORKER_ADDR the
+// worker's probes listen on loopback only (the default's host, with port 0
+// here so that tests never collide on 9091); the variable exposes them on
+// every interface.
+func TestWorkerProbesBindLoopbackByDefault(t *testing.T) {
+	external := externalIP(t)
+	cfg, err := app.Load(app.ModeWorker, env(map[string]string{app.EnvSecretKey: validKey}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaultHost, _, err := net.SplitHostPort(cfg.WorkerAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range sqlstoretest.Dialects() {
+		for _, tc := range []struct {
+			name, addr string
+			exposed    bool
+		}{
+			{"default", net.JoinHostPort(defaultHost, "0"), false},
+			{"override", ":0", true},
+		} {
+			t.Run(string(d)+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				vars := map[string]string{
+					app.EnvSecretKey:   validKey,
+					app.EnvDatabaseURL: sqlstoretest.URL(t, d),
+					app.EnvWorkerAddr:  tc.addr,
+					app.EnvDataDir:     t.TempDir(),
+				}
+				migrateDB(t, vars)
+				base := startProcess(t, app.ModeWorker, vars)
+				u, err := url.Parse(base)
+				if err != nil {
+					t.Fatal(err)
+				}
+				port := u.Port()
+				if resp, err := http.Get("http://" + net.JoinHostPort("127.0.0.1", port) + "/livez"); err != nil || resp.StatusCode != 200 {
+					t.Fatalf("/livez on loopback: %v", err)
+				} else {
+					resp.Body.Close()
+				}
+				if external == "" {
+					return
+				}
+				conn, err := net.DialTimeout("tcp", net.JoinHostPort(external, port), 5*time.Second)
+				if err == nil {
+					conn.Close()
+				}
+				if exposed := err == nil; exposed != tc.exposed {
+					t.Errorf("%s=%q (%s): reachable on %s: %v, want %v", app.EnvWorkerAddr, tc.addr, base, external, exposed, tc.exposed)
+				}
+			})
+		}
+	}
+}
+
+// externalIP returns an IPv4 address of this machine that is not loopback,
+// or "" when it has none (then only the loopback half is checked).
+func externalIP(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			return n.IP.String()
+		}
+	}
+	t.Log("no address but loopback: the worker's binding is checked on loopback only")
+	return ""
 }
