@@ -43,13 +43,9 @@ func (s *Server) consoleRoutes() {
 	serveAsset := func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		infoFrom(r.Context()).route = "/console/*path"
 		name := strings.TrimPrefix(path.Clean(ps.ByName("path")), "/")
-		body, err := fs.ReadFile(files, name)
-		if err != nil || name == "index.html" {
-			if !errors.Is(err, fs.ErrNotExist) && err != nil && !strings.Contains(err.Error(), "is a directory") {
-				s.writeError(w, r, ports.Wrap(ports.KindInternal, err, "reading a console file"))
-				return
-			}
-			s.writeError(w, r, &ports.Error{Kind: ports.KindNotFound, Message: "no console file " + name})
+		body, err := consoleFile(files, name, r.URL.Path)
+		if err != nil {
+			s.writeError(w, r, err)
 			return
 		}
 		consoleHeaders(w.Header())
@@ -68,6 +64,33 @@ func (s *Server) consoleRoutes() {
 		s.router.Handle(m, "/console/*path", serveAsset)
 	}
 	s.handle(http.MethodGet, "/api/v1/sandbox", s.sandbox, public)
+}
+
+// consoleFile reads the console's file name (a cleaned path under
+// /console/, which asked for it). What is no file of the console is
+// not_found: the folder itself however it is spelt ("/console/",
+// "/console/.", "/console//"), a directory, index.html (served at / only),
+// a name the file system refuses. Errors: not_found; internal when the
+// embedded file cannot be read.
+func consoleFile(files fs.FS, name, asked string) ([]byte, error) {
+	notFound := &ports.Error{Kind: ports.KindNotFound, Message: "no console file at " + asked}
+	if name == "" || name == "." || name == "index.html" || !fs.ValidPath(name) {
+		return nil, notFound
+	}
+	fi, err := fs.Stat(files, name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrInvalid):
+		return nil, notFound
+	case err != nil:
+		return nil, ports.Wrap(ports.KindInternal, err, "reading a console file")
+	case fi.IsDir():
+		return nil, notFound
+	}
+	body, err := fs.ReadFile(files, name)
+	if err != nil {
+		return nil, ports.Wrap(ports.KindInternal, err, "reading a console file")
+	}
+	return body, nil
 }
 
 // consoleTypes are the console's file types, fixed here rather than taken

@@ -26,6 +26,13 @@ func TestConsoleFiles(t *testing.T) {
 		{"/console/../../go.mod", "", 404},
 		{"/console/%2e%2e/console.go", "", 404},
 		{"/console/nope.js", "", 404},
+		// The folder itself, however spelt, is no file (issue 30).
+		{"/console/", "", 404},
+		{"/console/.", "", 404},
+		{"/console//", "", 404},
+		{"/console/./", "", 404},
+		{"/console/js/.", "", 404},
+		{"/console/js/..", "", 404},
 	} {
 		rr := e.do(request(http.MethodGet, tc.path, "", nil))
 		if rr.Code != tc.status {
