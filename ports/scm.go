@@ -341,11 +341,11 @@ type DeliveryFinish struct {
 	Error  string
 }
 
-// WebhookDigest records that a delivery whose event and raw body have a
-// digest was received, so that the same signed body replayed under another
-// delivery id can be recognised.
+// WebhookDigest records that a delivery whose raw body has a digest was
+// received, so that the same signed body replayed under another delivery id
+// or another event's name can be recognised.
 type WebhookDigest struct {
-	Digest     string // hex SHA-256 of the event name, a NUL and the raw body
+	Digest     string // hex SHA-256 of the raw body (what the signature covers)
 	DeliveryID string
 	At         time.Time
 }

@@ -31,8 +31,8 @@ func newIngest(maxBatch, writers int, write groupcommit.WriteFunc[pendingDeliver
 	}, func(d pendingDelivery) int { return len(d.Payload) }, write)
 }
 
-// pendingDelivery is a delivery to store, with the digest of its event and
-// raw body ("" for none).
+// pendingDelivery is a delivery to store, with the digest of its raw body
+// ("" for none).
 type pendingDelivery struct {
 	ports.WebhookDelivery
 	digest string

@@ -56,9 +56,10 @@ type Config struct {
 	// once the delivery is handled.
 	SpoolThreshold int
 	SpoolDir       string
-	// ReplayWindow is how long the digest of a delivery's event and body is
+	// ReplayWindow is how long the digest of a delivery's raw body is
 	// remembered (DefaultReplayWindow): the same body signed once and sent
-	// again under another delivery id within it is a duplicate.
+	// again within it, under another delivery id or another event's name,
+	// is a duplicate.
 	ReplayWindow time.Duration
 }
 

@@ -71,7 +71,8 @@ func TestReceiveWebhookForm(t *testing.T) {
 
 // TestReceiveWebhookReplay sends one signed body under several delivery
 // ids: only the first is stored and processed; after the replay window it
-// is new again. Another event with the same body is not a replay.
+// is new again. The signature covers the body, not the event's name, so the
+// same body under another X-GitHub-Event is a replay too (issue 30).
 func TestReceiveWebhookReplay(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, scm.Config{ReplayWindow: time.Hour})
@@ -84,9 +85,10 @@ func TestReceiveWebhookReplay(t *testing.T) {
 		{"first", "push", 0, false},
 		{"first", "push", 0, true},              // GitHub's redelivery
 		{"replayed", "push", time.Minute, true}, // a new id, within the window
-		{"other-event", "create", 0, false},
+		{"other-event", "create", 0, true},
 		{"after-window", "push", time.Hour, false},
 		{"replayed-again", "push", time.Minute, true},
+		{"replayed-as-release", "release", 0, true},
 	} {
 		e.clock.Advance(tc.advance)
 		dup, err := e.svc.ReceiveWebhook(context.Background(), scm.WebhookInput{Event: tc.event, DeliveryID: tc.id,
@@ -98,12 +100,12 @@ func TestReceiveWebhookReplay(t *testing.T) {
 			t.Errorf("%s: not stored", tc.id)
 		}
 	}
-	for _, id := range []string{"replayed", "replayed-again"} {
+	for _, id := range []string{"replayed", "other-event", "replayed-again", "replayed-as-release"} {
 		if _, stored := e.delivery(id); stored {
 			t.Errorf("the replay %s was stored", id)
 		}
 	}
-	if got := jobIDs(e); strings.Join(got, ",") != "after-window,first,other-event" {
+	if got := jobIDs(e); strings.Join(got, ",") != "after-window,first" {
 		t.Errorf("jobs %v", got)
 	}
 	e.scm.mu.Lock()

@@ -70,8 +70,9 @@ const (
 // then stores the delivery, once, and enqueues its processing in the same
 // transaction, and returns once that transaction committed. It reports
 // duplicate when a delivery with the id was stored before (or by a
-// concurrent call), or when the same event and body were received within
-// Config.ReplayWindow (a signed body replayed under a new delivery id); then
+// concurrent call), or when the same body was received within
+// Config.ReplayWindow (a signed body replayed under a new delivery id, or
+// under another event's name: the signature covers the body alone); then
 // nothing is enqueued. It decodes nothing beyond checking the payload is
 // JSON, so it answers fast.
 //
@@ -114,7 +115,7 @@ func (s *Service) ReceiveWebhook(ctx context.Context, in WebhookInput) (duplicat
 	if err != nil {
 		return false, err
 	}
-	body, digest, err := s.readSigned(ctx, in.Event, check, in.Body)
+	body, digest, err := s.readSigned(ctx, check, in.Body)
 	if err != nil {
 		return false, err
 	}
@@ -155,7 +156,9 @@ func webhookOutcome(duplicate bool, err error) ports.WebhookOutcome {
 
 // readSigned reads a delivery's body, once a reader is free, writing it to
 // check (the provider's signature check) as it goes, and returns it when
-// check verifies it, with the hex SHA-256 of event, a NUL and the body. What
+// check verifies it, with the hex SHA-256 of the raw body: what the
+// signature covers, so that whatever else a replay changes (the delivery
+// id, the event's name) it has the same digest. What
 // it holds of the body before that is known stays within
 // Config.SpoolThreshold in memory; the rest is in a temporary file, removed
 // before it returns.
@@ -165,7 +168,7 @@ func webhookOutcome(duplicate bool, err error) ports.WebhookOutcome {
 // so that the bound on unauthenticated bytes in memory and the bound on
 // bodies read at once (Config.WebhookReaders) hold whatever the provider:
 // go-github's ValidatePayload would read the whole body into memory first.
-func (s *Service) readSigned(ctx context.Context, event string, check ports.SCMWebhookCheck, body io.Reader) ([]byte, string, error) {
+func (s *Service) readSigned(ctx context.Context, check ports.SCMWebhookCheck, body io.Reader) ([]byte, string, error) {
 	release, err := s.acquireReader(ctx)
 	if err != nil {
 		return nil, "", err
@@ -175,8 +178,6 @@ func (s *Service) readSigned(ctx context.Context, event string, check ports.SCMW
 		body = strings.NewReader("")
 	}
 	dig := sha256.New()
-	dig.Write([]byte(event))
-	dig.Write([]byte{0})
 	sp := newSpool(s.cfg.SpoolThreshold, s.cfg.SpoolDir, s.buffered)
 	defer sp.Close()
 	n, err := io.Copy(io.MultiWriter(check, dig, sp), io.LimitReader(body, MaxWebhookBody+1))

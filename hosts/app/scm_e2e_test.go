@@ -537,6 +537,9 @@ func TestSCMEndToEnd(t *testing.T) {
 			st.wantDelivered(star, "duplicate")
 			// The same signed body under a new delivery id is a replay.
 			st.wantDelivered(push.WithID("replayed-"+push.ID), "duplicate")
+			// So is the same signed body under another event's name: the
+			// signature does not cover X-GitHub-Event.
+			st.wantDelivered(withHeader(push.WithID("as-release-"+push.ID), "X-GitHub-Event", "release"), "duplicate")
 			pushSummary, prSummary := "octo-alice pushed 2 commits to main", "octo-alice opened pull request #7: Add rate limiting"
 			got := st.waitActivity(alice, apiRepo.ID, pushSummary, prSummary)
 			// Redelivering after processing is still a duplicate.
