@@ -2,10 +2,13 @@ package httpapi
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -84,14 +87,88 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		// instead, as API.md fixes it.
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Content-Type-Options", "nosniff")
-		rec := &recorder{ResponseWriter: w}
+		body := watchBody(r)
+		rec := &recorder{ResponseWriter: w, body: body}
 		info := &reqInfo{id: id, rec: rec, route: routeUnmatched}
 
 		s.metrics.inFlight.Inc()
 		r = s.spans.start(r, info)
 		defer s.finish(r, info, start) // deferred so that aborted requests are counted too
+		defer rec.letGoOfUnreadBody()
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info)))
 	})
+}
+
+// unreadBodyLinger is how long the connection of a request answered
+// without reading its body waits, once the answer is sent, for the rest of
+// that body before it is closed: long enough for a client that sent it all
+// to read the answer before the close (as net/http's own delay before
+// closing after a request it found too large), short enough that clients
+// that announce a body and never send it cannot hold descriptors.
+const unreadBodyLinger = 500 * time.Millisecond
+
+// bodyWatch is an HTTP/1 request's body as it arrived, which knows whether
+// it was read to its end.
+type bodyWatch struct {
+	io.ReadCloser
+	length int64 // the Content-Length, -1 when unknown (chunked)
+	read   atomic.Int64
+	eof    atomic.Bool
+}
+
+// watchBody puts a bodyWatch around r's body, or returns nil when r has
+// none, or is not HTTP/1 (an HTTP/2 stream's unread body ends with the
+// stream, not with the connection).
+func watchBody(r *http.Request) *bodyWatch {
+	if r.ProtoMajor != 1 || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return nil
+	}
+	b := &bodyWatch{ReadCloser: r.Body, length: r.ContentLength}
+	r.Body = b
+	return b
+}
+
+func (b *bodyWatch) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.read.Add(int64(n))
+	if errors.Is(err, io.EOF) {
+		b.eof.Store(true)
+	}
+	return n, err
+}
+
+// unread reports whether some of the body may still be on its way: it was
+// not read to its end.
+func (b *bodyWatch) unread() bool {
+	if b == nil || b.eof.Load() {
+		return false
+	}
+	return b.length < 0 || b.read.Load() < b.length
+}
+
+// closeIfBodyUnread marks the response Connection: close when the request's
+// body was not read to its end as the response starts. net/http would
+// otherwise read what is left of the body, without a deadline, before
+// answering (to keep the connection for the next request): a request
+// refused before its body is read (no token, no such route, a webhook
+// without a good signature) would wait for bytes that a hostile client
+// never sends. It is answered at once instead, and its connection closed.
+func (w *recorder) closeIfBodyUnread() {
+	if w.status == 0 && w.body.unread() {
+		w.ResponseWriter.Header().Set("Connection", "close")
+	}
+}
+
+// letGoOfUnreadBody runs once the handler is done: when the body was not
+// read to its end, the answer goes out with Connection: close and the read
+// of what is left (net/http's, on closing the body) may wait
+// unreadBodyLinger, no longer, before the connection is closed.
+func (w *recorder) letGoOfUnreadBody() {
+	if !w.body.unread() {
+		return
+	}
+	w.closeIfBodyUnread() // a handler that wrote nothing: net/http answers 200 next
+	_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now().Add(unreadBodyLinger))
 }
 
 func (s *Server) finish(r *http.Request, info *reqInfo, start time.Time) {
@@ -152,15 +229,19 @@ func newRequestID() string {
 	return uuid.NewString()
 }
 
-// recorder remembers the status and size of the response it passes through.
+// recorder remembers the status and size of the response it passes
+// through, and closes the connection of a request whose body it answers
+// unread (see closeIfBodyUnread).
 type recorder struct {
 	http.ResponseWriter
 	status int // the final status sent; 0 until then
 	bytes  int64
+	body   *bodyWatch // nil: the request has no body to watch
 }
 
 func (w *recorder) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
+		w.closeIfBodyUnread()
 		w.status = code
 	}
 	w.ResponseWriter.WriteHeader(code)
@@ -168,6 +249,7 @@ func (w *recorder) WriteHeader(code int) {
 
 func (w *recorder) Write(b []byte) (int, error) {
 	if w.status == 0 {
+		w.closeIfBodyUnread()
 		w.status = http.StatusOK
 	}
 	n, err := w.ResponseWriter.Write(b)
@@ -178,6 +260,7 @@ func (w *recorder) Write(b []byte) (int, error) {
 // Flush sends buffered data to the client; SSE handlers call it per event.
 func (w *recorder) Flush() {
 	if w.status == 0 {
+		w.closeIfBodyUnread()
 		w.status = http.StatusOK
 	}
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
