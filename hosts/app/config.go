@@ -115,6 +115,10 @@ type Config struct {
 	// limit. Default 30 per minute.
 	RateLimit  int
 	RateWindow time.Duration
+	// WebhookReadsPerClient bounds the webhook bodies read at once from one
+	// client address (DEVPILOT_WEBHOOK_READS_PER_CLIENT, default
+	// httpapi.DefaultWebhookReadsPerClient; httpapi.Config.WebhookReadsPerClient).
+	WebhookReadsPerClient int
 	// AuthCacheTTL is how long a verified API token is trusted without
 	// reading it again (identity.Deps.CacheFor); 0 reads it on every request.
 	AuthCacheTTL time.Duration
@@ -380,6 +384,11 @@ const EnvSpecContextBudget = "DEVPILOT_SPEC_CONTEXT_BUDGET"
 // (default 8, 0 to 1000, 0 for no cap).
 const EnvMaxTurnsPerUser = "DEVPILOT_MAX_TURNS_PER_USER"
 
+// EnvWebhookReadsPerClient is the variable of Config.WebhookReadsPerClient
+// (1 to 1000). Behind a reverse proxy, which is one address for every
+// delivery, raise it to the core's bound on reads at once (16) to lift it.
+const EnvWebhookReadsPerClient = "DEVPILOT_WEBHOOK_READS_PER_CLIENT"
+
 // EnvOrgMonthlyTokens is the variable of Config.OrgMonthlyTokens.
 const EnvOrgMonthlyTokens = "DEVPILOT_ORG_MONTHLY_TOKENS"
 
@@ -526,6 +535,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	c.PublishAllowPrivate = r.oneOf(EnvPublishAllowPrivate, "0", "0", "1") == "1"
 	c.RateLimit = int(r.number(EnvRateRequests, 30, 0, 1_000_000))
 	c.RateWindow = r.duration(EnvRateWindow, time.Minute)
+	c.WebhookReadsPerClient = int(r.number(EnvWebhookReadsPerClient, httpapi.DefaultWebhookReadsPerClient, 1, 1000))
 	if tc, err := telemetry.TracingFromEnv(getenv); err != nil {
 		r.errs = append(r.errs, err)
 	} else {

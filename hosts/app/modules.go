@@ -380,13 +380,14 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		demoToken = sb.ConsoleToken
 	}
 	srv := httpapi.New(httpapi.Config{
-		BodyLimit:       p.Config.BodyLimit,
-		RequestTimeout:  p.Config.RequestTimeout,
-		BodyReadTimeout: p.Config.BodyReadTimeout,
-		CORSOrigins:     p.Config.CORSOrigins,
-		ShutdownGrace:   p.Config.ShutdownGrace,
-		RateLimit:       p.Config.RateLimit,
-		RateWindow:      p.Config.RateWindow,
+		BodyLimit:             p.Config.BodyLimit,
+		RequestTimeout:        p.Config.RequestTimeout,
+		BodyReadTimeout:       p.Config.BodyReadTimeout,
+		CORSOrigins:           p.Config.CORSOrigins,
+		ShutdownGrace:         p.Config.ShutdownGrace,
+		RateLimit:             p.Config.RateLimit,
+		RateWindow:            p.Config.RateWindow,
+		WebhookReadsPerClient: p.Config.WebhookReadsPerClient,
 	}, httpapi.Deps{Identity: p.Identity, Tokens: p.Identity, Members: p.Identity, Invitations: p.Identity, AuditLog: p.Identity,
 		SignIn: p.Identity, SignInSeal: p.Cipher, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
+	"github.com/devpilot/devpilot/hosts/app"
 	"github.com/devpilot/devpilot/testkit/fakegithub"
 )
 
@@ -149,4 +150,100 @@ func refusedAtOnce(c net.Conn, deadline time.Time, head string, status int) erro
 		return fmt.Errorf("after the answer the connection is not closed: %v", err)
 	}
 	return nil
+}
+
+// TestSlowWebhookBodiesDoNotStarveDeliveries is issue 30's webhook intake
+// finding: 16 unsigned bodies trickling in from one address used to take
+// every body read the SCM core allows at once (16), so that a signed
+// delivery from GitHub waited 2 s and was refused 503. Now one address
+// reads at most 4 bodies at once: a signed delivery from another address
+// is accepted, and the slow client's other 12 are answered 429 with
+// Retry-After, their bodies unread; its 4 bodies under way are cut at the
+// webhook body deadline (here DEVPILOT_BODY_READ_TIMEOUT, 5 s, shorter
+// than the webhook's own 10 s).
+func TestSlowWebhookBodiesDoNotStarveDeliveries(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			st := startSCMStack(t, string(d), func(env map[string]string) { env[app.EnvBodyTimeout] = "5s" })
+			addr := strings.TrimPrefix(st.base, "http://")
+
+			// The slow client, from another loopback address than the
+			// deliveries: well-formed signatures, 1 byte of 1000 sent.
+			const slow = 16
+			slowDialer := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+			type answer struct {
+				status int
+				retry  string
+				close  bool
+				err    error
+			}
+			answers := make(chan answer, slow)
+			for i := range slow {
+				c, err := slowDialer.Dial("tcp", addr)
+				if err != nil {
+					t.Fatalf("dial from 127.0.0.2: %v", err)
+				}
+				t.Cleanup(func() { c.Close() })
+				_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+				fmt.Fprintf(c, "POST /webhooks/scm HTTP/1.1\r\nHost: devpilot.test\r\nContent-Type: application/json\r\n"+
+					"X-GitHub-Event: push\r\nX-GitHub-Delivery: slow-%d\r\nX-Hub-Signature-256: sha256=%064d\r\n"+
+					"Content-Length: 1000\r\n\r\n{", i, 0)
+				go func() {
+					resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+					if err != nil {
+						answers <- answer{err: err}
+						return
+					}
+					resp.Body.Close()
+					answers <- answer{status: resp.StatusCode, retry: resp.Header.Get("Retry-After"), close: resp.Close}
+				}()
+			}
+			st.waitInFlight(slow)
+
+			// A signed delivery from GitHub (127.0.0.1) is accepted.
+			push := fakegithub.NewDelivery("push", map[string]any{"ref": "refs/heads/main"}).Signed(scmWebhookSecret)
+			st.wantDelivered(push, "accepted")
+
+			counts := map[int]int{}
+			for range slow {
+				a := <-answers
+				switch {
+				case a.err != nil:
+					t.Errorf("a slow body was not answered: %v", a.err)
+				case a.status == http.StatusTooManyRequests && (a.retry == "" || !a.close):
+					t.Errorf("429 with Retry-After %q, close %v", a.retry, a.close)
+				}
+				counts[a.status]++
+			}
+			if counts[http.StatusTooManyRequests] != slow-4 || counts[http.StatusRequestTimeout] != 4 {
+				t.Errorf("the slow client's bodies were answered %v, want 12 × 429 and 4 × 408", counts)
+			}
+		})
+	}
+}
+
+// waitInFlight waits until n requests (besides the scrape) are in flight,
+// as /metrics says.
+func (st *scmStack) waitInFlight(n int) {
+	st.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(st.base + "/metrics")
+		if err != nil {
+			st.t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for line := range strings.Lines(string(body)) {
+			var got int
+			if _, err := fmt.Sscanf(line, "devpilot_http_requests_in_flight %d", &got); err == nil && got >= n+1 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			st.t.Fatalf("after 10s fewer than %d requests are in flight", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -113,6 +113,12 @@ func timeout(d time.Duration) routeOption {
 	}
 }
 
+// bodyTimeoutAtMost shortens the time the route's body has to arrive to d,
+// when the server's is longer.
+func bodyTimeoutAtMost(d time.Duration) routeOption {
+	return func(rt *route) { rt.bodyTimeout = min(rt.bodyTimeout, d) }
+}
+
 // maxBody sets the route's body limit in bytes.
 func maxBody(n int64) routeOption { return func(rt *route) { rt.bodyLimit = n } }
 

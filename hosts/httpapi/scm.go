@@ -37,7 +37,7 @@ func (s *Server) scmRoutes() {
 		s.handle(http.MethodGet, p+"/scm/repos/:repo_id/pulls", s.listPulls)
 		s.handle(http.MethodGet, p+"/scm/repos/:repo_id/activity", s.repoActivity)
 		s.handle(http.MethodGet, p+"/scm/commits/search", s.searchCommits)
-		s.handle(http.MethodPost, p+"/webhooks/scm", s.webhook, public, maxBody(webhookLimit))
+		s.handle(http.MethodPost, p+"/webhooks/scm", s.webhook, public, maxBody(webhookLimit), bodyTimeoutAtMost(webhookBodyTimeout))
 	}
 }
 
@@ -175,8 +175,17 @@ func (s *Server) searchCommits(w http.ResponseWriter, r *http.Request) error {
 
 // webhook stores a signed delivery and answers 202 at once; the worker
 // processes it. A repeat is 202 too, and is not processed again. The body is
-// streamed to the core, which verifies the signature as it reads.
+// streamed to the core, which verifies the signature as it reads; while it
+// does, the delivery holds one of its client address's reads
+// (Config.WebhookReadsPerClient), so that slow unsigned bodies from one
+// address cannot take every read the core allows and starve deliveries
+// from elsewhere.
 func (s *Server) webhook(w http.ResponseWriter, r *http.Request) error {
+	release, err := s.limitClientReads(r)
+	if err != nil {
+		return err
+	}
+	defer release()
 	dup, err := s.d.SCM.ReceiveWebhook(r.Context(), scm.WebhookInput{
 		Event: r.Header.Get("X-GitHub-Event"), DeliveryID: r.Header.Get("X-GitHub-Delivery"),
 		Signature: r.Header.Get("X-Hub-Signature-256"), ContentType: r.Header.Get("Content-Type"), Body: r.Body,

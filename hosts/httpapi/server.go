@@ -143,6 +143,16 @@ type Config struct {
 	RateLimit int
 	// RateWindow is the fixed window RateLimit counts in (default 1m).
 	RateWindow time.Duration
+	// WebhookReadsPerClient bounds the webhook bodies read at once from
+	// one client address (an IPv6 /64 counts as one address), which are
+	// unauthenticated until their signature is checked at their end
+	// (default DefaultWebhookReadsPerClient). A delivery over it waits up
+	// to 2 s for one of them to end, then is answered 429 with
+	// Retry-After, its body unread. A webhook body must also arrive within
+	// 10 s (or BodyReadTimeout, when shorter). Behind a reverse proxy
+	// every delivery comes from the proxy's address, so the bound is the
+	// proxy's as a whole: raise it there.
+	WebhookReadsPerClient int
 }
 
 // Defaults for Config.
@@ -175,6 +185,8 @@ type Server struct {
 	crossOrigin *http.CrossOriginProtection
 	stopping    chan struct{}
 	stopOnce    sync.Once
+	// webhookReads bounds the webhook bodies read at once per client.
+	webhookReads *clientReads
 	// registered lists the routes as handle registered them (HEAD twins
 	// aside), for the test that holds openapi.json to the router.
 	registered []route
@@ -224,14 +236,18 @@ func newServer(cfg Config, d Deps, routes func(*Server)) *Server {
 	if cfg.RateWindow <= 0 {
 		cfg.RateWindow = DefaultRateWindow
 	}
+	if cfg.WebhookReadsPerClient <= 0 {
+		cfg.WebhookReadsPerClient = DefaultWebhookReadsPerClient
+	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
 	s := &Server{
-		cfg:      cfg,
-		d:        d,
-		log:      d.Logger,
-		stopping: make(chan struct{}),
+		cfg:          cfg,
+		d:            d,
+		log:          d.Logger,
+		stopping:     make(chan struct{}),
+		webhookReads: newClientReads(cfg.WebhookReadsPerClient, webhookReadWait),
 	}
 	s.crossOrigin = http.NewCrossOriginProtection()
 	for _, o := range cfg.CORSOrigins {
