@@ -270,3 +270,49 @@ func (s *spillSpy) Read(p []byte) (int, error) {
 	s.n += n
 	return n, err
 }
+
+// TestReceiveWebhookAdmit: WebhookInput.Admit is asked once the signature's
+// form is accepted and before the body is read or a reader taken; its
+// refusal is the delivery's answer, the body unread; what it admits is
+// released once the body is read, before the delivery is answered.
+func TestReceiveWebhookAdmit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, scm.Config{WebhookReaders: 1})
+	var asked, released int
+	admit := func(refuse error) func(context.Context) (func(), error) {
+		return func(context.Context) (func(), error) {
+			asked++
+			if refuse != nil {
+				return nil, refuse
+			}
+			return func() { released++ }, nil
+		}
+	}
+	body := []byte(`{"zen":"admitted"}`)
+
+	unsigned := &countingReader{r: bytes.NewReader(body)}
+	_, err := e.svc.ReceiveWebhook(context.Background(), scm.WebhookInput{Event: "ping", DeliveryID: "unsigned", Body: unsigned, Admit: admit(nil)})
+	wantErr(t, "no signature", err, ports.KindUnauthenticated, "")
+	if asked != 0 || unsigned.reads != 0 {
+		t.Errorf("a delivery without a signature: admit asked %d times, body read %d times", asked, unsigned.reads)
+	}
+
+	refused := &countingReader{r: bytes.NewReader(body)}
+	_, err = e.svc.ReceiveWebhook(context.Background(), scm.WebhookInput{Event: "ping", DeliveryID: "refused",
+		Signature: sign(secret, body), Body: refused, Admit: admit(&ports.Error{Kind: ports.KindRateLimited, Message: "busy"})})
+	wantErr(t, "refused by admit", err, ports.KindRateLimited, "")
+	if _, stored := e.delivery("refused"); stored || refused.reads != 0 || released != 0 {
+		t.Errorf("a refused delivery: stored %v, body read %d times, released %d", stored, refused.reads, released)
+	}
+
+	asked = 0
+	for _, id := range []string{"admitted", "admitted-again"} { // the one reader was given back each time
+		if _, err := e.svc.ReceiveWebhook(context.Background(), scm.WebhookInput{Event: "ping", DeliveryID: id,
+			Signature: sign(secret, body), Body: bytes.NewReader(body), Admit: admit(nil)}); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	if _, stored := e.delivery("admitted"); !stored || asked != 2 || released != 2 {
+		t.Errorf("admitted deliveries: stored %v, admit asked %d times, released %d", stored, asked, released)
+	}
+}

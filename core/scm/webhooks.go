@@ -22,6 +22,13 @@ type WebhookInput struct {
 	Signature   string
 	ContentType string
 	Body        io.Reader
+	// Admit, when set, is called once the signature's form and the
+	// Content-Type are accepted, before the body is read and before one of
+	// Config.WebhookReaders is taken: its error refuses the delivery, its
+	// body unread; otherwise release is called once the body has been read
+	// and checked. The HTTP transport bounds there the bodies read at once
+	// from one client address, which it alone knows.
+	Admit func(ctx context.Context) (release func(), err error)
 }
 
 // ProcessDeliveryArgs is the background job that turns one stored webhook
@@ -98,6 +105,7 @@ const (
 //
 // Errors: unavailable when no webhook secret or Deps.Webhooks is
 // configured, and (with RetryAfter) when no reader was free within Config.WebhookReadWait;
+// WebhookInput.Admit's;
 // unauthenticated when the signature is missing or is not the HMAC-SHA256
 // of the body with the secret; unsupported_media_type for a Content-Type
 // other than JSON or a form; malformed when the event or delivery id is
@@ -115,7 +123,7 @@ func (s *Service) ReceiveWebhook(ctx context.Context, in WebhookInput) (duplicat
 	if err != nil {
 		return false, err
 	}
-	body, digest, err := s.readSigned(ctx, check, in.Body)
+	body, digest, err := s.readSigned(ctx, check, in.Body, in.Admit)
 	if err != nil {
 		return false, err
 	}
@@ -154,7 +162,8 @@ func webhookOutcome(duplicate bool, err error) ports.WebhookOutcome {
 	return ports.WebhookAccepted
 }
 
-// readSigned reads a delivery's body, once a reader is free, writing it to
+// readSigned reads a delivery's body, once admit (when not nil) lets it
+// and a reader is free, writing it to
 // check (the provider's signature check) as it goes, and returns it when
 // check verifies it, with the hex SHA-256 of the raw body: what the
 // signature covers, so that whatever else a replay changes (the delivery
@@ -168,7 +177,15 @@ func webhookOutcome(duplicate bool, err error) ports.WebhookOutcome {
 // so that the bound on unauthenticated bytes in memory and the bound on
 // bodies read at once (Config.WebhookReaders) hold whatever the provider:
 // go-github's ValidatePayload would read the whole body into memory first.
-func (s *Service) readSigned(ctx context.Context, check ports.SCMWebhookCheck, body io.Reader) ([]byte, string, error) {
+func (s *Service) readSigned(ctx context.Context, check ports.SCMWebhookCheck, body io.Reader,
+	admit func(context.Context) (func(), error)) ([]byte, string, error) {
+	if admit != nil {
+		admitted, err := admit(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		defer admitted()
+	}
 	release, err := s.acquireReader(ctx)
 	if err != nil {
 		return nil, "", err

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -114,37 +113,4 @@ func clientAddr(r *http.Request) string {
 		}
 	}
 	return a.String()
-}
-
-// releasingBody calls release once its body has been read to its end or
-// has failed: the read is over then, though the handler goes on (to store
-// the delivery).
-type releasingBody struct {
-	io.ReadCloser
-	release func()
-}
-
-func (b *releasingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil {
-		b.release()
-	}
-	return n, err
-}
-
-// limitClientReads holds one of the client's webhook reads while r's body
-// is read (see Config.WebhookReadsPerClient), and returns the function
-// that gives it back whatever happened (call it when the handler is done).
-// Errors: rate_limited with Retry-After when the client's reads stay taken
-// for webhookReadWait; ctx's error.
-func (s *Server) limitClientReads(r *http.Request) (func(), error) {
-	if !hasBody(r) {
-		return func() {}, nil
-	}
-	release, err := s.webhookReads.acquire(r.Context(), clientAddr(r))
-	if err != nil {
-		return nil, err
-	}
-	r.Body = &releasingBody{ReadCloser: r.Body, release: release}
-	return release, nil
 }

@@ -181,14 +181,11 @@ func (s *Server) searchCommits(w http.ResponseWriter, r *http.Request) error {
 // address cannot take every read the core allows and starve deliveries
 // from elsewhere.
 func (s *Server) webhook(w http.ResponseWriter, r *http.Request) error {
-	release, err := s.limitClientReads(r)
-	if err != nil {
-		return err
-	}
-	defer release()
+	client := clientAddr(r)
 	dup, err := s.d.SCM.ReceiveWebhook(r.Context(), scm.WebhookInput{
 		Event: r.Header.Get("X-GitHub-Event"), DeliveryID: r.Header.Get("X-GitHub-Delivery"),
 		Signature: r.Header.Get("X-Hub-Signature-256"), ContentType: r.Header.Get("Content-Type"), Body: r.Body,
+		Admit: func(ctx context.Context) (func(), error) { return s.webhookReads.acquire(ctx, client) },
 	})
 	if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
 		return tooLarge(tooBig.Limit)
