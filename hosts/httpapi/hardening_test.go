@@ -212,3 +212,87 @@ func TestProblemErrorsAreCapped(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreadBodyIsAnsweredAndClosed: a request answered before its body
+// was read to its end (refused, or served by a handler that stops reading)
+// is answered with Connection: close and its connection is closed, instead
+// of the server waiting, without a deadline, for the rest of a body that
+// may never come. A request whose body is read keeps its connection.
+func TestUnreadBodyIsAnsweredAndClosed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.srv.HandleForTest(http.MethodPost, "/test/nothing", func(http.ResponseWriter, *http.Request) error { return nil }, httpapi.Public)
+	e.srv.HandleForTest(http.MethodPost, "/test/half", func(w http.ResponseWriter, r *http.Request) error {
+		_, _ = io.ReadFull(r.Body, make([]byte, 1))
+		return httpapi.WriteJSON(w, http.StatusOK, map[string]string{"read": "some"})
+	}, httpapi.Public)
+	e.srv.HandleForTest(http.MethodPost, "/test/echo", func(w http.ResponseWriter, r *http.Request) error {
+		var v map[string]any
+		if err := httpapi.DecodeJSON(w, r, &v); err != nil {
+			return err
+		}
+		return httpapi.WriteJSON(w, http.StatusOK, v)
+	})
+	base, _ := serve(t, e)
+	addr := strings.TrimPrefix(base, "http://")
+	for _, tc := range []struct {
+		name, head string
+		status     int
+	}{
+		{"no token", "POST /test/echo HTTP/1.1\r\n", http.StatusUnauthorized},
+		{"no route", "POST /nowhere HTTP/1.1\r\n", http.StatusNotFound},
+		{"too large", "POST /test/echo HTTP/1.1\r\nAuthorization: Bearer " + goodToken + "\r\nContent-Length: 2000000\r\n", http.StatusRequestEntityTooLarge},
+		{"handler writes nothing", "POST /test/nothing HTTP/1.1\r\n", http.StatusOK},
+		{"handler reads a byte", "POST /test/half HTTP/1.1\r\n", http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(20 * time.Second)) // a server that waits fails the test, not hangs it
+			head := tc.head
+			if !strings.Contains(head, "Content-Length") {
+				head += "Content-Length: 100\r\n"
+			}
+			fmt.Fprintf(conn, "%sHost: x\r\nContent-Type: application/json\r\n\r\n{\"a\"", head)
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || !resp.Close {
+				t.Fatalf("%d, Connection %q; want %d and close", resp.StatusCode, resp.Header.Get("Connection"), tc.status)
+			}
+			if _, err := br.ReadByte(); !errors.Is(err, io.EOF) && !isReset(err) {
+				t.Errorf("connection after the answer: %v, want closed", err)
+			}
+		})
+	}
+	t.Run("keep-alive", func(t *testing.T) {
+		t.Parallel()
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+		br := bufio.NewReader(conn)
+		for i := range 3 {
+			fmt.Fprintf(conn, "POST /test/echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":%d}", goodToken, i)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("request %d on the kept connection: %v", i, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || resp.Close || string(body) != fmt.Sprintf("{\"a\":%d}\n", i) {
+				t.Fatalf("request %d: %d close %v %q", i, resp.StatusCode, resp.Close, body)
+			}
+		}
+	})
+}
