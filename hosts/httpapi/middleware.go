@@ -87,7 +87,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		// instead, as API.md fixes it.
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Content-Type-Options", "nosniff")
-		body := watchBody(r)
+		r, body := watchBody(r)
 		rec := &recorder{ResponseWriter: w, body: body}
 		info := &reqInfo{id: id, rec: rec, route: routeUnmatched}
 
@@ -116,16 +116,19 @@ type bodyWatch struct {
 	eof    atomic.Bool
 }
 
-// watchBody puts a bodyWatch around r's body, or returns nil when r has
-// none, or is not HTTP/1 (an HTTP/2 stream's unread body ends with the
+// watchBody returns a copy of r whose body is watched by the bodyWatch it
+// returns too; r itself, net/http's, keeps its own body, which the server
+// inspects once the handler is done. It returns r and nil when r has no
+// body, or is not HTTP/1 (an HTTP/2 stream's unread body ends with the
 // stream, not with the connection).
-func watchBody(r *http.Request) *bodyWatch {
+func watchBody(r *http.Request) (*http.Request, *bodyWatch) {
 	if r.ProtoMajor != 1 || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-		return nil
+		return r, nil
 	}
 	b := &bodyWatch{ReadCloser: r.Body, length: r.ContentLength}
+	r = r.WithContext(r.Context())
 	r.Body = b
-	return b
+	return r, b
 }
 
 func (b *bodyWatch) Read(p []byte) (int, error) {
