@@ -105,7 +105,7 @@ const (
 //
 // Errors: unavailable when no webhook secret or Deps.Webhooks is
 // configured, and (with RetryAfter) when no reader was free within Config.WebhookReadWait;
-// WebhookInput.Admit's;
+// WebhookInput.Admit's refusal, as it is;
 // unauthenticated when the signature is missing or is not the HMAC-SHA256
 // of the body with the secret; unsupported_media_type for a Content-Type
 // other than JSON or a form; malformed when the event or delivery id is
@@ -163,12 +163,11 @@ func webhookOutcome(duplicate bool, err error) ports.WebhookOutcome {
 }
 
 // readSigned reads a delivery's body, once admit (when not nil) lets it
-// and a reader is free, writing it to
-// check (the provider's signature check) as it goes, and returns it when
-// check verifies it, with the hex SHA-256 of the raw body: what the
-// signature covers, so that whatever else a replay changes (the delivery
-// id, the event's name) it has the same digest. What
-// it holds of the body before that is known stays within
+// and a reader is free, writing it to check (the provider's signature
+// check) as it goes, and returns it when check verifies it, with the hex
+// SHA-256 of the raw body: what the signature covers, so that whatever else
+// a replay changes (the delivery id, the event's name) it has the same
+// digest. What it holds of the body before that is known stays within
 // Config.SpoolThreshold in memory; the rest is in a temporary file, removed
 // before it returns.
 //
