@@ -65,11 +65,19 @@ type Org struct {
 
 // User is a person (or service identity) within one organisation.
 type User struct {
-	ID        string
-	OrgID     string
-	Email     string
-	Role      Role
-	CreatedAt time.Time
+	ID    string
+	OrgID string
+	Email string
+	Role  Role
+	// EmailVerified is true when Email is proven to be this user's: the
+	// identity provider verified it when they signed in, or the operator
+	// created them (devpilot token create). A user who joined through an
+	// invitation has it false: an invitation proves only that its holder
+	// had the link, not that they own the mailbox, so such a user is never
+	// reached by an email match at sign-in. At most one verified user has
+	// a given email; unverified ones may share it with anyone.
+	EmailVerified bool
+	CreatedAt     time.Time
 	// RemovedAt is when an admin removed the user from the organisation;
 	// a removed user is refused authentication. Nil for a member.
 	RemovedAt *time.Time
@@ -160,14 +168,21 @@ type OrgStore interface {
 
 // UserStore keeps users.
 type UserStore interface {
-	// CreateUser stores a new user; conflict when the email is taken;
-	// not_found when the org does not exist.
+	// CreateUser stores a new user; conflict when the id is taken, or when
+	// the user is verified and a verified user has the email already (an
+	// unverified user's email may be anyone's); not_found when the org does
+	// not exist.
 	CreateUser(ctx context.Context, user User) error
 	// GetUser returns the user with the id; not_found when absent.
 	GetUser(ctx context.Context, id string) (User, error)
-	// GetUserByEmail returns the user with the email (compared
-	// case-insensitively); not_found when absent.
-	GetUserByEmail(ctx context.Context, email string) (User, error)
+	// GetVerifiedUserByEmail returns the verified user with the email
+	// (compared case-insensitively), removed or not; not_found when no
+	// verified user has it.
+	GetVerifiedUserByEmail(ctx context.Context, email string) (User, error)
+	// ListUsersByEmail returns every user with the email (compared
+	// case-insensitively), verified or not, removed or not, of any org,
+	// oldest first.
+	ListUsersByEmail(ctx context.Context, email string) ([]User, error)
 	// ListUsers returns a page of the org's users by email, removed ones
 	// left out, and the next page's cursor ("" at the end); invalid for a
 	// bad cursor.

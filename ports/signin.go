@@ -1,13 +1,19 @@
 package ports
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
-//go:generate go tool mockgen -typed -destination ../testkit/mocks/signin.go -package mocks . SignInProvider
+//go:generate go tool mockgen -typed -destination ../testkit/mocks/signin.go -package mocks . SignInProvider,IdentityLinkStore
 
 // ExternalIdentity is who an OpenID Connect provider says signed in, taken
 // from an ID token whose signature, issuer, audience, expiry and nonce were
 // verified.
 type ExternalIdentity struct {
+	// Issuer and Subject name the person at the provider for good (iss and
+	// sub): unlike the email, they are never given to someone else.
+	Issuer        string
 	Subject       string
 	Email         string
 	EmailVerified bool
@@ -29,4 +35,25 @@ type SignInProvider interface {
 	// (signature, issuer, audience, expiry, nonce); upstream when the
 	// provider fails or cannot be reached.
 	Exchange(ctx context.Context, code, verifier, nonce string) (ExternalIdentity, error)
+}
+
+// IdentityLink ties a person at an identity provider (Issuer and Subject)
+// to the devpilot user they sign in as, so that later sign-ins find that
+// user by who the provider says they are rather than by email.
+type IdentityLink struct {
+	Issuer    string
+	Subject   string
+	UserID    string
+	CreatedAt time.Time
+}
+
+// IdentityLinkStore keeps the links between provider identities and users.
+type IdentityLinkStore interface {
+	// LinkIdentity stores a new link; conflict when the issuer and subject
+	// are linked already, or when the user has a link at that issuer
+	// already; not_found when the user does not exist.
+	LinkIdentity(ctx context.Context, link IdentityLink) error
+	// GetLinkedUser returns the user linked to the issuer and subject;
+	// not_found when none is.
+	GetLinkedUser(ctx context.Context, issuer, subject string) (User, error)
 }

@@ -178,7 +178,7 @@ func (p *Provider) Exchange(ctx context.Context, code, verifier, nonce string) (
 	if err := idt.Claims(&claims); err != nil {
 		return ports.ExternalIdentity{}, refused("the ID token's claims cannot be read")
 	}
-	out := ports.ExternalIdentity{Subject: idt.Subject}
+	out := ports.ExternalIdentity{Issuer: idt.Issuer, Subject: idt.Subject}
 	out.Email, _ = claims["email"].(string)
 	switch v := claims["email_verified"].(type) {
 	case bool:

@@ -67,7 +67,7 @@ func TestSignIn(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Exchange: %v", err)
 	}
-	if id.Email != "ada@example.com" || !id.EmailVerified || id.Subject != "sub-ada@example.com" ||
+	if id.Email != "ada@example.com" || !id.EmailVerified || id.Subject != "sub-ada@example.com" || id.Issuer != idp.Issuer() ||
 		strings.Join(id.Groups, ",") != "eng,devpilot-admins" {
 		t.Fatalf("identity = %+v", id)
 	}

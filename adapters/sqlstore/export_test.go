@@ -40,3 +40,13 @@ func MigrateDownTo(ctx context.Context, db *DB, version int64) error {
 	_, err = p.DownTo(ctx, version)
 	return err
 }
+
+// MigrateTo applies the pending migrations up to version and no further.
+func MigrateTo(ctx context.Context, db *DB, version int64) error {
+	p, err := db.migrator(ctx, true)
+	if err != nil {
+		return err
+	}
+	_, err = p.UpTo(ctx, version)
+	return err
+}

@@ -14,13 +14,15 @@ import (
 )
 
 var (
-	_ ports.OrgStore   = (*Identity)(nil)
-	_ ports.UserStore  = (*Identity)(nil)
-	_ ports.TokenStore = (*Identity)(nil)
+	_ ports.OrgStore          = (*Identity)(nil)
+	_ ports.UserStore         = (*Identity)(nil)
+	_ ports.TokenStore        = (*Identity)(nil)
+	_ ports.IdentityLinkStore = (*Identity)(nil)
 )
 
-// Identity keeps orgs, users and API tokens; it implements ports.OrgStore,
-// ports.UserStore and ports.TokenStore, with the errors those ports document.
+// Identity keeps orgs, users, API tokens and sign-in identity links; it
+// implements ports.OrgStore, ports.UserStore, ports.TokenStore and
+// ports.IdentityLinkStore, with the errors those ports document.
 type Identity struct {
 	db *DB
 }
@@ -65,27 +67,30 @@ func (s *Identity) GetOrgByName(ctx context.Context, name string) (ports.Org, er
 }
 
 type userRow struct {
-	ID        string     `db:"id"`
-	OrgID     string     `db:"org_id"`
-	Email     string     `db:"email"`
-	Role      string     `db:"role"`
-	CreatedAt timestamp  `db:"created_at"`
-	RemovedAt *timestamp `db:"removed_at"`
+	ID            string     `db:"id"`
+	OrgID         string     `db:"org_id"`
+	Email         string     `db:"email"`
+	EmailVerified bool       `db:"email_verified"`
+	Role          string     `db:"role"`
+	CreatedAt     timestamp  `db:"created_at"`
+	RemovedAt     *timestamp `db:"removed_at"`
 }
 
 func (r userRow) user() ports.User {
-	return ports.User{ID: r.ID, OrgID: r.OrgID, Email: r.Email, Role: ports.Role(r.Role), CreatedAt: time.Time(r.CreatedAt),
-		RemovedAt: r.RemovedAt.timePtr()}
+	return ports.User{ID: r.ID, OrgID: r.OrgID, Email: r.Email, EmailVerified: r.EmailVerified, Role: ports.Role(r.Role),
+		CreatedAt: time.Time(r.CreatedAt), RemovedAt: r.RemovedAt.timePtr()}
 }
 
-const userColumns = "id, org_id, email, role, created_at, removed_at"
+const userColumns = "id, org_id, email, email_verified, role, created_at, removed_at"
 
-// CreateUser implements ports.UserStore. It stores the email lower-cased.
+// CreateUser implements ports.UserStore. It stores the email lower-cased;
+// a unique index over the verified users' emails decides a race between
+// two verified users.
 func (s *Identity) CreateUser(ctx context.Context, user ports.User) error {
 	email := strings.ToLower(user.Email)
 	_, err := s.db.write(ctx).exec(ctx,
-		"INSERT INTO users ("+userColumns+") VALUES (?, ?, ?, ?, ?, ?)",
-		user.ID, user.OrgID, email, string(user.Role), timestamp(user.CreatedAt), timestampPtr(user.RemovedAt))
+		"INSERT INTO users ("+userColumns+") VALUES (?, ?, ?, ?, ?, ?, ?)",
+		user.ID, user.OrgID, email, user.EmailVerified, string(user.Role), timestamp(user.CreatedAt), timestampPtr(user.RemovedAt))
 	return storeErr(err, "user "+email, "org "+user.OrgID)
 }
 
@@ -96,12 +101,26 @@ func (s *Identity) GetUser(ctx context.Context, id string) (ports.User, error) {
 	return r.user(), storeErr(err, "user "+id, "")
 }
 
-// GetUserByEmail implements ports.UserStore.
-func (s *Identity) GetUserByEmail(ctx context.Context, email string) (ports.User, error) {
+// GetVerifiedUserByEmail implements ports.UserStore.
+func (s *Identity) GetVerifiedUserByEmail(ctx context.Context, email string) (ports.User, error) {
 	email = strings.ToLower(email)
 	var r userRow
-	err := s.db.read(ctx).get(ctx, &r, "SELECT "+userColumns+" FROM users WHERE email = ?", email)
-	return r.user(), storeErr(err, "user "+email, "")
+	err := s.db.read(ctx).get(ctx, &r, "SELECT "+userColumns+" FROM users WHERE email = ? AND email_verified", email)
+	return r.user(), storeErr(err, "verified user "+email, "")
+}
+
+// ListUsersByEmail implements ports.UserStore.
+func (s *Identity) ListUsersByEmail(ctx context.Context, email string) ([]ports.User, error) {
+	email = strings.ToLower(email)
+	var rows []userRow
+	if err := s.db.read(ctx).list(ctx, &rows, "SELECT "+userColumns+" FROM users WHERE email = ? ORDER BY created_at, id", email); err != nil {
+		return nil, storeErr(err, "users "+email, "")
+	}
+	users := make([]ports.User, len(rows))
+	for i, r := range rows {
+		users[i] = r.user()
+	}
+	return users, nil
 }
 
 // ListUsers implements ports.UserStore, by email then id; page.Limit
@@ -282,19 +301,20 @@ func (s *Identity) GetTokenByHash(ctx context.Context, hash []byte) (ports.APITo
 		tokenRow
 		UserOrgID     string     `db:"user_org_id"`
 		UserEmail     string     `db:"user_email"`
+		UserVerified  bool       `db:"user_email_verified"`
 		UserRole      string     `db:"user_role"`
 		UserCreatedAt timestamp  `db:"user_created_at"`
 		UserRemovedAt *timestamp `db:"user_removed_at"`
 	}
 	err := s.db.read(ctx).get(ctx, &r, `SELECT t.id, t.user_id, t.org_id, t.name, t.prefix, t.hash, t.kind, t.created_at,
 			t.expires_at, t.last_used_at, t.revoked_at,
-			u.org_id AS user_org_id, u.email AS user_email, u.role AS user_role, u.created_at AS user_created_at,
+			u.org_id AS user_org_id, u.email AS user_email, u.email_verified AS user_email_verified, u.role AS user_role, u.created_at AS user_created_at,
 			u.removed_at AS user_removed_at
 		FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`, hash)
 	if err != nil {
 		return ports.APIToken{}, ports.User{}, storeErr(err, "token", "")
 	}
-	user := userRow{ID: r.UserID, OrgID: r.UserOrgID, Email: r.UserEmail, Role: r.UserRole, CreatedAt: r.UserCreatedAt, RemovedAt: r.UserRemovedAt}
+	user := userRow{ID: r.UserID, OrgID: r.UserOrgID, Email: r.UserEmail, EmailVerified: r.UserVerified, Role: r.UserRole, CreatedAt: r.UserCreatedAt, RemovedAt: r.UserRemovedAt}
 	return r.token(), user.user(), nil
 }
 
@@ -430,4 +450,20 @@ func (s *Identity) DeleteExpiredTokens(ctx context.Context, before time.Time) (i
 		return 0, storeErr(err, "expired tokens", "")
 	}
 	return int(n), nil
+}
+
+// LinkIdentity implements ports.IdentityLinkStore.
+func (s *Identity) LinkIdentity(ctx context.Context, link ports.IdentityLink) error {
+	_, err := s.db.write(ctx).exec(ctx,
+		"INSERT INTO identity_links (issuer, subject, user_id, created_at) VALUES (?, ?, ?, ?)",
+		link.Issuer, link.Subject, link.UserID, timestamp(link.CreatedAt))
+	return storeErr(err, "identity link of user "+link.UserID, "user "+link.UserID)
+}
+
+// GetLinkedUser implements ports.IdentityLinkStore.
+func (s *Identity) GetLinkedUser(ctx context.Context, issuer, subject string) (ports.User, error) {
+	var r userRow
+	err := s.db.read(ctx).get(ctx, &r, `SELECT u.id, u.org_id, u.email, u.email_verified, u.role, u.created_at, u.removed_at
+		FROM identity_links l JOIN users u ON u.id = l.user_id WHERE l.issuer = ? AND l.subject = ?`, issuer, subject)
+	return r.user(), storeErr(err, "user linked to "+subject, "")
 }

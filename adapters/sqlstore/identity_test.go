@@ -20,7 +20,7 @@ func TestIdentity(t *testing.T) {
 		t.Parallel()
 		ids := sqlstore.NewIdentity(db)
 		storetest.TestIdentity(t, func(*testing.T) storetest.IdentityStores {
-			return storetest.IdentityStores{Orgs: ids, Users: ids, Tokens: ids, Tx: db}
+			return storetest.IdentityStores{Orgs: ids, Users: ids, Tokens: ids, Links: ids, Tx: db}
 		})
 	})
 }

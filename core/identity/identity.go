@@ -3,6 +3,7 @@
 package identity
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"math/big"
 	"net/mail"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,6 +61,11 @@ type Deps struct {
 	// Invitations keeps the organisations' invitations; nil refuses them
 	// (unavailable).
 	Invitations ports.InvitationStore
+	// Links keeps which identity at the sign-in provider (issuer and
+	// subject) signs in as which user. With it, a person who signed in
+	// once is found by who the provider says they are; nil finds them by
+	// their verified email every time.
+	Links ports.IdentityLinkStore
 }
 
 // Service issues, authenticates and revokes API tokens.
@@ -97,8 +104,10 @@ type IssuedToken struct {
 }
 
 // IssueToken creates a token for the user (and the user and org if needed).
-// It is an operator action, not scoped to a principal. Errors: invalid input;
-// conflict when the email belongs to a user of another org.
+// It is an operator action, not scoped to a principal: the user it creates
+// has a verified email, as the operator vouches for it. Errors: invalid
+// input; conflict when the email belongs to a verified user of another
+// org.
 func (s *Service) IssueToken(ctx context.Context, in IssueTokenInput) (IssuedToken, error) {
 	email, err := normaliseEmail(in.Email)
 	if err != nil {
@@ -177,8 +186,10 @@ func (s *Service) orgByName(ctx context.Context, name string, now time.Time) (po
 	return org, s.d.Orgs.CreateOrg(ctx, org)
 }
 
+// userByEmail is the verified user with the email, in org, or a new one
+// there: the operator vouches for the address.
 func (s *Service) userByEmail(ctx context.Context, org ports.Org, email string, role ports.Role, now time.Time) (ports.User, error) {
-	user, err := s.d.Users.GetUserByEmail(ctx, email)
+	user, err := s.d.Users.GetVerifiedUserByEmail(ctx, email)
 	switch {
 	case err == nil && user.OrgID != org.ID:
 		return ports.User{}, ports.Errorf(ports.KindConflict, "user %s belongs to another organisation", email)
@@ -187,7 +198,7 @@ func (s *Service) userByEmail(ctx context.Context, org ports.Org, email string, 
 	case !errors.Is(err, ports.ErrNotFound):
 		return user, err
 	}
-	user = ports.User{ID: s.d.IDs.NewID(), OrgID: org.ID, Email: email, Role: role, CreatedAt: now}
+	user = ports.User{ID: s.d.IDs.NewID(), OrgID: org.ID, Email: email, EmailVerified: true, Role: role, CreatedAt: now}
 	return user, s.d.Users.CreateUser(ctx, user)
 }
 
@@ -317,10 +328,10 @@ type TokenInfo struct {
 }
 
 // ListTokens lists tokens, optionally only those of one org (by name) and of
-// one user (by email). It is an operator action. Errors: not_found for an
-// unknown org or email.
+// the users with one email (verified or not: an email may name several).
+// It is an operator action. Errors: not_found for an unknown org or email.
 func (s *Service) ListTokens(ctx context.Context, orgName, email string) ([]TokenInfo, error) {
-	var orgID, userID string
+	var orgID string
 	if orgName != "" {
 		org, err := s.d.Orgs.GetOrgByName(ctx, strings.TrimSpace(orgName))
 		if err != nil {
@@ -328,20 +339,34 @@ func (s *Service) ListTokens(ctx context.Context, orgName, email string) ([]Toke
 		}
 		orgID = org.ID
 	}
+	var recs []ports.APIToken
 	if email != "" {
 		addr, err := normaliseEmail(email)
 		if err != nil {
 			return nil, err
 		}
-		user, err := s.d.Users.GetUserByEmail(ctx, addr)
+		users, err := s.d.Users.ListUsersByEmail(ctx, addr)
 		if err != nil {
 			return nil, err
 		}
-		userID = user.ID
-	}
-	recs, err := s.d.Tokens.ListTokens(ctx, orgID, userID)
-	if err != nil {
-		return nil, err
+		if len(users) == 0 {
+			return nil, ports.NotFound("user", addr)
+		}
+		for _, u := range users {
+			mine, err := s.d.Tokens.ListTokens(ctx, orgID, u.ID)
+			if err != nil {
+				return nil, err
+			}
+			recs = append(recs, mine...)
+		}
+		slices.SortFunc(recs, func(a, b ports.APIToken) int {
+			return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
+		})
+	} else {
+		var err error
+		if recs, err = s.d.Tokens.ListTokens(ctx, orgID, ""); err != nil {
+			return nil, err
+		}
 	}
 	users := map[string]ports.User{}
 	orgs := map[string]ports.Org{}
@@ -349,6 +374,7 @@ func (s *Service) ListTokens(ctx context.Context, orgName, email string) ([]Toke
 	for _, rec := range recs {
 		u, ok := users[rec.UserID]
 		if !ok {
+			var err error
 			if u, err = s.d.Users.GetUser(ctx, rec.UserID); err != nil {
 				return nil, err
 			}
@@ -356,6 +382,7 @@ func (s *Service) ListTokens(ctx context.Context, orgName, email string) ([]Toke
 		}
 		o, ok := orgs[rec.OrgID]
 		if !ok {
+			var err error
 			if o, err = s.d.Orgs.GetOrg(ctx, rec.OrgID); err != nil {
 				return nil, err
 			}

@@ -86,7 +86,7 @@ func newEnvWith(t *testing.T, amend func(*identity.Deps)) env {
 	e := env{store: store, tokens: &tokenSpy{TokenStore: store, lookups: map[string]int{}}, clock: fixture.NewClock()}
 	err := errors.Join(
 		store.CreateOrg(context.Background(), ports.Org{ID: "o1", Name: "acme", CreatedAt: e.clock.Now()}),
-		store.CreateUser(context.Background(), ports.User{ID: "u1", OrgID: "o1", Email: "u1@example.com", Role: ports.RoleMember, CreatedAt: e.clock.Now()}))
+		store.CreateUser(context.Background(), ports.User{ID: "u1", OrgID: "o1", Email: "u1@example.com", EmailVerified: true, Role: ports.RoleMember, CreatedAt: e.clock.Now()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestIssueTokenCreatesOrgUserAndHashedToken(t *testing.T) {
 	if err != nil || org != got.Org {
 		t.Fatalf("stored org %+v, %v; issued %+v", org, err, got.Org)
 	}
-	user, err := e.store.GetUserByEmail(context.Background(), "ada@example.com")
+	user, err := e.store.GetVerifiedUserByEmail(context.Background(), "ada@example.com")
 	if err != nil || user != got.User || user.OrgID != org.ID {
 		t.Fatalf("stored user %+v, %v; issued %+v", user, err, got.User)
 	}
@@ -187,7 +187,7 @@ func TestIssueTokenRejectsBadInput(t *testing.T) {
 			if !ok || pe.Kind != ports.KindInvalid || len(pe.Fields) == 0 || pe.Fields[0].Field != tt.field {
 				t.Fatalf("err = %#v, want invalid on field %s", err, tt.field)
 			}
-			if _, err := e.store.GetUserByEmail(context.Background(), "ada@example.com"); !errors.Is(err, ports.ErrNotFound) || len(e.storedTokens(t)) != 0 {
+			if _, err := e.store.GetVerifiedUserByEmail(context.Background(), "ada@example.com"); !errors.Is(err, ports.ErrNotFound) || len(e.storedTokens(t)) != 0 {
 				t.Errorf("stored a user (%v) or tokens %+v", err, e.storedTokens(t))
 			}
 		})
@@ -199,7 +199,7 @@ func TestIssueTokenRefusesUserOfAnotherOrg(t *testing.T) {
 	e := newEnv(t)
 	err := errors.Join(
 		e.store.CreateOrg(context.Background(), ports.Org{ID: "o2", Name: "other"}),
-		e.store.CreateUser(context.Background(), ports.User{ID: "u2", OrgID: "o2", Email: "ada@example.com", Role: ports.RoleMember}))
+		e.store.CreateUser(context.Background(), ports.User{ID: "u2", OrgID: "o2", Email: "ada@example.com", EmailVerified: true, Role: ports.RoleMember}))
 	if err != nil {
 		t.Fatal(err)
 	}

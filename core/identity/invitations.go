@@ -111,7 +111,7 @@ func (s *Service) Invite(ctx context.Context, in InviteInput) (IssuedInvitation,
 		ExpiresAt: now.Add(in.TTL).Truncate(time.Microsecond)}
 	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
 		if email != "" {
-			if err := s.emailFree(ctx, email); err != nil {
+			if err := s.emailFree(ctx, p.OrgID, email); err != nil {
 				return err
 			}
 		}
@@ -189,13 +189,15 @@ type AcceptInput struct {
 // It needs no principal: the secret is the credential. The invitation is
 // used up in the same transaction as the user is created, so that it makes
 // one user at most. Its inviter must still be an active admin of the
-// organisation. It is audited as the new user's action. Errors:
-// not_found (code invalid_invitation), the same for a secret that is
-// malformed, unknown, expired, accepted or revoked, or whose inviter is no
-// longer an admin; invalid (fields email,
-// token_name); conflict when the email belongs to a user already, or when
-// a concurrent acceptance of the same invitation won; unavailable without
-// an invitation store.
+// organisation. The user's email is unverified (see ports.User): an
+// invitation does not prove who owns the mailbox, so signing in through
+// the identity provider with that email never reaches this user. It is
+// audited as the new user's action. Errors: not_found (code
+// invalid_invitation), the same for a secret that is malformed, unknown,
+// expired, accepted or revoked, or whose inviter is no longer an admin;
+// invalid (fields email, token_name); conflict when the email belongs to a
+// user already, or when a concurrent acceptance of the same invitation
+// won; unavailable without an invitation store.
 func (s *Service) AcceptInvitation(ctx context.Context, in AcceptInput) (IssuedToken, error) {
 	if s.d.Invitations == nil {
 		return IssuedToken{}, errNoInvitations
@@ -248,14 +250,19 @@ func (s *Service) AcceptInvitation(ctx context.Context, in AcceptInput) (IssuedT
 		case email == "":
 			return ports.Invalid("an email is required", ports.FieldError{Field: "email", Reason: "required"})
 		}
-		if err := s.emailFree(ctx, email); err != nil {
+		if err := s.emailFree(ctx, inv.OrgID, email); err != nil {
 			return err
 		}
 		org, err := s.d.Orgs.GetOrg(ctx, inv.OrgID)
 		if err != nil {
 			return err
 		}
-		user := ports.User{ID: s.d.IDs.NewID(), OrgID: inv.OrgID, Email: email, Role: inv.Role, CreatedAt: now}
+		// Unverified, whether or not the invitation named the email: it
+		// proves that its holder had the link, not that they own the
+		// mailbox (the admin who made it may have named anyone's). So
+		// signing in through the identity provider never reaches this user
+		// by email.
+		user := ports.User{ID: s.d.IDs.NewID(), OrgID: inv.OrgID, Email: email, EmailVerified: false, Role: inv.Role, CreatedAt: now}
 		// The invitation first: its row decides a race before the user's
 		// email does.
 		if _, err := s.d.Invitations.AcceptInvitation(ctx, hash[:], now, user.ID); err != nil {
@@ -308,16 +315,16 @@ func (s *Service) inviterStillAdmin(ctx context.Context, inv ports.Invitation) e
 }
 
 // emailFree returns nil when no user has the email, and conflict when one
-// has (a removed one too).
-func (s *Service) emailFree(ctx context.Context, email string) error {
-	_, err := s.d.Users.GetUserByEmail(ctx, email)
-	switch {
-	case err == nil:
-		return ports.Errorf(ports.KindConflict, "%s is a user already", email)
-	case errors.Is(err, ports.ErrNotFound):
-		return nil
+// has (a removed one too); orgID is the organisation that asks.
+func (s *Service) emailFree(ctx context.Context, orgID, email string) error {
+	users, err := s.d.Users.ListUsersByEmail(ctx, email)
+	if err != nil {
+		return err
 	}
-	return err
+	if len(users) > 0 {
+		return ports.Errorf(ports.KindConflict, "%s is a user already", email)
+	}
+	return nil
 }
 
 // optionalEmail returns the email lower-cased, "" for none, or the field

@@ -22,11 +22,15 @@ const (
 const DefaultSessionTTL = 12 * time.Hour
 
 // SignInPolicy says who may sign in to the console through the identity
-// provider, and as what. A user devpilot knows already (invited, or created
-// with the CLI) signs in as themselves, in their organisation with their
-// role, once the provider has verified their email. Anyone else is created
-// in Org when their email's domain is in Domains or they are in one of
-// Groups or AdminGroups; they are an admin when in one of AdminGroups.
+// provider, and as what. A person who signed in before signs in as the same
+// user again (found by the provider's issuer and subject); a user whose
+// email devpilot knows to be theirs (created with the CLI, or by an earlier
+// sign-in) signs in as themselves, in their organisation with their role,
+// once the provider has verified that email. A user who joined through an
+// invitation is not reached by their email (it was never proven theirs).
+// Anyone else is created in Org when their email's domain is in Domains or
+// they are in one of Groups or AdminGroups; they are an admin when in one
+// of AdminGroups.
 type SignInPolicy struct {
 	// Org is the name of the organisation new users join; it is created
 	// when it does not exist.
@@ -70,11 +74,13 @@ func (s *Service) SignInURL(ctx context.Context, state, nonce, verifier string) 
 
 // CompleteSignIn redeems the provider's code for a verified identity, maps
 // it to a user by the SignInPolicy (creating the user, and the org, when
-// the policy admits them) and opens a console session for them. It is
-// audited. Errors: unauthenticated when the provider's answer does not
-// verify; forbidden when the email is not verified or the policy does not
-// admit the user, or the user was removed; not_found when sign-in is not
-// configured; upstream when the provider fails.
+// the policy admits them), links the user to the provider's issuer and
+// subject, and opens a console session for them. It is audited. Errors:
+// unauthenticated when the provider's answer does not verify; forbidden
+// when the email is not verified or the policy does not admit the user,
+// the user was removed, or the user is linked to another identity at the
+// provider; not_found when sign-in is not configured; upstream when the
+// provider fails.
 func (s *Service) CompleteSignIn(ctx context.Context, code, verifier, nonce string) (SignedIn, error) {
 	if s.d.SignIn == nil {
 		return SignedIn{}, errNoSignIn
@@ -101,7 +107,7 @@ func (s *Service) CompleteSignIn(ctx context.Context, code, verifier, nonce stri
 	}
 	var out SignedIn
 	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
-		user, err := s.signInUser(ctx, email, ext.Groups, now)
+		user, err := s.signInUser(ctx, ext, email, now)
 		if err != nil {
 			return err
 		}
@@ -115,7 +121,7 @@ func (s *Service) CompleteSignIn(ctx context.Context, code, verifier, nonce stri
 			return err
 		}
 		p := ports.Principal{UserID: user.ID, OrgID: user.OrgID, Role: user.Role, TokenID: rec.ID, Session: true}
-		args, _ := json.Marshal(map[string]any{"subject": ext.Subject, "expires_at": rec.ExpiresAt.UTC()})
+		args, _ := json.Marshal(map[string]any{"issuer": ext.Issuer, "subject": ext.Subject, "expires_at": rec.ExpiresAt.UTC()})
 		if err := s.audit(ctx, p, AuditSignIn, "session/"+rec.ID, args, now); err != nil {
 			return err
 		}
@@ -125,20 +131,52 @@ func (s *Service) CompleteSignIn(ctx context.Context, code, verifier, nonce stri
 	return out, err
 }
 
-// signInUser is the user email signs in as: the existing one, or a new one
-// the policy admits.
-func (s *Service) signInUser(ctx context.Context, email string, groups []string, now time.Time) (ports.User, error) {
-	user, err := s.d.Users.GetUserByEmail(ctx, email)
+// signInUser is the user ext signs in as: the one linked to ext's issuer
+// and subject; else the verified user with the email, who is linked to
+// ext from then on; else a new, verified user the policy admits, linked
+// likewise. A user whose email is not verified (one who joined through an
+// invitation) is never reached by an email match: that would hand the
+// account of whoever claimed an address to its owner, and what the owner
+// then does to whoever planted it.
+func (s *Service) signInUser(ctx context.Context, ext ports.ExternalIdentity, email string, now time.Time) (ports.User, error) {
+	removed := &ports.Error{Kind: ports.KindForbidden, Message: "you were removed from the organisation"}
+	linkable := s.d.Links != nil && ext.Issuer != "" && ext.Subject != ""
+	if linkable {
+		user, err := s.d.Links.GetLinkedUser(ctx, ext.Issuer, ext.Subject)
+		switch {
+		case err == nil && user.RemovedAt != nil:
+			return ports.User{}, removed
+		case err == nil:
+			return user, nil
+		case !errors.Is(err, ports.ErrNotFound):
+			return ports.User{}, err
+		}
+	}
+	link := func(user ports.User) (ports.User, error) {
+		if !linkable {
+			return user, nil
+		}
+		err := s.d.Links.LinkIdentity(ctx, ports.IdentityLink{Issuer: ext.Issuer, Subject: ext.Subject, UserID: user.ID, CreatedAt: now})
+		if errors.Is(err, ports.ErrConflict) {
+			// The user signs in as another identity at this provider: the
+			// address was given to someone else, or a concurrent first
+			// sign-in won.
+			return ports.User{}, &ports.Error{Kind: ports.KindForbidden,
+				Message: "the devpilot account of " + email + " belongs to another identity at your identity provider: ask an admin"}
+		}
+		return user, err
+	}
+	user, err := s.d.Users.GetVerifiedUserByEmail(ctx, email)
 	switch {
 	case err == nil && user.RemovedAt != nil:
-		return ports.User{}, &ports.Error{Kind: ports.KindForbidden, Message: "you were removed from the organisation"}
+		return ports.User{}, removed
 	case err == nil:
-		return user, nil
+		return link(user)
 	case !errors.Is(err, ports.ErrNotFound):
 		return ports.User{}, err
 	}
 	pol := s.d.SignInPolicy
-	role, ok := pol.admit(email, groups)
+	role, ok := pol.admit(email, ext.Groups)
 	if !ok || pol.Org == "" {
 		return ports.User{}, &ports.Error{Kind: ports.KindForbidden,
 			Message: "your account is not allowed to sign in to this devpilot: ask an admin for an invitation"}
@@ -147,8 +185,11 @@ func (s *Service) signInUser(ctx context.Context, email string, groups []string,
 	if err != nil {
 		return ports.User{}, err
 	}
-	user = ports.User{ID: s.d.IDs.NewID(), OrgID: org.ID, Email: email, Role: role, CreatedAt: now}
-	return user, s.d.Users.CreateUser(ctx, user)
+	user = ports.User{ID: s.d.IDs.NewID(), OrgID: org.ID, Email: email, EmailVerified: true, Role: role, CreatedAt: now}
+	if err := s.d.Users.CreateUser(ctx, user); err != nil {
+		return ports.User{}, err
+	}
+	return link(user)
 }
 
 // admit says whether a new user with the email and groups may join, and as

@@ -22,6 +22,7 @@ func newSignInEnv(t *testing.T, pol identity.SignInPolicy, who ports.ExternalIde
 		d.SignIn, d.SignInPolicy = idp, pol
 		d.Random = nil                      // crypto/rand: some tests sign in many times
 		d.Audit = d.Orgs.(ports.AuditStore) // the memstore
+		d.Links = d.Orgs.(ports.IdentityLinkStore)
 	})
 }
 

@@ -84,7 +84,8 @@ var StoreModule = fx.Module("sqlstore",
 		OpenDB,
 		fx.Annotate(func(db *sqlstore.DB) *sqlstore.DB { return db }, fx.As(new(ports.Transactor))),
 		fx.Annotate(sqlstore.NewIdentity,
-			fx.As(new(ports.OrgStore)), fx.As(new(ports.UserStore)), fx.As(new(ports.TokenStore))),
+			fx.As(new(ports.OrgStore)), fx.As(new(ports.UserStore)), fx.As(new(ports.TokenStore)),
+			fx.As(new(ports.IdentityLinkStore))),
 		fx.Annotate(sqlstore.NewInvitations, fx.As(new(ports.InvitationStore))),
 		fx.Annotate(sqlstore.NewIdempotency, fx.As(new(ports.IdempotencyStore))),
 		fx.Annotate(sqlstore.NewUsage, fx.As(new(ports.UsageStore))),
@@ -190,6 +191,7 @@ type IdentityParams struct {
 	Tokens      ports.TokenStore
 	Audit       ports.AuditStore
 	Invitations ports.InvitationStore
+	Links       ports.IdentityLinkStore
 	Tx          ports.Transactor
 	Clock       ports.Clock
 	IDs         ports.IDs
@@ -201,7 +203,7 @@ type IdentityParams struct {
 func NewIdentity(p IdentityParams) (*identity.Service, error) {
 	d := identity.Deps{
 		Orgs: p.Orgs, Users: p.Users, Tokens: p.Tokens, Audit: p.Audit, Tx: p.Tx, Clock: p.Clock, IDs: p.IDs,
-		CacheFor: p.Config.AuthCacheTTL, Invitations: p.Invitations,
+		CacheFor: p.Config.AuthCacheTTL, Invitations: p.Invitations, Links: p.Links,
 	}
 	if c := p.Config.SignIn; c.Issuer != "" {
 		provider, err := oidc.New(oidc.Config{IssuerURL: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecret,

@@ -40,10 +40,11 @@ type meResponse struct {
 }
 
 type meUser struct {
-	ID        string    `json:"id"`
-	Email     string    `json:"email"`
-	Role      string    `json:"role"`
-	CreatedAt time.Time `json:"created_at"`
+	ID            string    `json:"id"`
+	Email         string    `json:"email"`
+	EmailVerified bool      `json:"email_verified"`
+	Role          string    `json:"role"`
+	CreatedAt     time.Time `json:"created_at"`
 }
 
 type meOrg struct {
@@ -62,7 +63,7 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
 
 func meOut(u ports.User, o ports.Org) meResponse {
 	return meResponse{
-		User: meUser{ID: u.ID, Email: u.Email, Role: string(u.Role), CreatedAt: u.CreatedAt.UTC()},
+		User: meUser{ID: u.ID, Email: u.Email, EmailVerified: u.EmailVerified, Role: string(u.Role), CreatedAt: u.CreatedAt.UTC()},
 		Org:  meOrg{ID: o.ID, Name: o.Name, CreatedAt: o.CreatedAt.UTC()},
 	}
 }

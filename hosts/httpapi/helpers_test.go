@@ -48,7 +48,7 @@ func (f *fakeIdentity) Me(ctx context.Context) (identity.Me, error) {
 		return identity.Me{}, err
 	}
 	return identity.Me{
-		User: ports.User{ID: p.UserID, OrgID: p.OrgID, Email: "alice@acme.test", Role: p.Role,
+		User: ports.User{ID: p.UserID, OrgID: p.OrgID, Email: "alice@acme.test", EmailVerified: true, Role: p.Role,
 			CreatedAt: time.Date(2025, 1, 2, 5, 4, 5, 0, paris)},
 		Org: ports.Org{ID: p.OrgID, Name: "Acme", CreatedAt: time.Date(2024, 12, 31, 23, 0, 0, 0, time.UTC)},
 	}, nil

@@ -32,14 +32,17 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) error {
 }
 
 type memberJSON struct {
-	ID        string    `json:"id"`
-	Email     string    `json:"email"`
-	Role      string    `json:"role"`
-	CreatedAt time.Time `json:"created_at"`
+	ID    string `json:"id"`
+	Email string `json:"email"`
+	// EmailVerified is false for a user who joined through an invitation:
+	// their address was never proven theirs (see ports.User).
+	EmailVerified bool      `json:"email_verified"`
+	Role          string    `json:"role"`
+	CreatedAt     time.Time `json:"created_at"`
 }
 
 func memberOut(u ports.User) memberJSON {
-	return memberJSON{ID: u.ID, Email: u.Email, Role: string(u.Role), CreatedAt: u.CreatedAt.UTC()}
+	return memberJSON{ID: u.ID, Email: u.Email, EmailVerified: u.EmailVerified, Role: string(u.Role), CreatedAt: u.CreatedAt.UTC()}
 }
 
 func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) error {

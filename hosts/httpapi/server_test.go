@@ -78,7 +78,7 @@ func TestMe(t *testing.T) {
 	if ct := rr.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" {
 		t.Errorf("Content-Type = %q", ct)
 	}
-	want := `{"user":{"id":"u-alice","email":"alice@acme.test","role":"admin","created_at":"2025-01-02T03:04:05Z"},` +
+	want := `{"user":{"id":"u-alice","email":"alice@acme.test","email_verified":true,"role":"admin","created_at":"2025-01-02T03:04:05Z"},` +
 		`"org":{"id":"o-acme","name":"Acme","created_at":"2024-12-31T23:00:00Z"}}` + "\n"
 	if got := rr.Body.String(); got != want {
 		t.Errorf("body\n got %s\nwant %s", got, want)

@@ -14,21 +14,27 @@ import (
 )
 
 var (
-	_ ports.OrgStore   = (*Store)(nil)
-	_ ports.UserStore  = (*Store)(nil)
-	_ ports.TokenStore = (*Store)(nil)
+	_ ports.OrgStore          = (*Store)(nil)
+	_ ports.UserStore         = (*Store)(nil)
+	_ ports.TokenStore        = (*Store)(nil)
+	_ ports.IdentityLinkStore = (*Store)(nil)
 )
 
 type identityData struct {
 	orgs   map[string]ports.Org
 	users  map[string]ports.User
 	tokens map[string]ports.APIToken
+	links  map[linkKey]ports.IdentityLink
 }
+
+// linkKey is a provider identity: its issuer and subject.
+type linkKey struct{ issuer, subject string }
 
 func (d *identityData) init() {
 	d.orgs = map[string]ports.Org{}
 	d.users = map[string]ports.User{}
 	d.tokens = map[string]ports.APIToken{}
+	d.links = map[linkKey]ports.IdentityLink{}
 }
 
 // CreateOrg stores a new org; conflict when the id or name is taken.
@@ -67,8 +73,9 @@ func (s *Store) GetOrgByName(_ context.Context, name string) (ports.Org, error) 
 	return ports.Org{}, ports.NotFound("org", name)
 }
 
-// CreateUser stores a new user; conflict when the id or email (in any case)
-// is taken; not_found when the org does not exist.
+// CreateUser stores a new user; conflict when the id is taken, or when the
+// user is verified and a verified user has the email (in any case) already;
+// not_found when the org does not exist.
 func (s *Store) CreateUser(ctx context.Context, user ports.User) error {
 	defer s.lock()()
 	if _, ok := s.identity.orgs[user.OrgID]; !ok {
@@ -77,7 +84,7 @@ func (s *Store) CreateUser(ctx context.Context, user ports.User) error {
 	if _, ok := s.identity.users[user.ID]; ok {
 		return ports.Errorf(ports.KindConflict, "user %s exists already", user.ID)
 	}
-	if _, ok := s.userByEmail(user.Email); ok {
+	if _, ok := s.verifiedUserByEmail(user.Email); ok && user.EmailVerified {
 		return ports.Errorf(ports.KindConflict, "email %q is taken", user.Email)
 	}
 	user.CreatedAt = utc(user.CreatedAt)
@@ -86,10 +93,11 @@ func (s *Store) CreateUser(ctx context.Context, user ports.User) error {
 	return nil
 }
 
-// userByEmail returns the user with the email, compared case-insensitively (s.mu held).
-func (s *Store) userByEmail(email string) (ports.User, bool) {
+// verifiedUserByEmail returns the verified user with the email, compared
+// case-insensitively (s.mu held).
+func (s *Store) verifiedUserByEmail(email string) (ports.User, bool) {
 	for _, u := range s.identity.users {
-		if strings.EqualFold(u.Email, email) {
+		if u.EmailVerified && strings.EqualFold(u.Email, email) {
 			return u, true
 		}
 	}
@@ -105,14 +113,30 @@ func (s *Store) GetUser(_ context.Context, id string) (ports.User, error) {
 	return ports.User{}, ports.NotFound("user", id)
 }
 
-// GetUserByEmail returns the user with the email (compared
-// case-insensitively); not_found when absent.
-func (s *Store) GetUserByEmail(_ context.Context, email string) (ports.User, error) {
+// GetVerifiedUserByEmail returns the verified user with the email
+// (compared case-insensitively); not_found when none.
+func (s *Store) GetVerifiedUserByEmail(_ context.Context, email string) (ports.User, error) {
 	defer s.lock()()
-	if u, ok := s.userByEmail(email); ok {
+	if u, ok := s.verifiedUserByEmail(email); ok {
 		return u, nil
 	}
-	return ports.User{}, ports.NotFound("user", email)
+	return ports.User{}, ports.NotFound("verified user", email)
+}
+
+// ListUsersByEmail returns every user with the email (compared
+// case-insensitively), of any org, oldest first.
+func (s *Store) ListUsersByEmail(_ context.Context, email string) ([]ports.User, error) {
+	defer s.lock()()
+	var out []ports.User
+	for _, u := range s.identity.users {
+		if strings.EqualFold(u.Email, email) {
+			out = append(out, u)
+		}
+	}
+	slices.SortFunc(out, func(a, b ports.User) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
 }
 
 // ListUsers returns a page of the org's users by email then id, and the
@@ -333,4 +357,38 @@ func (s *Store) DeleteExpiredTokens(ctx context.Context, before time.Time) (int,
 // memory, so there are no other processes' revocations to watch.
 func (s *Store) WatchRevocations(context.Context, func(string), func()) error {
 	return errors.ErrUnsupported
+}
+
+// LinkIdentity stores a new link; conflict when the issuer and subject are
+// linked already, or the user has a link at that issuer; not_found when
+// the user does not exist.
+func (s *Store) LinkIdentity(ctx context.Context, link ports.IdentityLink) error {
+	defer s.lock()()
+	if _, ok := s.identity.users[link.UserID]; !ok {
+		return ports.NotFound("user", link.UserID)
+	}
+	k := linkKey{link.Issuer, link.Subject}
+	if _, ok := s.identity.links[k]; ok {
+		return ports.Errorf(ports.KindConflict, "identity %s is linked already", link.Subject)
+	}
+	for _, l := range s.identity.links {
+		if l.UserID == link.UserID && l.Issuer == link.Issuer {
+			return ports.Errorf(ports.KindConflict, "user %s has an identity at %s already", link.UserID, link.Issuer)
+		}
+	}
+	link.CreatedAt = utc(link.CreatedAt)
+	put(ctx, s, s.identity.links, k, link)
+	return nil
+}
+
+// GetLinkedUser returns the user linked to the issuer and subject;
+// not_found when none is.
+func (s *Store) GetLinkedUser(_ context.Context, issuer, subject string) (ports.User, error) {
+	defer s.lock()()
+	if l, ok := s.identity.links[linkKey{issuer, subject}]; ok {
+		if u, ok := s.identity.users[l.UserID]; ok {
+			return u, nil
+		}
+	}
+	return ports.User{}, ports.NotFound("user linked to", subject)
 }

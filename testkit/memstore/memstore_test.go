@@ -9,7 +9,7 @@ import (
 )
 
 func identity(s *memstore.Store) storetest.IdentityStores {
-	return storetest.IdentityStores{Orgs: s, Users: s, Tokens: s, Tx: s}
+	return storetest.IdentityStores{Orgs: s, Users: s, Tokens: s, Links: s, Tx: s}
 }
 
 func TestIdentity(t *testing.T) {

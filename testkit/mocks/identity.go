@@ -259,41 +259,41 @@ func (c *MockUserStoreGetUserCall) DoAndReturn(f func(context.Context, string) (
 	return c
 }
 
-// GetUserByEmail mocks base method.
-func (m *MockUserStore) GetUserByEmail(ctx context.Context, email string) (ports.User, error) {
+// GetVerifiedUserByEmail mocks base method.
+func (m *MockUserStore) GetVerifiedUserByEmail(ctx context.Context, email string) (ports.User, error) {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "GetUserByEmail", ctx, email)
+	ret := m.ctrl.Call(m, "GetVerifiedUserByEmail", ctx, email)
 	ret0, _ := ret[0].(ports.User)
 	ret1, _ := ret[1].(error)
 	return ret0, ret1
 }
 
-// GetUserByEmail indicates an expected call of GetUserByEmail.
-func (mr *MockUserStoreMockRecorder) GetUserByEmail(ctx, email any) *MockUserStoreGetUserByEmailCall {
+// GetVerifiedUserByEmail indicates an expected call of GetVerifiedUserByEmail.
+func (mr *MockUserStoreMockRecorder) GetVerifiedUserByEmail(ctx, email any) *MockUserStoreGetVerifiedUserByEmailCall {
 	mr.mock.ctrl.T.Helper()
-	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "GetUserByEmail", reflect.TypeOf((*MockUserStore)(nil).GetUserByEmail), ctx, email)
-	return &MockUserStoreGetUserByEmailCall{Call: call}
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "GetVerifiedUserByEmail", reflect.TypeOf((*MockUserStore)(nil).GetVerifiedUserByEmail), ctx, email)
+	return &MockUserStoreGetVerifiedUserByEmailCall{Call: call}
 }
 
-// MockUserStoreGetUserByEmailCall wrap *gomock.Call
-type MockUserStoreGetUserByEmailCall struct {
+// MockUserStoreGetVerifiedUserByEmailCall wrap *gomock.Call
+type MockUserStoreGetVerifiedUserByEmailCall struct {
 	*gomock.Call
 }
 
 // Return rewrite *gomock.Call.Return
-func (c *MockUserStoreGetUserByEmailCall) Return(arg0 ports.User, arg1 error) *MockUserStoreGetUserByEmailCall {
+func (c *MockUserStoreGetVerifiedUserByEmailCall) Return(arg0 ports.User, arg1 error) *MockUserStoreGetVerifiedUserByEmailCall {
 	c.Call = c.Call.Return(arg0, arg1)
 	return c
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockUserStoreGetUserByEmailCall) Do(f func(context.Context, string) (ports.User, error)) *MockUserStoreGetUserByEmailCall {
+func (c *MockUserStoreGetVerifiedUserByEmailCall) Do(f func(context.Context, string) (ports.User, error)) *MockUserStoreGetVerifiedUserByEmailCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockUserStoreGetUserByEmailCall) DoAndReturn(f func(context.Context, string) (ports.User, error)) *MockUserStoreGetUserByEmailCall {
+func (c *MockUserStoreGetVerifiedUserByEmailCall) DoAndReturn(f func(context.Context, string) (ports.User, error)) *MockUserStoreGetVerifiedUserByEmailCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }
@@ -334,6 +334,45 @@ func (c *MockUserStoreListUsersCall) Do(f func(context.Context, string, ports.Pa
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
 func (c *MockUserStoreListUsersCall) DoAndReturn(f func(context.Context, string, ports.Page) ([]ports.User, string, error)) *MockUserStoreListUsersCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// ListUsersByEmail mocks base method.
+func (m *MockUserStore) ListUsersByEmail(ctx context.Context, email string) ([]ports.User, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "ListUsersByEmail", ctx, email)
+	ret0, _ := ret[0].([]ports.User)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// ListUsersByEmail indicates an expected call of ListUsersByEmail.
+func (mr *MockUserStoreMockRecorder) ListUsersByEmail(ctx, email any) *MockUserStoreListUsersByEmailCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListUsersByEmail", reflect.TypeOf((*MockUserStore)(nil).ListUsersByEmail), ctx, email)
+	return &MockUserStoreListUsersByEmailCall{Call: call}
+}
+
+// MockUserStoreListUsersByEmailCall wrap *gomock.Call
+type MockUserStoreListUsersByEmailCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockUserStoreListUsersByEmailCall) Return(arg0 []ports.User, arg1 error) *MockUserStoreListUsersByEmailCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockUserStoreListUsersByEmailCall) Do(f func(context.Context, string) ([]ports.User, error)) *MockUserStoreListUsersByEmailCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockUserStoreListUsersByEmailCall) DoAndReturn(f func(context.Context, string) ([]ports.User, error)) *MockUserStoreListUsersByEmailCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

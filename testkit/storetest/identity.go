@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +18,10 @@ type IdentityStores struct {
 	Orgs   ports.OrgStore
 	Users  ports.UserStore
 	Tokens ports.TokenStore
-	Tx     ports.Transactor
+	// Links is the store of sign-in identity links; TestIdentity needs it,
+	// the other suites leave it nil.
+	Links ports.IdentityLinkStore
+	Tx    ports.Transactor
 }
 
 // TestIdentity runs the contract of ports.OrgStore, ports.UserStore,
@@ -31,6 +35,9 @@ func TestIdentity(t *testing.T, newStores func(t *testing.T) IdentityStores) {
 		{"UserRoundTrip", testUserRoundTrip},
 		{"UserNotFound", testUserNotFound},
 		{"UserEmailConflict", testUserEmailConflict},
+		{"UnverifiedEmailsShared", testUnverifiedEmailsShared},
+		{"IdentityLinks", testIdentityLinks},
+		{"RaceCreateVerifiedUser", testRaceCreateVerifiedUser},
 		{"UserMissingOrg", testUserMissingOrg},
 		{"ListUsers", testListUsers},
 		{"SetUserRole", testSetUserRole},
@@ -70,7 +77,7 @@ func newOrg() ports.Org {
 }
 
 func newUser(orgID string) ports.User {
-	return ports.User{ID: newID(), OrgID: orgID, Email: newID() + "@example.com", Role: ports.RoleMember, CreatedAt: base}
+	return ports.User{ID: newID(), OrgID: orgID, Email: newID() + "@example.com", EmailVerified: true, Role: ports.RoleMember, CreatedAt: base}
 }
 
 func newToken(u ports.User) ports.APIToken {
@@ -203,11 +210,11 @@ func testUserRoundTrip(t *testing.T, s IdentityStores) {
 	}
 	checkUser(t, "GetUser", got, user)
 	for _, email := range []string{user.Email, strings.ToLower(user.Email), strings.ToUpper(user.Email)} {
-		got, err := s.Users.GetUserByEmail(ctx, email)
+		got, err := s.Users.GetVerifiedUserByEmail(ctx, email)
 		if err != nil {
-			t.Fatalf("GetUserByEmail(%q): %v", email, err)
+			t.Fatalf("GetVerifiedUserByEmail(%q): %v", email, err)
 		}
-		checkUser(t, "GetUserByEmail("+email+")", got, user)
+		checkUser(t, "GetVerifiedUserByEmail("+email+")", got, user)
 	}
 }
 
@@ -215,8 +222,11 @@ func testUserNotFound(t *testing.T, s IdentityStores) {
 	ctx := t.Context()
 	_, err := s.Users.GetUser(ctx, newID())
 	checkErr(t, "GetUser", err, ports.ErrNotFound)
-	_, err = s.Users.GetUserByEmail(ctx, newID()+"@example.com")
-	checkErr(t, "GetUserByEmail", err, ports.ErrNotFound)
+	_, err = s.Users.GetVerifiedUserByEmail(ctx, newID()+"@example.com")
+	checkErr(t, "GetVerifiedUserByEmail", err, ports.ErrNotFound)
+	if users, err := s.Users.ListUsersByEmail(ctx, newID()+"@example.com"); err != nil || len(users) != 0 {
+		t.Errorf("ListUsersByEmail of an unknown email: %v, %v", users, err)
+	}
 }
 
 func testListUsers(t *testing.T, s IdentityStores) {
@@ -300,6 +310,111 @@ func testUserEmailConflict(t *testing.T, s IdentityStores) {
 	dup := newUser(other.ID)
 	dup.Email = strings.ToUpper(user.Email)
 	checkErr(t, "CreateUser with a taken email in another case", s.Users.CreateUser(t.Context(), dup), ports.ErrConflict)
+}
+
+// testUnverifiedEmailsShared: an unverified user's email may be a verified
+// user's, or other unverified users', in any org; only the verified one is
+// found by GetVerifiedUserByEmail, and ListUsersByEmail finds them all.
+func testUnverifiedEmailsShared(t *testing.T, s IdentityStores) {
+	ctx := t.Context()
+	email := "carol-" + newID() + "@example.com"
+	a, b := mustCreateOrg(t, s, newOrg()), mustCreateOrg(t, s, newOrg())
+	unverified := func(orgID string, at time.Time) ports.User {
+		u := newUser(orgID)
+		u.Email, u.EmailVerified, u.CreatedAt = strings.ToUpper(email), false, at
+		return mustCreateUser(t, s, u)
+	}
+	first := unverified(a.ID, base)
+	if _, err := s.Users.GetVerifiedUserByEmail(ctx, email); !errors.Is(err, ports.ErrNotFound) {
+		t.Fatalf("GetVerifiedUserByEmail with only an unverified user: %v, want not_found", err)
+	}
+	second := unverified(a.ID, base.Add(time.Second))
+	verified := newUser(b.ID)
+	verified.Email, verified.CreatedAt = email, base.Add(2*time.Second)
+	mustCreateUser(t, s, verified)
+	third := unverified(b.ID, base.Add(3*time.Second))
+
+	got, err := s.Users.GetVerifiedUserByEmail(ctx, strings.ToUpper(email))
+	if err != nil {
+		t.Fatalf("GetVerifiedUserByEmail: %v", err)
+	}
+	checkUser(t, "GetVerifiedUserByEmail", got, verified)
+	if u, err := s.Users.GetUser(ctx, first.ID); err != nil || u.EmailVerified {
+		t.Errorf("GetUser of an unverified user: %+v, %v", u, err)
+	}
+	all, err := s.Users.ListUsersByEmail(ctx, email)
+	if err != nil || len(all) != 4 {
+		t.Fatalf("ListUsersByEmail: %v, %v; want 4 users", all, err)
+	}
+	for i, want := range []ports.User{first, second, verified, third} {
+		checkUser(t, fmt.Sprintf("ListUsersByEmail[%d]", i), all[i], want)
+	}
+	dup := newUser(a.ID)
+	dup.Email = email
+	checkErr(t, "CreateUser of a second verified user with the email", s.Users.CreateUser(ctx, dup), ports.ErrConflict)
+}
+
+func testIdentityLinks(t *testing.T, s IdentityStores) {
+	ctx := t.Context()
+	f := newFixture(t, s)
+	other := mustCreateUser(t, s, newUser(f.org.ID))
+	issuer, subject := "https://idp-"+newID()+".example.com", "sub-"+newID()
+	if _, err := s.Links.GetLinkedUser(ctx, issuer, subject); !errors.Is(err, ports.ErrNotFound) {
+		t.Fatalf("GetLinkedUser before a link: %v, want not_found", err)
+	}
+	link := ports.IdentityLink{Issuer: issuer, Subject: subject, UserID: f.user.ID, CreatedAt: base}
+	if err := s.Links.LinkIdentity(ctx, link); err != nil {
+		t.Fatalf("LinkIdentity: %v", err)
+	}
+	got, err := s.Links.GetLinkedUser(ctx, issuer, subject)
+	if err != nil {
+		t.Fatalf("GetLinkedUser: %v", err)
+	}
+	checkUser(t, "GetLinkedUser", got, f.user)
+	if _, err := s.Links.GetLinkedUser(ctx, issuer+"/other", subject); !errors.Is(err, ports.ErrNotFound) {
+		t.Errorf("GetLinkedUser at another issuer: %v, want not_found", err)
+	}
+	checkErr(t, "LinkIdentity of a linked identity to another user",
+		s.Links.LinkIdentity(ctx, ports.IdentityLink{Issuer: issuer, Subject: subject, UserID: other.ID, CreatedAt: base}), ports.ErrConflict)
+	checkErr(t, "LinkIdentity of a second identity at the issuer to a user",
+		s.Links.LinkIdentity(ctx, ports.IdentityLink{Issuer: issuer, Subject: "sub-" + newID(), UserID: f.user.ID, CreatedAt: base}), ports.ErrConflict)
+	checkErr(t, "LinkIdentity to no user",
+		s.Links.LinkIdentity(ctx, ports.IdentityLink{Issuer: issuer, Subject: "sub-" + newID(), UserID: newID(), CreatedAt: base}), ports.ErrNotFound)
+	if err := s.Links.LinkIdentity(ctx, ports.IdentityLink{Issuer: issuer + "/other", Subject: subject, UserID: f.user.ID, CreatedAt: base}); err != nil {
+		t.Errorf("LinkIdentity of the user at another issuer: %v", err)
+	}
+	if err := s.Links.LinkIdentity(ctx, ports.IdentityLink{Issuer: issuer, Subject: "sub-" + newID(), UserID: other.ID, CreatedAt: base}); err != nil {
+		t.Errorf("LinkIdentity of another user at the issuer: %v", err)
+	}
+	if got, err := s.Links.GetLinkedUser(ctx, issuer, subject); err != nil || got.ID != f.user.ID {
+		t.Errorf("the refused links changed the first: %+v, %v", got, err)
+	}
+}
+
+// testRaceCreateVerifiedUser: of concurrent verified users with one email,
+// exactly one is created, however many unverified ones join them.
+func testRaceCreateVerifiedUser(t *testing.T, s IdentityStores) {
+	org := mustCreateOrg(t, s, newOrg())
+	email := "dave-" + newID() + "@example.com"
+	errs := race(20, func(i int) error {
+		u := newUser(org.ID)
+		u.Email, u.EmailVerified = email, i%2 == 0
+		return s.Users.CreateUser(t.Context(), u)
+	})
+	created := 0
+	for i, err := range errs {
+		switch {
+		case i%2 == 1 && err != nil:
+			t.Errorf("CreateUser of an unverified user: %v", err)
+		case i%2 == 0 && err == nil:
+			created++
+		case i%2 == 0 && !errors.Is(err, ports.ErrConflict):
+			t.Errorf("CreateUser: %v, want nil or conflict", err)
+		}
+	}
+	if created != 1 {
+		t.Errorf("%d of 10 concurrent verified users with one email were created, want 1", created)
+	}
 }
 
 func testUserMissingOrg(t *testing.T, s IdentityStores) {
