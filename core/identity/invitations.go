@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,7 +69,8 @@ type IssuedInvitation struct {
 // The returned Secret is shown once: only its hash is kept. It is audited.
 // Errors: forbidden for a member; invalid (fields email: a plain address
 // or none; role: admin or member; expires_in: from MinInvitationTTL to
-// MaxInvitationTTL); conflict when the email belongs to a user already;
+// MaxInvitationTTL); conflict when the email belongs to a user of the
+// organisation already (another organisation's user is not looked at);
 // unavailable without an invitation store.
 func (s *Service) Invite(ctx context.Context, in InviteInput) (IssuedInvitation, error) {
 	p, err := requireAdmin(ctx, "invite people")
@@ -196,8 +198,9 @@ type AcceptInput struct {
 // invalid_invitation), the same for a secret that is malformed, unknown,
 // expired, accepted or revoked, or whose inviter is no longer an admin;
 // invalid (fields email, token_name); conflict when the email belongs to a
-// user already, or when a concurrent acceptance of the same invitation
-// won; unavailable without an invitation store.
+// user of the inviting organisation already, or when a concurrent
+// acceptance of the same invitation won; unavailable without an invitation
+// store.
 func (s *Service) AcceptInvitation(ctx context.Context, in AcceptInput) (IssuedToken, error) {
 	if s.d.Invitations == nil {
 		return IssuedToken{}, errNoInvitations
@@ -314,15 +317,17 @@ func (s *Service) inviterStillAdmin(ctx context.Context, inv ports.Invitation) e
 	return nil
 }
 
-// emailFree returns nil when no user has the email, and conflict when one
-// has (a removed one too); orgID is the organisation that asks.
+// emailFree returns nil when no user of the org has the email, and
+// conflict when one has (a removed one too). Other organisations' users are
+// not looked at: whether an address is someone's elsewhere is none of this
+// org's business, and an invitation's user never takes over theirs.
 func (s *Service) emailFree(ctx context.Context, orgID, email string) error {
 	users, err := s.d.Users.ListUsersByEmail(ctx, email)
 	if err != nil {
 		return err
 	}
-	if len(users) > 0 {
-		return ports.Errorf(ports.KindConflict, "%s is a user already", email)
+	if slices.ContainsFunc(users, func(u ports.User) bool { return u.OrgID == orgID }) {
+		return ports.Errorf(ports.KindConflict, "%s is a member of the organisation already", email)
 	}
 	return nil
 }

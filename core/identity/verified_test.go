@@ -2,6 +2,7 @@ package identity_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"go.uber.org/mock/gomock"
@@ -130,5 +131,40 @@ func TestSignInLinksBySubject(t *testing.T) {
 	}
 	if in, err := e.svc.CompleteSignIn(context.Background(), "code", "verifier", "nonce"); !ports.IsKind(err, ports.KindForbidden) {
 		t.Fatalf("another subject with u1's email: %+v, %v; want forbidden", in.User, err)
+	}
+}
+
+// TestInviteEmailOfAnotherOrg is issue 30's item 8: inviting, or joining
+// with, the email of another organisation's user answers as for any new
+// email (an unverified user of the org is made), so that neither tells
+// which addresses are users elsewhere; the org's own members still
+// conflict.
+func TestInviteEmailOfAnotherOrg(t *testing.T) {
+	t.Parallel()
+	e := newVerifiedEnv(t, identity.SignInPolicy{})
+	ctx := context.Background()
+	if err := errors.Join(
+		e.store.CreateOrg(ctx, ports.Org{ID: "o2", Name: "other", CreatedAt: e.clock.Now()}),
+		e.store.CreateUser(ctx, ports.User{ID: "x1", OrgID: "o2", Email: "elsewhere@example.net", EmailVerified: true,
+			Role: ports.RoleMember, CreatedAt: e.clock.Now()})); err != nil {
+		t.Fatal(err)
+	}
+	named, err := e.svc.Invite(asAdmin, identity.InviteInput{Email: "Elsewhere@example.net"})
+	if err != nil {
+		t.Fatalf("Invite with another org's user's email: %v", err)
+	}
+	joined, err := e.svc.AcceptInvitation(ctx, identity.AcceptInput{Secret: named.Secret, Email: "elsewhere@example.net"})
+	if err != nil || joined.User.OrgID != "o1" || joined.User.ID == "x1" || joined.User.EmailVerified {
+		t.Fatalf("AcceptInvitation: %+v, %v", joined.User, err)
+	}
+	open := mustInvite(t, e, identity.InviteInput{})
+	if _, err := e.svc.AcceptInvitation(ctx, identity.AcceptInput{Secret: open.Secret, Email: "elsewhere@example.net"}); !ports.IsKind(err, ports.KindConflict) {
+		t.Fatalf("joining o1 twice with one email: %v, want conflict", err)
+	}
+	if _, err := e.svc.Invite(asAdmin, identity.InviteInput{Email: "elsewhere@example.net"}); !ports.IsKind(err, ports.KindConflict) {
+		t.Fatalf("inviting a member of o1: %v, want conflict", err)
+	}
+	if u, err := e.store.GetVerifiedUserByEmail(ctx, "elsewhere@example.net"); err != nil || u.ID != "x1" {
+		t.Fatalf("the other org's user: %+v, %v", u, err)
 	}
 }

@@ -18,7 +18,9 @@ import (
 // provider (verified email, a domain the policy admits to acme) they land
 // in a user of their own in acme, and the planted token reads nothing of
 // theirs; the planted user stays in the other organisation, listed for its
-// admins as unverified. On both databases.
+// admins as unverified. Inviting (and joining with) the email of another
+// organisation's user answers as for any new email (item 8). On both
+// databases.
 func TestOIDCSignInInvitationCannotPlantAccount(t *testing.T) {
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
@@ -31,6 +33,9 @@ func TestOIDCSignInInvitationCannotPlantAccount(t *testing.T) {
 				t.Fatal(err)
 			}
 			mallory := issued.Token
+
+			// Another organisation's user's email is invited as any new one.
+			st.invite(mallory, map[string]any{"email": "lead@example.com"})
 
 			inv := st.invite(mallory, map[string]any{})
 			code, planted, raw := st.accept(map[string]any{"secret": inv.Secret, "email": "victim@example.com"})
