@@ -282,6 +282,10 @@ func (s *Service) configured() error {
 
 func (s *Service) redirectURI() string { return s.public.String() + CallbackPath }
 
+// CallbackURL is where the provider sends the browser back after
+// authorizing: the public URL and CallbackPath.
+func (s *Service) CallbackURL() string { return s.redirectURI() }
+
 func (s *Service) origin() string { return s.public.Scheme + "://" + s.public.Host }
 
 // checkRedirect accepts "", a path on this origin, or an absolute URL on

@@ -70,11 +70,13 @@ func startSignIn(t *testing.T, start, back *stack) (callback string, attempt *ht
 	}
 	resp.Body.Close()
 	for _, c := range resp.Cookies() {
-		if c.Name == "devpilot_signin" {
+		if c.Name == "__Host-devpilot_signin" {
 			attempt = c
 		}
 	}
-	if resp.StatusCode != http.StatusFound || attempt == nil || !attempt.HttpOnly || !attempt.Secure || attempt.Path != "/auth/oidc/" {
+	// __Host-: Secure, Path=/, no Domain, so that no sibling subdomain can
+	// plant an attempt of its own.
+	if resp.StatusCode != http.StatusFound || attempt == nil || !attempt.HttpOnly || !attempt.Secure || attempt.Path != "/" || attempt.Domain != "" {
 		t.Fatalf("login: %d, sign-in cookie %+v", resp.StatusCode, attempt)
 	}
 	resp, err = noRedirects.Get(resp.Header.Get("Location"))
@@ -316,6 +318,11 @@ func TestOIDCSignInRefused(t *testing.T) {
 				{name: "no sign-in cookie", want: 400, edit: func(cb string, _ *http.Cookie) (string, *http.Cookie) { return cb, nil }},
 				{name: "forged sign-in cookie", want: 400, edit: func(cb string, c *http.Cookie) (string, *http.Cookie) {
 					return cb, &http.Cookie{Name: c.Name, Value: "v1.AAAA"}
+				}},
+				// What a sibling subdomain could plant: the attempt under a
+				// name without the __Host- prefix is not read.
+				{name: "sign-in cookie without its prefix", want: 400, edit: func(cb string, c *http.Cookie) (string, *http.Cookie) {
+					return cb, &http.Cookie{Name: "devpilot_signin", Value: c.Value}
 				}},
 				{name: "another state", want: 400, edit: func(cb string, c *http.Cookie) (string, *http.Cookie) {
 					return replaceQuery(cb, "state", "not-the-state"), c

@@ -21,6 +21,9 @@ type SCM interface {
 	SearchCommits(ctx context.Context, q string, page ports.Page) ([]ports.SCMCommit, string, error)
 	Activity(ctx context.Context, repoID string, page ports.Page) ([]ports.SCMActivity, string, error)
 	ReceiveWebhook(ctx context.Context, in scm.WebhookInput) (bool, error)
+	// CallbackURL is where the provider sends browsers back; its scheme
+	// says which binding cookie the callback reads.
+	CallbackURL() string
 }
 
 // webhookLimit is the largest delivery accepted, as GitHub's own cap.
@@ -42,8 +45,17 @@ func (s *Server) scmRoutes() {
 }
 
 // scmOAuthCookie holds the secret that binds an OAuth flow to the browser
-// that started it (see scm.Authorization.Binding).
-const scmOAuthCookie = "devpilot_scm_oauth"
+// that started it (see scm.Authorization.Binding), on a plain-http
+// deployment; secureSCMOAuthCookie holds it on an https one, where the
+// __Host- prefix (Secure, Path=/, no Domain) keeps a sibling subdomain, or
+// a page of this host served over http, from planting a binding of its own
+// in a browser (which would connect the victim's GitHub account to the
+// planter's flow). The callback reads only the name of the deployment's
+// scheme.
+const (
+	scmOAuthCookie       = "devpilot_scm_oauth"
+	secureSCMOAuthCookie = "__Host-devpilot_scm_oauth"
+)
 
 func (s *Server) scmAuthorize(w http.ResponseWriter, r *http.Request) error {
 	a, err := s.d.SCM.Authorize(r.Context(), r.URL.Query().Get("redirect_after"))
@@ -60,12 +72,16 @@ func (s *Server) scmAuthorize(w http.ResponseWriter, r *http.Request) error {
 
 // bindingCookie is the cookie holding an OAuth flow's browser binding for
 // ttl (deleting it when ttl is not positive): HttpOnly, SameSite=Lax (sent
-// on GitHub's top-level redirect back), scoped to the callback's path, and
-// Secure when the callback is https.
+// on GitHub's top-level redirect back); where the callback is https, the
+// Secure __Host- cookie on every path (as the prefix requires), else the
+// plain one scoped to the callback's path.
 func bindingCookie(callbackURL, value string, ttl time.Duration) *http.Cookie {
 	c := &http.Cookie{Name: scmOAuthCookie, Value: value, Path: scm.CallbackPath, HttpOnly: true, SameSite: http.SameSiteLaxMode}
 	if u, err := url.Parse(callbackURL); err == nil {
-		c.Path, c.Secure = u.Path, u.Scheme == "https"
+		c.Path = u.Path
+		if u.Scheme == "https" {
+			c.Name, c.Path, c.Secure = secureSCMOAuthCookie, "/", true
+		}
 	}
 	if c.MaxAge = int(ttl / time.Second); c.MaxAge <= 0 {
 		c.Value, c.MaxAge = "", -1
@@ -86,11 +102,13 @@ func (s *Server) scmCallback(w http.ResponseWriter, r *http.Request) error {
 	in := scm.CallbackInput{
 		Code: q.Get("code"), State: q.Get("state"), Error: q.Get("error"), ErrorDescription: q.Get("error_description"),
 	}
-	if c, err := r.Cookie(scmOAuthCookie); err == nil {
+	gone := bindingCookie(s.d.SCM.CallbackURL(), "", 0)
+	if !gone.Secure {
+		gone.Path = r.URL.Path // the plain cookie of whichever callback path this is
+	}
+	if c, err := r.Cookie(gone.Name); err == nil {
 		in.Binding = c.Value
 	}
-	gone := bindingCookie("", "", 0)
-	gone.Path = r.URL.Path
 	http.SetCookie(w, gone)
 	res, err := s.d.SCM.Callback(r.Context(), in)
 	if err != nil {

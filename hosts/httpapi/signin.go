@@ -39,9 +39,12 @@ const (
 	// browser keep it only when Secure, for this host, on every path.
 	sessionCookie = "__Host-devpilot_session"
 	// signInCookie carries a sign-in attempt (state, nonce, PKCE verifier),
-	// sealed, from the login redirect to the provider's callback.
-	signInCookie = "devpilot_signin"
-	signInPath   = "/auth/oidc/"
+	// sealed, from the login redirect to the provider's callback. Like the
+	// session cookie it is always Secure, and __Host- (which needs Path=/
+	// and forbids Domain) keeps a sibling subdomain, or a page of this host
+	// served over http, from planting an attempt of its own in a browser
+	// (a login CSRF).
+	signInCookie = "__Host-devpilot_signin"
 	signInTTL    = 10 * time.Minute
 	// csrfHeader carries the CSRF token of a cookie-authenticated write.
 	csrfHeader = "X-CSRF-Token"
@@ -78,7 +81,7 @@ func (s *Server) authConfig(w http.ResponseWriter, _ *http.Request) error {
 }
 
 // oidcLogin starts a sign-in: it seals a fresh state, nonce and PKCE
-// verifier into a cookie scoped to /auth/oidc/ and sends the browser to the
+// verifier into the __Host- sign-in cookie and sends the browser to the
 // provider (or, asked for JSON, answers {"authorize_url"}).
 func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request) error {
 	after := r.URL.Query().Get("redirect_after")
@@ -96,7 +99,7 @@ func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: sealed, Path: signInPath, MaxAge: int(signInTTL / time.Second),
+	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: sealed, Path: "/", MaxAge: int(signInTTL / time.Second),
 		HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
 	if acceptsJSON(r) {
 		return writeJSON(w, http.StatusOK, map[string]string{"authorize_url": to})
@@ -111,7 +114,7 @@ func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request) error {
 // (the console by default). A browser is sent back to the console's
 // sign-in page with the reason on failure; other clients get the problem.
 func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request) error {
-	http.SetCookie(w, &http.Cookie{Name: signInCookie, Path: signInPath, MaxAge: -1, HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
+	http.SetCookie(w, &http.Cookie{Name: signInCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
 	in, err := s.completeSignIn(r)
 	if err != nil {
 		if acceptsJSON(r) || !mediaTypeAccepted(r, "text/html") {
