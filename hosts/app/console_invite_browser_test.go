@@ -79,8 +79,10 @@ func TestConsoleInvite(t *testing.T) {
 			}
 			b.goTo("#/chat")
 			b.goTo("#/members")
-			b.waitFor("the new member listed, nothing pending",
-				`[...document.querySelectorAll('.members tbody tr')].some(r => r.textContent.includes('newbie@example.com')) && document.querySelector('.invitations-list .empty')`,
+			// The new member joined through an invitation: their address is
+			// marked unverified.
+			b.waitFor("the new member listed as unverified, nothing pending",
+				`[...document.querySelectorAll('.members tbody tr')].some(r => r.textContent.includes('newbie@example.com') && r.querySelector('.badge.unverified')) && document.querySelector('.invitations-list .empty')`,
 				10*time.Second)
 		})
 	}

@@ -1,5 +1,6 @@
 // pages/members.js: the Members page (#/members), for an organisation's
-// admins: its members by email with their roles, Make admin / Make member,
+// admins: its members by email with their roles (an "unverified" badge on
+// those who joined through an invitation), Make admin / Make member,
 // and Remove (which revokes their tokens at once); an Invite form, whose
 // join link is shown once, to copy; and the pending invitations, each with
 // Revoke. Members see that only admins may.
@@ -44,7 +45,9 @@ export function render(main) {
         const self = m.id === me.user.id;
         const other = m.role === 'admin' ? 'member' : 'admin';
         return h('tr', { dataset: { id: m.id, role: m.role } },
-          h('td', {}, m.email, self ? h('span', { class: 'muted' }, ' (you)') : null),
+          h('td', {}, m.email,
+            m.email_verified === false ? h('span', { class: 'badge warn unverified', title: 'Joined through an invitation: the address was never proven theirs, so signing in with the identity provider does not reach this account.' }, 'unverified') : null,
+            self ? h('span', { class: 'muted' }, ' (you)') : null),
           h('td', {}, h('span', { class: `badge ${m.role === 'admin' ? 'ok' : ''}` }, m.role)),
           h('td', {}, when(m.created_at)),
           h('td', {}, h('div', { class: 'row-actions' },
