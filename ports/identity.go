@@ -183,6 +183,11 @@ type UserStore interface {
 	// case-insensitively), verified or not, removed or not, of any org,
 	// oldest first.
 	ListUsersByEmail(ctx context.Context, email string) ([]User, error)
+	// VerifyUserEmail marks the user's email verified (the identity
+	// provider proved it theirs); nothing changes when it is already.
+	// Errors: not_found when the user is absent; conflict when another
+	// verified user has the email.
+	VerifyUserEmail(ctx context.Context, userID string) error
 	// ListUsers returns a page of the org's users by email, removed ones
 	// left out, and the next page's cursor ("" at the end); invalid for a
 	// bad cursor.

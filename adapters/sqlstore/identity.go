@@ -123,6 +123,20 @@ func (s *Identity) ListUsersByEmail(ctx context.Context, email string) ([]ports.
 	return users, nil
 }
 
+// VerifyUserEmail implements ports.UserStore; the unique index over the
+// verified users' emails refuses a second one.
+func (s *Identity) VerifyUserEmail(ctx context.Context, userID string) error {
+	c := s.db.write(ctx)
+	n, err := c.exec(ctx, "UPDATE users SET email_verified = ? WHERE id = ?", true, userID)
+	if err != nil {
+		return storeErr(err, "verified email of user "+userID, "")
+	}
+	if n == 0 {
+		return ports.NotFound("user", userID)
+	}
+	return nil
+}
+
 // ListUsers implements ports.UserStore, by email then id; page.Limit
 // defaults to 50 and is capped at 200.
 func (s *Identity) ListUsers(ctx context.Context, orgID string, page ports.Page) ([]ports.User, string, error) {

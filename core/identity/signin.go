@@ -15,6 +15,9 @@ import (
 const (
 	AuditSignIn  = "session.sign_in"
 	AuditSignOut = "session.sign_out"
+	// AuditVerifyEmail records a user proving their email through the
+	// identity provider (CompleteEmailVerification).
+	AuditVerifyEmail = "user.verify_email"
 )
 
 // DefaultSessionTTL is how long a console sign-in session lasts when
@@ -57,6 +60,19 @@ type SignedIn struct {
 
 var errNoSignIn = &ports.Error{Kind: ports.KindNotFound, Message: "sign-in with an identity provider is not configured"}
 
+// VerifyEmailURL is SignInURL for the caller proving their email through
+// the provider (see CompleteEmailVerification): it returns the caller's
+// user id, which the attempt keeps, with the URL. Errors: unauthenticated
+// without a principal; those of SignInURL.
+func (s *Service) VerifyEmailURL(ctx context.Context, state, nonce, verifier string) (string, string, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	to, err := s.SignInURL(ctx, state, nonce, verifier)
+	return to, p.UserID, err
+}
+
 // SignInEnabled reports whether the console can sign in through an identity
 // provider.
 func (s *Service) SignInEnabled() bool { return s.d.SignIn != nil }
@@ -82,6 +98,33 @@ func (s *Service) SignInURL(ctx context.Context, state, nonce, verifier string) 
 // provider; not_found when sign-in is not configured; upstream when the
 // provider fails.
 func (s *Service) CompleteSignIn(ctx context.Context, code, verifier, nonce string) (SignedIn, error) {
+	return s.completeSignIn(ctx, code, verifier, nonce, s.signInUser)
+}
+
+// CompleteEmailVerification finishes a sign-in that the user userID started
+// while authenticated (VerifyEmailURL's attempt), to prove that their email
+// is theirs: it redeems the provider's code as CompleteSignIn does, and
+// when the provider verified that same address, marks the user's email
+// verified and links them to the provider's issuer and subject, so that
+// signing in through the provider reaches them from then on; it opens a
+// console session for them. This is how a user who joined through an
+// invitation becomes reachable by sign-in: the invitation proved that they
+// had its link, this proves that they own the mailbox. Audited
+// (user.verify_email and session.sign_in). Errors: those of CompleteSignIn;
+// forbidden when the provider signed in another address than the user's,
+// the user was removed, another user has the address verified already,
+// or the provider's identity is linked to another user.
+func (s *Service) CompleteEmailVerification(ctx context.Context, code, verifier, nonce, userID string) (SignedIn, error) {
+	return s.completeSignIn(ctx, code, verifier, nonce, func(ctx context.Context, ext ports.ExternalIdentity, email string, now time.Time) (ports.User, error) {
+		return s.verifyUser(ctx, ext, email, userID, now)
+	})
+}
+
+// completeSignIn redeems the code for a verified identity, finds the user
+// it signs in as with resolve, and opens an audited console session for
+// them, in one transaction.
+func (s *Service) completeSignIn(ctx context.Context, code, verifier, nonce string,
+	resolve func(ctx context.Context, ext ports.ExternalIdentity, email string, now time.Time) (ports.User, error)) (SignedIn, error) {
 	if s.d.SignIn == nil {
 		return SignedIn{}, errNoSignIn
 	}
@@ -107,7 +150,7 @@ func (s *Service) CompleteSignIn(ctx context.Context, code, verifier, nonce stri
 	}
 	var out SignedIn
 	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
-		user, err := s.signInUser(ctx, ext, email, now)
+		user, err := resolve(ctx, ext, email, now)
 		if err != nil {
 			return err
 		}
@@ -129,6 +172,60 @@ func (s *Service) CompleteSignIn(ctx context.Context, code, verifier, nonce stri
 		return nil
 	})
 	return out, err
+}
+
+// verifyUser is the user userID once the provider proved email theirs:
+// their email is marked verified (if it was not) and they are linked to
+// ext. It is audited when the email becomes verified.
+func (s *Service) verifyUser(ctx context.Context, ext ports.ExternalIdentity, email, userID string, now time.Time) (ports.User, error) {
+	user, err := s.d.Users.GetUser(ctx, userID)
+	switch {
+	case errors.Is(err, ports.ErrNotFound):
+		return ports.User{}, &ports.Error{Kind: ports.KindForbidden, Message: "you were removed from the organisation"}
+	case err != nil:
+		return ports.User{}, err
+	case user.RemovedAt != nil:
+		return ports.User{}, &ports.Error{Kind: ports.KindForbidden, Message: "you were removed from the organisation"}
+	case user.Email != email:
+		return ports.User{}, &ports.Error{Kind: ports.KindForbidden,
+			Message: "the identity provider signed you in as " + email + ", not as " + user.Email + ": sign in to it with that address"}
+	}
+	if s.d.Links != nil && ext.Issuer != "" && ext.Subject != "" {
+		linked, err := s.d.Links.GetLinkedUser(ctx, ext.Issuer, ext.Subject)
+		switch {
+		case err == nil && linked.ID != user.ID:
+			return ports.User{}, &ports.Error{Kind: ports.KindForbidden,
+				Message: "your identity at the identity provider signs in to another devpilot account already"}
+		case errors.Is(err, ports.ErrNotFound):
+			err = s.d.Links.LinkIdentity(ctx, ports.IdentityLink{Issuer: ext.Issuer, Subject: ext.Subject, UserID: user.ID, CreatedAt: now})
+			if errors.Is(err, ports.ErrConflict) {
+				return ports.User{}, &ports.Error{Kind: ports.KindForbidden,
+					Message: "your devpilot account is linked to another identity at the identity provider: ask an admin"}
+			}
+			if err != nil {
+				return ports.User{}, err
+			}
+		case err != nil:
+			return ports.User{}, err
+		}
+	}
+	if user.EmailVerified {
+		return user, nil
+	}
+	if err := s.d.Users.VerifyUserEmail(ctx, user.ID); err != nil {
+		if errors.Is(err, ports.ErrConflict) {
+			return ports.User{}, &ports.Error{Kind: ports.KindForbidden,
+				Message: "another devpilot account has " + email + " verified already: sign in through the identity provider to reach it"}
+		}
+		return ports.User{}, err
+	}
+	user.EmailVerified = true
+	p := ports.Principal{UserID: user.ID, OrgID: user.OrgID, Role: user.Role}
+	args, _ := json.Marshal(map[string]any{"email": email, "issuer": ext.Issuer, "subject": ext.Subject})
+	if err := s.audit(ctx, p, AuditVerifyEmail, "user/"+user.ID, args, now); err != nil {
+		return ports.User{}, err
+	}
+	return user, nil
 }
 
 // signInUser is the user ext signs in as: the one linked to ext's issuer

@@ -3,6 +3,7 @@ package identity_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"go.uber.org/mock/gomock"
@@ -22,6 +23,7 @@ func newVerifiedEnv(t *testing.T, pol identity.SignInPolicy, who ...ports.Extern
 	for _, w := range who {
 		idp.EXPECT().Exchange(gomock.Any(), "code", "verifier", "nonce").Return(w, nil)
 	}
+	idp.EXPECT().AuthURL(gomock.Any(), "state", "nonce", "verifier").Return(testIssuer+"/authorize", nil).AnyTimes()
 	e := newEnvWith(t, func(d *identity.Deps) {
 		d.Invitations, d.Audit, d.Random = d.Tx.(ports.InvitationStore), d.Tx.(ports.AuditStore), nil
 		d.SignIn, d.SignInPolicy, d.Links = idp, pol, d.Tx.(ports.IdentityLinkStore)
@@ -166,5 +168,82 @@ func TestInviteEmailOfAnotherOrg(t *testing.T) {
 	}
 	if u, err := e.store.GetVerifiedUserByEmail(ctx, "elsewhere@example.net"); err != nil || u.ID != "x1" {
 		t.Fatalf("the other org's user: %+v, %v", u, err)
+	}
+}
+
+// TestEmailVerification: a user who joined through an invitation proves
+// their address by signing in to the provider from their own session; the
+// email is then verified, linked, and sign-in reaches them. Another
+// address, an address verified by another account already, or a provider
+// identity linked elsewhere are refused, and change nothing.
+func TestEmailVerification(t *testing.T) {
+	t.Parallel()
+	ada := ports.ExternalIdentity{Issuer: testIssuer, Subject: "sub-ada", Email: "Ada@corp.com", EmailVerified: true}
+	other := ports.ExternalIdentity{Issuer: testIssuer, Subject: "sub-ada", Email: "someone@corp.com", EmailVerified: true}
+	e := newVerifiedEnv(t, identity.SignInPolicy{}, other, ada, ada)
+	ctx := context.Background()
+	inv := mustInvite(t, e, identity.InviteInput{})
+	joined, err := e.svc.AcceptInvitation(ctx, identity.AcceptInput{Secret: inv.Secret, Email: "ada@corp.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.svc.Authenticate(ctx, joined.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to, userID, err := e.svc.VerifyEmailURL(ports.WithPrincipal(ctx, p), "state", "nonce", "verifier")
+	if err != nil || userID != joined.User.ID || to == "" {
+		t.Fatalf("VerifyEmailURL = %q, %q, %v", to, userID, err)
+	}
+	if _, _, err := e.svc.VerifyEmailURL(ctx, "state", "nonce", "verifier"); !ports.IsKind(err, ports.KindUnauthenticated) {
+		t.Fatalf("VerifyEmailURL without a principal: %v", err)
+	}
+	// The provider signs in another address: refused.
+	if _, err := e.svc.CompleteEmailVerification(ctx, "code", "verifier", "nonce", userID); !ports.IsKind(err, ports.KindForbidden) {
+		t.Fatalf("verifying with another address: %v, want forbidden", err)
+	}
+	if u, _ := e.store.GetUser(ctx, userID); u.EmailVerified {
+		t.Fatalf("a refused verification verified %+v", u)
+	}
+	in, err := e.svc.CompleteEmailVerification(ctx, "code", "verifier", "nonce", userID)
+	if err != nil || in.User.ID != userID || !in.User.EmailVerified || in.Org.ID != "o1" || !in.Session.IsSession() {
+		t.Fatalf("CompleteEmailVerification = %+v, %v", in, err)
+	}
+	if u, err := e.store.GetVerifiedUserByEmail(ctx, "ada@corp.com"); err != nil || u.ID != userID {
+		t.Fatalf("verified user: %+v, %v", u, err)
+	}
+	// Sign-in now reaches them.
+	again, err := e.svc.CompleteSignIn(ctx, "code", "verifier", "nonce")
+	if err != nil || again.User.ID != userID {
+		t.Fatalf("sign-in after verifying: %+v, %v", again.User, err)
+	}
+	if got := auditActions(t, e); !slices.Contains(got, identity.AuditVerifyEmail+" user/"+userID+" by "+userID) {
+		t.Fatalf("audit %v", got)
+	}
+}
+
+// TestEmailVerificationRefusedForTakenAddress: an invitation's user cannot
+// take an address another account has verified, nor be linked to a
+// provider identity that signs in elsewhere.
+func TestEmailVerificationRefusedForTakenAddress(t *testing.T) {
+	t.Parallel()
+	e := newVerifiedEnv(t, identity.SignInPolicy{Org: "corp", Domains: []string{"corp.com"}}, victim("sub-victim"), victim("sub-victim"))
+	ctx := context.Background()
+	inv := mustInvite(t, e, identity.InviteInput{})
+	planted, err := e.svc.AcceptInvitation(ctx, identity.AcceptInput{Secret: inv.Secret, Email: "victim@corp.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := e.svc.CompleteSignIn(ctx, "code", "verifier", "nonce")
+	if err != nil || owner.User.ID == planted.User.ID {
+		t.Fatalf("the owner's sign-in: %+v, %v", owner.User, err)
+	}
+	// Even with the owner's provider identity (say, tricked into it), the
+	// planted user is not verified: the identity is the owner's account's.
+	if _, err := e.svc.CompleteEmailVerification(ctx, "code", "verifier", "nonce", planted.User.ID); !ports.IsKind(err, ports.KindForbidden) {
+		t.Fatalf("verifying the planted user: %v, want forbidden", err)
+	}
+	if u, _ := e.store.GetUser(ctx, planted.User.ID); u.EmailVerified {
+		t.Fatalf("the planted user was verified: %+v", u)
 	}
 }

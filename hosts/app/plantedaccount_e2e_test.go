@@ -2,6 +2,8 @@ package app_test
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -93,6 +95,95 @@ func TestOIDCSignInInvitationCannotPlantAccount(t *testing.T) {
 			code, body, _ = st.call(lead, "GET", "/api/v1/members", nil)
 			if code != 200 || !strings.Contains(string(body), `"id":"`+me.User.ID+`","email":"victim@example.com","email_verified":true`) {
 				t.Fatalf("acme's members: %d %s", code, body)
+			}
+		})
+	}
+}
+
+// TestOIDCVerifyInvitedEmail: a user who joined through an invitation is
+// not reached by signing in through the provider until they prove the
+// address theirs: POST /auth/oidc/verify with their token starts a sign-in
+// bound to them and to their browser; when the provider signs in that
+// address, their email is verified and linked, and signing in reaches them
+// from then on. The attempt does not finish in another browser (the one a
+// planter could send the link to). On both databases.
+func TestOIDCVerifyInvitedEmail(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			replicas, idp := startSignInReplicas(t, d)
+			st := replicas[0]
+			lead := st.admin("lead@example.com")
+			inv := st.invite(lead, map[string]any{"email": "newbie@partner.test"})
+			code, joined, raw := st.accept(map[string]any{"secret": inv.Secret, "email": "newbie@partner.test"})
+			if code != 201 {
+				t.Fatalf("accept: %d %s", code, raw)
+			}
+
+			// Before: the provider's sign-in does not reach the invited user
+			// (partner.test is not admitted, so it is refused).
+			idp.SignInAs(fakeoidc.User{Email: "newbie@partner.test", EmailVerified: true})
+			callback, attempt := startSignIn(t, st, st)
+			if code, _, c, body := finishSignIn(t, callback, attempt, true); code != 403 || c != nil {
+				t.Fatalf("sign-in before verifying: %d %s", code, body)
+			}
+
+			verify := func() (string, *http.Cookie) {
+				t.Helper()
+				req, _ := http.NewRequest("POST", st.base+"/auth/oidc/verify", nil)
+				req.Header.Set("Authorization", "Bearer "+joined.Token)
+				resp, err := noRedirects.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				var out struct {
+					AuthorizeURL string `json:"authorize_url"`
+				}
+				var attempt *http.Cookie
+				for _, c := range resp.Cookies() {
+					if c.Name == "__Host-devpilot_signin" {
+						attempt = c
+					}
+				}
+				if err := json.NewDecoder(resp.Body).Decode(&out); resp.StatusCode != 200 || err != nil || attempt == nil {
+					t.Fatalf("POST /auth/oidc/verify: %d %v %+v", resp.StatusCode, err, attempt)
+				}
+				resp, err = noRedirects.Get(out.AuthorizeURL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				loc, err := url.Parse(resp.Header.Get("Location"))
+				if err != nil || resp.StatusCode != http.StatusFound {
+					t.Fatalf("provider: %d %s", resp.StatusCode, loc)
+				}
+				return st.base + loc.Path + "?" + loc.RawQuery, attempt
+			}
+			// In another browser (without the attempt's cookie): refused.
+			callback, _ = verify()
+			if code, _, c, body := finishSignIn(t, callback, nil, true); code != 400 || c != nil {
+				t.Fatalf("verifying in another browser: %d %s", code, body)
+			}
+			if code, body, _ := st.call(joined.Token, "GET", "/api/v1/me", nil); code != 200 || !strings.Contains(string(body), `"email_verified":false`) {
+				t.Fatalf("me before verifying: %d %s", code, body)
+			}
+			// In the browser that started it: verified and signed in.
+			callback, attempt = verify()
+			code, _, c, body := finishSignIn(t, callback, attempt, true)
+			if code != 200 || c == nil || !strings.Contains(string(body), `"id":"`+joined.User.ID+`"`) || !strings.Contains(string(body), `"email_verified":true`) {
+				t.Fatalf("verifying: %d %s", code, body)
+			}
+			if code, body, _ := st.call(joined.Token, "GET", "/api/v1/me", nil); code != 200 || !strings.Contains(string(body), `"email_verified":true`) {
+				t.Fatalf("me after verifying: %d %s", code, body)
+			}
+			// From then on the provider's sign-in reaches them.
+			s := signIn(t, st, replicas[1])
+			if code, body, _ := st.cookieCall(s, "GET", "/api/v1/me", nil); code != 200 || !strings.Contains(string(body), `"id":"`+joined.User.ID+`"`) {
+				t.Fatalf("sign-in after verifying: %d %s", code, body)
+			}
+			if code, body, _ := st.call(lead, "GET", "/api/v1/audit", nil); code != 200 || !strings.Contains(string(body), identity.AuditVerifyEmail) {
+				t.Errorf("audit: %d %s", code, body)
 			}
 		})
 	}

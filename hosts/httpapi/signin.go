@@ -30,6 +30,12 @@ type SignIn interface {
 	SignInURL(ctx context.Context, state, nonce, verifier string) (string, error)
 	// CompleteSignIn redeems the provider's code and opens a session.
 	CompleteSignIn(ctx context.Context, code, verifier, nonce string) (identity.SignedIn, error)
+	// VerifyEmailURL is SignInURL for the caller proving their email; it
+	// returns the caller's user id too.
+	VerifyEmailURL(ctx context.Context, state, nonce, verifier string) (string, string, error)
+	// CompleteEmailVerification redeems the provider's code for the user
+	// who started the attempt, verifies their email and opens a session.
+	CompleteEmailVerification(ctx context.Context, code, verifier, nonce, userID string) (identity.SignedIn, error)
 	// SignOut revokes the caller's session.
 	SignOut(ctx context.Context) error
 }
@@ -59,6 +65,7 @@ func (s *Server) signInRoutes() {
 	s.handle(http.MethodGet, "/auth/config", s.authConfig, public)
 	s.handle(http.MethodGet, "/auth/oidc/login", s.oidcLogin, public)
 	s.handle(http.MethodGet, "/auth/oidc/callback", s.oidcCallback, public)
+	s.handle(http.MethodPost, "/auth/oidc/verify", s.oidcVerify)
 	s.handle(http.MethodGet, "/auth/session", s.authSession)
 	s.handle(http.MethodPost, "/auth/logout", s.logout)
 }
@@ -70,6 +77,9 @@ type signInAttempt struct {
 	Verifier string    `json:"v"`
 	After    string    `json:"a,omitempty"`
 	Expires  time.Time `json:"e"`
+	// User is, for an attempt to prove a user's email, that user's id: the
+	// callback then verifies their email rather than signing anyone in.
+	User string `json:"u,omitempty"`
 }
 
 func (s *Server) authConfig(w http.ResponseWriter, _ *http.Request) error {
@@ -88,12 +98,29 @@ func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request) error {
 	if !localPath(after) {
 		return ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "redirect_after", Reason: "must be a path on this site, such as /#/specs"})
 	}
-	a := signInAttempt{State: rand.Text(), Nonce: rand.Text(), Verifier: oauth2.GenerateVerifier(), After: after,
-		Expires: time.Now().Add(signInTTL)}
+	a := newSignInAttempt(after)
 	to, err := s.d.SignIn.SignInURL(r.Context(), a.State, a.Nonce, a.Verifier)
 	if err != nil {
 		return err
 	}
+	if err := s.setSignInAttempt(w, a); err != nil {
+		return err
+	}
+	if acceptsJSON(r) {
+		return writeJSON(w, http.StatusOK, map[string]string{"authorize_url": to})
+	}
+	http.Redirect(w, r, to, http.StatusFound)
+	return nil
+}
+
+// newSignInAttempt is a fresh attempt: its state, nonce and PKCE verifier.
+func newSignInAttempt(after string) signInAttempt {
+	return signInAttempt{State: rand.Text(), Nonce: rand.Text(), Verifier: oauth2.GenerateVerifier(), After: after,
+		Expires: time.Now().Add(signInTTL)}
+}
+
+// setSignInAttempt seals a into the sign-in cookie.
+func (s *Server) setSignInAttempt(w http.ResponseWriter, a signInAttempt) error {
 	plain, _ := json.Marshal(a)
 	sealed, err := s.d.SignInSeal.Seal(plain, signInAAD)
 	if err != nil {
@@ -101,11 +128,31 @@ func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request) error {
 	}
 	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: sealed, Path: "/", MaxAge: int(signInTTL / time.Second),
 		HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
-	if acceptsJSON(r) {
-		return writeJSON(w, http.StatusOK, map[string]string{"authorize_url": to})
-	}
-	http.Redirect(w, r, to, http.StatusFound)
 	return nil
+}
+
+// oidcVerify starts, for the authenticated caller, a sign-in that proves
+// their email theirs (a user who joined through an invitation, whose
+// address nothing proved): the attempt, bound to the caller and to this
+// browser by the sealed sign-in cookie, ends at the same callback, which
+// marks their email verified and links them to the provider's identity
+// when the provider signs in that same address. It answers
+// {"authorize_url"}, for the browser to go to.
+func (s *Server) oidcVerify(w http.ResponseWriter, r *http.Request) error {
+	after := r.URL.Query().Get("redirect_after")
+	if !localPath(after) {
+		return ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "redirect_after", Reason: "must be a path on this site, such as /#/specs"})
+	}
+	a := newSignInAttempt(after)
+	to, userID, err := s.d.SignIn.VerifyEmailURL(r.Context(), a.State, a.Nonce, a.Verifier)
+	if err != nil {
+		return err
+	}
+	a.User = userID
+	if err := s.setSignInAttempt(w, a); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]string{"authorize_url": to})
 }
 
 // oidcCallback finishes a sign-in in the browser that started it: the state
@@ -168,7 +215,12 @@ func (s *Server) completeSignIn(r *http.Request) (completed, error) {
 	if q.Get("code") == "" {
 		return completed{}, bad("the identity provider sent no code")
 	}
-	in, err := s.d.SignIn.CompleteSignIn(r.Context(), q.Get("code"), a.Verifier, a.Nonce)
+	var in identity.SignedIn
+	if a.User != "" {
+		in, err = s.d.SignIn.CompleteEmailVerification(r.Context(), q.Get("code"), a.Verifier, a.Nonce, a.User)
+	} else {
+		in, err = s.d.SignIn.CompleteSignIn(r.Context(), q.Get("code"), a.Verifier, a.Nonce)
+	}
 	if err != nil {
 		return completed{}, err
 	}

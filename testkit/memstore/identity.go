@@ -139,6 +139,25 @@ func (s *Store) ListUsersByEmail(_ context.Context, email string) ([]ports.User,
 	return out, nil
 }
 
+// VerifyUserEmail marks the user's email verified; not_found when the
+// user is absent, conflict when another verified user has the email.
+func (s *Store) VerifyUserEmail(ctx context.Context, userID string) error {
+	defer s.lock()()
+	u, ok := s.identity.users[userID]
+	if !ok {
+		return ports.NotFound("user", userID)
+	}
+	if u.EmailVerified {
+		return nil
+	}
+	if other, ok := s.verifiedUserByEmail(u.Email); ok && other.ID != u.ID {
+		return ports.Errorf(ports.KindConflict, "email %q is another user's", u.Email)
+	}
+	u.EmailVerified = true
+	put(ctx, s, s.identity.users, u.ID, u)
+	return nil
+}
+
 // ListUsers returns a page of the org's users by email then id, and the
 // next page's cursor; invalid for a bad cursor.
 func (s *Store) ListUsers(_ context.Context, orgID string, page ports.Page) ([]ports.User, string, error) {

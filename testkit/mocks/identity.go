@@ -453,6 +453,44 @@ func (c *MockUserStoreSetUserRoleCall) DoAndReturn(f func(context.Context, strin
 	return c
 }
 
+// VerifyUserEmail mocks base method.
+func (m *MockUserStore) VerifyUserEmail(ctx context.Context, userID string) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "VerifyUserEmail", ctx, userID)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// VerifyUserEmail indicates an expected call of VerifyUserEmail.
+func (mr *MockUserStoreMockRecorder) VerifyUserEmail(ctx, userID any) *MockUserStoreVerifyUserEmailCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "VerifyUserEmail", reflect.TypeOf((*MockUserStore)(nil).VerifyUserEmail), ctx, userID)
+	return &MockUserStoreVerifyUserEmailCall{Call: call}
+}
+
+// MockUserStoreVerifyUserEmailCall wrap *gomock.Call
+type MockUserStoreVerifyUserEmailCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockUserStoreVerifyUserEmailCall) Return(arg0 error) *MockUserStoreVerifyUserEmailCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockUserStoreVerifyUserEmailCall) Do(f func(context.Context, string) error) *MockUserStoreVerifyUserEmailCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockUserStoreVerifyUserEmailCall) DoAndReturn(f func(context.Context, string) error) *MockUserStoreVerifyUserEmailCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // MockTokenStore is a mock of TokenStore interface.
 type MockTokenStore struct {
 	ctrl     *gomock.Controller

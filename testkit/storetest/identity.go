@@ -352,6 +352,23 @@ func testUnverifiedEmailsShared(t *testing.T, s IdentityStores) {
 	dup := newUser(a.ID)
 	dup.Email = email
 	checkErr(t, "CreateUser of a second verified user with the email", s.Users.CreateUser(ctx, dup), ports.ErrConflict)
+
+	// Verifying an unverified user: refused while a verified user has the
+	// email, done once none has.
+	checkErr(t, "VerifyUserEmail beside a verified user", s.Users.VerifyUserEmail(ctx, first.ID), ports.ErrConflict)
+	checkErr(t, "VerifyUserEmail of no user", s.Users.VerifyUserEmail(ctx, newID()), ports.ErrNotFound)
+	if err := s.Users.VerifyUserEmail(ctx, verified.ID); err != nil {
+		t.Errorf("VerifyUserEmail of a verified user: %v", err)
+	}
+	lone := newUser(a.ID)
+	lone.EmailVerified = false
+	mustCreateUser(t, s, lone)
+	if err := s.Users.VerifyUserEmail(ctx, lone.ID); err != nil {
+		t.Fatalf("VerifyUserEmail: %v", err)
+	}
+	if u, err := s.Users.GetVerifiedUserByEmail(ctx, lone.Email); err != nil || u.ID != lone.ID || !u.EmailVerified {
+		t.Errorf("after VerifyUserEmail: %+v, %v", u, err)
+	}
 }
 
 func testIdentityLinks(t *testing.T, s IdentityStores) {
