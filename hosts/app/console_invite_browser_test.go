@@ -64,6 +64,9 @@ func TestConsoleInvite(t *testing.T) {
 			if who := mate.text("#who"); !strings.Contains(who, sandbox.Org) {
 				t.Errorf("the teammate is signed in as %q, want a member of %s", who, sandbox.Org)
 			}
+			// Their address is unverified, and their Tokens page says so.
+			mate.goTo("#/tokens")
+			mate.waitFor("the unverified-email notice", `document.querySelector('#verify-email') && document.querySelector('#verify-email').textContent.includes('not verified')`, 10*time.Second)
 			tok := eval[string](mate, `sessionStorage.getItem('devpilot.token')`)
 			p, err := b.h.id.Authenticate(context.Background(), tok)
 			if err != nil || p.Role != "member" {

@@ -88,3 +88,42 @@ func TestConsoleSSO(t *testing.T) {
 		})
 	}
 }
+
+// TestConsoleVerifyEmail: a teammate who joined through an invitation is
+// told on the Tokens page that their address is unverified, proves it with
+// one click through the identity provider, and comes back verified (and
+// signed in by the session cookie too); from then on the provider's
+// sign-in reaches them.
+func TestConsoleVerifyEmail(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			b, idp := startSSOBrowser(t, string(d))
+			b.waitFor("the sign-in page", `document.getElementById('demo-signin')`, 10*time.Second)
+			b.signInDemo()
+			joinURL, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`import('/console/js/api.js').then(m => m.api('POST', '/api/v1/invitations', {})).then(r => r.join_url)`,
+				chromedp.EvalAwaitPromise))
+			if err != nil || !strings.HasPrefix(joinURL, "/#/join/") {
+				t.Fatalf("invitation: %q %v", joinURL, err)
+			}
+
+			mate := b.newContext()
+			mate.do(chromedp.Navigate(b.base + joinURL))
+			mate.do(chromedp.SendKeys(chromedp.ID("join-email"), "carol@partner.test", chromedp.NodeVisible),
+				chromedp.Click(chromedp.ID("join-submit")),
+				chromedp.WaitVisible(chromedp.CSS(`#nav a[href="#/chat"]`)))
+			mate.goTo("#/tokens")
+			mate.waitFor("the offer to verify", `document.getElementById('verify-email-start')`, 10*time.Second)
+
+			idp.SignInAs(fakeoidc.User{Email: "carol@partner.test", EmailVerified: true})
+			mate.do(chromedp.Click(chromedp.ID("verify-email-start"), chromedp.NodeVisible))
+			mate.waitFor("back on the Tokens page, verified",
+				`location.hash === '#/tokens' && document.querySelector('.tokens') && !document.getElementById('verify-email')`, 15*time.Second)
+			verified, err := chromedp.Run(mate.ctx, chromedp.Evaluate[bool](`fetch('/api/v1/me', {headers: {}}).then(r => r.json()).then(m => m.user.email_verified && m.user.email === 'carol@partner.test')`,
+				chromedp.EvalAwaitPromise))
+			if err != nil || !verified {
+				t.Fatalf("GET /api/v1/me by the session cookie after verifying: %v %v", verified, err)
+			}
+		})
+	}
+}

@@ -1,9 +1,30 @@
 // pages/tokens.js: the Tokens page (#/tokens): the signed-in user's API
 // tokens and console sign-ins (GET /api/v1/tokens), a form to create one (named, expiring; its
-// secret is shown once, to copy), and Revoke on each that still works.
+// secret is shown once, to copy), and Revoke on each that still works. A user
+// whose email is unverified (they joined through an invitation) is told so,
+// and offered to prove it with the identity provider (POST /auth/oidc/verify).
 
 import { api, list, token } from '../api.js';
 import { h, mount, button, errorBox, loading, empty, field, toast, when } from '../ui.js';
+import { me } from '../app.js';
+
+// verifyNotice tells a user whose email is unverified what that means and,
+// when the console signs in with an identity provider, offers to prove it.
+function verifyNotice() {
+  const errEl = h('div', { 'aria-live': 'assertive' });
+  const card = h('section', { class: 'card notice', id: 'verify-email', 'aria-label': 'Your email address' },
+    h('p', {}, h('strong', {}, 'Your email address is not verified.'),
+      ' You joined through an invitation, which does not prove the address is yours, so signing in with your identity provider does not reach this account.'),
+    errEl);
+  api('GET', '/auth/config').then((cfg) => {
+    if (!cfg || !cfg.oidc) return;
+    card.insertBefore(button('Verify it with your identity provider', async () => {
+      const r = await api('POST', '/auth/oidc/verify?redirect_after=' + encodeURIComponent('/#/tokens'));
+      location.assign(r.authorize_url);
+    }, { class: 'primary', id: 'verify-email-start', errEl }), errEl);
+  }, () => { /* no single sign-on */ });
+  return card;
+}
 
 export const title = 'Tokens';
 
@@ -73,6 +94,7 @@ export function render(main) {
   });
 
   main.append(h('h1', {}, title),
+    me && me.user.email_verified === false ? verifyNotice() : '',
     h('p', { class: 'muted' }, 'API tokens act as you: for scripts, CI and other clients. Each expires; revoke one the moment it is not needed.'),
     h('section', { class: 'card', 'aria-label': 'Your tokens' }, table, errEl),
     form);
