@@ -15,8 +15,9 @@ import (
 // TestConsoleTeammateJourney is issue 23's walkthrough in a browser: an
 // admin invites a teammate whose email domain the identity provider policy
 // does not admit; the teammate is refused single sign-on until they join
-// through the invitation, then signs in with the (fake) identity provider —
-// no token pasted — and watches a specification generate through all five
+// through the invitation and prove their address with the provider (issue
+// 30), then signs in with the (fake) identity provider — no token pasted —
+// and watches a specification generate through all five
 // stages from one click, with no page refresh; the admin removes them and
 // their next request is refused. (That a removal ends a session on every
 // replica at once is TestOIDCSignIn's.)
@@ -44,11 +45,16 @@ func TestConsoleTeammateJourney(t *testing.T) {
 				t.Errorf("refusal shown: %q", got)
 			}
 
-			// The teammate joins through the invitation …
+			// The teammate joins through the invitation, proves the address
+			// theirs with the identity provider (the invitation proves only
+			// that they had the link: issue 30) …
 			mate.do(chromedp.Navigate(link))
 			mate.do(chromedp.SendKeys(chromedp.ID("join-email"), "nia@partner.net", chromedp.NodeVisible),
 				chromedp.Click(chromedp.ID("join-submit")),
 				chromedp.WaitVisible(chromedp.CSS(`#nav a[href="#/chat"]`)))
+			mate.goTo("#/tokens")
+			mate.do(chromedp.Click(chromedp.ID("verify-email-start"), chromedp.NodeVisible))
+			mate.waitFor("the address verified", `location.hash === '#/tokens' && document.querySelector('.tokens') && !document.getElementById('verify-email')`, 15*time.Second)
 			mate.do(chromedp.Click(chromedp.ID("signout"), chromedp.NodeVisible))
 			mate.waitFor("signed out", `document.querySelector('form.signin') && sessionStorage.getItem('devpilot.token') === null`, 10*time.Second)
 
