@@ -24,14 +24,14 @@ func TestIdempotency(t *testing.T) {
 	})
 }
 
-// Migration 00026 forgets the responses kept before the HTTP host sealed
+// Migration 00025 forgets the responses kept before the HTTP host sealed
 // them, which were plain text.
 func TestIdempotencyMigrationForgetsPlainBodies(t *testing.T) {
 	t.Parallel()
 	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
 		t.Parallel()
 		ctx := t.Context()
-		if err := sqlstore.MigrateDownTo(ctx, db, 25); err != nil {
+		if err := sqlstore.MigrateDownTo(ctx, db, 24); err != nil {
 			t.Fatal(err)
 		}
 		ids, idem := sqlstore.NewIdentity(db), sqlstore.NewIdempotency(db)
