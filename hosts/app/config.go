@@ -107,8 +107,9 @@ type Config struct {
 	CORSOrigins   []string
 	ShutdownGrace time.Duration
 	BodyLimit     int64
-	// PublishAllowPrivate lets publishing targets name loopback and private
-	// addresses (DEVPILOT_PUBLISH_ALLOW_PRIVATE=1); off by default.
+	// PublishAllowPrivate lets publishing targets name addresses that are
+	// not public (loopback, private and the other ranges ports.PublicAddr
+	// refuses) (DEVPILOT_PUBLISH_ALLOW_PRIVATE=1); off by default.
 	PublishAllowPrivate bool
 	// RateLimit is how many requests a user may make to the costly routes
 	// per RateWindow, across replicas (httpapi.Config.RateLimit); 0 sets no
