@@ -239,11 +239,11 @@ func (t *turnRun) callModel() ([]ports.ToolCall, ports.FinishReason, error) {
 }
 
 // request is what the model is asked next, with the tools routed for where
-// the user is and the history trimmed to budget tokens; it returns the
+// the user is, what they ask and what the conversation did lately, and the history trimmed to budget tokens; it returns the
 // request's estimated size in tokens too.
 func (t *turnRun) request(budget int) (ports.ChatRequest, int) {
 	s := t.s
-	tools := s.d.Registry.Route(t.page, lastUserText(t.history), s.cfg.MaxTools)
+	tools := s.d.Registry.RouteFollowing(t.page, lastUserText(t.history), recentTools(t.history, t.confs), s.cfg.MaxTools)
 	msgs := buildMessages(systemPrompt(s.cfg.SystemPrompt, t.prefs, t.turn.StartedAt.In(s.cfg.Location))+"\n\n"+ContextRule,
 		t.history, t.confs, s.d.Clock.Now())
 	withContext(msgs, t.page, t.turn.StartedAt.In(s.cfg.Location))

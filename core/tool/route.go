@@ -88,32 +88,49 @@ func areasOfMessage(msg string) []Area {
 	return out
 }
 
-// Route chooses the tools offered to the model in one call, at most max (0
-// means DefaultMaxTools): every tool of the page's area, then the core
-// reads (Tool.Core) and the tools of no area, then the tools of the areas the message names, most
-// named first (reads before writes). Without a page, the message's areas
-// lead; when neither says anything, the core reads and then the reads of
-// every area are offered. The result is sorted by name, so the same page
-// gives the same tools, and the provider's cached prefix holds.
+// Route chooses the tools offered to the model in one call from the page
+// and the message alone: RouteFollowing without a conversation.
 func (r *Registry) Route(page *PageContext, message string, max int) []ports.ToolDefinition {
+	return r.RouteFollowing(page, message, nil, max)
+}
+
+// RouteFollowing chooses the tools offered to the model in one call, at most
+// max (0 means DefaultMaxTools). The areas in play are the page's, then the
+// areas the message names (most named first), then the areas of recent, the
+// tools the conversation called or asked to confirm lately (most recent
+// first; names the registry does not know are skipped). The tools are taken
+// in this order until max is reached: the writes of the areas in play, the
+// core reads (Tool.Core) and the tools of no area, the reads of the areas in
+// play, and, when no area is in play, the reads of every area. So a write of
+// an area the conversation is in is never dropped for a read of another
+// area, and a follow-up such as "add another one" keeps the write it
+// continues. The result is sorted by name, so the same inputs give the same
+// tools, and the provider's cached prefix holds.
+func (r *Registry) RouteFollowing(page *PageContext, message string, recent []string, max int) []ports.ToolDefinition {
 	if max <= 0 {
 		max = DefaultMaxTools
 	}
 	var areas []Area
-	if page != nil {
-		if a := AreaOfPage(page.CurrentPage); a != "" {
+	addArea := func(a Area) {
+		if a != "" && !slices.Contains(areas, a) {
 			areas = append(areas, a)
 		}
 	}
+	if page != nil {
+		addArea(AreaOfPage(page.CurrentPage))
+	}
 	for _, a := range areasOfMessage(message) {
-		if !slices.Contains(areas, a) {
-			areas = append(areas, a)
-		}
+		addArea(a)
 	}
 	r.mu.RLock()
 	entries := make([]*entry, 0, len(r.tools))
 	for _, e := range r.tools {
 		entries = append(entries, e)
+	}
+	for _, name := range recent {
+		if e, ok := r.tools[name]; ok {
+			addArea(e.tool.Area)
+		}
 	}
 	r.mu.RUnlock()
 	slices.SortFunc(entries, func(a, b *entry) int { return strings.Compare(a.tool.Name, b.tool.Name) })
@@ -131,12 +148,11 @@ func (r *Registry) Route(page *PageContext, message string, max int) []ports.Too
 			}
 		}
 	}
-	if len(areas) > 0 {
-		add(func(t Tool) bool { return t.Area == areas[0] })
+	for _, a := range areas {
+		add(func(t Tool) bool { return t.Area == a && t.Effect != EffectRead })
 	}
 	add(func(t Tool) bool { return t.Core || t.Area == "" })
-	for _, a := range areas[min(1, len(areas)):] {
-		add(func(t Tool) bool { return t.Area == a && t.Effect == EffectRead })
+	for _, a := range areas {
 		add(func(t Tool) bool { return t.Area == a })
 	}
 	if len(areas) == 0 {

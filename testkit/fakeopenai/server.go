@@ -64,6 +64,9 @@ type Server struct {
 	structured StructuredOutput
 	// contextLimit is SetContextLimit's window; 0 for none.
 	contextLimit int
+	// offeredOnly makes scripted tool calls of tools not offered answer
+	// text (SetOfferedToolsOnly).
+	offeredOnly bool
 
 	realtime          []Response
 	realtimeReqs      []RealtimeRequest
@@ -321,7 +324,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("fakeopenai: no response scripted for request %d (%s %s)", seq, r.Method, r.URL.Path)))
 		return
 	}
-	serveChat(w, r, &req, resp, seq)
+	serveChat(w, r, &req, s.offeredOnlyResponse(&req, resp), seq)
 }
 
 func (s *Server) handleUnknown(w http.ResponseWriter, r *http.Request) {
