@@ -79,7 +79,7 @@ func TestOperationsCheck(t *testing.T) {
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			model := fakeopenai.New(t)
+			model := fakeopenai.New(t, fakeopenai.WithOfferedToolsOnly())
 			vars := map[string]string{
 				app.EnvSecretKey:     validKey,
 				app.EnvDatabaseURL:   sqlstoretest.URL(t, d),

@@ -24,7 +24,7 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			model := fakeopenai.New(t)
+			model := fakeopenai.New(t, fakeopenai.WithOfferedToolsOnly())
 			const limit = 3
 			vars := map[string]string{
 				app.EnvSecretKey:     validKey,

@@ -220,13 +220,31 @@ func newChat(t *testing.T, box sandbox) *chat {
 	return &chat{t: t, llm: llm(t), reg: reg, box: box, system: assistant.DefaultSystemPrompt + "\n\n" + assistant.GroundRules + "\n\n" + assistant.ContextRule, ids: map[string]bool{}}
 }
 
+// recentTools are the tools called since the assistant.RecentTurns-th last
+// user message, most recent first, as the assistant routes by them.
+func (c *chat) recentTools() []string {
+	var names []string
+	users := 0
+	for i := len(c.msgs) - 1; i >= 0 && users < assistant.RecentTurns; i-- {
+		m := c.msgs[i]
+		if m.Role == ports.MessageUser {
+			users++
+		}
+		for j := len(m.ToolCalls) - 1; j >= 0; j-- {
+			names = append(names, m.ToolCalls[j].Name)
+		}
+	}
+	return names
+}
+
 func (c *chat) say(message string) turn {
 	c.t.Helper()
 	if len(c.msgs) == 0 {
 		c.msgs = append(c.msgs, ports.Message{Role: ports.MessageSystem, Content: c.system})
 	}
 	// As the assistant sends it: the request context before the last user
-	// message only, and the tools routed for the page and the message.
+	// message only, and the tools routed for the page, the message and the
+	// tools called in the last assistant.RecentTurns user turns.
 	for i, m := range c.msgs {
 		if m.Role == ports.MessageUser {
 			_, c.msgs[i].Content, _ = strings.Cut(m.Content, "</request_context>\n\n")
@@ -238,7 +256,7 @@ func (c *chat) say(message string) turn {
 	}
 	c.msgs = append(c.msgs, ports.Message{Role: ports.MessageUser, Content: "<request_context>\ncurrent_page: none\nselected_project_id: " +
 		project + "\ncurrent_time: 2026-01-02T03:04:05Z\n</request_context>\n\n" + message})
-	c.defs = c.reg.Route(c.page, message, 0)
+	c.defs = c.reg.RouteFollowing(c.page, message, c.recentTools(), 0)
 	if n := len(c.defs); n > tool.DefaultMaxTools {
 		c.t.Fatalf("%d tools offered", n)
 	}
