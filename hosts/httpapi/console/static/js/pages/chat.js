@@ -12,6 +12,7 @@ import { h, mount, loading, empty, errorBox, toast, when, button } from '../ui.j
 import { Turn, userMessage, parseJSON, tickCountdowns } from './chat/turn.js';
 import { micButton } from './chat/mic.js';
 import { openMemory } from './chat/memory.js';
+import { pageContext } from '../pagecontext.js';
 
 export const title = 'Assistant';
 
@@ -290,7 +291,8 @@ export function render(main, args) {
     input.value = '';
     const turn = new Turn(log, decide);
     log.scrollTop = log.scrollHeight;
-    const body = st.id ? { message, session_id: st.id } : { message };
+    // The page the user came from routes the tools (pagecontext.js).
+    const body = st.id ? { message, session_id: st.id, context: pageContext() } : { message, context: pageContext() };
     await run(turn, (cb) => stream('/api/v1/agent/chat', body, cb, { signal: ctl.signal }));
   }
 
