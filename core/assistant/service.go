@@ -73,6 +73,10 @@ type Config struct {
 	// a quiet spell (a turn's first, most often) is not held up by them: it
 	// is written on its own at once.
 	EventWriters int
+	// AutoTitle titles a session in the background once a turn of it has
+	// answered while it has no title: one short model call, as
+	// GenerateTitle makes (off by default; Drain waits for them).
+	AutoTitle bool
 }
 
 // The limits of the API.
@@ -158,6 +162,7 @@ type Service struct {
 	d      Deps
 	log    *slog.Logger
 	events *groupcommit.Committer[[]Event, struct{}]
+	titles titles
 }
 
 // New returns a Service over the given ports.

@@ -72,6 +72,7 @@ func (r *Run) StreamBatches(ctx context.Context, emit func([]Event) error) error
 	if err := t.em.failure(); err != nil {
 		return ports.Wrap(ports.KindInternal, err, "recording the chat turn")
 	}
+	s.titleAfterTurn(ctx, r, t.lastMessageID)
 	return nil
 }
 

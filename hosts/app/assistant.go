@@ -47,9 +47,13 @@ type AssistantParams struct {
 	// Observer, when given (TelemetryModule), hears the tool calls and
 	// decisions.
 	Observer ports.Observer `optional:"true"`
+	// Lifecycle, when given, waits on stop for the sessions being titled.
+	Lifecycle fx.Lifecycle `optional:"true"`
 }
 
-// NewAssistant returns the assistant service. On SQLite, which has one
+// NewAssistant returns the assistant service; it titles sessions after
+// their first answer unless the config says not to, and on stop waits for
+// the titles under way. On SQLite, which has one
 // writer connection, stream events are stored by one write at a time (as
 // webhook deliveries are: see NewSCM).
 func NewAssistant(p AssistantParams) *assistant.Service {
@@ -57,15 +61,20 @@ func NewAssistant(p AssistantParams) *assistant.Service {
 	if p.DB != nil && p.DB.Dialect == sqlstore.DialectSQLite {
 		writers = 1
 	}
-	return assistant.New(assistant.Config{
+	svc := assistant.New(assistant.Config{
 		MaxToolRounds:   p.Config.Assistant.MaxToolRounds,
 		MaxTokens:       p.Config.Assistant.MaxTokens,
 		ConfirmationTTL: p.Config.Assistant.ConfirmationTTL,
 		MaxTurnsPerUser: p.Config.Assistant.MaxTurnsPerUser,
+		AutoTitle:       p.Config.Assistant.AutoTitle,
 		EventWriters:    writers,
 	}, assistant.Deps{
 		Sessions: p.Sessions, Messages: p.Messages, Confirmations: p.Confirmations, Events: p.Events,
 		Turns: p.Turns, Preferences: p.Preferences, Policies: p.Policies, Tx: p.Tx, LLM: p.LLM, Clock: p.Clock, IDs: p.IDs,
 		Registry: p.Registry, Observer: p.Observer, Logger: p.Logger,
 	})
+	if p.Lifecycle != nil {
+		p.Lifecycle.Append(fx.StopHook(svc.Drain))
+	}
+	return svc
 }

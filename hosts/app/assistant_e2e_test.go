@@ -81,6 +81,9 @@ func startStackWith(t *testing.T, dialect string, extra map[string]string) *stac
 		// The fake plays OpenAI, which enforces schemas (another base URL
 		// defaults to lenient).
 		app.EnvLLMStructured: "strict",
+		// The scripts hold the chat's model calls only: a test of titles
+		// after the first answer turns them on in extra.
+		app.EnvAutoTitle: "0",
 	}
 	maps.Copy(env, extra)
 	cfg, err := app.Load(app.ModeRun, func(k string) string { return env[k] })

@@ -306,6 +306,9 @@ type AssistantConfig struct {
 	// MaxTurnsPerUser caps the chat turns one user runs at once, on every
 	// replica together (0: no cap).
 	MaxTurnsPerUser int
+	// AutoTitle titles a session after its first answer, with one short
+	// model call (DEVPILOT_AUTO_TITLE, on by default).
+	AutoTitle bool
 }
 
 // Variable names read by Load.
@@ -380,6 +383,11 @@ const DefaultWorkerAddr = "127.0.0.1:9091"
 // EnvSpecContextBudget is the variable of Config.SpecContextBudget, in
 // tokens.
 const EnvSpecContextBudget = "DEVPILOT_SPEC_CONTEXT_BUDGET"
+
+// EnvAutoTitle is the variable of AssistantConfig.AutoTitle: 1 (the
+// default) titles every chat session after its first answer, 0 leaves
+// titles to POST /api/v1/agent/generate-title.
+const EnvAutoTitle = "DEVPILOT_AUTO_TITLE"
 
 // EnvMaxTurnsPerUser is the variable of AssistantConfig.MaxTurnsPerUser
 // (default 8, 0 to 1000, 0 for no cap).
@@ -487,6 +495,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 		ConfirmationTTL: r.duration(EnvConfirmTTL, 15*time.Minute),
 	}
 	c.Assistant.MaxTurnsPerUser = int(r.number(EnvMaxTurnsPerUser, 8, 0, 1000))
+	c.Assistant.AutoTitle = r.oneOf(EnvAutoTitle, "1", "0", "1") == "1"
 	c.SpecContextBudget = int(r.number(EnvSpecContextBudget, spec.DefaultContextBudget, 2000, 10_000_000))
 	c.OrgMonthlyTokens = r.number(EnvOrgMonthlyTokens, 0, 0, 1_000_000_000_000)
 	c.WorkerJobs = int(r.number(EnvWorkerJobs, queue.DefaultMaxWorkers, 1, 1000))

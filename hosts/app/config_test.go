@@ -101,6 +101,7 @@ func TestLoadNamesEveryBadVariable(t *testing.T) {
 		{"oidc without a callback", app.ModeServe, map[string]string{app.EnvSecretKey: validKey, app.EnvOIDCIssuer: "https://id.example", app.EnvOIDCClientID: "c"}, []string{app.EnvOIDCRedirectURL + " or " + app.EnvPublicURL}},
 		{"oidc domains without an org", app.ModeRun, map[string]string{app.EnvOIDCIssuer: "https://id.example", app.EnvOIDCClientID: "c", app.EnvOIDCDomains: "example.com", app.EnvSandbox: "0"}, []string{app.EnvOIDCOrg + " is required"}},
 		{"oidc issuer not a URL", app.ModeRun, map[string]string{app.EnvOIDCIssuer: "id.example", app.EnvOIDCClientID: "c"}, []string{app.EnvOIDCIssuer}},
+		{"auto titles neither on nor off", app.ModeRun, map[string]string{app.EnvAutoTitle: "yes"}, []string{app.EnvAutoTitle}},
 		{"session too short", app.ModeRun, map[string]string{app.EnvSessionTTL: "1m"}, []string{app.EnvSessionTTL + " must be from 5m to 720h"}},
 		{"several at once", app.ModeRun, map[string]string{
 			app.EnvLogFormat: "xml", app.EnvLogLevel: "loud", app.EnvRequestTimeout: "soon", app.EnvBodyLimit: "-1",
@@ -134,7 +135,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		app.EnvLLMModel: "m", app.EnvPublicURL: "https://dp.example", app.EnvLogFormat: "text",
 		app.EnvLogLevel: "debug", app.EnvRequestTimeout: "5s", app.EnvShutdownGrace: "1s", app.EnvBodyLimit: "2048",
 		app.EnvOpenAIKey: "sk-x", app.EnvOpenAIBaseURL: "http://127.0.0.1:11434/v1/", app.EnvLLMTimeout: "9s",
-		app.EnvMaxToolRounds: "3", app.EnvMaxTokens: "100", app.EnvConfirmTTL: "5m", app.EnvWorkerJobs: "40", app.EnvMaxTurnsPerUser: "0",
+		app.EnvMaxToolRounds: "3", app.EnvMaxTokens: "100", app.EnvConfirmTTL: "5m", app.EnvWorkerJobs: "40", app.EnvMaxTurnsPerUser: "0", app.EnvAutoTitle: "0",
 		app.EnvAuthCacheTTL: "0", app.EnvBodyTimeout: "7s", app.EnvLLMStructured: "json_object",
 		app.EnvCORSOrigins: "https://app.example.com, http://localhost:5173", app.EnvWorkerAddr: "127.0.0.1:9999",
 		app.EnvDatabaseConns: "12", app.EnvWebhookReadsPerClient: "16",
@@ -324,5 +325,17 @@ func TestCheckFiles(t *testing.T) {
 				t.Errorf("%d warnings, want %d:\n%s", got, tt.warnings, logs.String())
 			}
 		})
+	}
+}
+
+// TestAutoTitleSetting: titles after the first answer are on unless
+// DEVPILOT_AUTO_TITLE is 0.
+func TestAutoTitleSetting(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]bool{"": true, "1": true, "0": false} {
+		cfg, err := app.Load(app.ModeRun, env(map[string]string{app.EnvAutoTitle: v}))
+		if err != nil || cfg.Assistant.AutoTitle != want {
+			t.Errorf("%s=%q: AutoTitle %v, %v; want %v", app.EnvAutoTitle, v, cfg.Assistant.AutoTitle, err, want)
+		}
 	}
 }

@@ -88,6 +88,7 @@ func TestOperationsCheck(t *testing.T) {
 				app.EnvWorkerAddr:    "127.0.0.1:0",
 				app.EnvOpenAIKey:     "sk-test",
 				app.EnvOpenAIBaseURL: model.URL(),
+				app.EnvAutoTitle:     "0", // the script holds the chat's model calls only
 				app.EnvLLMStructured: "strict",
 				app.EnvGitHubWebhook: string(scmWebhookSecret),
 			}

@@ -84,7 +84,7 @@ func startApp(t *testing.T, env map[string]string) (*stack, func()) {
 	st := &stack{t: t, model: fakeopenai.New(t, fakeopenai.WithOfferedToolsOnly()), aws: fakeaws.New(t)}
 	full := map[string]string{
 		app.EnvAWSEndpoint: st.aws.URL(), app.EnvDatabaseConns: strconv.Itoa(sqlstoretest.TestMaxConns),
-		app.EnvHTTPAddr: "127.0.0.1:0", app.EnvOpenAIKey: "sk-test", app.EnvOpenAIBaseURL: st.model.URL(),
+		app.EnvHTTPAddr: "127.0.0.1:0", app.EnvOpenAIKey: "sk-test", app.EnvOpenAIBaseURL: st.model.URL(), app.EnvAutoTitle: "0",
 		app.EnvLLMStructured: "strict", app.EnvPublishAllowPrivate: "1",
 	}
 	maps.Copy(full, env)

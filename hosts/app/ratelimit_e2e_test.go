@@ -33,6 +33,7 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 				app.EnvHTTPAddr:      "127.0.0.1:0",
 				app.EnvOpenAIKey:     "sk-test",
 				app.EnvOpenAIBaseURL: model.URL(),
+				app.EnvAutoTitle:     "0", // the script holds the chat's model calls only
 				app.EnvRateRequests:  strconv.Itoa(limit),
 				// A window so long that the test never sees one end.
 				app.EnvRateWindow: "1000h",

@@ -83,6 +83,7 @@ func startSCMStack(t *testing.T, dialect string, edits ...func(env map[string]st
 		app.EnvPublicURL:      st.public,
 		app.EnvOpenAIKey:      "sk-test",
 		app.EnvOpenAIBaseURL:  st.model.URL(),
+		app.EnvAutoTitle:      "0", // the script holds the chat's model calls only
 		app.EnvGitHubClientID: scmClientID,
 		app.EnvGitHubSecret:   scmClientSecret,
 		app.EnvGitHubURL:      st.gh.URL(),

@@ -34,6 +34,7 @@ func startReplicas(t *testing.T, d sqlstore.Dialect, n int, extra map[string]str
 		app.EnvHTTPAddr:      "127.0.0.1:0",
 		app.EnvOpenAIKey:     "sk-test",
 		app.EnvOpenAIBaseURL: model.URL(),
+		app.EnvAutoTitle:     "0", // the script holds the chat's model calls only
 		app.EnvLLMStructured: "strict",
 	}
 	for k, v := range extra {
