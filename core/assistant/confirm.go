@@ -199,16 +199,21 @@ const maxSummaryLen = 500
 
 // newConfirmation is a pending confirmation of a call: a write, or a read
 // marked always_confirm.
-func (s *Service) newConfirmation(p ports.Principal, sessionID, turnID string, call ports.ToolCall, def tool.Tool, args json.RawMessage) ports.Confirmation {
+// Its summary names resources as the tool's Describe looks them up in ctx.
+func (s *Service) newConfirmation(ctx context.Context, p ports.Principal, sessionID, turnID string, call ports.ToolCall, def tool.Tool, args json.RawMessage) ports.Confirmation {
+	sum := s.summarise(ctx, def, args)
 	now := s.d.Clock.Now()
 	return ports.Confirmation{
 		ID: s.d.IDs.NewID(), SessionID: sessionID, OrgID: p.OrgID, UserID: p.UserID, TurnID: turnID,
-		ToolCallID: call.ID, ToolName: def.Name, Arguments: args, Summary: s.summarise(def, args),
+		ToolCallID: call.ID, ToolName: def.Name, Arguments: args, Summary: sum,
 		Status: ports.ConfirmationPending, CreatedAt: now, ExpiresAt: now.Add(s.cfg.ConfirmationTTL),
 	}
 }
 
-func (s *Service) summarise(def tool.Tool, args json.RawMessage) (sum string) {
+// summarise is the one-line sentence a confirmation shows: the tool's
+// Describe (names looked up in ctx), else its Summary, else the tool and
+// its arguments.
+func (s *Service) summarise(ctx context.Context, def tool.Tool, args json.RawMessage) (sum string) {
 	if def.Summary == nil { // a read an organisation marked always_confirm
 		return truncate(ports.OneLine(fmt.Sprintf("Run %s with %s.", def.Name, args)), maxSummaryLen, "…")
 	}
@@ -222,6 +227,11 @@ func (s *Service) summarise(def tool.Tool, args json.RawMessage) (sum string) {
 		}
 		sum = truncate(sum, maxSummaryLen, "…")
 	}()
+	if def.Describe != nil {
+		if sum := def.Describe(ctx, args); sum != "" {
+			return sum
+		}
+	}
 	return def.Summary(args)
 }
 
@@ -267,7 +277,7 @@ func (s *Service) ExecuteToolUnder(ctx context.Context, sessionID string, call p
 		o := s.runTool(ctx, def, args)
 		ex.Outcome = &o
 	default:
-		conf := s.newConfirmation(p, sessionID, "", call, def, args)
+		conf := s.newConfirmation(ctx, p, sessionID, "", call, def, args)
 		if err := s.d.Confirmations.CreateConfirmation(ctx, conf); err != nil {
 			return tool.Execution{}, err
 		}

@@ -408,7 +408,7 @@ func (t *turnRun) answer(c ports.ToolCall, o ports.ToolOutcome) {
 }
 
 func (t *turnRun) askConfirmation(c ports.ToolCall, def tool.Tool, args json.RawMessage) bool {
-	conf := t.s.newConfirmation(t.p, t.session.ID, t.turn.ID, c, def, args)
+	conf := t.s.newConfirmation(t.ctx, t.p, t.session.ID, t.turn.ID, c, def, args)
 	if err := t.s.d.Confirmations.CreateConfirmation(t.store, conf); err != nil {
 		t.em.fail(err)
 		return false

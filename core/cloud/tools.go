@@ -138,6 +138,7 @@ func (s *Service) Tools() []tool.Tool {
 			Schema:      json.RawMessage(serviceSchema),
 			Effect:      tool.EffectWrite,
 			Summary:     summariseDeployService,
+			Describe:    tool.NamedSummary(summariseDeployService, s.nameOf),
 			Run:         run(s.runDeployService),
 		},
 		{
@@ -146,6 +147,7 @@ func (s *Service) Tools() []tool.Tool {
 			Schema:      json.RawMessage(scaleSchema),
 			Effect:      tool.EffectWrite,
 			Summary:     summariseScaleService,
+			Describe:    tool.NamedSummary(summariseScaleService, s.nameOf),
 			Run:         run(s.runScaleService),
 		},
 		{
@@ -154,6 +156,7 @@ func (s *Service) Tools() []tool.Tool {
 			Schema:      json.RawMessage(invokeSchema),
 			Effect:      tool.EffectWrite,
 			Summary:     summariseInvoke,
+			Describe:    tool.NamedSummary(summariseInvoke, s.nameOf),
 			Run:         run(s.runInvoke),
 		},
 		{
@@ -162,6 +165,7 @@ func (s *Service) Tools() []tool.Tool {
 			Schema:      json.RawMessage(appSchema),
 			Effect:      tool.EffectWrite,
 			Summary:     summariseDeployApp,
+			Describe:    tool.NamedSummary(summariseDeployApp, s.nameOf),
 			Run:         run(s.runDeployApp),
 		},
 	}
@@ -498,4 +502,18 @@ func tail(s string, n int) string {
 		cut++
 	}
 	return "…" + s[cut:]
+}
+
+// nameOf is how a confirmation names an id of the caller's organisation: a
+// cloud account by its name; "" when it is no such account.
+func (s *Service) nameOf(ctx context.Context, id string) string {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return ""
+	}
+	a, err := s.account(ctx, p, id)
+	if err != nil {
+		return ""
+	}
+	return a.Name
 }

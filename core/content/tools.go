@@ -267,6 +267,7 @@ func (s *Service) Tools() []tool.Tool {
 			Schema:      json.RawMessage(updateBrandSchema),
 			Effect:      tool.EffectWrite,
 			Summary:     summariseUpdateBrand,
+			Describe:    tool.NamedSummary(summariseUpdateBrand, s.nameOf),
 			Run:         s.runUpdateBrand,
 		},
 		{
@@ -275,6 +276,7 @@ func (s *Service) Tools() []tool.Tool {
 			Schema:      json.RawMessage(createBriefSchema),
 			Effect:      tool.EffectWrite,
 			Summary:     summariseCreateBrief,
+			Describe:    tool.NamedSummary(summariseCreateBrief, s.nameOf),
 			Run:         s.runCreateBrief,
 		},
 		{
@@ -283,6 +285,7 @@ func (s *Service) Tools() []tool.Tool {
 			Schema:      json.RawMessage(generateContentSchema),
 			Effect:      tool.EffectWrite,
 			Summary:     summariseGenerateContent,
+			Describe:    tool.NamedSummary(summariseGenerateContent, s.nameOf),
 			Run:         s.runGenerateContent,
 		},
 		{
@@ -291,6 +294,7 @@ func (s *Service) Tools() []tool.Tool {
 			Schema:      json.RawMessage(updateContentSchema),
 			Effect:      tool.EffectWrite,
 			Summary:     summariseUpdateContent,
+			Describe:    tool.NamedSummary(summariseUpdateContent, s.nameOf),
 			Run:         s.runUpdateContent,
 		},
 		{
@@ -299,6 +303,7 @@ func (s *Service) Tools() []tool.Tool {
 			Schema:      json.RawMessage(deleteContentSchema),
 			Effect:      tool.EffectWrite,
 			Summary:     summariseDeleteContent,
+			Describe:    tool.NamedSummary(summariseDeleteContent, s.nameOf),
 			Run:         s.runDeleteContent,
 		},
 		{
@@ -314,6 +319,7 @@ func (s *Service) Tools() []tool.Tool {
 			Schema:      json.RawMessage(publishContentSchema),
 			Effect:      tool.EffectWrite,
 			Summary:     summarisePublishContent,
+			Describe:    tool.NamedSummary(summarisePublishContent, s.nameOf),
 			Run:         s.runPublishContent,
 		},
 	}
@@ -625,3 +631,34 @@ func summariseDeleteContent(raw json.RawMessage) string {
 }
 
 func count(n int, noun string) string { return fmt.Sprintf("%d %s", n, plural(n, noun)) }
+
+// nameOf is how a confirmation names an id of the caller's organisation: a
+// content item or a brief by its title, a publishing target or a project
+// by its (brand's) name, each quoted; "" when it is none of these.
+func (s *Service) nameOf(ctx context.Context, id string) string {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil || !ports.IsID(id) {
+		return ""
+	}
+	quote := func(n string) string {
+		if n = strings.TrimSpace(ports.OneLine(n)); n == "" {
+			return ""
+		}
+		return "“" + clipRunes(n, 80) + "”"
+	}
+	if it, err := s.d.Store.GetContentItem(ctx, p.OrgID, id); err == nil {
+		return quote(it.Title)
+	}
+	if b, err := s.d.Store.GetBrief(ctx, p.OrgID, id); err == nil {
+		return quote(b.Title)
+	}
+	if s.d.Publish != nil {
+		if t, err := s.d.Publish.GetTarget(ctx, p.OrgID, id); err == nil {
+			return quote(t.Name)
+		}
+	}
+	if b, err := s.d.Store.GetBrand(ctx, p.OrgID, id); err == nil {
+		return quote(b.Name)
+	}
+	return ""
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/devpilot/devpilot/core/tool"
@@ -104,6 +105,7 @@ func (s *Service) Tools() []tool.Tool {
 			Schema:      json.RawMessage(addInputSchema),
 			Effect:      tool.EffectWrite,
 			Summary:     summariseAddInput,
+			Describe:    tool.NamedSummary(summariseAddInput, s.nameOf),
 			Run:         s.runAddInput,
 		},
 		{
@@ -112,6 +114,7 @@ func (s *Service) Tools() []tool.Tool {
 			Schema:      json.RawMessage(generateSchema),
 			Effect:      tool.EffectWrite,
 			Summary:     summariseGenerate,
+			Describe:    tool.NamedSummary(summariseGenerate, s.nameOf),
 			Run:         s.runGenerate,
 		},
 		{
@@ -120,6 +123,7 @@ func (s *Service) Tools() []tool.Tool {
 			Schema:      json.RawMessage(exportIssuesSchema),
 			Effect:      tool.EffectWrite,
 			Summary:     summariseExportIssues,
+			Describe:    tool.NamedSummary(summariseExportIssues, s.nameOf),
 			Run:         s.runExportIssues,
 		},
 	}
@@ -269,4 +273,26 @@ func summariseGenerate(raw json.RawMessage) string {
 		s += fmt.Sprintf(", then each following stage through %s", args.Through)
 	}
 	return s + "."
+}
+
+// nameOf is how a confirmation names an id of the caller's: a
+// specification session by its name, quoted, a connected repository by its
+// full name; "" when it is neither.
+func (s *Service) nameOf(ctx context.Context, id string) string {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil || !ports.IsID(id) {
+		return ""
+	}
+	if sess, err := s.d.Specs.GetSpecSession(ctx, p.Owner(), id); err == nil {
+		if strings.TrimSpace(sess.Name) == "" {
+			return ""
+		}
+		return "“" + ports.OneLine(sess.Name) + "”"
+	}
+	if s.d.Repos != nil {
+		if r, err := s.d.Repos.GetRepository(ctx, p.Owner(), id); err == nil {
+			return r.FullName
+		}
+	}
+	return ""
 }

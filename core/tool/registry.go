@@ -40,6 +40,10 @@ type Tool struct {
 	// for reads, asked for confirmation only when an organisation marks them
 	// always_confirm (without one, the summary names the tool and args).
 	Summary func(args json.RawMessage) string
+	// Describe, when set, is Summary with the resources named as people
+	// know them, looked up for the principal in ctx (NamedSummary makes
+	// one); "" falls back to Summary.
+	Describe func(ctx context.Context, args json.RawMessage) string
 	// Area is the part of the product the tool belongs to; routing offers a
 	// page's area's tools (see Route).
 	Area Area

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
@@ -42,6 +43,10 @@ func TestChatRoutingFollowsConversation(t *testing.T) {
 				t.Fatalf("turn 1: %d %s", code, body)
 			}
 			session := conf.Data["session_id"].(string)
+			// The spec is named as people know it, never by its bare id.
+			if sum := fmt.Sprint(conf.Data["summary"]); !strings.Contains(sum, "specification session “Checkout” ("+spec.ID[:8]+"…)") || strings.Contains(sum, spec.ID) {
+				t.Errorf("summary %q", sum)
+			}
 
 			// Turn 2: the user approves it.
 			if code, body, _ := st.call(alice, "POST", "/api/v1/agent/confirm", map[string]any{"session_id": session,

@@ -612,6 +612,10 @@ func TestCloudEndToEnd(t *testing.T) {
 				evs[len(evs)-1].Data["finish_reason"] != "confirmation_required" {
 				t.Fatalf("confirmation_required = %v", conf)
 			}
+			// The account is named as people know it, never by its bare id.
+			if sum := fmt.Sprint(conf["summary"]); !strings.Contains(sum, "account prod ("+rw.ID[:8]+"…)") || strings.Contains(sum, rw.ID) {
+				t.Errorf("summary %q names the account %s by its id", sum, rw.ID)
+			}
 			if n := ecsUpdates(); n != updatesBefore {
 				t.Fatalf("scale_service ran before approval (%d UpdateService calls)", n-updatesBefore)
 			}
