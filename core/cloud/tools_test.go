@@ -224,7 +224,8 @@ func TestWriteToolsAskFirst(t *testing.T) {
 			t.Errorf("%s = %+v, %v; want a confirmation", tt.tl, ex, err)
 			continue
 		}
-		if want := fmt.Sprintf(tt.summary, id); ex.Confirmation.Summary != want {
+		// The account is named as people know it, with a short id.
+		if want := fmt.Sprintf(tt.summary, "Production ("+id[:8]+"…)"); ex.Confirmation.Summary != want {
 			t.Errorf("summary %q\nwant    %q", ex.Confirmation.Summary, want)
 		}
 	}

@@ -124,6 +124,9 @@ func TestWriteToolSummaries(t *testing.T) {
 	t.Parallel()
 	e, _, asst := toolEnv(t)
 	it := e.seedItem(alice, ports.ContentDraft)
+	// Ids are named as people know them: the brief and the item by title.
+	brief := "“Why expense approvals take three weeks” (" + it.BriefID[:8] + "…)"
+	item := "“" + it.Title + "” (" + it.ID[:8] + "…)"
 	tests := []struct {
 		tl, args, want string
 	}{
@@ -135,15 +138,15 @@ func TestWriteToolSummaries(t *testing.T) {
 			`Create the article brief "Faster approvals" for project web-site.`},
 		{"create_brief", `{"project_id":"blog","title":"Launch","format":"linkedin post"}`,
 			`Create the linkedin post brief "Launch" for project blog.`},
-		{"generate_content", `{"brief_id":"` + it.BriefID + `"}`, "Write a draft from content brief " + it.BriefID + "."},
-		{"generate_content", `{"brief_id":"` + it.BriefID + `","variants":3}`, "Write 3 alternative drafts from content brief " + it.BriefID + "."},
+		{"generate_content", `{"brief_id":"` + it.BriefID + `"}`, "Write a draft from content brief " + brief + "."},
+		{"generate_content", `{"brief_id":"` + it.BriefID + `","variants":3}`, "Write 3 alternative drafts from content brief " + brief + "."},
 		{"update_content", fmt.Sprintf(`{"content_id":%q,"version":3,"title":"New","body":"One two three.","status":"in_review"}`, it.ID),
-			fmt.Sprintf(`Update content item %s (version 3): retitle it "New", replace its body (3 words) and move it to in_review.`, it.ID)},
+			fmt.Sprintf(`Update content item %s (version 3): retitle it "New", replace its body (3 words) and move it to in_review.`, item)},
 		{"update_content", fmt.Sprintf(`{"content_id":%q,"version":3,"status":"approved"}`, it.ID),
-			fmt.Sprintf(`Update content item %s (version 3): move it to approved.`, it.ID)},
+			fmt.Sprintf(`Update content item %s (version 3): move it to approved.`, item)},
 		{"update_content", fmt.Sprintf(`{"content_id":%q,"version":3}`, it.ID),
-			fmt.Sprintf(`Update content item %s (version 3): check it again against the brand settings.`, it.ID)},
-		{"delete_content", fmt.Sprintf(`{"content_id":%q}`, it.ID), fmt.Sprintf("Delete content item %s permanently.", it.ID)},
+			fmt.Sprintf(`Update content item %s (version 3): check it again against the brand settings.`, item)},
+		{"delete_content", fmt.Sprintf(`{"content_id":%q}`, it.ID), fmt.Sprintf("Delete content item %s permanently.", item)},
 	}
 	for _, tt := range tests {
 		ex, err := asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: tt.tl, Arguments: tt.args})

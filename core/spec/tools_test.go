@@ -98,15 +98,16 @@ func TestToolArgumentsAreValidated(t *testing.T) {
 	if err != nil || ex.Confirmation == nil {
 		t.Fatalf("add_spec_input = %+v, %v", ex, err)
 	}
-	if want := fmt.Sprintf(`Add the transcript "Standup" (23 bytes) to specification session %s.`, sid); ex.Confirmation.Summary != want {
+	named := "“Expense approvals” (" + sid[:8] + "…)" // the session as people know it
+	if want := fmt.Sprintf(`Add the transcript "Standup" (23 bytes) to specification session %s.`, named); ex.Confirmation.Summary != want {
 		t.Errorf("summary %q, want %q", ex.Confirmation.Summary, want)
 	}
 	ex, err = asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: "generate_spec_stage", Arguments: fmt.Sprintf(`{"session_id":%q,"stage":"prd"}`, sid)})
-	if err != nil || ex.Confirmation == nil || !strings.Contains(ex.Confirmation.Summary, "Generate the prd stage of specification session "+sid) {
+	if err != nil || ex.Confirmation == nil || !strings.Contains(ex.Confirmation.Summary, "Generate the prd stage of specification session "+named) {
 		t.Errorf("generate_spec_stage = %+v, %v", ex.Confirmation, err)
 	}
 	ex, _ = asst.ExecuteTool(as(alice), chatID, ports.ToolCall{Name: "generate_spec_stage", Arguments: fmt.Sprintf(`{"session_id":%q}`, sid)})
-	if ex.Confirmation == nil || ex.Confirmation.Summary != "Generate the next stage of specification session "+sid+"." {
+	if ex.Confirmation == nil || ex.Confirmation.Summary != "Generate the next stage of specification session "+named+"." {
 		t.Errorf("generate_spec_stage without a stage = %+v", ex.Confirmation)
 	}
 	if len(e.jobs()) != 0 {
