@@ -41,7 +41,8 @@ type Config struct {
 	// ground rules and the date follow it.
 	SystemPrompt string
 	// MaxTools bounds the tools offered in one model call
-	// (DefaultMaxTools); Registry.Route chooses them.
+	// (DefaultMaxTools); Registry.RouteFollowing chooses them from the page,
+	// the message and the tools of the last RecentTurns user turns.
 	MaxTools int
 	// HistoryTokens is the budget of each model call's prompt, in estimated
 	// tokens (DefaultHistoryTokens): a longer history is trimmed.
