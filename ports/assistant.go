@@ -190,6 +190,11 @@ type ChatSessionStore interface {
 	// with their counts, and the cursor of the next page ("" at the end).
 	// Errors: invalid for a malformed cursor.
 	ListSessions(ctx context.Context, owner Owner, page Page) ([]ChatSession, string, error)
+	// SearchSessions is ListSessions keeping only the sessions whose title,
+	// or the text of one of whose user or assistant messages, contains q
+	// (not empty), letters compared case-insensitively (ASCII letters at
+	// least). Errors as ListSessions.
+	SearchSessions(ctx context.Context, owner Owner, q string, page Page) ([]ChatSession, string, error)
 	// SetSessionTitle sets the owner's session's title; not_found as GetSession.
 	SetSessionTitle(ctx context.Context, owner Owner, id, title string, at time.Time) error
 	// TouchSession records activity in the session at the time given.

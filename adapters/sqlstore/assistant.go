@@ -312,6 +312,29 @@ func (s *Assistant) ListSessions(ctx context.Context, owner ports.Owner, page po
 	return sessions, next, nil
 }
 
+// SearchSessions implements ports.ChatSessionStore: ListSessions with a
+// filter on the lower-cased title and user and assistant messages (lower
+// folds ASCII letters on SQLite, every letter on PostgreSQL).
+func (s *Assistant) SearchSessions(ctx context.Context, owner ports.Owner, q string, page ports.Page) ([]ports.ChatSession, string, error) {
+	like := "%" + likeEscaper.Replace(strings.ToLower(q)) + "%"
+	rows, next, err := listPage(ctx, s.db.read(ctx), sessionSelect+` WHERE s.org_id = ? AND s.user_id = ?
+		AND (lower(s.title) LIKE ? ESCAPE '\' OR EXISTS (SELECT 1 FROM chat_messages m WHERE m.session_id = s.id
+			AND m.role IN ('user', 'assistant') AND lower(m.content) LIKE ? ESCAPE '\'))`,
+		[]any{owner.OrgID, owner.UserID, like, like}, page, keyset[sessionRow]{key: "s.updated_at", id: "s.id", desc: true, byTime: true,
+			last: func(r sessionRow) (string, string) { return timeKey(time.Time(r.UpdatedAt)), r.ID }})
+	if err != nil {
+		return nil, "", storeErr(err, "chat sessions", "")
+	}
+	sessions := make([]ports.ChatSession, len(rows))
+	for i, r := range rows {
+		sessions[i] = r.session()
+	}
+	return sessions, next, nil
+}
+
+// likeEscaper escapes the wildcards of LIKE, and its escape character.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)
+
 // SetSessionTitle implements ports.ChatSessionStore. It records activity at
 // the time given as TouchSession does.
 func (s *Assistant) SetSessionTitle(ctx context.Context, owner ports.Owner, id, title string, at time.Time) error {

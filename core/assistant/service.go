@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/devpilot/devpilot/core/internal/groupcommit"
@@ -251,6 +252,38 @@ func (s *Service) ListSessions(ctx context.Context, page ports.Page) ([]ports.Ch
 		return nil, "", err
 	}
 	return s.d.Sessions.ListSessions(ctx, p.Owner(), page)
+}
+
+// MaxSearchLength is the longest search text SearchSessions takes, in
+// characters.
+const MaxSearchLength = 200
+
+// SearchSessions is ListSessions keeping the caller's sessions whose title
+// or a message said in them (the user's or the assistant's text) contains q,
+// case-insensitively; an empty q lists them all. Errors: invalid (field q)
+// for a q longer than MaxSearchLength characters or holding a control
+// character, else as ListSessions.
+func (s *Service) SearchSessions(ctx context.Context, q string, page ports.Page) ([]ports.ChatSession, string, error) {
+	if q == "" {
+		return s.ListSessions(ctx, page)
+	}
+	if n := utf8.RuneCountInString(q); n > MaxSearchLength || !utf8.ValidString(q) {
+		return nil, "", ports.Invalid(fmt.Sprintf("the search text must be valid UTF-8 of at most %d characters", MaxSearchLength),
+			ports.FieldError{Field: "q", Reason: fmt.Sprintf("at most %d characters", MaxSearchLength)})
+	}
+	if strings.IndexFunc(q, unicode.IsControl) >= 0 {
+		return nil, "", ports.Invalid("the search text must not hold control characters",
+			ports.FieldError{Field: "q", Reason: "control characters are not allowed"})
+	}
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	page, err = page.Checked()
+	if err != nil {
+		return nil, "", err
+	}
+	return s.d.Sessions.SearchSessions(ctx, p.Owner(), q, page)
 }
 
 // SessionDetail is a session with everything said in it, in the order it was

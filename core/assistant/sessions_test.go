@@ -299,3 +299,23 @@ func TestSessionsListGetDelete(t *testing.T) {
 		t.Errorf("no principal: %v", err)
 	}
 }
+
+func TestSearchSessionsChecksQ(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, assistant.Config{})
+	for _, q := range []string{strings.Repeat("é", assistant.MaxSearchLength+1), "a\x00b", "line\nbreak", "\x7f", "bad\xffutf8"} {
+		_, _, err := e.svc.SearchSessions(as(alice), q, ports.Page{})
+		pe, ok := ports.AsError(err)
+		if !ok || pe.Kind != ports.KindInvalid || len(pe.Fields) != 1 || pe.Fields[0].Field != "q" {
+			t.Errorf("q %.20q: %v, want invalid naming q", q, err)
+		}
+	}
+	for _, q := range []string{"", "checkout", strings.Repeat("é", assistant.MaxSearchLength)} {
+		if _, _, err := e.svc.SearchSessions(as(alice), q, ports.Page{}); err != nil {
+			t.Errorf("q %.20q: %v", q, err)
+		}
+	}
+	if _, _, err := e.svc.SearchSessions(context.Background(), "x", ports.Page{}); err == nil {
+		t.Error("a search without a principal went through")
+	}
+}

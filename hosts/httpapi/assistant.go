@@ -21,6 +21,7 @@ type Assistant interface {
 	Confirm(ctx context.Context, in assistant.ConfirmInput) (assistant.ConfirmResult, error)
 	ReplayBatches(ctx context.Context, sessionID string, after int64, emit func([]assistant.Event) error) (bool, error)
 	ListSessions(ctx context.Context, page ports.Page) ([]ports.ChatSession, string, error)
+	SearchSessions(ctx context.Context, q string, page ports.Page) ([]ports.ChatSession, string, error)
 	GetSession(ctx context.Context, id string) (assistant.SessionDetail, error)
 	DeleteSession(ctx context.Context, id string) error
 	GenerateTitle(ctx context.Context, sessionID string) (string, error)
@@ -184,7 +185,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sessions, next, err := s.d.Assistant.ListSessions(r.Context(), page)
+	sessions, next, err := s.d.Assistant.SearchSessions(r.Context(), r.URL.Query().Get("q"), page)
 	if err != nil {
 		return err
 	}

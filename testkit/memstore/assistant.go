@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/devpilot/devpilot/ports"
@@ -205,6 +206,31 @@ func (s *Store) ListSessions(_ context.Context, owner ports.Owner, page ports.Pa
 	var all []ports.ChatSession
 	for _, cs := range s.assistant.sessions {
 		if cs.OrgID == owner.OrgID && cs.UserID == owner.UserID {
+			all = append(all, cs)
+		}
+	}
+	list, next, err := paginate(all, page, keyset[ports.ChatSession]{desc: true, byTime: true,
+		key: func(cs ports.ChatSession) (string, string) { return timeKey(cs.UpdatedAt), cs.ID }})
+	for i := range list {
+		list[i] = s.withCounts(list[i])
+	}
+	return list, next, err
+}
+
+// SearchSessions is ListSessions keeping the sessions whose title or a
+// user or assistant message contains q, case-insensitively.
+func (s *Store) SearchSessions(_ context.Context, owner ports.Owner, q string, page ports.Page) ([]ports.ChatSession, string, error) {
+	defer s.lock()()
+	q = strings.ToLower(q)
+	said := map[string]bool{}
+	for _, m := range s.assistant.messages {
+		if (m.v.Role == ports.MessageUser || m.v.Role == ports.MessageAssistant) && strings.Contains(strings.ToLower(m.v.Content), q) {
+			said[m.v.SessionID] = true
+		}
+	}
+	var all []ports.ChatSession
+	for _, cs := range s.assistant.sessions {
+		if cs.OrgID == owner.OrgID && cs.UserID == owner.UserID && (said[cs.ID] || strings.Contains(strings.ToLower(cs.Title), q)) {
 			all = append(all, cs)
 		}
 	}

@@ -236,6 +236,46 @@ func (c *MockChatSessionStoreListSessionsCall) DoAndReturn(f func(context.Contex
 	return c
 }
 
+// SearchSessions mocks base method.
+func (m *MockChatSessionStore) SearchSessions(ctx context.Context, owner ports.Owner, q string, page ports.Page) ([]ports.ChatSession, string, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "SearchSessions", ctx, owner, q, page)
+	ret0, _ := ret[0].([]ports.ChatSession)
+	ret1, _ := ret[1].(string)
+	ret2, _ := ret[2].(error)
+	return ret0, ret1, ret2
+}
+
+// SearchSessions indicates an expected call of SearchSessions.
+func (mr *MockChatSessionStoreMockRecorder) SearchSessions(ctx, owner, q, page any) *MockChatSessionStoreSearchSessionsCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "SearchSessions", reflect.TypeOf((*MockChatSessionStore)(nil).SearchSessions), ctx, owner, q, page)
+	return &MockChatSessionStoreSearchSessionsCall{Call: call}
+}
+
+// MockChatSessionStoreSearchSessionsCall wrap *gomock.Call
+type MockChatSessionStoreSearchSessionsCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockChatSessionStoreSearchSessionsCall) Return(arg0 []ports.ChatSession, arg1 string, arg2 error) *MockChatSessionStoreSearchSessionsCall {
+	c.Call = c.Call.Return(arg0, arg1, arg2)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockChatSessionStoreSearchSessionsCall) Do(f func(context.Context, ports.Owner, string, ports.Page) ([]ports.ChatSession, string, error)) *MockChatSessionStoreSearchSessionsCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockChatSessionStoreSearchSessionsCall) DoAndReturn(f func(context.Context, ports.Owner, string, ports.Page) ([]ports.ChatSession, string, error)) *MockChatSessionStoreSearchSessionsCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // SetSessionTitle mocks base method.
 func (m *MockChatSessionStore) SetSessionTitle(ctx context.Context, owner ports.Owner, id, title string, at time.Time) error {
 	m.ctrl.T.Helper()

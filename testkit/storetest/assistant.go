@@ -52,6 +52,7 @@ func TestAssistant(t *testing.T, newStores func(t *testing.T) AssistantStores) {
 		{"ListSessionsPages", testListSessionsPages},
 		{"ListSessionsLimits", testListSessionsLimits},
 		{"ListSessionsMalformedCursor", testListSessionsMalformedCursor},
+		{"SearchSessions", testSearchSessions},
 		{"SetSessionTitle", testSetSessionTitle},
 		{"TouchSession", testTouchSession},
 		{"DeleteSessionCascades", testDeleteSessionCascades},
@@ -442,6 +443,72 @@ func testSessionCounts(t *testing.T, s AssistantStores) {
 	}
 	checkSession(t, "ListSessions[0]", list[0], want)
 	checkSession(t, "ListSessions[1]", list[1], wantOther)
+}
+
+// testSearchSessions: a search matches the title or the text of a user or
+// assistant message (not a tool result), case-insensitively, takes % and _
+// literally, pages, and finds only the owner's sessions.
+func testSearchSessions(t *testing.T, s AssistantStores) {
+	ctx := t.Context()
+	owner := seedOwner(t, s.Identity)
+	session := func(title string, minutes int) ports.ChatSession {
+		cs := newSession(owner)
+		cs.Title, cs.UpdatedAt = title, base.Add(time.Duration(minutes)*time.Minute)
+		return mustCreateSession(t, s, cs)
+	}
+	costs := session("Quarterly COSTS review", 1)
+	answer := session("", 2)
+	mustAppendMessages(t, s, newMessage(answer, ports.MessageUser, "hello"),
+		newMessage(answer, ports.MessageAssistant, "The Checkout service runs 3 tasks"),
+		newMessage(answer, ports.MessageTool, `{"needle":"in a tool result"}`))
+	percent := session("", 3)
+	mustAppendMessages(t, s, newMessage(percent, ports.MessageUser, "is 50%_off a deal?"))
+	colleague := newSession(seedColleague(t, s.Identity, owner.OrgID))
+	colleague.Title = "costs of checkout"
+	mustCreateSession(t, s, colleague)
+
+	ids := func(q string, page ports.Page) ([]string, string) {
+		t.Helper()
+		list, next, err := s.Sessions.SearchSessions(ctx, owner, q, page)
+		if err != nil {
+			t.Fatalf("SearchSessions(%q): %v", q, err)
+		}
+		out := []string{}
+		for _, cs := range list {
+			out = append(out, cs.ID)
+		}
+		return out, next
+	}
+	for q, want := range map[string][]string{
+		"costs":        {costs.ID},
+		"CHECKOUT":     {answer.ID},
+		"needle":       {},
+		"50%_":         {percent.ID},
+		"%":            {percent.ID},
+		"_":            {percent.ID},
+		"nothing here": {},
+		"e":            {percent.ID, answer.ID, costs.ID},
+	} {
+		got, next := ids(q, ports.Page{})
+		checkEqual(t, "SearchSessions("+q+")", got, want)
+		if next != "" {
+			t.Errorf("SearchSessions(%q): next %q", q, next)
+		}
+	}
+	list, _, err := s.Sessions.SearchSessions(ctx, owner, "checkout", ports.Page{})
+	if err != nil || len(list) != 1 || list[0].MessageCount != 3 {
+		t.Errorf("SearchSessions(checkout) = %+v, %v; want the session with its 3 messages", list, err)
+	}
+	first, next := ids("e", ports.Page{Limit: 2})
+	checkEqual(t, "first page", first, []string{percent.ID, answer.ID})
+	rest, last := ids("e", ports.Page{Limit: 2, Cursor: next})
+	checkEqual(t, "second page", rest, []string{costs.ID})
+	if next == "" || last != "" {
+		t.Errorf("cursors %q then %q", next, last)
+	}
+	if _, _, err := s.Sessions.SearchSessions(ctx, owner, "e", ports.Page{Cursor: "!!!"}); !isInvalid(err) {
+		t.Errorf("SearchSessions with a malformed cursor: %v, want invalid", err)
+	}
 }
 
 func testListSessionsPages(t *testing.T, s AssistantStores) {
@@ -1860,4 +1927,10 @@ func testStartSession(t *testing.T, s AssistantStores) {
 	lost := newSession(stranger)
 	tu, m := start(lost)
 	checkErr(t, "StartSession for an unknown user", s.Sessions.StartSession(ctx, lost, tu, m, time.Time{}, 0), ports.ErrNotFound)
+}
+
+// isInvalid reports whether err is an invalid-input Error.
+func isInvalid(err error) bool {
+	e, ok := ports.AsError(err)
+	return ok && e.Kind == ports.KindInvalid
 }
