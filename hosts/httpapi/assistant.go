@@ -73,6 +73,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The session is known before any event: a client that loses the
+	// stream (or the page) before the first one can still find it.
+	w.Header().Set("X-Session-Id", run.SessionID())
 	return s.streamRun(w, r, run)
 }
 
