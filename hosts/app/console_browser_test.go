@@ -36,6 +36,9 @@ type browser struct {
 	h    *sandboxHost
 	ctx  context.Context
 	base string
+	// dataDir, dbURL and extra are the stack's, to restart it with.
+	dataDir, dbURL string
+	extra          map[string]string
 }
 
 // chromiumPath finds Chromium, or skips the test (fails it under CI).
@@ -75,7 +78,8 @@ func startBrowserWith(t *testing.T, d sqlstore.Dialect, extra map[string]string,
 	if d == sqlstore.DialectPostgres {
 		dbURL = sqlstoretest.URL(t, d)
 	}
-	h := startSandboxWith(t, t.TempDir(), dbURL, extra)
+	dataDir := t.TempDir()
+	h := startSandboxWith(t, dataDir, dbURL, extra)
 	width, height := 1280, 900
 	if len(size) == 2 {
 		width, height = size[0], size[1]
@@ -99,7 +103,7 @@ func startBrowserWith(t *testing.T, d sqlstore.Dialect, extra map[string]string,
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(allocCtx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
-	b := &browser{t: t, h: h, ctx: ctx, base: h.base}
+	b := &browser{t: t, h: h, ctx: ctx, base: h.base, dataDir: dataDir, dbURL: dbURL, extra: extra}
 	t.Cleanup(func() {
 		if t.Failed() {
 			b.saveScreenshot(failureDir(), sanitize(t.Name()))

@@ -3,7 +3,11 @@
 // header; after a sign-in through the identity provider the browser's
 // HttpOnly session cookie authenticates instead, and every write carries the
 // session's CSRF token. A problem+json answer becomes a ProblemError; a 401
-// from any call returns to sign-in.
+// from any call returns to sign-in. A GET that cannot reach the server (a
+// restart, a network blip) is tried again with backoff until it does, while
+// the page shows "Reconnecting…": pages recover without a reload.
+
+import { reconnecting } from './ui.js';
 
 const KEY = 'devpilot.token';
 
@@ -20,7 +24,7 @@ let csrf = null;
 // ({user, org, csrf_token}) and keeps its CSRF token, or null when there is
 // no live session.
 export async function cookieSession() {
-  const resp = await fetch('/auth/session', { headers: { Accept: 'application/json' } });
+  const resp = await fetchRetrying('/auth/session', { headers: { Accept: 'application/json' } });
   if (!resp.ok) { csrf = null; return null; }
   const s = await resp.json();
   csrf = s.csrf_token || null;
@@ -47,6 +51,42 @@ export class ProblemError extends Error {
     super((problem && (problem.detail || problem.title)) || `HTTP ${status}`);
     this.status = status;
     this.problem = problem || {};
+  }
+}
+
+// Answers that say the server is not there yet (a proxy in front of a
+// restarting devpilot), unless they are devpilot's own problem.
+const UNAVAILABLE = new Set([502, 503, 504]);
+
+// sleep waits ms, or rejects with an AbortError when signal aborts.
+function sleep(ms, signal) {
+  return new Promise((ok, fail) => {
+    if (signal && signal.aborted) { fail(new DOMException('aborted', 'AbortError')); return; }
+    const t = setTimeout(ok, ms);
+    if (signal) signal.addEventListener('abort', () => { clearTimeout(t); fail(new DOMException('aborted', 'AbortError')); }, { once: true });
+  });
+}
+
+// fetchRetrying is fetch for a request that is safe to repeat (a GET): a
+// network error or an answer of UNAVAILABLE is tried again after 0.5 s,
+// doubling to 8 s, until the server answers or init.signal aborts; the
+// reconnecting banner shows meanwhile.
+export async function fetchRetrying(path, init = {}) {
+  let waiting = false;
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const resp = await fetch(path, init);
+        const problem = (resp.headers.get('Content-Type') || '').startsWith('application/problem+json');
+        if (!UNAVAILABLE.has(resp.status) || problem) return resp;
+      } catch (e) {
+        if (e.name === 'AbortError' || !(e instanceof TypeError)) throw e;
+      }
+      if (!waiting) { waiting = true; reconnecting(true); }
+      await sleep(Math.min(8000, 500 * 2 ** attempt), init.signal);
+    }
+  } finally {
+    if (waiting) reconnecting(false);
   }
 }
 
@@ -82,7 +122,8 @@ export async function api(method, path, body, opts = {}) {
     h.set('Content-Type', 'application/json');
     payload = JSON.stringify(body);
   }
-  const resp = await fetch(path, { method, headers: h, body: payload, signal: opts.signal });
+  const init = { method, headers: h, body: payload, signal: opts.signal };
+  const resp = await (method === 'GET' ? fetchRetrying(path, init) : fetch(path, init));
   if (!resp.ok) throw await failure(resp);
   if (resp.status === 204) return null;
   const text = await resp.text();
@@ -94,7 +135,7 @@ export async function api(method, path, body, opts = {}) {
 // file is named as the answer's Content-Disposition says, else fallback; the
 // name is returned.
 export async function download(path, fallback) {
-  const resp = await fetch(path, { headers: headers() });
+  const resp = await fetchRetrying(path, { headers: headers() });
   if (!resp.ok) throw await failure(resp);
   const m = /filename="([^"]+)"/.exec(resp.headers.get('Content-Disposition') || '');
   const name = m ? m[1] : fallback;
@@ -115,7 +156,9 @@ export async function download(path, fallback) {
 // event, data parsed as JSON. It resolves when the stream ends; a dropped
 // connection rejects with a TypeError (or an AbortError), so the caller can
 // resume from the last id it saw. opts: method (POST when body is given,
-// else GET), lastEventId, signal. A 204 (nothing to replay) resolves at once.
+// else GET), lastEventId, signal, and onOpen(resp), called with the
+// answer's headers before any event. A 204 (nothing to replay) resolves at
+// once.
 export async function stream(path, body, onEvent, opts = {}) {
   const method = opts.method || (body !== undefined ? 'POST' : 'GET');
   const h = headers({ Accept: 'text/event-stream' }, method);
@@ -127,6 +170,7 @@ export async function stream(path, body, onEvent, opts = {}) {
   }
   const resp = await fetch(path, { method, headers: h, body: payload, signal: opts.signal });
   if (!resp.ok) throw await failure(resp);
+  if (opts.onOpen) opts.onOpen(resp);
   if (resp.status === 204 || !resp.body) return;
   const type = resp.headers.get('Content-Type') || '';
   if (!type.startsWith('text/event-stream')) { // e.g. a confirm answered as JSON

@@ -42,12 +42,34 @@ export function errorBox(err) {
     (p.errors || []).length ? h('ul', {}, p.errors.map((e) => h('li', {}, `${e.field}: ${e.reason}`))) : null);
 }
 
+// problemText is a failure as one line: the server's detail and the reason
+// given for each field it names.
+export function problemText(err) {
+  const p = (err && err.problem) || {};
+  const fields = (p.errors || []).map((e) => `${e.field}: ${e.reason}`);
+  const msg = (err && err.message) || String(err);
+  return fields.length ? `${msg} (${fields.join('; ')})` : msg;
+}
+
 // toast says something briefly in the page's polite live region.
 export function toast(msg) {
   const t = document.getElementById('toast');
   t.textContent = msg;
   clearTimeout(toast.timer);
   toast.timer = setTimeout(() => { t.textContent = ''; }, 5000);
+}
+
+// reconnecting counts what is waiting for the server (requests tried again,
+// a chat stream resuming) and shows the "Reconnecting…" banner while any is.
+let waitingForServer = 0;
+export function reconnecting(on) {
+  waitingForServer = Math.max(0, waitingForServer + (on ? 1 : -1));
+  let el = document.getElementById('reconnecting');
+  if (!el) {
+    el = h('div', { id: 'reconnecting', class: 'reconnecting', role: 'status', hidden: true }, 'Reconnecting…');
+    document.body.append(el);
+  }
+  el.hidden = waitingForServer === 0;
 }
 
 // when formats an RFC 3339 time for people.

@@ -6,9 +6,14 @@
 // last one it has shown: when a stream drops (a network error), it resumes
 // from there with GET /api/v1/agent/sessions/{id}/stream and Last-Event-ID,
 // and ignores any event whose id it has already shown, so no text is doubled.
+// It never sends the chat again: only the user's Retry does, after a send
+// that got no event at all. The new chat's id (the X-Session-Id header,
+// else the first event's session_id) goes into the URL at once, and while a
+// turn is on its way the tab remembers it, so a reload lands on the chat and
+// follows the rest of the turn.
 
 import { api, list, stream } from '../api.js';
-import { h, mount, loading, empty, errorBox, toast, when, button } from '../ui.js';
+import { h, mount, loading, empty, errorBox, toast, when, button, reconnecting, problemText } from '../ui.js';
 import { Turn, userMessage, parseJSON, tickCountdowns } from './chat/turn.js';
 import { micButton } from './chat/mic.js';
 import { openMemory } from './chat/memory.js';
@@ -18,6 +23,13 @@ export const title = 'Assistant';
 
 const SESSIONS = '/api/v1/agent/sessions';
 const RESUME_TRIES = 5;
+// INFLIGHT is where the tab keeps {id, lastId} of the turn on its way.
+const INFLIGHT = 'devpilot.chat.inflight';
+const inflight = {
+  get: () => { try { return JSON.parse(sessionStorage.getItem(INFLIGHT) || 'null'); } catch (_) { return null; } },
+  set: (id, lastId) => sessionStorage.setItem(INFLIGHT, JSON.stringify({ id, lastId })),
+  clear: () => sessionStorage.removeItem(INFLIGHT),
+};
 
 // sessionLabel is a session's title, or a fallback naming when it began.
 const sessionLabel = (s) => (s.title && s.title.trim()) || `Untitled chat · ${when(s.created_at)}`;
@@ -30,11 +42,15 @@ export function render(main, args) {
 
   // The sessions list.
   const sessionsBody = h('div', { class: 'chat-sessions-body' }, loading());
+  const search = h('input', { type: 'search', id: 'chat-search', name: 'q', maxlength: '200', autocomplete: 'off',
+    placeholder: 'Search titles and messages' });
   const aside = h('aside', { class: 'chat-sessions', 'aria-label': 'Chats' },
     h('div', { class: 'row chat-sessions-head' },
       h('h2', {}, 'Chats'),
       h('a', { class: 'button primary', href: '#/chat', id: 'chat-new' }, 'New chat'),
       h('button', { type: 'button', id: 'chat-memory', onclick: () => openMemory(main) }, 'Memory')),
+    h('div', { class: 'chat-search', role: 'search' },
+      h('label', { for: 'chat-search', class: 'chat-search-label' }, 'Search chats'), search),
     sessionsBody);
 
   // The conversation.
@@ -85,18 +101,23 @@ export function render(main, args) {
         s.pending_confirmations ? h('span', { class: 'badge warn' }, `${s.pending_confirmations} pending`) : null)));
 
   // loadSessions lists the caller's chats, newest activity first, a page
-  // at a time.
+  // at a time; those matching the search box when it has text. An answer
+  // that a later call overtook is dropped.
+  let listing = 0;
   async function loadSessions() {
+    const mine = ++listing;
+    const q = search.value.trim();
     try {
-      const out = await list(SESSIONS, { limit: 50 });
+      const out = await list(SESSIONS, { limit: 50, q });
+      if (mine !== listing) return;
       const items = out.items || [];
-      if (!items.length) { mount(sessionsBody, empty('No chats yet.')); return; }
+      if (!items.length) { mount(sessionsBody, empty(q ? `No chat mentions “${q}”.` : 'No chats yet.')); return; }
       const ul = h('ul', { class: 'list chat-session-list' }, items.map(sessionItem));
       mount(sessionsBody, ul);
       let cursor = out.next_cursor;
       if (cursor) {
         const more = button('Older chats', async () => {
-          const next = await list(SESSIONS, { limit: 50, cursor });
+          const next = await list(SESSIONS, { limit: 50, cursor, q });
           ul.append(...(next.items || []).map(sessionItem));
           cursor = next.next_cursor;
           if (!cursor) more.remove();
@@ -104,9 +125,11 @@ export function render(main, args) {
         sessionsBody.append(more);
       }
     } catch (e) {
-      mount(sessionsBody, errorBox(e));
+      if (mine === listing) mount(sessionsBody, errorBox(e));
     }
   }
+  let searchTimer = null;
+  search.addEventListener('input', () => { clearTimeout(searchTimer); searchTimer = setTimeout(loadSessions, 250); });
 
   // showHeader names the open session and offers its actions.
   function showHeader() {
@@ -139,6 +162,7 @@ export function render(main, args) {
       st.session = s;
       showHeader();
       renderHistory(s);
+      refreshActions();
       log.scrollTop = log.scrollHeight;
     } catch (e) {
       if (e.name !== 'AbortError') mount(log, errorBox(e));
@@ -180,18 +204,23 @@ export function render(main, args) {
   // run feeds a stream's events into turn, resuming after a dropped
   // connection, and ends the turn at done. With refusals, a problem answered
   // before any event (such as a 409) is thrown instead of shown in the turn.
-  async function run(turn, start, refusals = false) {
+  async function run(turn, start, refusals = false, quiet = false) {
     const before = turn.status.textContent;
+    st.opened = false; // set when the chat's answer arrives (its headers)
     setBusy(true);
     turn.busy(true, 'Thinking…');
     let finished = false;
     let seen = false;
+    let waiting = false; // the reconnecting banner is shown for this run
+    const back = () => { if (waiting) { waiting = false; reconnecting(false); } };
     const onEvent = (ev) => {
       seen = true;
+      back();
       if (ev.id && ev.id <= st.lastId) return; // shown already (a replay)
       if (ev.id) st.lastId = ev.id;
       const d = ev.data || {};
       if (d.session_id && !st.id) adopt(d.session_id);
+      if (st.id) inflight.set(st.id, st.lastId);
       follow(() => {
         switch (ev.event) {
           case 'content': turn.content(d.message_id, d.delta || ''); turn.busy(true, 'Writing…'); break;
@@ -220,34 +249,43 @@ export function render(main, args) {
         // (a 204: no turn is running and nothing is left to replay).
         if (finished || !st.id || tries >= RESUME_TRIES || (calls > 0 && st.lastId === from)) break;
       } catch (e) {
-        if (e.name === 'AbortError') return;
-        if (refusals && e.status && !seen) {
+        if (e.name === 'AbortError') { back(); return; }
+        if (refusals && !seen && (e.status || (e instanceof TypeError && calls === 0 && !st.opened))) {
+          // Refused, or never reached the server: nothing to resume.
           setBusy(false);
           turn.busy(false, before);
           throw e;
         }
         if (!(e instanceof TypeError) || !st.id || tries >= RESUME_TRIES) {
-          turn.error({ code: e.status ? `HTTP ${e.status}` : 'network', message: e.message });
+          turn.error({ code: e.status ? `Error ${e.status}` : 'network', message: problemText(e) });
           break;
         }
       }
       // The connection dropped before done: resume from the last event
       // shown, trying again a few times while no event gets through.
       tries = st.lastId > from ? 1 : tries + 1;
-      turn.busy(true, 'Connection lost; resuming…');
+      turn.busy(true, 'Connection lost; reconnecting…');
+      if (!waiting) { waiting = true; reconnecting(true); }
       await new Promise((ok) => setTimeout(ok, Math.min(4000, 250 * 2 ** tries)));
-      if (ctl.signal.aborted) return;
+      if (ctl.signal.aborted) { back(); return; }
       const sid = st.id;
       call = (cb) => stream(`${SESSIONS}/${encodeURIComponent(sid)}/stream`, undefined, cb,
         { lastEventId: st.lastId, signal: ctl.signal });
     }
+    back();
     setBusy(false);
-    if (!finished) {
+    inflight.clear();
+    if (quiet) {
+      if (!finished) turn.finish(null);
+    } else if (!finished) {
       turn.finish(null);
       if (st.id) { toast('The answer ended early; showing what was stored.'); await openSession(); }
+    } else if (turn.failed) {
+      toast('The answer stopped on an error.');
     } else {
       toast(turn.el.dataset.finish === 'confirmation_required' ? 'The assistant is waiting for your approval.' : 'The assistant has answered.');
     }
+    refreshActions();
     loadSessions();
   }
 
@@ -257,8 +295,16 @@ export function render(main, args) {
     st.id = id;
     st.session = { id, title: '', created_at: new Date().toISOString() };
     history.replaceState(null, '', `#/chat/${encodeURIComponent(id)}`);
+    inflight.set(id, st.lastId);
     showHeader();
   }
+
+  // adoptHeader takes a new chat's session from the chat's answer, before
+  // its first event.
+  const adoptHeader = (resp) => {
+    const id = resp.headers.get('X-Session-Id');
+    if (id && !st.id) adopt(id);
+  };
 
   // decide approves or rejects a confirmation and continues the turn in
   // place with the streaming confirm. While other confirmations of the turn
@@ -281,19 +327,75 @@ export function render(main, args) {
     }
   }
 
-  // sendMessage posts the message box's text as a new turn.
+  // sendMessage posts the message box's text as a new turn. A send the
+  // server refused, or that never reached it, puts the text back in the box
+  // with the server's reason and Retry.
   async function sendMessage() {
     const message = input.value.trim();
     if (!message || st.busy) return;
     sendErr.replaceChildren();
-    if (log.querySelector('.empty, .chat-welcome')) log.replaceChildren();
-    follow(() => log.append(userMessage(message)));
+    const welcome = [...log.querySelectorAll('.empty, .chat-welcome')];
+    welcome.forEach((el) => el.remove());
+    const bubble = userMessage(message);
+    follow(() => log.append(bubble));
     input.value = '';
     const turn = new Turn(log, decide);
     log.scrollTop = log.scrollHeight;
     // The page the user came from routes the tools (pagecontext.js).
     const body = st.id ? { message, session_id: st.id, context: pageContext() } : { message, context: pageContext() };
-    await run(turn, (cb) => stream('/api/v1/agent/chat', body, cb, { signal: ctl.signal }));
+    try {
+      const onOpen = (resp) => { st.opened = true; adoptHeader(resp); };
+      await run(turn, (cb) => stream('/api/v1/agent/chat', body, cb, { signal: ctl.signal, onOpen }), true);
+    } catch (e) {
+      bubble.remove();
+      turn.el.remove();
+      if (!log.children.length) log.append(...welcome);
+      if (!input.value.trim()) input.value = message;
+      mount(sendErr, errorBox(e), h('div', { class: 'row' },
+        h('button', { type: 'button', class: 'primary', id: 'chat-retry', onclick: () => sendMessage() }, 'Retry')));
+      toast('Your message was not sent.');
+      input.focus();
+    }
+  }
+
+  // resend sends text as a new message: what Regenerate (the last
+  // question again) does.
+  function resend(text) {
+    if (st.busy) return;
+    input.value = text;
+    sendMessage();
+  }
+
+  // refreshActions offers Regenerate on the last answer and Edit on the
+  // last question (both send a new message; nothing is rewritten).
+  function refreshActions() {
+    for (const b of log.querySelectorAll('.msg-actions .regen, .msg-actions .edit')) b.remove();
+    const users = log.querySelectorAll('.msg.user');
+    const lastUser = users[users.length - 1];
+    if (!lastUser) return;
+    const text = lastUser.dataset.text || '';
+    lastUser.querySelector('.msg-actions').append(h('button', { type: 'button', class: 'edit small', onclick: () => {
+      input.value = text;
+      input.focus();
+      input.setSelectionRange(text.length, text.length);
+      toast('Edit the message, then send it as a new one.');
+    } }, 'Edit'));
+    const turns = log.querySelectorAll('.msg.assistant');
+    const lastTurn = turns[turns.length - 1];
+    if (lastTurn && lastTurn.compareDocumentPosition(lastUser) & Node.DOCUMENT_POSITION_PRECEDING) {
+      lastTurn.querySelector('.msg-actions').append(h('button', { type: 'button', class: 'regen small', onclick: () => resend(text) }, 'Regenerate'));
+    }
+  }
+
+  // follow resumes a turn that was on its way when the page was left
+  // (a reload): the rest of its events, then the stored conversation.
+  async function followInflight(lastId) {
+    const turn = new Turn(log, decide);
+    st.lastId = lastId;
+    const sid = st.id;
+    await run(turn, (cb) => stream(`${SESSIONS}/${encodeURIComponent(sid)}/stream`, undefined, cb,
+      { lastEventId: lastId, signal: ctl.signal }), false, true);
+    if (!ctl.signal.aborted) await openSession();
   }
 
   form.addEventListener('submit', (ev) => { ev.preventDefault(); sendMessage(); });
@@ -303,7 +405,9 @@ export function render(main, args) {
 
   showHeader();
   loadSessions();
-  if (st.id) openSession();
+  const pending = inflight.get();
+  if (st.id && pending && pending.id === st.id) openSession().then(() => followInflight(pending.lastId || 0));
+  else if (st.id) openSession();
   else log.append(h('div', { class: 'chat-welcome' },
     h('p', {}, 'Ask about your services, costs, specifications, content or repositories.'),
     h('p', { class: 'empty' }, 'Changes such as scaling or deploying run only after you approve them here.')));

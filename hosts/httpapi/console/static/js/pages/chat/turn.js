@@ -3,14 +3,25 @@
 // Approve / Reject and a live countdown. Model output reaches the DOM only
 // as text nodes or through md.render.
 
-import { h, pretty, errorBox } from '../../ui.js';
+import { h, pretty, errorBox, toast } from '../../ui.js';
 import { render as md } from '../../md.js';
 
 // userMessage is the user's bubble: plain text, never parsed.
 export function userMessage(text) {
-  return h('article', { class: 'msg user', 'aria-label': 'You' },
+  return h('article', { class: 'msg user', 'aria-label': 'You', dataset: { text } },
     h('div', { class: 'msg-who', 'aria-hidden': 'true' }, 'You'),
-    h('div', { class: 'msg-body' }, text));
+    h('div', { class: 'msg-body' }, text),
+    h('div', { class: 'msg-actions' }));
+}
+
+// copyText puts text on the clipboard and says so.
+export async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    toast('Copied.');
+  } catch (_) {
+    toast('Copying was refused by the browser.');
+  }
 }
 
 // parseJSON reads JSON text (tool arguments, tool messages), or keeps the text.
@@ -82,6 +93,32 @@ export function tickCountdowns(root) {
 
 const statusBadge = { pending: 'warn', approved: 'ok', rejected: 'bad', expired: 'bad' };
 
+// toolVerdict is what the tool card of a write says once its approval was
+// refused or ran out: nothing ran.
+const toolVerdict = { rejected: 'rejected', expired: 'expired, nothing ran' };
+
+// showVerdict marks the tool card of the call confirmation card asked for.
+function showVerdict(card, status) {
+  const label = toolVerdict[status];
+  const turn = card.closest('.msg.assistant');
+  const id = card.dataset.toolCallId;
+  if (!label || !turn || !id) return;
+  const tool = turn.querySelector(`details.tool[data-tool-call-id="${CSS.escape(id)}"]`);
+  if (!tool) return;
+  tool.dataset.decision = status;
+  const badge = tool.querySelector('summary .badge');
+  badge.className = 'badge bad';
+  badge.textContent = label;
+}
+
+// focusAfter moves the keyboard on after a decision: to the next approval
+// waiting, else to the message box.
+function focusAfter(card) {
+  const next = [...document.querySelectorAll('.confirm[data-status="pending"] button.approve')].find((b) => !card.contains(b));
+  const target = next || document.getElementById('chat-input') || card;
+  target.focus();
+}
+
 // markDecided shows a confirmation card's final status and drops its buttons.
 function markDecided(card, status, note) {
   delete card.dataset.expires;
@@ -92,11 +129,13 @@ function markDecided(card, status, note) {
   const verb = { approved: 'Approved: ', rejected: 'Rejected: ', expired: 'Expired: ' }[status];
   if (verb) card.querySelector('.confirm-verb').textContent = verb;
   const actions = card.querySelector('.confirm-actions');
-  const hadFocus = actions && actions.contains(document.activeElement);
+  const hadFocus = (actions && actions.contains(document.activeElement)) || card.dataset.deciding === 'true';
+  delete card.dataset.deciding;
   if (actions) actions.remove();
-  if (hadFocus) card.focus(); // the buttons are gone: keep the keyboard on the card
+  if (hadFocus) focusAfter(card); // the buttons are gone: move on to what comes next
   const cd = card.querySelector('.countdown');
   if (cd) cd.textContent = note || (status === 'expired' ? 'This approval expired; nothing ran.' : '');
+  showVerdict(card, status);
 }
 
 // Turn is an assistant bubble in log, fed with stream events (or with stored
@@ -109,8 +148,9 @@ export class Turn {
     this.tools = new Map(); // tool_call_id → card
     this.body = h('div', { class: 'msg-body' });
     this.status = h('p', { class: 'turn-status', role: 'status' });
+    this.actions = h('div', { class: 'msg-actions' });
     this.el = h('article', { class: 'msg assistant', 'aria-label': 'Assistant' },
-      h('div', { class: 'msg-who', 'aria-hidden': 'true' }, 'Assistant'), this.body, this.status);
+      h('div', { class: 'msg-who', 'aria-hidden': 'true' }, 'Assistant'), this.body, this.status, this.actions);
     log.append(this.el);
   }
 
@@ -159,6 +199,10 @@ export class Turn {
     card.badge.className = 'badge ' + (d.ok ? 'ok' : 'bad');
     card.badge.textContent = d.ok ? 'ok' : 'failed';
     card.el.dataset.ok = String(!!d.ok);
+    if (toolVerdict[card.el.dataset.decision]) { // a refused write's result says why nothing ran
+      card.badge.className = 'badge bad';
+      card.badge.textContent = toolVerdict[card.el.dataset.decision];
+    }
     card.result.replaceChildren(h('h4', {}, d.ok ? 'Result' : 'Error'),
       d.ok ? pretty(d.result ?? null) : h('p', { class: 'tool-error' }, d.error || 'failed'));
   }
@@ -182,7 +226,7 @@ export class Turn {
     const head = `confirm-${id}`;
     const reason = h('input', { type: 'text', maxlength: '500', placeholder: 'optional', class: 'confirm-reason' });
     const err = h('div', { class: 'confirm-error' });
-    const card = h('section', { class: 'confirm', 'aria-labelledby': head, tabindex: '-1', dataset: { confirmationId: id, status } },
+    const card = h('section', { class: 'confirm', 'aria-labelledby': head, tabindex: '-1', dataset: { confirmationId: id, status, toolCallId: conf.tool_call_id || '' } },
       h('div', { class: 'confirm-head' },
         h('h3', { id: head }, h('span', { class: 'confirm-verb' }, 'Approval needed: '), h('code', {}, conf.name)), ' ',
         h('span', { class: 'badge confirm-status ' + statusBadge[status] }, status)),
@@ -194,11 +238,13 @@ export class Turn {
       const decide = (approved) => async () => {
         err.replaceChildren();
         for (const b of card.querySelectorAll('.confirm-actions button')) b.disabled = true;
+        card.dataset.deciding = 'true'; // pressed here: the keyboard moves on once decided
         try {
           await this.decide(this, { id, card, tool_call_id: conf.tool_call_id }, approved, reason.value.trim());
         } catch (e) {
           err.replaceChildren(errorBox(e));
         } finally {
+          delete card.dataset.deciding;
           for (const b of card.querySelectorAll('.confirm-actions button')) b.disabled = false;
         }
       };
@@ -215,6 +261,7 @@ export class Turn {
     }
     const tool = this.tools.get(conf.tool_call_id);
     if (tool) tool.el.after(card); else this.body.append(card);
+    showVerdict(card, status); // a stored decision: the card is in place only now
     tickCountdowns(this.el);
   }
 
@@ -223,6 +270,7 @@ export class Turn {
 
   // error shows an error event of the stream.
   error(d) {
+    this.failed = true;
     this.body.append(h('div', { class: 'error', role: 'alert' },
       h('strong', {}, d.code ? `${d.code}: ` : 'Error: '), d.message || 'the assistant failed',
       d.retryable ? ' (you may try again)' : ''));
@@ -238,6 +286,11 @@ export class Turn {
     };
     this.busy(false, (done && why[done.finish_reason]) || '');
     this.el.dataset.finish = (done && done.finish_reason) || 'ended';
+    if (done && done.finish_reason === 'error') this.failed = true;
+    if (!this.copy && this.plainText().trim()) {
+      this.copy = h('button', { type: 'button', class: 'copy small', onclick: () => copyText(this.plainText()) }, 'Copy');
+      this.actions.prepend(this.copy);
+    }
   }
 
   // plainText is the turn's text as streamed (for tests and copying).
