@@ -191,6 +191,8 @@ func TestConsoleChat(t *testing.T) {
 			if got := eval[string](b, lastTurn+`.dataset.finish`); got != "confirmation_required" {
 				t.Errorf("after the first of two decisions the turn ended with %q, want it waiting", got)
 			}
+			// The keyboard moved on to the approval still asked.
+			b.waitFor("the focus on the next approval", card(deploy.ConfirmationID)+`.querySelector('button.approve') === document.activeElement`, chatWait)
 			if got := checkoutDesired(b); got != 4 {
 				t.Errorf("checkout desired count %d after approving the first of two, want 4", got)
 			}

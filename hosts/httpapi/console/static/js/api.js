@@ -156,9 +156,9 @@ export async function download(path, fallback) {
 // event, data parsed as JSON. It resolves when the stream ends; a dropped
 // connection rejects with a TypeError (or an AbortError), so the caller can
 // resume from the last id it saw. opts: method (POST when body is given,
-// else GET), lastEventId, signal, and onOpen(resp), called with the
-// answer's headers before any event. A 204 (nothing to replay) resolves at
-// once.
+// else GET), lastEventId, signal. A 204 (nothing to replay) resolves at once.
+// Before the first event, onEvent gets {id: 0, event: 'open', data:
+// {session_id}}: the session the answer's X-Session-Id header names, if any.
 export async function stream(path, body, onEvent, opts = {}) {
   const method = opts.method || (body !== undefined ? 'POST' : 'GET');
   const h = headers({ Accept: 'text/event-stream' }, method);
@@ -170,13 +170,13 @@ export async function stream(path, body, onEvent, opts = {}) {
   }
   const resp = await fetch(path, { method, headers: h, body: payload, signal: opts.signal });
   if (!resp.ok) throw await failure(resp);
-  if (opts.onOpen) opts.onOpen(resp);
   if (resp.status === 204 || !resp.body) return;
   const type = resp.headers.get('Content-Type') || '';
   if (!type.startsWith('text/event-stream')) { // e.g. a confirm answered as JSON
     onEvent({ id: 0, event: 'json', data: await resp.json() });
     return;
   }
+  onEvent({ id: 0, event: 'open', data: { session_id: resp.headers.get('X-Session-Id') } });
   const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = '';
   for (;;) {

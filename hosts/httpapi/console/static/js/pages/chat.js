@@ -91,6 +91,8 @@ export function render(main, args) {
     send.disabled = on;
     send.setAttribute('aria-busy', String(on));
     for (const b of log.querySelectorAll('.confirm-actions button')) b.disabled = on;
+    const next = on ? null : log.querySelector('.confirm-actions button[data-focus-next]');
+    if (next) { delete next.dataset.focusNext; next.focus(); } // the approval after the one just decided
   };
 
   const sessionItem = (s) => h('li', {},
@@ -206,7 +208,9 @@ export function render(main, args) {
   // before any event (such as a 409) is thrown instead of shown in the turn.
   async function run(turn, start, refusals = false, quiet = false) {
     const before = turn.status.textContent;
-    st.opened = false; // set when the chat's answer arrives (its headers)
+    const sending = st.sending; // a message being sent: refused, it goes back in the box
+    st.sending = null;
+    let opened = false; // the answer's headers arrived
     setBusy(true);
     turn.busy(true, 'Thinking…');
     let finished = false;
@@ -214,6 +218,11 @@ export function render(main, args) {
     let waiting = false; // the reconnecting banner is shown for this run
     const back = () => { if (waiting) { waiting = false; reconnecting(false); } };
     const onEvent = (ev) => {
+      if (ev.event === 'open') {
+        opened = true;
+        if (ev.data.session_id && !st.id) adopt(ev.data.session_id);
+        return;
+      }
       seen = true;
       back();
       if (ev.id && ev.id <= st.lastId) return; // shown already (a replay)
@@ -250,10 +259,11 @@ export function render(main, args) {
         if (finished || !st.id || tries >= RESUME_TRIES || (calls > 0 && st.lastId === from)) break;
       } catch (e) {
         if (e.name === 'AbortError') { back(); return; }
-        if (refusals && !seen && (e.status || (e instanceof TypeError && calls === 0 && !st.opened))) {
+        if ((refusals || sending) && !seen && (e.status || (e instanceof TypeError && calls === 0 && !opened))) {
           // Refused, or never reached the server: nothing to resume.
           setBusy(false);
           turn.busy(false, before);
+          if (sending) { unsent(sending, turn, e); return; }
           throw e;
         }
         if (!(e instanceof TypeError) || !st.id || tries >= RESUME_TRIES) {
@@ -299,12 +309,18 @@ export function render(main, args) {
     showHeader();
   }
 
-  // adoptHeader takes a new chat's session from the chat's answer, before
-  // its first event.
-  const adoptHeader = (resp) => {
-    const id = resp.headers.get('X-Session-Id');
-    if (id && !st.id) adopt(id);
-  };
+  // unsent undoes a send that got no answer: its text goes back in the box,
+  // with the server's reason and Retry.
+  function unsent({ message, bubble, welcome }, turn, e) {
+    bubble.remove();
+    turn.el.remove();
+    if (!log.children.length) log.append(...welcome);
+    if (!input.value.trim()) input.value = message;
+    mount(sendErr, errorBox(e), h('div', { class: 'row' },
+      h('button', { type: 'button', class: 'primary', id: 'chat-retry', onclick: () => sendMessage() }, 'Retry')));
+    toast('Your message was not sent.');
+    input.focus();
+  }
 
   // decide approves or rejects a confirmation and continues the turn in
   // place with the streaming confirm. While other confirmations of the turn
@@ -338,24 +354,13 @@ export function render(main, args) {
     welcome.forEach((el) => el.remove());
     const bubble = userMessage(message);
     follow(() => log.append(bubble));
+    st.sending = { message, bubble, welcome };
     input.value = '';
     const turn = new Turn(log, decide);
     log.scrollTop = log.scrollHeight;
     // The page the user came from routes the tools (pagecontext.js).
     const body = st.id ? { message, session_id: st.id, context: pageContext() } : { message, context: pageContext() };
-    try {
-      const onOpen = (resp) => { st.opened = true; adoptHeader(resp); };
-      await run(turn, (cb) => stream('/api/v1/agent/chat', body, cb, { signal: ctl.signal, onOpen }), true);
-    } catch (e) {
-      bubble.remove();
-      turn.el.remove();
-      if (!log.children.length) log.append(...welcome);
-      if (!input.value.trim()) input.value = message;
-      mount(sendErr, errorBox(e), h('div', { class: 'row' },
-        h('button', { type: 'button', class: 'primary', id: 'chat-retry', onclick: () => sendMessage() }, 'Retry')));
-      toast('Your message was not sent.');
-      input.focus();
-    }
+    await run(turn, (cb) => stream('/api/v1/agent/chat', body, cb, { signal: ctl.signal }));
   }
 
   // resend sends text as a new message: what Regenerate (the last

@@ -115,8 +115,12 @@ function showVerdict(card, status) {
 // waiting, else to the message box.
 function focusAfter(card) {
   const next = [...document.querySelectorAll('.confirm[data-status="pending"] button.approve')].find((b) => !card.contains(b));
-  const target = next || document.getElementById('chat-input') || card;
-  target.focus();
+  if (next && next.disabled) { // while the answer streams: its card now, its button once enabled
+    next.dataset.focusNext = 'true';
+    next.closest('.confirm').focus();
+    return;
+  }
+  (next || document.getElementById('chat-input') || card).focus();
 }
 
 // markDecided shows a confirmation card's final status and drops its buttons.
