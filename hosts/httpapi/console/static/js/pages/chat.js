@@ -204,8 +204,11 @@ export function render(main, args) {
   }
 
   // run feeds a stream's events into turn, resuming after a dropped
-  // connection, and ends the turn at done. With refusals, a problem answered
-  // before any event (such as a 409) is thrown instead of shown in the turn.
+  // connection (with the reconnecting banner), and ends the turn at done.
+  // With refusals, a problem answered before any event (such as a 409), or a
+  // request that never reached the server, is thrown instead of shown in the
+  // turn; for a message being sent (st.sending) it is undone instead. quiet
+  // leaves the toast and the reload of a cut turn to the caller.
   async function run(turn, start, refusals = false, quiet = false) {
     const before = turn.status.textContent;
     const sending = st.sending; // a message being sent: refused, it goes back in the box
@@ -392,7 +395,7 @@ export function render(main, args) {
     }
   }
 
-  // follow resumes a turn that was on its way when the page was left
+  // followInflight resumes a turn that was on its way when the page was left
   // (a reload): the rest of its events, then the stored conversation.
   async function followInflight(lastId) {
     const turn = new Turn(log, decide);
