@@ -93,6 +93,11 @@ func TestConsoleChatKeepsPlace(t *testing.T) {
 		t.Errorf("after the reload the heading is %q", got)
 	}
 	b.waitFor("the rest of the answer", lastTurn+`?.innerText.includes('demo model') && !document.querySelector('#chat-send').disabled`, chatWait)
+	// The page asked the stream route for the rest (it never sends the chat again).
+	requests := `performance.getEntriesByType('resource').map(e => new URL(e.name).pathname)`
+	if got := eval[[]string](b, requests+`.filter(p => p.startsWith('/api/v1/agent/'))`); !contains(got, "/api/v1/agent/sessions/"+first+"/stream") || contains(got, "/api/v1/agent/chat") {
+		t.Errorf("after the reload the page called %q, want the stream route and not the chat", got)
+	}
 
 	// A refused send keeps the text, shows the server's reason, and Retry.
 	b.newChat()
