@@ -50,9 +50,9 @@ func (in ChatInput) validate() (string, *tool.PageContext, error) {
 }
 
 // Run is a turn that has started and is waiting to be streamed. Call Stream
-// exactly once, even when the client is gone already (the turn then ends at
-// once, recorded as cancelled): until it has run, the session stays claimed
-// (for Config.TurnStaleAfter).
+// exactly once, even when the client is gone already (the turn then runs
+// without it, storing its events for a resume): until it has run, the
+// session stays claimed (for Config.TurnStaleAfter).
 type Run struct {
 	s        *Service
 	p        ports.Principal

@@ -407,21 +407,23 @@ func TestChatClientDisconnect(t *testing.T) {
 			e.endedOnce()
 		})
 	}
-	t.Run("emit fails", func(t *testing.T) {
+	t.Run("emit fails: the turn runs on and stores everything", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, assistant.Config{})
+		e := newEnv(t, assistant.Config{ContentBatch: 1})
 		var runs counter
 		e.register(readTool("get_project", &runs, "x"))
 		e.script(func(mctx context.Context, _ ports.ChatRequest, onDelta func(string) error) (ports.ChatResult, error) {
 			if err := onDelta("one "); err != nil {
 				t.Errorf("first delta: %v", err)
 			}
-			if err := onDelta("two"); err == nil {
-				t.Error("the delta after the client left was accepted")
+			if err := onDelta("two"); err != nil {
+				t.Errorf("the delta after the client left was refused: %v", err)
 			}
-			<-mctx.Done()
-			return ports.ChatResult{}, mctx.Err()
-		})
+			if mctx.Err() != nil {
+				t.Errorf("the model call was cancelled with the client: %v", mctx.Err())
+			}
+			return ports.ChatResult{ToolCalls: []ports.ToolCall{{ID: "c1", Name: "get_project", Arguments: projectArgs}}}, nil
+		}, say(" three"))
 		run, err := e.svc.Chat(as(alice), assistant.ChatInput{Message: "hi"})
 		if err != nil {
 			t.Fatal(err)
@@ -433,10 +435,13 @@ func TestChatClientDisconnect(t *testing.T) {
 		if got := names(rec.events()); !slices.Equal(got, []string{"content"}) {
 			t.Errorf("sent %v", got)
 		}
-		if stored := names(e.storedEvents(run.SessionID())); !slices.Equal(stored, []string{"content", "content", "error", "done"}) {
+		if stored := names(e.storedEvents(run.SessionID())); !slices.Equal(stored, []string{"content", "content", "tool_call", "tool_result", "content", "done"}) {
 			t.Errorf("stored %v", stored)
 		}
-		if msgs := e.messages(run.SessionID()); msgs[len(msgs)-1].Content != "one two" {
+		if runs.runs() != 1 {
+			t.Errorf("the read tool ran %d times, want once", runs.runs())
+		}
+		if msgs := e.messages(run.SessionID()); msgs[len(msgs)-1].Content != " three" {
 			t.Errorf("kept %q", msgs[len(msgs)-1].Content)
 		}
 		e.endedOnce()

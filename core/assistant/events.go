@@ -118,7 +118,8 @@ func errorFor(err error) ErrorData {
 // other turns' batches, so the first token is never held back; any other
 // event flushes the batch first, so order is kept. The events stored
 // together are sent together, in one call of out. Sending stops when the
-// client is gone; storing goes on. A store failure aborts the turn.
+// client is gone; the turn and its storing go on. A store failure aborts the
+// turn.
 //
 // send/content/finish may be called while a timer flushes from another
 // goroutine: mu serialises everything, including calls of out.
@@ -245,9 +246,10 @@ func (e *emitter) deliverLocked(evs []Event) {
 		return
 	}
 	if err := e.out(evs); err != nil {
-		e.log().Debug("client gone", "err", err)
+		// The turn runs on without its client: it stores every event, so
+		// the client can resume through the stream route.
+		e.log().Debug("client gone; the turn runs on", "err", err)
 		e.gone = true
-		e.abort()
 	}
 }
 
@@ -266,12 +268,12 @@ func (e *emitter) failLocked(err error) {
 	e.abort()
 }
 
-// stopped reports whether the turn must stop: the client is gone or the
-// turn cannot be recorded.
+// stopped reports whether the turn must stop: it cannot be recorded. A
+// client that is gone does not stop it.
 func (e *emitter) stopped() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.gone || e.err != nil
+	return e.err != nil
 }
 
 func (e *emitter) failure() error {

@@ -35,8 +35,12 @@ func (r *Run) Stream(ctx context.Context, emit func(Event) error) error {
 // be replayed; a transport sends each batch in one write. emit may keep evs.
 // emit is never called concurrently nor after StreamBatches returns, but it
 // may be called from another goroutine (a timer flushes batched content). An
-// emit error means the client is gone: the model call is cancelled, emitting
-// stops, and the turn is wound up and stored as usual; so does ctx ending.
+// emit error means the client is gone: emitting stops, but the turn runs to
+// its end (bounded by its own timeout), storing every event, so the client
+// can resume it through ReplayBatches on any replica. ctx ending cancels the
+// model call, and the turn is wound up and stored as cancelled; a transport
+// passes a ctx that outlives its request (context.WithoutCancel) and ends
+// only when the process stops.
 // StreamBatches returns after done, which always ends the stream (after an
 // error event when the turn failed). It returns an internal error when the
 // turn could not be fully stored, and a conflict when called a second time

@@ -54,7 +54,18 @@ type chatRequest struct {
 	} `json:"context"`
 }
 
+// CodeResumeThroughStream (conflict) refuses a chat POST that carries
+// Last-Event-ID: a client reconnecting to a stream it lost.
+const CodeResumeThroughStream = "resume_through_stream"
+
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
+	// A POST is a new message. A client that re-sends it to reconnect (as
+	// some SSE clients do, with the last id they saw) would start a second
+	// turn; its turn runs on, so it resumes through the stream route.
+	if r.Header.Get("Last-Event-ID") != "" {
+		return &ports.Error{Kind: ports.KindConflict, Code: CodeResumeThroughStream,
+			Message: "this chat message was sent already; to reconnect, GET /api/v1/agent/sessions/{session_id}/stream with Last-Event-ID, and do not send the message again"}
+	}
 	var req chatRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
@@ -80,12 +91,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 }
 
 // streamRun answers with the run's events as an SSE stream, each batch the
-// run stored together in one write. Errors after the stream started are the
-// run's to report as events; they are only logged.
+// run stored together in one write. The turn does not end with the request:
+// when the client goes, it runs on (bounded by its own timeout) and stores
+// every event, for the client to resume through the stream route; only
+// Shutdown cancels it. Errors after the stream started are the run's to
+// report as events; they are only logged.
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *assistant.Run) error {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	defer context.AfterFunc(s.turns, cancel)()
 	stream := s.openSSE(w, pingEvery)
 	defer stream.close()
-	return run.StreamBatches(r.Context(), stream.events)
+	return run.StreamBatches(ctx, stream.events)
 }
 
 type confirmRequest struct {

@@ -165,6 +165,9 @@ const (
 )
 
 const (
+	// turnWindUp bounds the time Shutdown leaves assistant turns to store
+	// their end once it has cancelled them.
+	turnWindUp        = 3 * time.Second
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 2 * time.Minute
 )
@@ -185,6 +188,11 @@ type Server struct {
 	crossOrigin *http.CrossOriginProtection
 	stopping    chan struct{}
 	stopOnce    sync.Once
+	// turns is the context of assistant turns, which outlive their
+	// requests: Shutdown cancels it before its grace is over, so every turn
+	// still running ends (stored as cancelled) within the grace.
+	turns       context.Context
+	cancelTurns context.CancelFunc
 	// webhookReads bounds the webhook bodies read at once per client.
 	webhookReads *clientReads
 	// registered lists the routes as handle registered them (HEAD twins
@@ -249,6 +257,7 @@ func newServer(cfg Config, d Deps, routes func(*Server)) *Server {
 		stopping:     make(chan struct{}),
 		webhookReads: newClientReads(cfg.WebhookReadsPerClient, webhookReadWait),
 	}
+	s.turns, s.cancelTurns = context.WithCancel(context.Background())
 	s.crossOrigin = http.NewCrossOriginProtection()
 	for _, o := range cfg.CORSOrigins {
 		_ = s.crossOrigin.AddTrustedOrigin(o) // a pattern such as https://*.example.com is not an origin: CORS alone covers it
@@ -294,12 +303,21 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Shutdown stops accepting connections, closes Stopping so streams can end,
 // and waits for in-flight requests until ctx's deadline or ShutdownGrace,
-// whichever is first. Connections still open then are closed, and the
-// deadline's error is returned.
+// whichever is first. Assistant turns (which run on when their client has
+// gone) get most of that time to finish; the rest of it (a quarter, at most
+// turnWindUp) is theirs to wind up: they are cancelled then, and each stores
+// its end (an error event, then done), so no turn is left running.
+// Connections still open then are closed, and the deadline's error is
+// returned.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stopping) })
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownGrace)
 	defer cancel()
+	deadline, _ := ctx.Deadline()
+	left := time.Until(deadline)
+	stopTurns := time.AfterFunc(left-min(left/4, turnWindUp), s.cancelTurns)
+	defer stopTurns.Stop()
+	defer s.cancelTurns()
 	if err := s.srv.Shutdown(ctx); err != nil {
 		return errors.Join(fmt.Errorf("httpapi: shutdown grace over, closing open connections: %w", err), s.srv.Close())
 	}

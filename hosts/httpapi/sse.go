@@ -35,8 +35,13 @@ type sseStream struct {
 	open prometheus.Gauge
 }
 
-// startSSE sends the stream's headers and arms its ping timer; call close
-// when the stream ends.
+// sseRetry is the reconnection delay every stream asks of its client
+// (its first line, "retry: 1000"): an EventSource reconnects after a second
+// rather than its own default, to the stream route with Last-Event-ID.
+const sseRetry = time.Second
+
+// startSSE sends the stream's headers and its retry field, and arms its
+// ping timer; call close when the stream ends.
 func startSSE(w http.ResponseWriter, every time.Duration) *sseStream {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -46,6 +51,7 @@ func startSSE(w http.ResponseWriter, every time.Duration) *sseStream {
 	s := &sseStream{w: w, rc: http.NewResponseController(w), every: every}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	_, s.err = fmt.Fprintf(w, "retry: %d\n\n", sseRetry.Milliseconds())
 	_ = s.flushLocked()
 	s.timer = time.AfterFunc(every, s.ping)
 	return s

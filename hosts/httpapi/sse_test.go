@@ -43,7 +43,7 @@ func TestSSEStreamWritesEventsAndPingsWhileIdle(t *testing.T) {
 			break
 		}
 	}
-	want := "id: 7\nevent: content\ndata: {\"delta\":\"hi\"}\n\n: ping"
+	want := "retry: 1000\n\nid: 7\nevent: content\ndata: {\"delta\":\"hi\"}\n\n: ping"
 	if got := strings.Join(lines, "\n"); got != want {
 		t.Fatalf("stream = %q, want %q", got, want)
 	}
@@ -90,5 +90,16 @@ func TestSSEStreamWritesABatchWithOneFlush(t *testing.T) {
 		"id: 3\nevent: done\ndata: {\"finish_reason\":\"stop\"}\n\n"
 	if got := w.body.String(); got != want {
 		t.Errorf("wrote %q, want %q", got, want)
+	}
+}
+
+// Every stream starts by asking its client to reconnect after a second.
+func TestSSEStreamStartsWithRetry(t *testing.T) {
+	t.Parallel()
+	w := &countingWriter{header: http.Header{}}
+	s := startSSE(w, time.Hour)
+	defer s.close()
+	if got := w.body.String(); got != "retry: 1000\n\n" {
+		t.Errorf("the stream started with %q, want a retry field", got)
 	}
 }
