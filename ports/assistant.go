@@ -142,6 +142,13 @@ type Turn struct {
 	StartedAt time.Time
 	// EndedAt is nil while the turn runs.
 	EndedAt *time.Time
+	// AliveAt is when the running turn last recorded that it is alive (its
+	// heartbeat); StartedAt until it first does. A turn whose AliveAt is
+	// long past died with its process.
+	AliveAt time.Time
+	// StopRequestedAt is when a user asked the turn to stop, nil when no
+	// one did.
+	StopRequestedAt *time.Time
 }
 
 // Preference is one standing instruction the assistant follows for a user.
@@ -277,6 +284,22 @@ type TurnStore interface {
 	EndTurn(ctx context.Context, id string, at time.Time) error
 	// RunningTurn returns the session's running turn; not_found when none.
 	RunningTurn(ctx context.Context, sessionID string) (Turn, error)
+	// HeartbeatTurn records that turn id is alive at the time given (when it
+	// still runs) and returns the turn as it stands, so the turn learns in
+	// the same round trip whether it was asked to stop or was ended by
+	// another (as lost). not_found when the turn does not exist.
+	HeartbeatTurn(ctx context.Context, id string, at time.Time) (Turn, error)
+	// RequestStop records that the session's running turn is asked to stop,
+	// at the time given (a second request keeps the first time), and
+	// returns the turn; not_found when no turn runs in the session.
+	RequestStop(ctx context.Context, sessionID string, at time.Time) (Turn, error)
+	// EndLostTurn ends turn id at the time given, as EndTurn does, if it
+	// still runs and was last alive (AliveAt) before aliveBefore, and
+	// reports whether it did: of concurrent calls, one does.
+	EndLostTurn(ctx context.Context, id string, aliveBefore, at time.Time) (bool, error)
+	// LostTurns returns up to limit running turns, of every session, last
+	// alive before aliveBefore, oldest first.
+	LostTurns(ctx context.Context, aliveBefore time.Time, limit int) ([]Turn, error)
 }
 
 // PreferenceStore keeps each user's standing instructions.

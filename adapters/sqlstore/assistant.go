@@ -685,10 +685,24 @@ func (s *Assistant) capTurns(ctx context.Context, userID, sessionID string, stal
 const turnLockClass = 0x7475726e // "turn"
 
 type turnRow struct {
-	ID        string     `db:"id"`
-	SessionID string     `db:"session_id"`
-	StartedAt timestamp  `db:"started_at"`
-	EndedAt   *timestamp `db:"ended_at"`
+	ID              string     `db:"id"`
+	SessionID       string     `db:"session_id"`
+	StartedAt       timestamp  `db:"started_at"`
+	EndedAt         *timestamp `db:"ended_at"`
+	AliveAt         *timestamp `db:"alive_at"`
+	StopRequestedAt *timestamp `db:"stop_requested_at"`
+}
+
+// turnColumns are the columns of a turnRow.
+const turnColumns = "id, session_id, started_at, ended_at, alive_at, stop_requested_at"
+
+func (r turnRow) turn() ports.Turn {
+	t := ports.Turn{ID: r.ID, SessionID: r.SessionID, StartedAt: time.Time(r.StartedAt), EndedAt: r.EndedAt.timePtr(),
+		AliveAt: time.Time(r.StartedAt), StopRequestedAt: r.StopRequestedAt.timePtr()}
+	if r.AliveAt != nil {
+		t.AliveAt = time.Time(*r.AliveAt)
+	}
+	return t
 }
 
 // StartTurn implements ports.TurnStore; t.EndedAt is ignored, and a stale
@@ -776,14 +790,92 @@ func (s *Assistant) EndTurn(ctx context.Context, id string, at time.Time) error 
 func (s *Assistant) RunningTurn(ctx context.Context, sessionID string) (ports.Turn, error) {
 	var r turnRow
 	err := s.db.read(ctx).get(ctx, &r,
-		"SELECT id, session_id, started_at, ended_at FROM turns WHERE session_id = ? AND ended_at IS NULL", sessionID)
+		"SELECT "+turnColumns+" FROM turns WHERE session_id = ? AND ended_at IS NULL", sessionID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ports.Turn{}, ports.Wrap(ports.KindNotFound, err, "chat session "+sessionID+" has no turn running")
 	}
 	if err != nil {
 		return ports.Turn{}, storeErr(err, "turn", "")
 	}
-	return ports.Turn{ID: r.ID, SessionID: r.SessionID, StartedAt: time.Time(r.StartedAt), EndedAt: r.EndedAt.timePtr()}, nil
+	return r.turn(), nil
+}
+
+// HeartbeatTurn implements ports.TurnStore in one statement (two on
+// SQLite, in a transaction).
+func (s *Assistant) HeartbeatTurn(ctx context.Context, id string, at time.Time) (ports.Turn, error) {
+	var r turnRow
+	err := s.db.WithinTx(ctx, func(ctx context.Context) error {
+		c := s.db.write(ctx)
+		err := c.get(ctx, &r, "UPDATE turns SET alive_at = ? WHERE id = ? AND ended_at IS NULL RETURNING "+turnColumns,
+			timestamp(at), id)
+		if errors.Is(err, sql.ErrNoRows) { // ended (or absent): read it as it stands
+			err = c.get(ctx, &r, "SELECT "+turnColumns+" FROM turns WHERE id = ?", id)
+		}
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.Turn{}, ports.NotFound("turn", id)
+	}
+	if err != nil {
+		return ports.Turn{}, storeErr(err, "turn "+id, "")
+	}
+	return r.turn(), nil
+}
+
+// RequestStop implements ports.TurnStore.
+func (s *Assistant) RequestStop(ctx context.Context, sessionID string, at time.Time) (ports.Turn, error) {
+	var r turnRow
+	err := s.db.write(ctx).get(ctx, &r, `UPDATE turns SET stop_requested_at = COALESCE(stop_requested_at, ?)
+		WHERE session_id = ? AND ended_at IS NULL RETURNING `+turnColumns, timestamp(at), sessionID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.Turn{}, ports.Wrap(ports.KindNotFound, err, "chat session "+sessionID+" has no turn running")
+	}
+	if err != nil {
+		return ports.Turn{}, storeErr(err, "turn", "")
+	}
+	return r.turn(), nil
+}
+
+// EndLostTurn implements ports.TurnStore: the conditional update decides
+// which of concurrent calls ends the turn.
+func (s *Assistant) EndLostTurn(ctx context.Context, id string, aliveBefore, at time.Time) (bool, error) {
+	ended := false
+	err := s.db.WithinTx(ctx, func(ctx context.Context) error {
+		c := s.db.write(ctx)
+		var sessionID string
+		err := c.get(ctx, &sessionID, `UPDATE turns SET ended_at = ?
+			WHERE id = ? AND ended_at IS NULL AND COALESCE(alive_at, started_at) < ? RETURNING session_id`,
+			timestamp(at), id, timestamp(aliveBefore))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ended = true
+		_, err = c.exec(ctx, "UPDATE chat_sessions SET "+sessionChanged+" WHERE id = ?", timestamp(at), timestamp(at), sessionID)
+		return err
+	})
+	if err != nil {
+		return false, storeErr(err, "turn "+id, "")
+	}
+	return ended, nil
+}
+
+// LostTurns implements ports.TurnStore.
+func (s *Assistant) LostTurns(ctx context.Context, aliveBefore time.Time, limit int) ([]ports.Turn, error) {
+	var rows []turnRow
+	err := s.db.read(ctx).list(ctx, &rows, "SELECT "+turnColumns+` FROM turns
+		WHERE ended_at IS NULL AND COALESCE(alive_at, started_at) < ?
+		ORDER BY COALESCE(alive_at, started_at), id LIMIT ?`, timestamp(aliveBefore), limit)
+	if err != nil {
+		return nil, storeErr(err, "turns", "")
+	}
+	out := make([]ports.Turn, len(rows))
+	for i, r := range rows {
+		out[i] = r.turn()
+	}
+	return out, nil
 }
 
 // GetPreferences implements ports.PreferenceStore; an owner who never set

@@ -88,6 +88,7 @@ func copyEvent(e ports.StreamEvent) ports.StreamEvent {
 
 func copyTurn(t ports.Turn) ports.Turn {
 	t.StartedAt, t.EndedAt = usec(t.StartedAt), usecPtr(t.EndedAt)
+	t.AliveAt, t.StopRequestedAt = usec(t.AliveAt), usecPtr(t.StopRequestedAt)
 	return t
 }
 
@@ -593,7 +594,7 @@ func (s *Store) startTurn(ctx context.Context, t ports.Turn, staleBefore time.Ti
 		running.EndedAt = usecPtr(&t.StartedAt)
 		put(ctx, s, s.assistant.turns, running.ID, running)
 	}
-	t.EndedAt = nil
+	t.EndedAt, t.StopRequestedAt, t.AliveAt = nil, nil, t.StartedAt
 	put(ctx, s, s.assistant.turns, t.ID, copyTurn(t))
 	return nil
 }
@@ -649,6 +650,72 @@ func (s *Store) RunningTurn(_ context.Context, sessionID string) (ports.Turn, er
 		return ports.Turn{}, ports.NotFound("running turn of chat session", sessionID)
 	}
 	return copyTurn(t), nil
+}
+
+// HeartbeatTurn records that the turn is alive at the time given, when it
+// still runs, and returns it as it stands; not_found for a missing turn.
+func (s *Store) HeartbeatTurn(ctx context.Context, id string, at time.Time) (ports.Turn, error) {
+	defer s.lock()()
+	t, ok := s.assistant.turns[id]
+	if !ok {
+		return ports.Turn{}, ports.NotFound("turn", id)
+	}
+	if t.EndedAt == nil {
+		t.AliveAt = usec(at)
+		put(ctx, s, s.assistant.turns, id, t)
+	}
+	return copyTurn(t), nil
+}
+
+// RequestStop records that the session's running turn is asked to stop
+// (keeping the first request's time) and returns it; not_found when none
+// runs.
+func (s *Store) RequestStop(ctx context.Context, sessionID string, at time.Time) (ports.Turn, error) {
+	defer s.lock()()
+	t, ok := s.runningTurn(sessionID)
+	if !ok {
+		return ports.Turn{}, ports.NotFound("running turn of chat session", sessionID)
+	}
+	if t.StopRequestedAt == nil {
+		t.StopRequestedAt = usecPtr(&at)
+		put(ctx, s, s.assistant.turns, t.ID, t)
+	}
+	return copyTurn(t), nil
+}
+
+// EndLostTurn ends the turn at the time given when it runs and was last
+// alive before aliveBefore, and reports whether it did.
+func (s *Store) EndLostTurn(ctx context.Context, id string, aliveBefore, at time.Time) (bool, error) {
+	defer s.lock()()
+	t, ok := s.assistant.turns[id]
+	if !ok || t.EndedAt != nil || !t.AliveAt.Before(usec(aliveBefore)) {
+		return false, nil
+	}
+	t.EndedAt = usecPtr(&at)
+	put(ctx, s, s.assistant.turns, id, t)
+	return true, s.touchSession(ctx, t.SessionID, at)
+}
+
+// LostTurns returns up to limit running turns last alive before
+// aliveBefore, oldest first.
+func (s *Store) LostTurns(_ context.Context, aliveBefore time.Time, limit int) ([]ports.Turn, error) {
+	defer s.lock()()
+	var out []ports.Turn
+	for _, t := range s.assistant.turns {
+		if t.EndedAt == nil && t.AliveAt.Before(usec(aliveBefore)) {
+			out = append(out, copyTurn(t))
+		}
+	}
+	slices.SortFunc(out, func(a, b ports.Turn) int {
+		if c := a.AliveAt.Compare(b.AliveAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }
 
 // GetPreferences returns the owner's preferences in order and when they were

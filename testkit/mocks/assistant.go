@@ -960,6 +960,45 @@ func (m *MockTurnStore) EXPECT() *MockTurnStoreMockRecorder {
 	return m.recorder
 }
 
+// EndLostTurn mocks base method.
+func (m *MockTurnStore) EndLostTurn(ctx context.Context, id string, aliveBefore, at time.Time) (bool, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "EndLostTurn", ctx, id, aliveBefore, at)
+	ret0, _ := ret[0].(bool)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// EndLostTurn indicates an expected call of EndLostTurn.
+func (mr *MockTurnStoreMockRecorder) EndLostTurn(ctx, id, aliveBefore, at any) *MockTurnStoreEndLostTurnCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "EndLostTurn", reflect.TypeOf((*MockTurnStore)(nil).EndLostTurn), ctx, id, aliveBefore, at)
+	return &MockTurnStoreEndLostTurnCall{Call: call}
+}
+
+// MockTurnStoreEndLostTurnCall wrap *gomock.Call
+type MockTurnStoreEndLostTurnCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockTurnStoreEndLostTurnCall) Return(arg0 bool, arg1 error) *MockTurnStoreEndLostTurnCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockTurnStoreEndLostTurnCall) Do(f func(context.Context, string, time.Time, time.Time) (bool, error)) *MockTurnStoreEndLostTurnCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockTurnStoreEndLostTurnCall) DoAndReturn(f func(context.Context, string, time.Time, time.Time) (bool, error)) *MockTurnStoreEndLostTurnCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // EndTurn mocks base method.
 func (m *MockTurnStore) EndTurn(ctx context.Context, id string, at time.Time) error {
 	m.ctrl.T.Helper()
@@ -994,6 +1033,123 @@ func (c *MockTurnStoreEndTurnCall) Do(f func(context.Context, string, time.Time)
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
 func (c *MockTurnStoreEndTurnCall) DoAndReturn(f func(context.Context, string, time.Time) error) *MockTurnStoreEndTurnCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// HeartbeatTurn mocks base method.
+func (m *MockTurnStore) HeartbeatTurn(ctx context.Context, id string, at time.Time) (ports.Turn, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "HeartbeatTurn", ctx, id, at)
+	ret0, _ := ret[0].(ports.Turn)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// HeartbeatTurn indicates an expected call of HeartbeatTurn.
+func (mr *MockTurnStoreMockRecorder) HeartbeatTurn(ctx, id, at any) *MockTurnStoreHeartbeatTurnCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "HeartbeatTurn", reflect.TypeOf((*MockTurnStore)(nil).HeartbeatTurn), ctx, id, at)
+	return &MockTurnStoreHeartbeatTurnCall{Call: call}
+}
+
+// MockTurnStoreHeartbeatTurnCall wrap *gomock.Call
+type MockTurnStoreHeartbeatTurnCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockTurnStoreHeartbeatTurnCall) Return(arg0 ports.Turn, arg1 error) *MockTurnStoreHeartbeatTurnCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockTurnStoreHeartbeatTurnCall) Do(f func(context.Context, string, time.Time) (ports.Turn, error)) *MockTurnStoreHeartbeatTurnCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockTurnStoreHeartbeatTurnCall) DoAndReturn(f func(context.Context, string, time.Time) (ports.Turn, error)) *MockTurnStoreHeartbeatTurnCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// LostTurns mocks base method.
+func (m *MockTurnStore) LostTurns(ctx context.Context, aliveBefore time.Time, limit int) ([]ports.Turn, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "LostTurns", ctx, aliveBefore, limit)
+	ret0, _ := ret[0].([]ports.Turn)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// LostTurns indicates an expected call of LostTurns.
+func (mr *MockTurnStoreMockRecorder) LostTurns(ctx, aliveBefore, limit any) *MockTurnStoreLostTurnsCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "LostTurns", reflect.TypeOf((*MockTurnStore)(nil).LostTurns), ctx, aliveBefore, limit)
+	return &MockTurnStoreLostTurnsCall{Call: call}
+}
+
+// MockTurnStoreLostTurnsCall wrap *gomock.Call
+type MockTurnStoreLostTurnsCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockTurnStoreLostTurnsCall) Return(arg0 []ports.Turn, arg1 error) *MockTurnStoreLostTurnsCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockTurnStoreLostTurnsCall) Do(f func(context.Context, time.Time, int) ([]ports.Turn, error)) *MockTurnStoreLostTurnsCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockTurnStoreLostTurnsCall) DoAndReturn(f func(context.Context, time.Time, int) ([]ports.Turn, error)) *MockTurnStoreLostTurnsCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// RequestStop mocks base method.
+func (m *MockTurnStore) RequestStop(ctx context.Context, sessionID string, at time.Time) (ports.Turn, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "RequestStop", ctx, sessionID, at)
+	ret0, _ := ret[0].(ports.Turn)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// RequestStop indicates an expected call of RequestStop.
+func (mr *MockTurnStoreMockRecorder) RequestStop(ctx, sessionID, at any) *MockTurnStoreRequestStopCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "RequestStop", reflect.TypeOf((*MockTurnStore)(nil).RequestStop), ctx, sessionID, at)
+	return &MockTurnStoreRequestStopCall{Call: call}
+}
+
+// MockTurnStoreRequestStopCall wrap *gomock.Call
+type MockTurnStoreRequestStopCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockTurnStoreRequestStopCall) Return(arg0 ports.Turn, arg1 error) *MockTurnStoreRequestStopCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockTurnStoreRequestStopCall) Do(f func(context.Context, string, time.Time) (ports.Turn, error)) *MockTurnStoreRequestStopCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockTurnStoreRequestStopCall) DoAndReturn(f func(context.Context, string, time.Time) (ports.Turn, error)) *MockTurnStoreRequestStopCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,6 +84,8 @@ func TestAssistant(t *testing.T, newStores func(t *testing.T) AssistantStores) {
 		{"Turns", testTurns},
 		{"StaleTurn", testStaleTurn},
 		{"RaceStartTurn", testRaceStartTurn},
+		{"TurnLeases", testTurnLeases},
+		{"RaceEndLostTurn", testRaceEndLostTurn},
 		{"TurnCap", testTurnCap},
 		{"RaceTurnCap", testRaceTurnCap},
 		{"Preferences", testPreferences},
@@ -334,7 +337,11 @@ func checkTurn(t *testing.T, what string, got, want ports.Turn) {
 	t.Helper()
 	checkUTC(t, what, &got.StartedAt, got.EndedAt)
 	norm := func(tu ports.Turn) ports.Turn {
+		if tu.AliveAt.IsZero() { // a turn is alive when it starts
+			tu.AliveAt = tu.StartedAt
+		}
 		tu.StartedAt, tu.EndedAt = ms(tu.StartedAt), msPtr(tu.EndedAt)
+		tu.AliveAt, tu.StopRequestedAt = ms(tu.AliveAt), msPtr(tu.StopRequestedAt)
 		return tu
 	}
 	checkEqual(t, what, norm(got), norm(want))
@@ -1354,6 +1361,113 @@ func testTurns(t *testing.T, s AssistantStores) {
 
 	checkErr(t, "EndTurn of a missing turn", s.Turns.EndTurn(ctx, newID(), base), ports.ErrNotFound)
 	checkErr(t, "StartTurn in a missing session", s.Turns.StartTurn(ctx, newTurn(newID(), base), longAgo, 0), ports.ErrNotFound)
+}
+
+// A running turn records that it is alive and learns of a stop request in
+// the same call; one last alive long ago is found and ended as lost.
+func testTurnLeases(t *testing.T, s AssistantStores) {
+	ctx := t.Context()
+	owner, cs := newChat(t, s)
+	_, idle := newChat(t, s)
+	turn := newTurn(cs.ID, base)
+	if err := s.Turns.StartTurn(ctx, turn, time.Time{}, 0); err != nil {
+		t.Fatalf("StartTurn: %v", err)
+	}
+	checkRunningTurn(t, s, "a new turn is alive at its start", cs.ID, turn)
+
+	beat, err := s.Turns.HeartbeatTurn(ctx, turn.ID, base.Add(time.Minute))
+	if err != nil {
+		t.Fatalf("HeartbeatTurn: %v", err)
+	}
+	want := turn
+	want.AliveAt = base.Add(time.Minute)
+	checkTurn(t, "HeartbeatTurn", beat, want)
+	checkRunningTurn(t, s, "RunningTurn after a heartbeat", cs.ID, want)
+	_, err = s.Turns.HeartbeatTurn(ctx, newID(), base)
+	checkErr(t, "HeartbeatTurn of a missing turn", err, ports.ErrNotFound)
+
+	_, err = s.Turns.RequestStop(ctx, idle.ID, base)
+	checkErr(t, "RequestStop with no turn running", err, ports.ErrNotFound)
+	stopAt := base.Add(2 * time.Minute)
+	got, err := s.Turns.RequestStop(ctx, cs.ID, stopAt)
+	if err != nil {
+		t.Fatalf("RequestStop: %v", err)
+	}
+	want.StopRequestedAt = &stopAt
+	checkTurn(t, "RequestStop", got, want)
+	if got, err = s.Turns.RequestStop(ctx, cs.ID, base.Add(3*time.Minute)); err != nil {
+		t.Fatalf("RequestStop again: %v", err)
+	}
+	checkTurn(t, "RequestStop again keeps the first time", got, want)
+	if beat, err = s.Turns.HeartbeatTurn(ctx, turn.ID, base.Add(4*time.Minute)); err != nil {
+		t.Fatalf("HeartbeatTurn: %v", err)
+	}
+	want.AliveAt = base.Add(4 * time.Minute)
+	checkTurn(t, "HeartbeatTurn after a stop request", beat, want)
+
+	lost := func(before time.Time) bool {
+		t.Helper()
+		turns, err := s.Turns.LostTurns(ctx, before, 1000)
+		if err != nil {
+			t.Fatalf("LostTurns: %v", err)
+		}
+		return slices.ContainsFunc(turns, func(tu ports.Turn) bool { return tu.ID == turn.ID })
+	}
+	if lost(base.Add(4 * time.Minute)) {
+		t.Error("LostTurns holds a turn alive at aliveBefore")
+	}
+	if !lost(base.Add(5 * time.Minute)) {
+		t.Error("LostTurns misses a turn last alive before aliveBefore")
+	}
+	if ended, err := s.Turns.EndLostTurn(ctx, turn.ID, base.Add(4*time.Minute), base.Add(9*time.Minute)); err != nil || ended {
+		t.Fatalf("EndLostTurn of a turn alive at aliveBefore: %v, %v; want false", ended, err)
+	}
+	if ended, err := s.Turns.EndLostTurn(ctx, turn.ID, base.Add(5*time.Minute), base.Add(10*time.Minute)); err != nil || !ended {
+		t.Fatalf("EndLostTurn: %v, %v; want true", ended, err)
+	}
+	_, err = s.Turns.RunningTurn(ctx, cs.ID)
+	checkErr(t, "RunningTurn after EndLostTurn", err, ports.ErrNotFound)
+	if got, want := ms(mustGetSession(t, s, owner, cs.ID).UpdatedAt), ms(base.Add(10*time.Minute)); !got.Equal(want) {
+		t.Errorf("session updated at %v after EndLostTurn, want %v", got, want)
+	}
+	if lost(base.Add(time.Hour)) {
+		t.Error("LostTurns holds an ended turn")
+	}
+	if ended, err := s.Turns.EndLostTurn(ctx, turn.ID, base.Add(time.Hour), base.Add(time.Hour)); err != nil || ended {
+		t.Errorf("EndLostTurn of an ended turn: %v, %v; want false", ended, err)
+	}
+	if beat, err = s.Turns.HeartbeatTurn(ctx, turn.ID, base.Add(11*time.Minute)); err != nil {
+		t.Fatalf("HeartbeatTurn of an ended turn: %v", err)
+	}
+	end := base.Add(10 * time.Minute)
+	want.EndedAt = &end
+	checkTurn(t, "HeartbeatTurn of an ended turn tells it ended and changes nothing", beat, want)
+}
+
+// Of concurrent EndLostTurn calls, exactly one ends the turn.
+func testRaceEndLostTurn(t *testing.T, s AssistantStores) {
+	_, cs := newChat(t, s)
+	turn := newTurn(cs.ID, base)
+	if err := s.Turns.StartTurn(t.Context(), turn, time.Time{}, 0); err != nil {
+		t.Fatalf("StartTurn: %v", err)
+	}
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			ended, err := s.Turns.EndLostTurn(t.Context(), turn.ID, base.Add(time.Minute), base.Add(time.Hour))
+			if err != nil {
+				t.Errorf("EndLostTurn: %v", err)
+			}
+			if ended {
+				wins.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := wins.Load(); n != 1 {
+		t.Errorf("%d concurrent EndLostTurn calls ended the turn, want 1", n)
+	}
 }
 
 func testStaleTurn(t *testing.T, s AssistantStores) {
