@@ -105,6 +105,9 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
 	var prefsErr error
 	prefsRead.Go(func() { prefsErr = s.readPreferences(ctx, r) })
 	st, err := s.d.Sessions.ContinueSession(ctx, p.Owner(), r.turn, user, now.Add(-s.cfg.TurnStaleAfter), s.cfg.MaxTurnsPerUser)
+	if errors.Is(err, ports.ErrConflict) && s.endedLost(ctx, in.SessionID) {
+		st, err = s.d.Sessions.ContinueSession(ctx, p.Owner(), r.turn, user, now.Add(-s.cfg.TurnStaleAfter), s.cfg.MaxTurnsPerUser)
+	}
 	prefsRead.Wait()
 	if err != nil {
 		return nil, s.turnRefused(in.SessionID, err)
@@ -115,6 +118,21 @@ func (s *Service) Chat(ctx context.Context, in ChatInput) (*Run, error) {
 	}
 	r.history, r.lastSeq, r.confs = st.Messages, st.LastEventSeq, st.Confirmations
 	return r, nil
+}
+
+// endedLost ends the session's running turn if it is lost (see
+// Config.TurnLease) and reports whether it did, so a chat may take the
+// session over at once.
+func (s *Service) endedLost(ctx context.Context, sessionID string) bool {
+	t, err := s.d.Turns.RunningTurn(ctx, sessionID)
+	if err != nil || t.EndedAt != nil || !s.lost(t) {
+		return false
+	}
+	if err := s.endLost(ctx, t); err != nil {
+		s.log.Error("ending a lost chat turn", "session_id", sessionID, "turn_id", t.ID, "err", err)
+		return false
+	}
+	return true
 }
 
 // chatInNewSession starts r's turn in a new session: the session, its turn

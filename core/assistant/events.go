@@ -30,6 +30,9 @@ const (
 	FinishConfirmationRequired = "confirmation_required"
 	FinishError                = "error"
 	FinishLength               = "length"
+	// FinishStopped ends a turn a user stopped (Service.Stop): an addition
+	// to API.md's four.
+	FinishStopped = "stopped"
 )
 
 // Codes of error events and errors this package adds to the ports' kinds.
@@ -42,6 +45,8 @@ const (
 	CodeAlreadyDecided    = "already_decided"     // conflict: the confirmation was decided before
 	CodeExpired           = "expired"             // gone: the confirmation expired undecided
 	CodeEmptySession      = "empty_session"       // conflict: nothing to name a session by
+	CodeTurnLost          = "turn_lost"           // the process running the turn died
+	CodeNoTurnRunning     = "no_turn_running"     // conflict: nothing to stop
 )
 
 // ContentData is the data of a content event: a piece of the assistant

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -64,6 +65,14 @@ type Config struct {
 	MaxTurnsPerUser int
 	// ReplayPoll is how often Replay looks for new events (100 ms).
 	ReplayPoll time.Duration
+	// TurnLease bounds how long a running turn may go without recording
+	// that it is alive before it is taken for lost with its process (20 s):
+	// then the stream route, a stop, a new chat in its session or the
+	// FailLostTurns sweep ends it with an error event (turn_lost) and done.
+	TurnLease time.Duration
+	// TurnHeartbeat is how often a running turn records that it is alive
+	// and looks for a stop request made on another replica (TurnLease/10).
+	TurnHeartbeat time.Duration
 	// ContentBatch and ContentFlush batch content events: they are stored and
 	// sent once ContentBatch are queued (32) or ContentFlush after the first
 	// (50 ms). A ContentBatch of 1 stores and sends each delta on its own.
@@ -123,6 +132,12 @@ func (c Config) withDefaults() Config {
 	if c.ReplayPoll <= 0 {
 		c.ReplayPoll = 100 * time.Millisecond
 	}
+	if c.TurnLease <= 0 {
+		c.TurnLease = 20 * time.Second
+	}
+	if c.TurnHeartbeat <= 0 || c.TurnHeartbeat >= c.TurnLease {
+		c.TurnHeartbeat = c.TurnLease / 10
+	}
 	if c.ContentBatch <= 0 {
 		c.ContentBatch = 32
 	}
@@ -165,6 +180,10 @@ type Service struct {
 	log    *slog.Logger
 	events *groupcommit.Committer[[]Event, struct{}]
 	titles titles
+	// local stops the turns running in this process at once, by turn id
+	// (func(cause error)); turns elsewhere learn of a stop at their next
+	// heartbeat.
+	local sync.Map
 }
 
 // New returns a Service over the given ports.
@@ -340,7 +359,8 @@ func (s *Service) DeleteSession(ctx context.Context, id string) error {
 }
 
 // running returns the session's running turn, nil when none runs or the one
-// recorded is stale.
+// recorded is stale. A lost turn (see Config.TurnLease) is ended first, with
+// an error event and done, so it is not running.
 func (s *Service) running(ctx context.Context, sessionID string) (*ports.Turn, error) {
 	t, err := s.d.Turns.RunningTurn(ctx, sessionID)
 	if errors.Is(err, ports.ErrNotFound) {
@@ -352,11 +372,78 @@ func (s *Service) running(ctx context.Context, sessionID string) (*ports.Turn, e
 	if t.EndedAt != nil || s.stale(t) {
 		return nil, nil
 	}
+	if s.lost(t) {
+		return nil, s.endLost(ctx, t)
+	}
 	return &t, nil
 }
 
 func (s *Service) stale(t ports.Turn) bool {
 	return t.StartedAt.Before(s.d.Clock.Now().Add(-s.cfg.TurnStaleAfter))
+}
+
+// lost reports whether a running turn has not been alive for a whole lease.
+func (s *Service) lost(t ports.Turn) bool {
+	alive := t.AliveAt
+	if alive.IsZero() {
+		alive = t.StartedAt
+	}
+	return alive.Before(s.d.Clock.Now().Add(-s.cfg.TurnLease))
+}
+
+// endLost ends a lost turn with the events its process could not store: an
+// error (turn_lost), then done, so a stream that follows it ends. Of the
+// replicas that find it at once, one ends it; a turn alive again meanwhile
+// is left running.
+func (s *Service) endLost(ctx context.Context, t ports.Turn) error {
+	now := s.d.Clock.Now()
+	ended := false
+	err := s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		var err error
+		if ended, err = s.d.Turns.EndLostTurn(ctx, t.ID, now.Add(-s.cfg.TurnLease), now); err != nil || !ended {
+			return err
+		}
+		seq, err := s.d.Events.LastEventSeq(ctx, t.SessionID)
+		if err != nil {
+			return err
+		}
+		e := &emitter{sessionID: t.SessionID, turnID: t.ID, seq: seq, clock: s.d.Clock, log: func() *slog.Logger { return s.log }}
+		return s.d.Events.AppendEvents(ctx,
+			e.event(EventError, ErrorData{Code: CodeTurnLost, Retryable: true,
+				Message: "the reply was lost: the server writing it stopped before it was finished; ask again"}),
+			e.event(EventDone, DoneData{SessionID: t.SessionID, FinishReason: FinishError}))
+	})
+	if err != nil {
+		return err
+	}
+	if ended {
+		s.log.Warn("a lost chat turn was ended", "session_id", t.SessionID, "turn_id", t.ID, "alive_at", t.AliveAt)
+	}
+	return nil
+}
+
+// FailLostTurnsArgs is the background job that ends the turns lost with
+// their process (see Config.TurnLease).
+type FailLostTurnsArgs struct{}
+
+// Kind names the job for the queue.
+func (FailLostTurnsArgs) Kind() string { return "assistant.fail_lost_turns" }
+
+// FailLostTurns ends every running turn not alive for a whole
+// Config.TurnLease, each with an error event (turn_lost) and done, and
+// returns how many it found. It is a background job, not scoped to a
+// principal; the stream route, Stop and Chat end a lost turn they meet
+// without waiting for it.
+func (s *Service) FailLostTurns(ctx context.Context) (int, error) {
+	turns, err := s.d.Turns.LostTurns(ctx, s.d.Clock.Now().Add(-s.cfg.TurnLease), 100)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	for _, t := range turns {
+		errs = append(errs, s.endLost(ctx, t))
+	}
+	return len(turns), errors.Join(errs...)
 }
 
 func turnRunning(sessionID string, cause error) error {

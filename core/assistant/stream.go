@@ -54,8 +54,12 @@ func (r *Run) StreamBatches(ctx context.Context, emit func([]Event) error) error
 	// another may take the session over.
 	// The model calls of the turn are charged to its user, as chat.
 	mctx := ports.WithAttribution(ctx, ports.Attribution{OrgID: r.p.OrgID, UserID: r.p.UserID, Feature: ports.FeatureChat})
-	mctx, cancel := context.WithTimeout(mctx, s.cfg.TurnStaleAfter*9/10)
-	defer cancel()
+	mctx, stop := context.WithCancelCause(mctx)
+	defer stop(nil)
+	mctx, cancelTimeout := context.WithTimeout(mctx, s.cfg.TurnStaleAfter*9/10)
+	defer cancelTimeout()
+	cancel := func() { stop(nil) }
+	defer s.watch(context.WithoutCancel(ctx), r.turn.ID, stop)()
 	log := sync.OnceValue(func() *slog.Logger { // most turns log nothing
 		return s.log.With("session_id", r.session.ID, "turn_id", r.turn.ID)
 	})
@@ -198,8 +202,26 @@ func finished(reason ports.FinishReason) ending {
 	return ending{reason: FinishStop}
 }
 
-// modelFailed ends a turn whose model call failed or whose client left.
+// stoppedByUser reports whether a user stopped the turn (Service.Stop).
+func (t *turnRun) stoppedByUser() bool {
+	return errors.Is(context.Cause(t.ctx), errStopRequested)
+}
+
+// notRun is the failed result of a tool call the turn did not start
+// because it was cancelled or stopped.
+func (t *turnRun) notRun() ports.ToolOutcome {
+	if t.stoppedByUser() {
+		return failed("not run: the user stopped the reply")
+	}
+	return failed("not run: the reply was cancelled")
+}
+
+// modelFailed ends a turn whose model call failed, or that was stopped or
+// cancelled.
 func (t *turnRun) modelFailed(err error) ending {
+	if t.stoppedByUser() {
+		return ending{reason: FinishStopped}
+	}
 	if cerr := t.ctx.Err(); cerr != nil || errors.Is(err, errStopped) {
 		if errors.Is(cerr, context.DeadlineExceeded) {
 			e := errorFor(&ports.Error{Kind: ports.KindTimeout, Message: "the reply took too long"})
@@ -348,7 +370,7 @@ func (t *turnRun) runCalls(calls []ports.ToolCall) (asked int) {
 				obs.ToolCall(def.Name, ports.ToolCallFailed)
 			}
 		case t.em.stopped() || t.ctx.Err() != nil:
-			t.answer(c, failed("not run: the reply was cancelled"))
+			t.answer(c, t.notRun())
 			obs.ToolCall(def.Name, ports.ToolCallFailed)
 		case !t.policy.Confirms(def):
 			o := t.s.runTool(t.ctx, def, args)
@@ -383,7 +405,7 @@ func (t *turnRun) readPolicy(def tool.Tool) (problem string) {
 	case t.policyErr == nil:
 		return ""
 	case t.ctx.Err() != nil:
-		return "not run: the reply was cancelled"
+		return t.notRun().Error
 	}
 	return "not run: the organisation's tool policy could not be read; try again later"
 }
