@@ -67,6 +67,7 @@ func NewAssistant(p AssistantParams) *assistant.Service {
 		ConfirmationTTL: p.Config.Assistant.ConfirmationTTL,
 		MaxTurnsPerUser: p.Config.Assistant.MaxTurnsPerUser,
 		AutoTitle:       p.Config.Assistant.AutoTitle,
+		TurnLease:       p.Config.Assistant.TurnLease,
 		EventWriters:    writers,
 	}, assistant.Deps{
 		Sessions: p.Sessions, Messages: p.Messages, Confirmations: p.Confirmations, Events: p.Events,

@@ -309,6 +309,10 @@ type AssistantConfig struct {
 	// AutoTitle titles a session after its first answer, with one short
 	// model call (DEVPILOT_AUTO_TITLE, on by default).
 	AutoTitle bool
+	// TurnLease bounds how long a running chat turn may go without a
+	// heartbeat before it is taken for lost with its replica and ended
+	// (turn_lost); it heartbeats every tenth of it.
+	TurnLease time.Duration
 }
 
 // Variable names read by Load.
@@ -392,6 +396,10 @@ const EnvAutoTitle = "DEVPILOT_AUTO_TITLE"
 // EnvMaxTurnsPerUser is the variable of AssistantConfig.MaxTurnsPerUser
 // (default 8, 0 to 1000, 0 for no cap).
 const EnvMaxTurnsPerUser = "DEVPILOT_MAX_TURNS_PER_USER"
+
+// EnvTurnLease is the variable of AssistantConfig.TurnLease (default 20s,
+// at least 1s).
+const EnvTurnLease = "DEVPILOT_TURN_LEASE"
 
 // EnvWebhookReadsPerClient is the variable of Config.WebhookReadsPerClient
 // (1 to 1000). Behind a reverse proxy, which is one address for every
@@ -496,6 +504,9 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	}
 	c.Assistant.MaxTurnsPerUser = int(r.number(EnvMaxTurnsPerUser, 8, 0, 1000))
 	c.Assistant.AutoTitle = r.oneOf(EnvAutoTitle, "1", "0", "1") == "1"
+	if c.Assistant.TurnLease = r.duration(EnvTurnLease, 20*time.Second); c.Assistant.TurnLease < time.Second {
+		r.fail(EnvTurnLease, "must be at least 1s")
+	}
 	c.SpecContextBudget = int(r.number(EnvSpecContextBudget, spec.DefaultContextBudget, 2000, 10_000_000))
 	c.OrgMonthlyTokens = r.number(EnvOrgMonthlyTokens, 0, 0, 1_000_000_000_000)
 	c.WorkerJobs = int(r.number(EnvWorkerJobs, queue.DefaultMaxWorkers, 1, 1000))

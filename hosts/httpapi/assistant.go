@@ -20,6 +20,7 @@ type Assistant interface {
 	Continue(ctx context.Context, sessionID string) (*assistant.Run, error)
 	Confirm(ctx context.Context, in assistant.ConfirmInput) (assistant.ConfirmResult, error)
 	ReplayBatches(ctx context.Context, sessionID string, after int64, emit func([]assistant.Event) error) (bool, error)
+	Stop(ctx context.Context, sessionID string) (ports.Turn, error)
 	ListSessions(ctx context.Context, page ports.Page) ([]ports.ChatSession, string, error)
 	SearchSessions(ctx context.Context, q string, page ports.Page) ([]ports.ChatSession, string, error)
 	GetSession(ctx context.Context, id string) (assistant.SessionDetail, error)
@@ -38,6 +39,7 @@ func (s *Server) assistantRoutes() {
 	s.handle(http.MethodGet, "/api/v1/agent/sessions/:session_id", s.getSession)
 	s.handle(http.MethodDelete, "/api/v1/agent/sessions/:session_id", s.deleteSession)
 	s.handle(http.MethodGet, "/api/v1/agent/sessions/:session_id/stream", s.resumeStream, streaming)
+	s.handle(http.MethodPost, "/api/v1/agent/sessions/:session_id/stop", s.stopTurn)
 	s.handle(http.MethodPost, "/api/v1/agent/generate-title", s.generateTitle)
 	s.handle(http.MethodGet, "/api/v1/agent/memory/preferences", s.getPreferences)
 	s.handle(http.MethodPost, "/api/v1/agent/memory/preferences", s.setPreferences)
@@ -319,6 +321,22 @@ func (s *Server) resumeStream(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNoContent)
 	}
 	return nil
+}
+
+type stopResponse struct {
+	SessionID string `json:"session_id"`
+	TurnID    string `json:"turn_id"`
+	Status    string `json:"status"`
+}
+
+// stopTurn asks the session's running turn to stop, on whichever replica it
+// runs: 202, and the turn's stream ends with done{finish_reason:"stopped"}.
+func (s *Server) stopTurn(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.d.Assistant.Stop(r.Context(), pathParam(r, "session_id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, stopResponse{SessionID: t.SessionID, TurnID: t.ID, Status: "stopping"})
 }
 
 func lastEventID(r *http.Request) (int64, error) {

@@ -25,8 +25,11 @@ import (
 const (
 	PruneTokensEvery         = time.Hour
 	ExpireConfirmationsEvery = time.Minute
-	PruneIdempotencyEvery    = time.Hour
-	PruneUsageKeysEvery      = 24 * time.Hour
+	// FailLostTurnsEvery is how often the chat turns lost with their
+	// replica are ended: a turn is ended within its lease and this.
+	FailLostTurnsEvery    = 15 * time.Second
+	PruneIdempotencyEvery = time.Hour
+	PruneUsageKeysEvery   = 24 * time.Hour
 )
 
 // UsageKeysKept is how long the keys of usage records added once (a
@@ -68,10 +71,12 @@ type PruneUsageKeysArgs struct{}
 // Kind names the job for the queue.
 func (PruneUsageKeysArgs) Kind() string { return "usage.prune_keys" }
 
-// ConfirmationExpirer marks confirmations past their expiry as expired;
-// *assistant.Service is one.
+// ConfirmationExpirer marks confirmations past their expiry as expired,
+// and ends the chat turns lost with their replica; *assistant.Service is
+// one.
 type ConfirmationExpirer interface {
 	ExpireConfirmations(ctx context.Context) (int, error)
+	FailLostTurns(ctx context.Context) (int, error)
 }
 
 // StageGenerator generates one specification stage, or gives it up;
@@ -163,6 +168,7 @@ func NewWorkers(d Deps) (*river.Workers, error) {
 	err := errors.Join(
 		river.AddWorkerSafely(workers, &SweepWorker[identity.PruneTokensArgs]{Sweep: d.Identity.PruneTokens, Did: "pruned API tokens", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &SweepWorker[assistant.ExpireConfirmationsArgs]{Sweep: d.Assistant.ExpireConfirmations, Did: "expired confirmations", Logger: d.Logger}),
+		river.AddWorkerSafely(workers, &SweepWorker[assistant.FailLostTurnsArgs]{Sweep: d.Assistant.FailLostTurns, Did: "ended lost chat turns", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &SweepWorker[PruneIdempotencyArgs]{Sweep: pruneIdempotency, Did: "pruned idempotency keys", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &SweepWorker[PruneUsageKeysArgs]{Sweep: pruneUsageKeys, Did: "pruned usage keys", Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &GenerateStageWorker{Spec: d.Spec, Budget: d.GenerationBudget}),
@@ -198,6 +204,7 @@ func Kinds() []string {
 	return []string{
 		identity.PruneTokensArgs{}.Kind(),
 		assistant.ExpireConfirmationsArgs{}.Kind(),
+		assistant.FailLostTurnsArgs{}.Kind(),
 		PruneIdempotencyArgs{}.Kind(),
 		PruneUsageKeysArgs{}.Kind(),
 		spec.GenerateStageArgs{}.Kind(),
@@ -216,6 +223,7 @@ func PeriodicJobs() []*river.PeriodicJob {
 	return []*river.PeriodicJob{
 		periodic(PruneTokensEvery, identity.PruneTokensArgs{}),
 		periodic(ExpireConfirmationsEvery, assistant.ExpireConfirmationsArgs{}),
+		periodic(FailLostTurnsEvery, assistant.FailLostTurnsArgs{}),
 		periodic(PruneIdempotencyEvery, PruneIdempotencyArgs{}),
 		periodic(PruneUsageKeysEvery, PruneUsageKeysArgs{}),
 	}

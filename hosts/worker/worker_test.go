@@ -231,6 +231,7 @@ func (fakeIdempotencyPruner) PruneIdempotency(context.Context, time.Time) (int, 
 type fakeExpirer struct{}
 
 func (fakeExpirer) ExpireConfirmations(context.Context) (int, error) { return 0, nil }
+func (fakeExpirer) FailLostTurns(context.Context) (int, error)       { return 0, nil }
 
 type fakePruner struct {
 	n   int
