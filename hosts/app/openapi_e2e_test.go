@@ -288,7 +288,8 @@ func eventBranch(schema *openapi3.Schema, name any) *openapi3.Schema {
 }
 
 // splitEvents parses an SSE body into {"id", "event", "data"} values; a
-// field other than those, or a second data line, is an error.
+// retry field in a block of its own is allowed; a field other than those,
+// or a second data line, is an error.
 func splitEvents(body []byte) ([]map[string]any, error) {
 	var out []map[string]any
 	cur := map[string]any{}
@@ -312,6 +313,11 @@ func splitEvents(body []byte) ([]map[string]any, error) {
 			return nil, fmt.Errorf("an event has two %s lines", field)
 		}
 		switch field {
+		case "retry": // the reconnection delay, in a block of its own
+			if _, err := strconv.ParseUint(value, 10, 32); err != nil || len(cur) > 0 {
+				return nil, fmt.Errorf("retry %q is not a number in a block of its own", value)
+			}
+			continue
 		case "id":
 			n, err := strconv.ParseInt(value, 10, 64)
 			if err != nil {
