@@ -59,6 +59,9 @@ type stack struct {
 	// h2c, when set, sends call's requests over HTTP/2 without TLS, and
 	// call insists that they are answered so; else http.DefaultClient.
 	h2c *http.Client
+	// stop, set by startReplicas, stops the replica (once: the test's
+	// cleanup calls it too).
+	stop func() error
 }
 
 func startStack(t *testing.T, dialect string) *stack {

@@ -350,3 +350,52 @@ func TestLostTurnEndsItsStream(t *testing.T) {
 		})
 	}
 }
+
+// TestShutdownEndsTheTurnsItRuns: a replica that stops while a turn runs
+// on without its client ends the turn within its shutdown grace, stored as
+// cancelled (error, then done), never left running.
+func TestShutdownEndsTheTurnsItRuns(t *testing.T) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			url := sqlstoretest.URL(t, d)
+			stacks := startReplicas(t, d, 1, map[string]string{app.EnvDatabaseURL: url, app.EnvShutdownGrace: "2s"})
+			long := make([]string, 400)
+			for i := range long {
+				long[i] = fmt.Sprintf(" word %d", i)
+			}
+			stacks[0].model.SetResponder(func(*fakeopenai.Request) fakeopenai.Response {
+				return fakeopenai.TextChunks(long...).WithTokenDelay(50 * time.Millisecond)
+			})
+			alice := stacks[0].token("alice@example.com")
+			s := stacks[0].open(alice, "POST", "/api/v1/agent/chat", map[string]any{"message": "talk for a long time"})
+			first, ok := s.next()
+			for ok && first.Name != "content" {
+				first, ok = s.next()
+			}
+			s.close()
+			if !ok {
+				t.Fatal("no content event")
+			}
+			session := first.Data["session_id"].(string)
+			if err := stacks[0].stop(); err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+
+			db := sqlstoretest.OpenURL(t, url)
+			store := sqlstore.NewAssistant(db)
+			ctx := context.Background()
+			if tu, err := store.RunningTurn(ctx, session); err == nil {
+				t.Fatalf("turn %s still runs after the shutdown", tu.ID)
+			}
+			evs, err := store.ListEvents(ctx, session, 0, 1000)
+			if err != nil || len(evs) < 3 {
+				t.Fatalf("events %d, %v", len(evs), err)
+			}
+			errEv, done := evs[len(evs)-2], evs[len(evs)-1]
+			if errEv.Name != "error" || !strings.Contains(string(errEv.Data), `"cancelled"`) || done.Name != "done" {
+				t.Errorf("the turn ended with %s %s, %s %s; want error cancelled, done", errEv.Name, errEv.Data, done.Name, done.Data)
+			}
+		})
+	}
+}

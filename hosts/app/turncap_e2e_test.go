@@ -59,10 +59,13 @@ func startReplicas(t *testing.T, d sqlstore.Dialect, n int, extra map[string]str
 		if err != nil {
 			t.Fatalf("start replica %d: %v", i, err)
 		}
-		t.Cleanup(func() {
+		st.stop = sync.OnceValue(func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := fxApp.Stop(ctx); err != nil {
+			return fxApp.Stop(ctx)
+		})
+		t.Cleanup(func() {
+			if err := st.stop(); err != nil {
 				t.Errorf("stop replica %d: %v", i, err)
 			}
 		})
