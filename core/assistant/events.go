@@ -38,7 +38,7 @@ const (
 // Codes of error events and errors this package adds to the ports' kinds.
 const (
 	CodeToolLoopLimit     = "tool_loop_limit"     // the model kept calling tools
-	CodeCancelled         = "cancelled"           // the client went away mid-turn
+	CodeCancelled         = "cancelled"           // the turn was cancelled: its process shut down
 	CodeContentFilter     = "content_filter"      // the provider filtered the answer
 	CodeTurnRunning       = "turn_running"        // conflict: the session has a turn running
 	CodeNothingToContinue = "nothing_to_continue" // conflict: no decided tool call waits for the model

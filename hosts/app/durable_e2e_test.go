@@ -399,3 +399,21 @@ func TestShutdownEndsTheTurnsItRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestTurnLeaseVariable checks DEVPILOT_TURN_LEASE's default and range.
+func TestTurnLeaseVariable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		value string
+		want  time.Duration
+		ok    bool
+	}{{"", 20 * time.Second, true}, {"1s", time.Second, true}, {"2m", 2 * time.Minute, true}, {"500ms", 0, false}, {"-1s", 0, false}, {"soon", 0, false}} {
+		cfg, err := app.Load(app.ModeServe, env(map[string]string{app.EnvDatabaseURL: "postgres://db/x", app.EnvSecretKey: validKey, app.EnvTurnLease: tc.value}))
+		switch {
+		case tc.ok && (err != nil || cfg.Assistant.TurnLease != tc.want):
+			t.Errorf("%q: %v, %v; want %v", tc.value, cfg.Assistant.TurnLease, err, tc.want)
+		case !tc.ok && (err == nil || !strings.Contains(err.Error(), app.EnvTurnLease)):
+			t.Errorf("%q: %v, want an error naming %s", tc.value, err, app.EnvTurnLease)
+		}
+	}
+}
