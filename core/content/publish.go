@@ -551,16 +551,26 @@ func (s *Service) finish(ctx context.Context, pub ports.Publication, remoteURL, 
 		pub.Status = ports.PublicationFailed
 		outcome = errors.New(reason)
 	}
-	if err := s.d.Publish.UpdatePublication(ctx, pub, ports.PublicationRunning); err != nil {
+	// The publication's end and its item's move are one transaction, so
+	// whoever sees the publication succeeded sees the item published.
+	err := s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		if err := s.d.Publish.UpdatePublication(ctx, pub, ports.PublicationRunning); err != nil {
+			return err
+		}
+		if reason != "" {
+			return nil
+		}
+		return s.markPublished(ctx, pub)
+	})
+	if err != nil {
 		return err
 	}
 	s.audit(ctx, pub.CreatedBy, pub.OrgID, "content.published", pub.ItemID,
 		map[string]any{"publication_id": pub.ID, "target_id": pub.TargetID, "remote_url": remoteURL, "attempts": len(pub.Attempts)}, outcome)
 	if reason != "" {
 		s.log.WarnContext(ctx, "publishing failed", "publication_id", pub.ID, "reason", reason)
-		return nil
 	}
-	return s.markPublished(ctx, pub)
+	return nil
 }
 
 // markPublished moves the item of a successful publication to published,

@@ -136,7 +136,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		app.EnvLogLevel: "debug", app.EnvRequestTimeout: "5s", app.EnvShutdownGrace: "1s", app.EnvBodyLimit: "2048",
 		app.EnvOpenAIKey: "sk-x", app.EnvOpenAIBaseURL: "http://127.0.0.1:11434/v1/", app.EnvLLMTimeout: "9s",
 		app.EnvMaxToolRounds: "3", app.EnvMaxTokens: "100", app.EnvConfirmTTL: "5m", app.EnvWorkerJobs: "40", app.EnvMaxTurnsPerUser: "0", app.EnvAutoTitle: "0",
-		app.EnvAuthCacheTTL: "0", app.EnvBodyTimeout: "7s", app.EnvLLMStructured: "json_object",
+		app.EnvTurnLease: "30s", app.EnvAuthCacheTTL: "0", app.EnvBodyTimeout: "7s", app.EnvLLMStructured: "json_object",
 		app.EnvCORSOrigins: "https://app.example.com, http://localhost:5173", app.EnvWorkerAddr: "127.0.0.1:9999",
 		app.EnvDatabaseConns: "12", app.EnvWebhookReadsPerClient: "16",
 		app.EnvOIDCIssuer: "https://id.example/realms/team/", app.EnvOIDCClientID: "dp", app.EnvOIDCClientSecret: "s",
@@ -151,7 +151,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		cfg.RequestTimeout != 5*time.Second || cfg.ShutdownGrace != time.Second || cfg.BodyLimit != 2048 ||
 		cfg.LLM.APIKey != "sk-x" || cfg.LLM.BaseURL != "http://127.0.0.1:11434/v1" || cfg.LLM.Timeout != 9*time.Second ||
 		cfg.LLM.StructuredOutput != openai.StructuredJSONObject || cfg.LLM.StructuredOutputByModel != nil ||
-		cfg.Assistant != (app.AssistantConfig{MaxToolRounds: 3, MaxTokens: 100, ConfirmationTTL: 5 * time.Minute}) ||
+		cfg.Assistant != (app.AssistantConfig{MaxToolRounds: 3, MaxTokens: 100, ConfirmationTTL: 5 * time.Minute, TurnLease: 30 * time.Second}) ||
 		cfg.WorkerJobs != 40 || cfg.AuthCacheTTL != 0 || cfg.BodyReadTimeout != 7*time.Second ||
 		cfg.WorkerAddr != "127.0.0.1:9999" || cfg.DatabaseMaxConns != 12 || cfg.WebhookReadsPerClient != 16 || !slices.Equal(cfg.CORSOrigins, []string{"https://app.example.com", "http://localhost:5173"}) {
 		t.Fatalf("config = %+v", cfg)
