@@ -293,6 +293,11 @@ func (sb *Sandbox) ConsoleToken() string {
 // TokenFile is where the demo token is kept: DEVPILOT_DATA_DIR/sandbox-token.
 func (sb *Sandbox) TokenFile() string { return sb.tokenFile }
 
+// Model is the fake OpenAI the sandbox answers with: the demo model is its
+// responder, so a response a test enqueues (fakeopenai.Server.Enqueue)
+// answers the next model call instead, and the demo model the ones after.
+func (sb *Sandbox) Model() *fakeopenai.Server { return sb.openai }
+
 // PublicURL is devpilot's base URL as the sandbox configured it.
 func (sb *Sandbox) PublicURL() string { return sb.publicURL }
 
