@@ -38,7 +38,7 @@ const sessionLabel = (s) => (s.title && s.title.trim()) || `Untitled chat · ${w
 // timers and recording.
 export function render(main, args) {
   const ctl = new AbortController();
-  const st = { id: args[0] || null, lastId: 0, busy: false, session: null };
+  const st = { id: args[0] || null, lastId: 0, busy: false, session: null, turn: null };
 
   // The sessions list.
   const sessionsBody = h('div', { class: 'chat-sessions-body' }, loading());
@@ -66,12 +66,16 @@ export function render(main, args) {
     input.focus();
   }, sendErr);
   const send = h('button', { type: 'submit', class: 'primary', id: 'chat-send' }, 'Send');
+  // Stop shows while a turn of the open chat runs (sent here, or followed
+  // after a reload), once the chat has its id.
+  const stopBtn = h('button', { type: 'button', class: 'danger', id: 'chat-stop', hidden: true,
+    'aria-label': 'Stop the answer', onclick: () => stopTurn() }, 'Stop');
   const form = h('form', { class: 'chat-composer', 'aria-label': 'Message the assistant' },
     h('label', { for: 'chat-input', class: 'chat-input-label' }, 'Message'),
     input,
     h('div', { class: 'row chat-composer-bar' },
       h('small', { id: 'chat-input-hint', class: 'chat-hint' }, 'Enter sends · Shift+Enter adds a line'),
-      mic.el, send),
+      mic.el, stopBtn, send),
     sendErr);
   const section = h('section', { class: 'chat-main', 'aria-labelledby': 'chat-title' },
     h('div', { class: 'chat-head' }, heading, actions), headErr, log, form);
@@ -94,6 +98,32 @@ export function render(main, args) {
     const next = on ? null : log.querySelector('.confirm-actions button[data-focus-next]');
     if (next) { delete next.dataset.focusNext; next.focus(); } // the approval after the one just decided
   };
+
+  // showStop offers Stop while a turn runs in a chat that has its id.
+  const showStop = () => {
+    const on = !!(st.turn && st.id);
+    if (!on && stopBtn.contains(document.activeElement)) input.focus();
+    stopBtn.hidden = !on;
+    if (!on) stopBtn.disabled = false;
+  };
+
+  // stopTurn asks the server to stop the running turn; its stream then ends
+  // with done{finish_reason:"stopped"}. A 409 (the turn had ended) is fine.
+  async function stopTurn() {
+    const turn = st.turn;
+    if (!turn || !st.id || stopBtn.disabled) return;
+    stopBtn.disabled = true;
+    turn.busy(true, 'Stopping…');
+    try {
+      await api('POST', `${SESSIONS}/${encodeURIComponent(st.id)}/stop`);
+    } catch (e) {
+      if (e.status !== 409) {
+        stopBtn.disabled = false;
+        turn.busy(true, '');
+        toast(`Could not stop the answer: ${problemText(e)}`);
+      }
+    }
+  }
 
   const sessionItem = (s) => h('li', {},
     h('a', { href: `#/chat/${encodeURIComponent(s.id)}`, 'aria-current': s.id === st.id ? 'true' : null, dataset: { sessionId: s.id } },
@@ -200,6 +230,7 @@ export function render(main, args) {
     }
     for (const t of turns) t.finish(null);
     if (turns.length) turns[turns.length - 1].finish({ finish_reason: s.pending_confirmations ? 'confirmation_required' : 'stop' });
+    st.lastTurn = turns[turns.length - 1] || null;
     if (!log.children.length) log.append(empty('This chat is empty.'));
   }
 
@@ -216,10 +247,14 @@ export function render(main, args) {
     let opened = false; // the answer's headers arrived
     setBusy(true);
     turn.busy(true, 'Thinking…');
+    st.turn = turn;
+    showStop();
     let finished = false;
     let seen = false;
     let waiting = false; // the reconnecting banner is shown for this run
     const back = () => { if (waiting) { waiting = false; reconnecting(false); } };
+    // say shows what the turn is doing, unless the user is stopping it.
+    const say = (what) => turn.busy(true, stopBtn.disabled && !stopBtn.hidden ? 'Stopping…' : what);
     const onEvent = (ev) => {
       if (ev.event === 'open') {
         opened = true;
@@ -235,8 +270,8 @@ export function render(main, args) {
       if (st.id) inflight.set(st.id, st.lastId);
       follow(() => {
         switch (ev.event) {
-          case 'content': turn.content(d.message_id, d.delta || ''); turn.busy(true, 'Writing…'); break;
-          case 'tool_call': turn.toolCall(d); turn.busy(true, `Calling ${d.name}…`); break;
+          case 'content': turn.content(d.message_id, d.delta || ''); say('Writing…'); break;
+          case 'tool_call': turn.toolCall(d); say(`Calling ${d.name}…`); break;
           case 'tool_result': turn.toolResult(d); break;
           case 'confirmation_required': // decided once the stream has ended
             turn.confirmation(d);
@@ -265,6 +300,8 @@ export function render(main, args) {
         if ((refusals || sending) && !seen && (e.status || (e instanceof TypeError && calls === 0 && !opened))) {
           // Refused, or never reached the server: nothing to resume.
           setBusy(false);
+          st.turn = null;
+          showStop();
           turn.busy(false, before);
           if (sending) { unsent(sending, turn, e); return; }
           throw e;
@@ -287,6 +324,8 @@ export function render(main, args) {
     }
     back();
     setBusy(false);
+    st.turn = null;
+    showStop();
     inflight.clear();
     if (quiet) {
       if (!finished) turn.finish(null);
@@ -295,6 +334,8 @@ export function render(main, args) {
       if (st.id) { toast('The answer ended early; showing what was stored.'); await openSession(); }
     } else if (turn.failed) {
       toast('The answer stopped on an error.');
+    } else if (turn.el.dataset.finish === 'stopped') {
+      toast('You stopped the answer.');
     } else {
       toast(turn.el.dataset.finish === 'confirmation_required' ? 'The assistant is waiting for your approval.' : 'The assistant has answered.');
     }
@@ -310,6 +351,7 @@ export function render(main, args) {
     history.replaceState(null, '', `#/chat/${encodeURIComponent(id)}`);
     inflight.set(id, st.lastId);
     showHeader();
+    showStop();
   }
 
   // unsent undoes a send that got no answer: its text goes back in the box,
@@ -403,7 +445,12 @@ export function render(main, args) {
     const sid = st.id;
     await run(turn, (cb) => stream(`${SESSIONS}/${encodeURIComponent(sid)}/stream`, undefined, cb,
       { lastEventId: lastId, signal: ctl.signal }), false, true);
-    if (!ctl.signal.aborted) await openSession();
+    if (ctl.signal.aborted) return;
+    await openSession();
+    if (turn.el.dataset.finish === 'stopped' && st.lastTurn) { // the stored history does not say so
+      st.lastTurn.finish({ finish_reason: 'stopped' });
+      toast('You stopped the answer.');
+    }
   }
 
   form.addEventListener('submit', (ev) => { ev.preventDefault(); sendMessage(); });

@@ -287,6 +287,7 @@ export class Turn {
       confirmation_required: 'Waiting for your approval.',
       length: 'The answer was cut at the length limit.',
       error: 'The answer stopped on an error.',
+      stopped: 'Stopped: you stopped this answer.',
     };
     this.busy(false, (done && why[done.finish_reason]) || '');
     this.el.dataset.finish = (done && done.finish_reason) || 'ended';
