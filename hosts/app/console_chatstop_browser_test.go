@@ -179,6 +179,24 @@ func TestConsoleChatStop(t *testing.T) {
 			if eval[bool](b, stopShown) {
 				t.Error("Stop shows after the next answer")
 			}
+
+			// Stop also stops a turn the page follows after a reload, and
+			// the stored history it shows then keeps the note.
+			resp, _ = slowAnswer("Followed answer:", 300, 50*time.Millisecond)
+			b.h.sb.Model().Enqueue(resp)
+			b.chat("talk again for a long time")
+			b.waitFor("the third turn's content", `document.querySelectorAll('.chat-log .msg.assistant').length === 3 && `+lastTurn+`.querySelector('.msg-text')`, chatWait)
+			b.do(chromedp.Reload())
+			b.waitFor("Stop on the turn followed", stopShown, chatWait)
+			b.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('toast').textContent = ''`),
+				chromedp.Click(chromedp.ID("chat-stop"), chromedp.NodeVisible))
+			b.waitFor("the followed turn stopped", `document.getElementById('toast').textContent === 'You stopped the answer.'`, chatWait)
+			if got := eval[string](b, lastTurn+`.dataset.finish + ': ' + `+lastTurn+`.querySelector('.turn-status').textContent`); !strings.HasPrefix(got, "stopped: ") {
+				t.Errorf("after stopping the followed turn, the last turn is %q", got)
+			}
+			if eval[bool](b, stopShown) {
+				t.Error("Stop still shows after the followed turn stopped")
+			}
 		})
 	}
 }
