@@ -11,6 +11,10 @@
 // else the first event's session_id) goes into the URL at once, and while a
 // turn is on its way the tab remembers it, so a reload lands on the chat and
 // follows the rest of the turn.
+//
+// While a turn runs (st.turn), Stop asks the server to end it
+// (POST /api/v1/agent/sessions/{id}/stop); the stream then ends with
+// done{finish_reason:"stopped"} and the turn says it was stopped.
 
 import { api, list, stream } from '../api.js';
 import { h, mount, loading, empty, errorBox, toast, when, button, reconnecting, problemText } from '../ui.js';
@@ -38,7 +42,7 @@ const sessionLabel = (s) => (s.title && s.title.trim()) || `Untitled chat · ${w
 // timers and recording.
 export function render(main, args) {
   const ctl = new AbortController();
-  const st = { id: args[0] || null, lastId: 0, busy: false, session: null, turn: null };
+  const st = { id: args[0] || null, lastId: 0, busy: false, session: null, turn: null, lastTurn: null };
 
   // The sessions list.
   const sessionsBody = h('div', { class: 'chat-sessions-body' }, loading());
