@@ -310,7 +310,13 @@ const cutStream = `(() => {
     let buf = '', cut = false;
     const body = new ReadableStream({
       async pull(c) {
-        if (cut) { c.error(new TypeError('network error (cut by the test)')); return; }
+        if (cut) {
+          // A moment first: an error reaching the page's decoder at once
+          // would discard the content event still queued in it.
+          await new Promise((ok) => setTimeout(ok, 200));
+          c.error(new TypeError('network error (cut by the test)'));
+          return;
+        }
         for (;;) {
           let i, sent = false;
           while ((i = buf.indexOf('\n\n')) >= 0) {
