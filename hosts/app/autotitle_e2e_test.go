@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/app"
 	"github.com/devpilot/devpilot/testkit/fakeopenai"
@@ -93,11 +92,7 @@ func TestSandboxAutoTitle(t *testing.T) {
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			dbURL := ""
-			if d == sqlstore.DialectPostgres {
-				dbURL = sqlstoretest.URL(t, d)
-			}
-			h := startSandbox(t, t.TempDir(), dbURL)
+			h := startSandboxOn(t, d)
 			token, _, _ := h.checkSeed()
 			h.chat(token, "what runs in production?")
 			var list struct {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 )
 
@@ -18,11 +17,7 @@ func TestChatSearchAPI(t *testing.T) {
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			dbURL := ""
-			if d == sqlstore.DialectPostgres {
-				dbURL = sqlstoretest.URL(t, d)
-			}
-			h := startSandbox(t, t.TempDir(), dbURL)
+			h := startSandboxOn(t, d)
 			token := h.sb.Token()
 			h.chat(token, "hello there")              // the demo model's help names "demo model"
 			h.chat(token, "what runs in production?") // an answer about clusters

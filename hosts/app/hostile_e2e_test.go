@@ -18,7 +18,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/google/uuid"
 
-	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/sandbox"
 	"github.com/devpilot/devpilot/ports"
@@ -65,11 +64,7 @@ func TestHostileInputEverywhere(t *testing.T) {
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			dbURL := ""
-			if d == sqlstore.DialectPostgres {
-				dbURL = sqlstoretest.URL(t, d)
-			}
-			h := startSandbox(t, t.TempDir(), dbURL)
+			h := startSandboxOn(t, d)
 			hc := &hostileClient{t: t, base: h.base, token: h.sb.Token()}
 			doc := hc.openapi()
 			fixtures := hc.fixtures()

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 )
 
@@ -20,11 +19,7 @@ func TestSandboxSpecToIssues(t *testing.T) {
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			dbURL := ""
-			if d == sqlstore.DialectPostgres {
-				dbURL = sqlstoretest.URL(t, d)
-			}
-			h := startSandbox(t, t.TempDir(), dbURL)
+			h := startSandboxOn(t, d)
 			token, _, repoIDs := h.checkSeed()
 			var repos struct {
 				Items []struct {

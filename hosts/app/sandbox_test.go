@@ -158,6 +158,17 @@ type sandboxHost struct {
 
 // startSandbox starts run mode on dataDir (and dbURL, "" for the embedded
 // default) with sandbox providers.
+// startSandboxOn is startSandbox on a fresh data directory and, for
+// PostgreSQL, a fresh database of the dialect d.
+func startSandboxOn(t *testing.T, d sqlstore.Dialect) *sandboxHost {
+	t.Helper()
+	dbURL := ""
+	if d == sqlstore.DialectPostgres {
+		dbURL = sqlstoretest.URL(t, d)
+	}
+	return startSandbox(t, t.TempDir(), dbURL)
+}
+
 func startSandbox(t *testing.T, dataDir, dbURL string) *sandboxHost {
 	t.Helper()
 	return startSandboxWith(t, dataDir, dbURL, nil)
