@@ -347,9 +347,7 @@ func TestConsoleChatResumeXSSMic(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			b := startBrowser(t, d)
-			b.signInDemo()
-			b.goTo("#/chat")
-			b.waitFor("the chat page", `document.querySelector('.chat-welcome')`, chatWait)
+			b.openNewChat()
 
 			// Resume: the demo model's help is a long answer, streamed as
 			// several content events; the connection drops after the first.

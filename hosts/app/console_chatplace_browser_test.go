@@ -63,6 +63,15 @@ const slowResume = `(() => {
   };
 })()`
 
+// openNewChat signs the demo user in and waits for the Assistant's empty
+// new chat.
+func (b *browser) openNewChat() {
+	b.t.Helper()
+	b.signInDemo()
+	b.goTo("#/chat")
+	b.waitFor("the chat page", `document.querySelector('.chat-welcome')`, chatWait)
+}
+
 // bannerShown is a JavaScript condition: the reconnecting banner shows.
 const bannerShown = `(e => e && !e.hidden && e.getClientRects().length > 0 && e.textContent === 'Reconnecting…')(document.getElementById('reconnecting'))`
 
@@ -71,9 +80,7 @@ func TestConsoleChatKeepsPlace(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			b := startBrowser(t, d)
-			b.signInDemo()
-			b.goTo("#/chat")
-			b.waitFor("the chat page", `document.querySelector('.chat-welcome')`, chatWait)
+			b.openNewChat()
 
 			// A reload before the first event lands on the new chat: its id is in
 			// the URL as soon as the server answers.
@@ -261,9 +268,7 @@ func onlyWord(b *browser, id string) string {
 func TestConsoleChatExpiredApproval(t *testing.T) {
 	t.Parallel()
 	b := startBrowserWith(t, sqlstore.DialectSQLite, map[string]string{app.EnvConfirmTTL: "3s"})
-	b.signInDemo()
-	b.goTo("#/chat")
-	b.waitFor("the chat page", `document.querySelector('.chat-welcome')`, chatWait)
+	b.openNewChat()
 	b.chat("scale checkout to 3")
 	b.waitFor("the confirmation", lastTurn+`.querySelector('.confirm button.approve')`, chatWait)
 	scaleCard := `[...document.querySelectorAll('.chat-log details.tool')].find(d => d.querySelector('.tool-name').textContent === 'scale_service').querySelector('.badge').textContent`

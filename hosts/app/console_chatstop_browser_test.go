@@ -54,9 +54,7 @@ func TestConsoleChatReopen(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			b := startBrowser(t, d)
-			b.signInDemo()
-			b.goTo("#/chat")
-			b.waitFor("the chat page", `document.querySelector('.chat-welcome')`, chatWait)
+			b.openNewChat()
 			resp, want := slowAnswer("Reopened answer:", 60, 100*time.Millisecond)
 			b.h.sb.Model().Enqueue(resp)
 			b.chat("tell me slowly")
@@ -106,9 +104,7 @@ func TestConsoleChatStop(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			b := startBrowser(t, d)
-			b.signInDemo()
-			b.goTo("#/chat")
-			b.waitFor("the chat page", `document.querySelector('.chat-welcome')`, chatWait)
+			b.openNewChat()
 			if eval[bool](b, stopShown) {
 				t.Error("Stop shows with no turn running")
 			}
