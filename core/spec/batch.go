@@ -255,7 +255,7 @@ func (s *Service) askPRPsByStory(ctx context.Context, standards []ports.Standard
 			var c checks
 			mine := prpsOf(d, st.ID)
 			if len(mine) == 0 {
-				c.add("the answer has no PRP for %s; write %s", st.ID, want)
+				c.add(FindingMissing, "the answer has no PRP for %s; write %s", st.ID, want)
 			}
 			groundingChecks(&c, &prpsDoc{PRPs: mine}, prior.repo)
 			return c.list

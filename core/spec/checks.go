@@ -35,13 +35,48 @@ func earlierDocs(current map[ports.Stage]ports.SpecArtifact) earlier {
 	return e
 }
 
-// checks collects warnings in order, once each.
+// FindingKind classifies a finding: what kind of rule a stage's document
+// breaks. The kinds are stable names, for counting findings (in
+// Prometheus series, in evaluation reports) without parsing messages.
+type FindingKind string
+
+// The kinds of findings.
+const (
+	// FindingUnknownID: an id named that the earlier stages do not have.
+	FindingUnknownID FindingKind = "unknown_id"
+	// FindingUncovered: an item of an earlier stage no item of this one
+	// covers (a requirement without an epic, a story without a PRP, …).
+	FindingUncovered FindingKind = "uncovered"
+	// FindingDependency: a dependency on itself, on an unknown item, or on
+	// one that comes later.
+	FindingDependency FindingKind = "dependency"
+	// FindingCompoundCriterion: an acceptance criterion joining outcomes.
+	FindingCompoundCriterion FindingKind = "compound_criterion"
+	// FindingOversizedStory: a story too large to deliver at once.
+	FindingOversizedStory FindingKind = "oversized_story"
+	// FindingCriteriaMismatch: a PRP that does not carry its story's
+	// acceptance criteria.
+	FindingCriteriaMismatch FindingKind = "criteria_mismatch"
+	// FindingGroundingPath: a PRP path that does not fit the linked
+	// repository.
+	FindingGroundingPath FindingKind = "grounding_path"
+	// FindingGroundingCommand: a validation command the linked repository
+	// does not show.
+	FindingGroundingCommand FindingKind = "grounding_command"
+	// FindingMissing: a batch answer without the item it was asked for.
+	FindingMissing FindingKind = "missing"
+	// FindingRepository: the linked repository could not be read.
+	FindingRepository FindingKind = "repository"
+)
+
+// checks collects warnings in order, once each, with their kinds.
 type checks struct {
-	list []string
-	seen map[string]bool
+	list  []string
+	kinds []FindingKind // kinds[i] is list[i]'s
+	seen  map[string]bool
 }
 
-func (c *checks) add(format string, args ...any) {
+func (c *checks) add(kind FindingKind, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if c.seen == nil {
 		c.seen = map[string]bool{}
@@ -49,7 +84,17 @@ func (c *checks) add(format string, args ...any) {
 	if !c.seen[msg] {
 		c.seen[msg] = true
 		c.list = append(c.list, msg)
+		c.kinds = append(c.kinds, kind)
 	}
+}
+
+// byKind counts the findings of each kind.
+func (c *checks) byKind() map[FindingKind]int {
+	out := map[FindingKind]int{}
+	for _, k := range c.kinds {
+		out[k]++
+	}
+	return out
 }
 
 func set(ids []string) map[string]bool {
@@ -65,6 +110,11 @@ func set(ids []string) map[string]bool {
 // every epic by a story, every story by a PRP, and every id named existing.
 // They are warnings, kept with the artifact; nil when it is clean.
 func traceability(doc any, e earlier) []string {
+	return traceabilityChecks(doc, e).list
+}
+
+// traceabilityChecks is traceability with the findings' kinds.
+func traceabilityChecks(doc any, e earlier) checks {
 	var c checks
 	switch d := doc.(type) {
 	case *prdDoc:
@@ -78,7 +128,7 @@ func traceability(doc any, e earlier) []string {
 		prpsChecks(&c, d, e.stories)
 		groundingChecks(&c, d, e.repo)
 	}
-	return c.list
+	return c
 }
 
 func prdChecks(c *checks, d *prdDoc) {
@@ -90,14 +140,14 @@ func prdChecks(c *checks, d *prdDoc) {
 	for _, j := range d.Journeys {
 		for _, id := range j.RequirementIDs {
 			if !reqs[id] {
-				c.add("user journey %q names unknown requirement %s", j.Name, id)
+				c.add(FindingUnknownID, "user journey %q names unknown requirement %s", j.Name, id)
 			}
 		}
 	}
 	for _, m := range d.SuccessMetrics {
 		for _, id := range m.Validates {
 			if !all[id] {
-				c.add("success metric %q names unknown requirement %s", m.Metric, id)
+				c.add(FindingUnknownID, "success metric %q names unknown requirement %s", m.Metric, id)
 			}
 		}
 	}
@@ -111,13 +161,13 @@ func epicsChecks(c *checks, d *epicsDoc, prd *prdDoc) {
 			for _, id := range ep.RequirementIDs {
 				covered[id] = true
 				if !reqs[id] {
-					c.add("%s names unknown requirement %s", ep.ID, id)
+					c.add(FindingUnknownID, "%s names unknown requirement %s", ep.ID, id)
 				}
 			}
 		}
 		for _, r := range prd.Functional {
 			if !covered[r.ID] {
-				c.add("%s is not covered by any epic", r.ID)
+				c.add(FindingUncovered, "%s is not covered by any epic", r.ID)
 			}
 		}
 	}
@@ -130,11 +180,11 @@ func epicsChecks(c *checks, d *epicsDoc, prd *prdDoc) {
 			o, ok := order[dep]
 			switch {
 			case dep == ep.ID:
-				c.add("%s depends on itself", ep.ID)
+				c.add(FindingDependency, "%s depends on itself", ep.ID)
 			case !ok:
-				c.add("%s depends on unknown epic %s", ep.ID, dep)
+				c.add(FindingDependency, "%s depends on unknown epic %s", ep.ID, dep)
 			case o >= ep.Order:
-				c.add("%s depends on %s, which does not come before it in the order", ep.ID, dep)
+				c.add(FindingDependency, "%s depends on %s, which does not come before it in the order", ep.ID, dep)
 			}
 		}
 	}
@@ -145,12 +195,12 @@ func storiesChecks(c *checks, d *storiesDoc, epics *epicsDoc, prd *prdDoc) {
 		known := set(mapIDs(epics.Epics, func(e epic) string { return e.ID }))
 		for _, s := range d.Stories {
 			if !known[s.EpicID] {
-				c.add("%s names unknown epic %s", s.ID, s.EpicID)
+				c.add(FindingUnknownID, "%s names unknown epic %s", s.ID, s.EpicID)
 			}
 		}
 		for _, ep := range epics.Epics {
 			if !slices.ContainsFunc(d.Stories, func(s story) bool { return s.EpicID == ep.ID }) {
-				c.add("%s is not covered by any story", ep.ID)
+				c.add(FindingUncovered, "%s is not covered by any story", ep.ID)
 			}
 		}
 	}
@@ -159,7 +209,7 @@ func storiesChecks(c *checks, d *storiesDoc, epics *epicsDoc, prd *prdDoc) {
 		for _, s := range d.Stories {
 			for _, id := range s.RequirementIDs {
 				if !reqs[id] {
-					c.add("%s names unknown requirement %s", s.ID, id)
+					c.add(FindingUnknownID, "%s names unknown requirement %s", s.ID, id)
 				}
 			}
 		}
@@ -173,12 +223,12 @@ func prpsChecks(c *checks, d *prpsDoc, stories *storiesDoc) {
 	known := set(mapIDs(stories.Stories, func(s story) string { return s.ID }))
 	for _, p := range d.PRPs {
 		if !known[p.StoryID] {
-			c.add("%s names unknown story %s", p.ID, p.StoryID)
+			c.add(FindingUnknownID, "%s names unknown story %s", p.ID, p.StoryID)
 		}
 	}
 	for _, s := range stories.Stories {
 		if !slices.ContainsFunc(d.PRPs, func(p prp) bool { return p.StoryID == s.ID }) {
-			c.add("%s is not covered by any PRP", s.ID)
+			c.add(FindingUncovered, "%s is not covered by any PRP", s.ID)
 		}
 	}
 	byID := map[string]story{}
@@ -187,7 +237,7 @@ func prpsChecks(c *checks, d *prpsDoc, stories *storiesDoc) {
 	}
 	for _, p := range d.PRPs {
 		if s, ok := byID[p.StoryID]; ok && len(p.AcceptanceCriteria) != len(s.AcceptanceCriteria) {
-			c.add("%s carries %d acceptance criteria; its story %s has %d", p.ID, len(p.AcceptanceCriteria), s.ID, len(s.AcceptanceCriteria))
+			c.add(FindingCriteriaMismatch, "%s carries %d acceptance criteria; its story %s has %d", p.ID, len(p.AcceptanceCriteria), s.ID, len(s.AcceptanceCriteria))
 		}
 	}
 }
@@ -233,22 +283,22 @@ func storyRules(c *checks, d *storiesDoc, epics *epicsDoc) {
 			other, known := byID[dep]
 			switch {
 			case dep == s.ID:
-				c.add("%s depends on itself", s.ID)
+				c.add(FindingDependency, "%s depends on itself", s.ID)
 			case !known:
-				c.add("%s depends on unknown story %s", s.ID, dep)
+				c.add(FindingDependency, "%s depends on unknown story %s", s.ID, dep)
 			case ok:
 				if them, ok := position(other); ok && (them.epic > me.epic || them.epic == me.epic && them.n > me.n) {
-					c.add("%s depends on %s, which comes after it (a forward dependency); reorder or split the stories", s.ID, dep)
+					c.add(FindingDependency, "%s depends on %s, which comes after it (a forward dependency); reorder or split the stories", s.ID, dep)
 				}
 			}
 		}
 		for i, cr := range s.AcceptanceCriteria {
 			if andClause.MatchString(cr.Then) {
-				c.add("%s acceptance criterion %d joins outcomes with \"and\"; make it one criterion per outcome", s.ID, i+1)
+				c.add(FindingCompoundCriterion, "%s acceptance criterion %d joins outcomes with \"and\"; make it one criterion per outcome", s.ID, i+1)
 			}
 		}
 		if s.Estimate > maxStoryPoints {
-			c.add("%s is estimated at %d points; split it into stories of at most %d", s.ID, s.Estimate, maxStoryPoints)
+			c.add(FindingOversizedStory, "%s is estimated at %d points; split it into stories of at most %d", s.ID, s.Estimate, maxStoryPoints)
 		}
 	}
 }

@@ -342,16 +342,16 @@ func groundingChecks(c *checks, d *prpsDoc, r *repoView) {
 	for _, p := range d.PRPs {
 		for _, ref := range p.Context.References {
 			if ref.Kind == refFile && !r.has(strings.TrimSpace(ref.Target)) && !r.truncated {
-				c.add("%s references %s, which %s does not have", p.ID, strings.TrimSpace(ref.Target), r.fullName)
+				c.add(FindingGroundingPath, "%s references %s, which %s does not have", p.ID, strings.TrimSpace(ref.Target), r.fullName)
 			}
 		}
 		for _, t := range p.Tasks {
 			pth := strings.TrimSpace(t.Path)
 			switch {
 			case t.Action == actionModify && !r.has(pth) && !r.truncated:
-				c.add("%s task %s modifies %s, which %s does not have", p.ID, t.ID, pth, r.fullName)
+				c.add(FindingGroundingPath, "%s task %s modifies %s, which %s does not have", p.ID, t.ID, pth, r.fullName)
 			case t.Action == actionCreate && r.has(pth):
-				c.add("%s task %s creates %s, which %s has already", p.ID, t.ID, pth, r.fullName)
+				c.add(FindingGroundingPath, "%s task %s creates %s, which %s has already", p.ID, t.ID, pth, r.fullName)
 			}
 		}
 		if len(programs) == 0 {
@@ -359,7 +359,7 @@ func groundingChecks(c *checks, d *prpsDoc, r *repoView) {
 		}
 		for _, v := range p.Validation.Commands {
 			if !programs[program(v.Command)] {
-				c.add("%s validation command %q uses none of the commands %s shows", p.ID, ports.OneLine(v.Command), r.fullName)
+				c.add(FindingGroundingCommand, "%s validation command %q uses none of the commands %s shows", p.ID, ports.OneLine(v.Command), r.fullName)
 			}
 		}
 	}
