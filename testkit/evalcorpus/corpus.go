@@ -6,6 +6,18 @@
 //
 // A case lives in cases/<id>/: case.json (see Case), the input files it
 // names, and repo.json (see Repo) when it has a repository.
+//
+// Long meeting transcripts are not stored whole. Their file holds the
+// meeting's substantive turns, one "Speaker: text" line each (a Markdown
+// heading and blank lines may come first), and the input says how long the
+// meeting was: "expand": {"pages": 200}. Load fills the pages (a page is
+// PageChars characters) with routine meeting talk — greetings, audio
+// trouble, scheduling, agenda chatter, small talk — between the
+// substantive turns, spread evenly, and gives every turn a timestamp. The
+// filler is drawn from a fixed list of lines by a generator seeded with
+// the case id and file name, so the same case always expands to the same
+// text; it states no requirement, number or decision, so every fact of the
+// case comes from the stored turns.
 package evalcorpus
 
 import (
@@ -47,9 +59,20 @@ type Input struct {
 	Kind        string `json:"kind"`
 	Title       string `json:"title"`
 	ContentType string `json:"content_type"`
-	// Upload makes the input an uploaded file (multipart) instead of JSON.
-	Upload  bool   `json:"upload"`
+	// Upload makes the input an uploaded file (multipart) instead of JSON;
+	// its ContentType is then text/markdown or text/plain.
+	Upload bool `json:"upload"`
+	// Expand, when set, makes the stored turns a meeting of that many
+	// pages (see the package doc).
+	Expand *Expand `json:"expand,omitempty"`
+	// Content is the input's text, expanded when Expand is set.
 	Content string `json:"-"`
+}
+
+// Expand is how long a transcript stored as its substantive turns is.
+type Expand struct {
+	// Pages is the meeting's length in pages of PageChars characters.
+	Pages int `json:"pages"`
 }
 
 // Repo is a case's repository, read from repo.json.
@@ -78,8 +101,10 @@ func normalise(s string) string { return space.ReplaceAllString(strings.ToLower(
 
 // FoundIn reports whether text carries the fact: every term (one of its
 // alternatives) appears in it, ignoring case and white space.
-func (f Fact) FoundIn(text string) bool {
-	text = normalise(text)
+func (f Fact) FoundIn(text string) bool { return f.foundNormalised(normalise(text)) }
+
+// foundNormalised is FoundIn for text already normalised.
+func (f Fact) foundNormalised(text string) bool {
 	for _, t := range f.Terms {
 		if !slices.ContainsFunc(strings.Split(t, "|"), func(alt string) bool {
 			alt = strings.TrimSpace(normalise(alt))
@@ -91,9 +116,25 @@ func (f Fact) FoundIn(text string) bool {
 	return len(f.Terms) > 0
 }
 
-// Load reads every case of the corpus, in the order of their ids.
-func Load() ([]Case, error) {
-	dirs, err := fs.ReadDir(files, "cases")
+// slice are the cases `make test` runs end to end: small ones (short
+// notes, a two-page transcript, an uploaded document), each with a
+// repository.
+var slice = []string{"expense-notes", "fleet-dispatch-call", "course-enrolment-upload", "flag-cleanup-notes"}
+
+// Slice returns the ids of the few small cases `make test` runs end to end
+// (short notes, a two-page transcript, an uploaded document, each with a
+// repository); they are quick enough for every test run.
+func Slice() []string { return slices.Clone(slice) }
+
+// Load reads every case of the corpus, in the order of their ids. It
+// fails when a case is malformed: no inputs, an input that is empty or of
+// an upload type the API refuses, a fact that cites no input of the case,
+// has no terms or whose terms its input does not contain, an empty
+// repository file, or an id used twice.
+func Load() ([]Case, error) { return loadFrom(files) }
+
+func loadFrom(fsys fs.FS) ([]Case, error) {
+	dirs, err := fs.ReadDir(fsys, "cases")
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +143,7 @@ func Load() ([]Case, error) {
 		if !d.IsDir() {
 			continue
 		}
-		c, err := load(d.Name())
+		c, err := load(fsys, d.Name())
 		if err != nil {
 			return nil, fmt.Errorf("evalcorpus: case %s: %w", d.Name(), err)
 		}
@@ -111,9 +152,34 @@ func Load() ([]Case, error) {
 	return out, nil
 }
 
-func load(id string) (Case, error) {
+// Get returns the case with the id; ok is false when there is none.
+func Get(id string) (Case, bool, error) {
+	cases, err := Load()
+	if err != nil {
+		return Case{}, false, err
+	}
+	for _, c := range cases {
+		if c.ID == id {
+			return c, true, nil
+		}
+	}
+	return Case{}, false, nil
+}
+
+// Input returns the case's input with the file name, ok false when it has
+// none.
+func (c Case) Input(name string) (Input, bool) {
+	for _, in := range c.Inputs {
+		if in.Name == name {
+			return in, true
+		}
+	}
+	return Input{}, false
+}
+
+func load(fsys fs.FS, id string) (Case, error) {
 	dir := path.Join("cases", id)
-	raw, err := files.ReadFile(path.Join(dir, "case.json"))
+	raw, err := fs.ReadFile(fsys, path.Join(dir, "case.json"))
 	if err != nil {
 		return Case{}, err
 	}
@@ -122,27 +188,60 @@ func load(id string) (Case, error) {
 		return Case{}, fmt.Errorf("case.json: %w", err)
 	}
 	c.ID = id
-	names := map[string]bool{}
-	for i, in := range c.Inputs {
-		b, err := files.ReadFile(path.Join(dir, in.Name))
-		if err != nil {
-			return Case{}, err
-		}
-		c.Inputs[i].Content = string(b)
-		names[in.Name] = true
-	}
 	if len(c.Inputs) == 0 {
 		return Case{}, fmt.Errorf("no inputs")
 	}
-	for _, f := range c.Facts {
-		if !names[f.Input] || len(f.Terms) == 0 {
-			return Case{}, fmt.Errorf("fact %s: cites no input of the case or has no terms", f.ID)
+	content := map[string]string{}
+	for i, in := range c.Inputs {
+		if _, dup := content[in.Name]; dup {
+			return Case{}, fmt.Errorf("input %s named twice", in.Name)
 		}
+		b, err := fs.ReadFile(fsys, path.Join(dir, in.Name))
+		if err != nil {
+			return Case{}, err
+		}
+		text := string(b)
+		if in.Expand != nil {
+			if text, err = expand(id+"/"+in.Name, text, in.Expand.Pages); err != nil {
+				return Case{}, fmt.Errorf("input %s: %w", in.Name, err)
+			}
+		}
+		if strings.TrimSpace(text) == "" {
+			return Case{}, fmt.Errorf("input %s is empty", in.Name)
+		}
+		if in.Upload && in.ContentType != "text/markdown" && in.ContentType != "text/plain" {
+			return Case{}, fmt.Errorf("input %s: an upload is text/markdown or text/plain, not %q", in.Name, in.ContentType)
+		}
+		c.Inputs[i].Content = text
+		content[in.Name] = normalise(text)
 	}
-	if b, err := files.ReadFile(path.Join(dir, "repo.json")); err == nil {
+	factIDs := map[string]bool{}
+	for _, f := range c.Facts {
+		text, ok := content[f.Input]
+		switch {
+		case f.ID == "" || factIDs[f.ID]:
+			return Case{}, fmt.Errorf("fact %q: no id, or an id used twice", f.ID)
+		case !ok:
+			return Case{}, fmt.Errorf("fact %s: cites %q, no input of the case", f.ID, f.Input)
+		case len(f.Terms) == 0 || slices.ContainsFunc(f.Terms, func(t string) bool { return strings.Trim(t, "| ") == "" }):
+			return Case{}, fmt.Errorf("fact %s: has no terms, or an empty one", f.ID)
+		case !f.foundNormalised(text):
+			return Case{}, fmt.Errorf("fact %s: input %s does not contain its terms %q", f.ID, f.Input, f.Terms)
+		}
+		factIDs[f.ID] = true
+	}
+	if b, err := fs.ReadFile(fsys, path.Join(dir, "repo.json")); err == nil {
 		var r Repo
 		if err := json.Unmarshal(b, &r); err != nil {
 			return Case{}, fmt.Errorf("repo.json: %w", err)
+		}
+		if r.Name == "" || len(r.Files) == 0 {
+			return Case{}, fmt.Errorf("repo.json: no name or no files")
+		}
+		for p, content := range r.Files {
+			if strings.TrimSpace(content) == "" {
+				return Case{}, fmt.Errorf("repo.json: file %s is empty", p)
+			}
 		}
 		c.Repo = &r
 	}
