@@ -23,6 +23,10 @@
 //   - names conversations from their first message;
 //   - and answers anything else with a short generic text.
 //
+// In faithful mode (see Faithful) the specification stages and digests are
+// built only from what each request contains, every fact carried forward,
+// so that what a call is not given cannot reach its answer.
+//
 // The answers are deterministic (the same request gets the same answer; only
 // cost queries read the clock, see WithClock) and the Model is safe for
 // concurrent use.
@@ -40,8 +44,9 @@ import (
 
 // Model is the sandbox's demo model. Its zero value is not usable; call New.
 type Model struct {
-	now     func() time.Time
-	schemas *schemaCache
+	now      func() time.Time
+	schemas  *schemaCache
+	faithful bool
 }
 
 // Option configures a Model.
@@ -67,9 +72,14 @@ func New(opts ...Option) *Model {
 // cannot make sense of gets a short text.
 func (m *Model) Respond(req *fakeopenai.Request) fakeopenai.Response {
 	if kind := digestKind(req); kind != "" {
+		if m.faithful {
+			return jsonResponse(faithfulDigest(kind, req))
+		}
 		return jsonResponse(digestAnswer(kind, req))
 	}
 	switch name := req.ResponseSchemaName(); {
+	case strings.HasPrefix(name, specSchemaPrefix) && m.faithful:
+		return jsonResponse(faithfulArtifact(strings.TrimPrefix(name, specSchemaPrefix), withoutCitations(req)))
 	case strings.HasPrefix(name, specSchemaPrefix):
 		return jsonResponse(specArtifact(strings.TrimPrefix(name, specSchemaPrefix), withoutCitations(req)))
 	case name == contentSchemaName:

@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// input is one piece of raw material of a specification.
-type input struct{ kind, title, content string }
+// input is one piece of raw material of a specification: n is its number
+// in the request ("1", "2", …; "" when the request numbers none).
+type input struct{ n, kind, title, content string }
 
 // material is a specification's raw material, read with simple rules: the
 // first heading names it, list items (or else sentences) are its points,

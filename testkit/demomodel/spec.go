@@ -74,10 +74,18 @@ type clarification struct {
 }
 
 type requirement struct {
-	ID          string `json:"id"`
-	Title       string `json:"title"`
-	Description string `json:"description"`
-	Priority    string `json:"priority"`
+	ID          string   `json:"id"`
+	Title       string   `json:"title"`
+	Description string   `json:"description"`
+	Priority    string   `json:"priority"`
+	Sources     []source `json:"sources"`
+}
+
+// source is where a requirement comes from: a verbatim excerpt of raw input
+// n ("1", "2", …), or a fact of the digest (input "digest").
+type source struct {
+	Input string `json:"input"`
+	Quote string `json:"quote"`
 }
 
 type nfRequirement struct {
@@ -193,7 +201,7 @@ type check struct {
 // The prompt core/spec writes: the raw material as <input> elements, then
 // each earlier stage's current artifact as an <artifact> element of JSON.
 var (
-	inputPattern    = regexp.MustCompile(`(?s)<input n="\d+" kind="([^"]*)" title=("(?:[^"\\]|\\.)*") content_type=(?:"(?:[^"\\]|\\.)*")>\n(.*?)\n</input>`)
+	inputPattern    = regexp.MustCompile(`(?s)<input n="(\d+)" kind="([^"]*)" title=("(?:[^"\\]|\\.)*") content_type=(?:"(?:[^"\\]|\\.)*")>\n(.*?)\n</input>`)
 	artifactPattern = regexp.MustCompile(`(?s)<artifact stage="([a-z]+)" version="\d+">\n(.*?)\n</artifact>`)
 	epicIDPattern   = regexp.MustCompile(`^EP-([1-9][0-9]*)$`)
 	storyIDPattern  = regexp.MustCompile(`^ST-([1-9][0-9]*)\.([1-9][0-9]*)$`)
@@ -302,11 +310,11 @@ func readSpecPrompt(req *fakeopenai.Request) specPrompt {
 			continue
 		}
 		for _, m := range inputPattern.FindAllStringSubmatch(msg.Content, -1) {
-			t, err := strconv.Unquote(m[2])
+			t, err := strconv.Unquote(m[3])
 			if err != nil {
-				t = strings.Trim(m[2], `"`)
+				t = strings.Trim(m[3], `"`)
 			}
-			p.material.inputs = append(p.material.inputs, input{kind: m[1], title: t, content: strings.ReplaceAll(m[3], `<\/input`, "</input")})
+			p.material.inputs = append(p.material.inputs, input{n: m[1], kind: m[2], title: t, content: strings.ReplaceAll(m[4], `<\/input`, "</input")})
 		}
 		for _, m := range artifactPattern.FindAllStringSubmatch(msg.Content, -1) {
 			data := []byte(m[2])
@@ -375,7 +383,11 @@ func specArtifact(stage string, req *fakeopenai.Request) any {
 	case "scope":
 		return scope()
 	case "prd":
-		return buildPRD(scope())
+		d := buildPRD(scope())
+		for i, r := range d.Functional {
+			d.Functional[i].Sources = bestSource(r.Description, p.material.inputs)
+		}
+		return prdAnswer(d, req)
 	case "epics":
 		return buildEpics(prd())
 	case "stories":
