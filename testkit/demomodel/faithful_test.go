@@ -611,3 +611,45 @@ func TestFaithfulPipeline(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultModeReadsNewParts: the default mode fills the sources a PRD
+// schema asks for with the best-matching sentence of the material, and
+// grounds single-call PRPs in the repository section the request shows.
+func TestDefaultModeReadsNewParts(t *testing.T) {
+	t.Parallel()
+	c := llm(t)
+	cs := corpusCase(t, "expense-notes")
+	scope := ask(t, c, "spec_scope", stageSchema(t, "scope", false), stagePrompt("scope", cs.Inputs))
+	out := ask(t, c, "spec_prd", stageSchema(t, "prd", true), stagePrompt("prd", cs.Inputs, [2]string{"scope", scope}))
+	var prd faithfulPRD
+	mustDecode(t, json.RawMessage(out), &prd)
+	for _, r := range prd.Functional {
+		if r.Sources == nil || len(r.Sources) > 1 {
+			t.Errorf("%s sources %+v, want the best match or none", r.ID, r.Sources)
+		}
+		for _, s := range r.Sources {
+			if s.Input != "1" || !strings.Contains(cs.Inputs[0].Content, s.Quote) {
+				t.Errorf("%s quotes %+v", r.ID, s)
+			}
+		}
+	}
+	if !strings.Contains(out, `"sources":[{"input":"1","quote":"Employees can submit an expense claim with a photo of the receipt from their phone."}]`) {
+		t.Errorf("REQ-1 does not quote its sentence:\n%s", out)
+	}
+	plain := ask(t, c, "spec_prd", stageSchema(t, "prd", false), stagePrompt("prd", cs.Inputs, [2]string{"scope", scope}))
+	if strings.Contains(plain, `"sources"`) {
+		t.Errorf("sources without a schema that asks for them:\n%s", plain)
+	}
+	prompt := stagePrompt("prps", cs.Inputs, [2]string{"scope", scope}, [2]string{"prd", plain}) +
+		"\n# Repository acme/expenses-api\n\n<tree files=\"2\" shown=\"2\">\nMakefile\ninternal/claims/claim.go\n</tree>\n\n<commands source=\"Makefile\">\nmake test\n</commands>\n"
+	var prps faithfulPRPs
+	mustDecode(t, json.RawMessage(ask(t, c, "spec_prps", stageSchema(t, "prps", false), prompt)), &prps)
+	for _, p := range prps.PRPs {
+		if len(p.Validation.Commands) != 1 || p.Validation.Commands[0].Command != "make test" ||
+			!slices.ContainsFunc(p.Tasks, func(tk struct{ ID, Action, Path, Validation string }) bool {
+				return tk.Path == "internal/claims/claim.go"
+			}) {
+			t.Errorf("%s is not grounded in the repository section: %+v %+v", p.ID, p.Tasks, p.Validation)
+		}
+	}
+}

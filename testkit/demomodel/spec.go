@@ -393,7 +393,10 @@ func specArtifact(stage string, req *fakeopenai.Request) any {
 	case "stories":
 		return buildStories(epics(), prd())
 	case "prps":
-		return buildPRPs(stories(), nil)
+		// A single-call request shows the linked repository, if any, like
+		// a per-story call does.
+		user, _ := userMessage(req, "# Raw material")
+		return buildPRPs(stories(), readRepo(user))
 	}
 	if f := req.ResponseFormat; f != nil && f.JSONSchema != nil {
 		return instanceOf(f.JSONSchema.Schema)

@@ -18,6 +18,9 @@
 // the case id and file name, so the same case always expands to the same
 // text; it states no requirement, number or decision, so every fact of the
 // case comes from the stored turns.
+//
+// Slice names the few small cases `make test` runs end to end; the whole
+// corpus is for `devpilot eval`.
 package evalcorpus
 
 import (
@@ -152,18 +155,17 @@ func loadFrom(fsys fs.FS) ([]Case, error) {
 	return out, nil
 }
 
-// Get returns the case with the id; ok is false when there is none.
+// Get returns the case with the id, reading only that case; ok is false
+// when there is none. Errors as Load's.
 func Get(id string) (Case, bool, error) {
-	cases, err := Load()
+	if _, err := fs.Stat(files, path.Join("cases", id, "case.json")); err != nil || strings.Contains(id, "/") {
+		return Case{}, false, nil
+	}
+	c, err := load(files, id)
 	if err != nil {
-		return Case{}, false, err
+		return Case{}, false, fmt.Errorf("evalcorpus: case %s: %w", id, err)
 	}
-	for _, c := range cases {
-		if c.ID == id {
-			return c, true, nil
-		}
-	}
-	return Case{}, false, nil
+	return c, true, nil
 }
 
 // Input returns the case's input with the file name, ok false when it has

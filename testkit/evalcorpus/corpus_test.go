@@ -235,3 +235,22 @@ func TestFactFoundIn(t *testing.T) {
 		t.Error("a fact without terms is found")
 	}
 }
+
+func TestGet(t *testing.T) {
+	t.Parallel()
+	c, ok, err := Get("expense-notes")
+	if err != nil || !ok || c.ID != "expense-notes" || c.Repo == nil || len(c.Inputs) != 1 {
+		t.Fatalf("Get: %+v %v %v", c, ok, err)
+	}
+	if in, ok := c.Input("notes.md"); !ok || !strings.Contains(in.Content, "seven years") {
+		t.Errorf("Input(notes.md) = %+v, %v", in, ok)
+	}
+	if _, ok := c.Input("nope.md"); ok {
+		t.Error("Input finds a file the case lacks")
+	}
+	for _, id := range []string{"nope", "../cases", "expense-notes/x"} {
+		if _, ok, err := Get(id); ok || err != nil {
+			t.Errorf("Get(%q): %v %v", id, ok, err)
+		}
+	}
+}
