@@ -624,6 +624,7 @@ func faithfulStoryPRP(st story, p *prdDoc, repo *repoPrompt, pack *contextPack) 
 		c.clarifications = pack.Clarifications
 		c.outOfScope = slices.Concat(pack.OutOfScope, pack.NonGoals)
 		c.deps = pack.Dependencies
+		c.siblings = pack.RelatedStories
 	}
 	return prpsDoc{PRPs: []prp{faithfulPRP(st, repo, c)}}
 }
@@ -694,6 +695,7 @@ type prpCarry struct {
 	clarifications []clarification
 	outOfScope     []string
 	deps           []packDependency
+	siblings       []relatedStory
 }
 
 // faithfulPRP is one story's PRP: the default mode's, its context and
@@ -757,6 +759,15 @@ func faithfulPRP(st story, repo *repoPrompt, c prpCarry) prp {
 	}
 	want := strings.TrimPrefix(cmpOr(strings.TrimSpace(st.IWant), "to use this feature"), "to ")
 	faithfulGround(&p, st, want, repo, c.deps)
+	var others []string
+	for _, r := range c.siblings {
+		if r.ID != "" && r.ID != st.ID {
+			others = append(others, strings.TrimSpace(r.ID+" "+r.Title))
+		}
+	}
+	if len(others) > 0 {
+		p.Context.Codebase = append(p.Context.Codebase, "Other stories deliver the rest of the epic; leave their work to them: "+strings.Join(others, "; ")+".")
+	}
 	return p
 }
 

@@ -309,6 +309,7 @@ type faithfulPRPs struct {
 		ID      string `json:"id"`
 		Context struct {
 			References []struct{ Kind, Target, Section, Why string }
+			Codebase   []string `json:"codebase"`
 			Gotchas    []string `json:"gotchas"`
 		} `json:"context"`
 		Tasks []struct {
@@ -386,6 +387,9 @@ func TestFaithfulPRPCarriesContextPack(t *testing.T) {
 			t.Errorf("gotchas %q lack %q", p.Context.Gotchas, g)
 		}
 	}
+	if !slices.ContainsFunc(p.Context.Codebase, func(c string) bool { return strings.Contains(c, "ST-2.2 Reject claims") }) {
+		t.Errorf("codebase %q does not name the sibling story", p.Context.Codebase)
+	}
 	if !slices.ContainsFunc(p.Context.Gotchas, func(g string) bool { return strings.Contains(g, "Who approves when the finance approver is away?") }) {
 		t.Errorf("gotchas %q lack the clarification", p.Context.Gotchas)
 	}
@@ -423,16 +427,25 @@ func TestFaithfulPRPCarriesContextPack(t *testing.T) {
 			t.Errorf("validation command %q is not the repository's", cmd.Command)
 		}
 	}
+	// Every fact of the case the request carries reaches the PRP.
+	packJSON, _ := json.Marshal(pack)
+	carried := 0
 	for _, f := range cs.Facts {
-		if f.ID != "F4" && !f.FoundIn(with) { // F4 (the payroll export) is an assumption here: carried above
-			t.Errorf("the PRP lacks fact %s %q", f.ID, f.Text)
+		if f.FoundIn(string(packJSON)) {
+			carried++
+			if !f.FoundIn(with) {
+				t.Errorf("the PRP lacks fact %s %q", f.ID, f.Text)
+			}
 		}
+	}
+	if carried < 5 {
+		t.Errorf("the pack carries %d facts of the case", carried)
 	}
 
 	// Without the pack, nothing of it reaches the PRP.
 	without := ask(t, c, "spec_prps", stageSchema(t, "prps", false), prpRequest(summary, reqs, epic, story, nil, repo))
 	validate(t, "prps", json.RawMessage(without))
-	for _, s := range []string{"500 euros", "photo", "seven years", "Mileage", "payroll", "Input 1", "finance approver", "submit_claim_st_1_1"} {
+	for _, s := range []string{"500 euros", "photo", "seven years", "Mileage", "payroll", "Input 1", "finance approver", "submit_claim_st_1_1", "ST-2.2", "ST-1.1"} {
 		if strings.Contains(without, s) {
 			t.Errorf("without the context pack the PRP still says %q:\n%s", s, without)
 		}
