@@ -666,3 +666,92 @@ func TestDefaultModeReadsNewParts(t *testing.T) {
 		}
 	}
 }
+
+// TestFaithfulSingleCallPRPs: a single-call PRP request with the raw
+// material, every earlier stage and the repository section gets PRPs that
+// carry every fact of the case, quote the raw sentences their requirements
+// come from, and are grounded: created paths new and distinct, a path
+// another PRP creates modified only by a story depending on it, file
+// references and commands from the repository.
+func TestFaithfulSingleCallPRPs(t *testing.T) {
+	t.Parallel()
+	c := faithfulLLM(t)
+	cs := corpusCase(t, "expense-notes")
+	var arts [][2]string
+	for _, st := range []string{"scope", "prd", "epics", "stories"} {
+		arts = append(arts, [2]string{st, ask(t, c, "spec_"+st, stageSchema(t, st, st == "prd"), stagePrompt(st, cs.Inputs, arts...))})
+	}
+	var stories struct {
+		Stories []struct {
+			ID        string   `json:"id"`
+			DependsOn []string `json:"depends_on"`
+		} `json:"stories"`
+	}
+	mustDecode(t, json.RawMessage(arts[3][1]), &stories)
+	var tree []string
+	for p := range cs.Repo.Files {
+		tree = append(tree, p)
+	}
+	slices.Sort(tree)
+	repo := fmt.Sprintf("\n# Repository acme/%s\n\n<tree files=\"%d\" shown=\"%d\">\n%s\n</tree>\n\n<file path=\"internal/claims/claim.go\">\n%s\n</file>\n\n<commands source=\"Makefile\">\nmake test\nmake lint\n</commands>\n",
+		cs.Repo.Name, len(tree), len(tree), strings.Join(tree, "\n"), fenced(cs.Repo.Files["internal/claims/claim.go"], "file"))
+	out := ask(t, c, "spec_prps", stageSchema(t, "prps", false), stagePrompt("prps", cs.Inputs, arts...)+repo)
+	validate(t, "prps", json.RawMessage(out))
+	var doc faithfulPRPs
+	mustDecode(t, json.RawMessage(out), &doc)
+	if len(doc.PRPs) != len(stories.Stories) || len(doc.PRPs) < 3 {
+		t.Fatalf("%d PRPs for %d stories", len(doc.PRPs), len(stories.Stories))
+	}
+	createdBy := map[string]string{}
+	for i, p := range doc.PRPs {
+		story := stories.Stories[i]
+		if !slices.ContainsFunc(p.Context.References, func(r struct{ Kind, Target, Section, Why string }) bool {
+			return r.Target == "Input 1: "+cs.Inputs[0].Title && strings.Contains(cs.Inputs[0].Content, r.Section) && strings.HasPrefix(r.Why, "Source of REQ-")
+		}) {
+			t.Errorf("%s quotes no raw sentence: %+v", p.ID, p.Context.References)
+		}
+		for _, r := range p.Context.References {
+			if _, ok := cs.Repo.Files[r.Target]; r.Kind == "file" && !ok {
+				t.Errorf("%s references %s", p.ID, r.Target)
+			}
+		}
+		for _, tk := range p.Tasks {
+			_, inTree := cs.Repo.Files[tk.Path]
+			switch owner, created := createdBy[tk.Path]; {
+			case tk.Action == "create" && (inTree || created):
+				t.Errorf("%s creates %s, which the tree or %s has", p.ID, tk.Path, owner)
+			case tk.Action == "create":
+				createdBy[tk.Path] = story.ID
+			case !inTree && (!created || !slices.Contains(story.DependsOn, owner)):
+				t.Errorf("%s modifies %s, created by %q, a story %s does not depend on", p.ID, tk.Path, owner, story.ID)
+			}
+		}
+		for _, cmd := range p.Validation.Commands {
+			if cmd.Command != "make test" && cmd.Command != "make lint" {
+				t.Errorf("%s validates with %q", p.ID, cmd.Command)
+			}
+		}
+	}
+	modifiesDependency := false
+	for i, p := range doc.PRPs {
+		for _, tk := range p.Tasks {
+			if owner := createdBy[tk.Path]; tk.Action == "modify" && owner != "" && owner != stories.Stories[i].ID {
+				modifiesDependency = true
+			}
+		}
+	}
+	if !modifiesDependency {
+		t.Error("no PRP modifies what the PRP of a story it depends on creates")
+	}
+	for _, f := range cs.Facts {
+		if !f.FoundIn(out) {
+			t.Errorf("the PRPs lack fact %s %q", f.ID, f.Text)
+		}
+	}
+	// The non-goal reaches every PRP as an anti-pattern.
+	for _, p := range doc.PRPs {
+		if !slices.Contains(p.AntiPatterns, "Out of scope: Mileage claims are out of scope for the first release.") {
+			t.Errorf("%s anti-patterns %q", p.ID, p.AntiPatterns)
+		}
+	}
+}
