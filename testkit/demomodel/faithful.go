@@ -451,9 +451,20 @@ func readPack(user string) *contextPack {
 	return decodeInto[contextPack]([]byte(unfence(m[1], "context_pack")))
 }
 
-// readRepo is the repository section of a user message (the tree, the
-// files shown and the commands), nil when it has none.
-func readRepo(c string) *repoPrompt {
+// repoSection is the repository section that ends a stage request's user
+// message ("# Repository …" on), "" when it has none: what comes before
+// it (raw material, artifacts) may itself mention a <tree>.
+func repoSection(user string) string {
+	if i := strings.LastIndex(user, "\n# Repository "); i >= 0 {
+		return user[i:]
+	}
+	return ""
+}
+
+// readRepo is the repository a user message's repository section shows
+// (the tree, the files shown and the commands), nil when it has none.
+func readRepo(user string) *repoPrompt {
+	c := repoSection(user)
 	m := treePattern.FindStringSubmatch(c)
 	if m == nil {
 		return nil
