@@ -3,13 +3,17 @@ package evalcorpus
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 )
 
+// loaded is Load's answer, read once for the tests that only look.
+var loaded = sync.OnceValues(Load)
+
 func TestLoadReadsEveryCase(t *testing.T) {
 	t.Parallel()
-	cases, err := Load()
+	cases, err := loaded()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +89,7 @@ func TestStoredSize(t *testing.T) {
 
 func TestSlice(t *testing.T) {
 	t.Parallel()
-	cases, err := Load()
+	cases, err := loaded()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +171,7 @@ func TestExpand(t *testing.T) {
 // TestFillerHasNoFacts: no fact of any case is found in the filler.
 func TestFillerHasNoFacts(t *testing.T) {
 	t.Parallel()
-	cases, err := Load()
+	cases, err := loaded()
 	if err != nil {
 		t.Fatal(err)
 	}
