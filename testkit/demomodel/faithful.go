@@ -2,6 +2,7 @@ package demomodel
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -475,15 +476,17 @@ func readRepo(user string) *repoPrompt {
 			r.tree[l] = true
 		}
 	}
+	// The files to follow and change: those shown that the tree has, with
+	// an extension to name a new file by.
 	for _, f := range filePattern.FindAllStringSubmatch(c, -1) {
-		if r.tree[f[1]] && !slices.Contains(r.files, f[1]) {
+		if r.tree[f[1]] && path.Ext(f[1]) != "" && !slices.Contains(r.files, f[1]) {
 			r.files = append(r.files, f[1])
 		}
 	}
 	if len(r.files) == 0 {
 		var paths []string
 		for l := range r.tree {
-			if strings.Contains(l, "/") && strings.Contains(l[strings.LastIndex(l, "/"):], ".") && !strings.HasPrefix(l, ".") {
+			if strings.Contains(l, "/") && path.Ext(l) != "" && !strings.HasPrefix(l, ".") {
 				paths = append(paths, l)
 			}
 		}
@@ -816,8 +819,7 @@ func faithfulGround(p *prp, st story, want string, repo *repoPrompt, deps []pack
 	if i := slices.IndexFunc(shown, func(f string) bool { return !testFile.MatchString(f) }); i >= 0 {
 		first = shown[i]
 	}
-	dir := first[:strings.LastIndex(first, "/")+1]
-	ext := first[strings.LastIndex(first, "."):]
+	dir, ext := first[:strings.LastIndex(first, "/")+1], path.Ext(first)
 	slug := strings.Trim(slugPattern.ReplaceAllString(strings.ToLower(shortTitle(st.Title)), "_"), "_")
 	id := strings.Trim(slugPattern.ReplaceAllString(strings.ToLower(st.ID), "_"), "_")
 	created := dir + cmpOr(slug, "feature") + "_" + id + ext

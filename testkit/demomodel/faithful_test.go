@@ -755,3 +755,21 @@ func TestFaithfulSingleCallPRPs(t *testing.T) {
 		}
 	}
 }
+
+// TestFaithfulPRPOddRepository: files without an extension, a tree the
+// raw material mentions and no commands do not trip the model.
+func TestFaithfulPRPOddRepository(t *testing.T) {
+	t.Parallel()
+	story := map[string]any{"id": "ST-1.1", "epic_id": "EP-1", "title": "Build it", "as_a": "user", "i_want": "to build it", "so_that": "it is built",
+		"acceptance_criteria": []map[string]string{{"given": "x", "when": "y", "then": "z"}}, "requirement_ids": []string{}, "estimate": 1,
+		"independent_test": "t", "edge_cases": []string{}, "depends_on": []string{}}
+	repo := "\n# Repository acme/odd\n\n<tree files=\"3\" shown=\"3\">\nDockerfile\ncmd/tool/Procfile\nREADME\n</tree>\n\n<file path=\"cmd/tool/Procfile\">\nweb: tool\n</file>\n\nThe repository shows no test or build commands.\n"
+	user := strings.Replace(prpRequest(map[string]any{"title": "Odd"}, []any{}, map[string]any{"id": "EP-1"}, story, nil, repo), "# PRD", "<tree>\nnot/the/repo.go\n</tree>\n# PRD", 1)
+	out := ask(t, faithfulLLM(t), "spec_prps", stageSchema(t, "prps", false), user)
+	validate(t, "prps", json.RawMessage(out))
+	var doc faithfulPRPs
+	mustDecode(t, json.RawMessage(out), &doc)
+	if len(doc.PRPs) != 1 || len(doc.PRPs[0].Validation.Commands) != 0 || doc.PRPs[0].Validation.NoneReason == "" || strings.Contains(out, "not/the/repo.go") {
+		t.Errorf("PRPs %s", out)
+	}
+}
