@@ -115,6 +115,7 @@ type Sandbox struct {
 	// (port 0) and held until the server takes it, so no one else takes the
 	// port in between.
 	listener  net.Listener
+	keepModel bool
 	token     string
 	accountID string
 	repos     int
@@ -135,9 +136,17 @@ type Sandbox struct {
 // address, on 127.0.0.1 when it names no host, with port 0 replaced by a
 // free port chosen now (so that the OAuth callback URL is right). Errors:
 // only when a loopback port cannot be opened.
-func Start(cfg app.Config, logger *slog.Logger) (app.Config, *Sandbox, error) {
+//
+// Options change what the sandbox runs: KeepModel leaves the configured
+// model in place, WithResponder answers with another model than the demo
+// model.
+func Start(cfg app.Config, logger *slog.Logger, opts ...Option) (app.Config, *Sandbox, error) {
 	if !cfg.Sandbox {
 		return cfg, nil, nil
+	}
+	o := options{responder: demomodel.New().Respond}
+	for _, opt := range opts {
+		opt(&o)
 	}
 	ln, err := sandboxPublicURL(&cfg)
 	if err != nil {
@@ -152,8 +161,9 @@ func Start(cfg app.Config, logger *slog.Logger) (app.Config, *Sandbox, error) {
 		github:    fakegithub.NewHandler(fakegithub.WithEpoch(now.AddDate(0, -3, 0))),
 		publicURL: cfg.PublicURL,
 		tokenFile: filepath.Join(cfg.DataDir, TokenFileName),
+		keepModel: o.keepModel,
 	}
-	sb.openai.SetResponder(demomodel.New().Respond)
+	sb.openai.SetResponder(o.responder)
 	seedSandboxAWS(sb.aws.Account(AWSAccountID), now)
 	sb.aws.BuildsFinishAfter(sandboxBuildTime)
 	seedSandboxGitHub(sb.github, now)
@@ -173,8 +183,10 @@ func Start(cfg app.Config, logger *slog.Logger) (app.Config, *Sandbox, error) {
 		*f.url = u
 	}
 
-	cfg.LLM.BaseURL = sb.openaiURL + "/v1"
-	cfg.LLM.APIKey = OpenAIKey
+	if !o.keepModel {
+		cfg.LLM.BaseURL = sb.openaiURL + "/v1"
+		cfg.LLM.APIKey = OpenAIKey
+	}
 	cfg.AWSEndpoint = sb.awsURL
 	cfg.GitHub = app.GitHubConfig{
 		ClientID:      GitHubClientID,
@@ -184,6 +196,29 @@ func Start(cfg app.Config, logger *slog.Logger) (app.Config, *Sandbox, error) {
 		WebhookSecret: WebhookSecret,
 	}
 	return cfg.WithSandbox(sb), sb, nil
+}
+
+// Option changes what Start runs.
+type Option func(*options)
+
+type options struct {
+	keepModel bool
+	responder func(*fakeopenai.Request) fakeopenai.Response
+}
+
+// KeepModel leaves the configured model (Config.LLM) in place instead of
+// pointing it at the fake OpenAI: AWS and GitHub are still fakes, the model
+// is the real provider. `devpilot eval` uses it when a provider is set.
+func KeepModel() Option { return func(o *options) { o.keepModel = true } }
+
+// WithResponder makes respond answer the fake OpenAI's chat requests
+// instead of the demo model (testkit/demomodel); nil keeps the demo model.
+func WithResponder(respond func(*fakeopenai.Request) fakeopenai.Response) Option {
+	return func(o *options) {
+		if respond != nil {
+			o.responder = respond
+		}
+	}
 }
 
 // sandboxPublicURL sets cfg.PublicURL, when unset, to the listen address.
@@ -298,6 +333,25 @@ func (sb *Sandbox) TokenFile() string { return sb.tokenFile }
 // answers the next model call instead, and the demo model the ones after.
 func (sb *Sandbox) Model() *fakeopenai.Server { return sb.openai }
 
+// GitHub is the fake GitHub the sandbox serves, for a caller that adds
+// repositories or users of its own (see AddRepo).
+func (sb *Sandbox) GitHub() *fakegithub.Server { return sb.github }
+
+// AddRepo adds a private repository of the organisation Org to the fake
+// GitHub, visible to the demo GitHub user (GitHubLogin), with id as its
+// GitHub id and files as its default branch's tree. Call it before the app
+// starts: the demo GitHub connection, made on start, lists the repositories
+// the demo user sees then.
+func (sb *Sandbox) AddRepo(name, description string, id int64, files map[string]string) *fakegithub.Repo {
+	repo := sb.github.AddRepo(Org, name, fakegithub.RepoID(id), fakegithub.Private(),
+		fakegithub.VisibleTo(GitHubLogin), fakegithub.Description(description))
+	repo.Commit(fakegithub.Commit{Message: "Initial commit", Author: GitHubLogin, Date: time.Now().UTC().Add(-time.Hour).Truncate(time.Minute)})
+	if len(files) > 0 {
+		repo.Files(files)
+	}
+	return repo
+}
+
 // PublicURL is devpilot's base URL as the sandbox configured it.
 func (sb *Sandbox) PublicURL() string { return sb.publicURL }
 
@@ -377,8 +431,12 @@ func (sb *Sandbox) seed(ctx context.Context, p sandboxParams) error {
 
 // banner says loudly, at warn level, that the providers are fakes.
 func (sb *Sandbox) banner() {
+	first := "SANDBOX MODE: fake OpenAI, AWS and GitHub on loopback; nothing reaches a real provider"
+	if sb.keepModel {
+		first = "SANDBOX MODE: fake AWS and GitHub on loopback; the model is the configured provider"
+	}
 	lines := []string{
-		"SANDBOX MODE: fake OpenAI, AWS and GitHub on loopback; nothing reaches a real provider",
+		first,
 		"SANDBOX MODE: demo token: " + sb.Token(),
 		"SANDBOX MODE: token file: " + sb.tokenFile,
 		"SANDBOX MODE: webhook secret: " + WebhookSecret,

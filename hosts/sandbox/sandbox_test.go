@@ -12,6 +12,7 @@ import (
 
 	"github.com/devpilot/devpilot/hosts/app"
 	"github.com/devpilot/devpilot/hosts/sandbox"
+	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 // The end-to-end tests of a started sandbox (seeding, restarts, the
@@ -98,4 +99,80 @@ func TestStartPointsTheConfigAtTheFakes(t *testing.T) {
 	}
 	sb.Close()
 	sb.Close()
+}
+
+func TestStartOptions(t *testing.T) {
+	t.Parallel()
+	const realURL = "https://llm.example.test/v1"
+	tests := []struct {
+		name      string
+		opts      []sandbox.Option
+		wantFake  bool
+		wantReply string
+	}{
+		{name: "defaults: the demo model behind the fake", wantFake: true},
+		{name: "KeepModel: the configured provider", opts: []sandbox.Option{sandbox.KeepModel()}},
+		{name: "WithResponder: another model behind the fake", wantFake: true, wantReply: "scripted",
+			opts: []sandbox.Option{sandbox.WithResponder(func(*fakeopenai.Request) fakeopenai.Response { return fakeopenai.Text("scripted") })}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := load(t, map[string]string{app.EnvDataDir: t.TempDir(), app.EnvHTTPAddr: "127.0.0.1:0", app.EnvSandbox: "1",
+				app.EnvOpenAIKey: "sk-real", app.EnvOpenAIBaseURL: realURL})
+			got, sb, err := sandbox.Start(cfg, app.NewLogger(cfg, io.Discard), tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sb.Close()
+			if fake := got.LLM.BaseURL != realURL; fake != tt.wantFake {
+				t.Fatalf("LLM = %+v: fake model %v, want %v", got.LLM, fake, tt.wantFake)
+			}
+			if !tt.wantFake && got.LLM.APIKey != "sk-real" {
+				t.Errorf("KeepModel changed the API key to %q", got.LLM.APIKey)
+			}
+			if tt.wantReply == "" {
+				return
+			}
+			body := strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+			req, _ := http.NewRequest(http.MethodPost, got.LLM.BaseURL+"/chat/completions", body)
+			req.Header.Set("Authorization", "Bearer "+got.LLM.APIKey)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			if !strings.Contains(string(raw), tt.wantReply) {
+				t.Errorf("the fake answered %s, want the responder's %q", raw, tt.wantReply)
+			}
+		})
+	}
+}
+
+func TestAddRepoServesTheFilesToTheDemoUser(t *testing.T) {
+	t.Parallel()
+	cfg := load(t, map[string]string{app.EnvDataDir: t.TempDir(), app.EnvHTTPAddr: "127.0.0.1:0"})
+	cfg, sb, err := sandbox.Start(cfg, app.NewLogger(cfg, io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	repo := sb.AddRepo("expenses-api", "Expense claims API", 990001, map[string]string{"Makefile": "test:\n\tgo test ./...\n"})
+	if repo.FullName() != sandbox.Org+"/expenses-api" || repo.ID() != 990001 || sb.GitHub() == nil {
+		t.Fatalf("repo %s (%d)", repo.FullName(), repo.ID())
+	}
+	if got, ok := repo.File("Makefile"); !ok || !strings.Contains(got, "go test") {
+		t.Errorf("Makefile = %q, %v", got, ok)
+	}
+	// Private, and visible to the demo GitHub user: an anonymous read is 404.
+	resp, err := http.Get(cfg.GitHub.APIURL + "repos/" + repo.FullName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("anonymous GET of a private repository: %d, want 404", resp.StatusCode)
+	}
 }
