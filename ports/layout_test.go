@@ -36,7 +36,9 @@ var sharedCore = []string{"tool", "internal"}
 // packages import no area; ports → standard library; adapters and testkit
 // never import core or hosts; nothing outside hosts imports hosts; in hosts
 // only the sandbox (hosts/sandbox) imports testkit, so hosts/app stays
-// wiring only and a binary without the sandbox links no testkit code. Only
+// wiring only and a binary without the sandbox links no testkit code (the
+// evaluation harness, hosts/eval, runs on the sandbox and is linked only where
+// the sandbox is, so it may import testkit too). Only
 // the packages' own files count, not their tests.
 func TestDependencyRule(t *testing.T) {
 	t.Parallel()
@@ -101,8 +103,13 @@ func standard(path string) bool {
 }
 
 // sandboxHost is the one host package that may import testkit: it runs the
-// sandbox's fakes.
-const sandboxHost = module + "/hosts/sandbox"
+// sandbox's fakes. evalHost, the evaluation harness, runs on the sandbox
+// and reads the golden corpus (testkit/evalcorpus); the devpilot command
+// links it only in a build with the sandbox.
+const (
+	sandboxHost = module + "/hosts/sandbox"
+	evalHost    = module + "/hosts/eval"
+)
 
 // forbidden says why the package pkg may not import imp, "" when it may.
 func forbidden(pkg, imp string) string {
@@ -118,8 +125,8 @@ func forbidden(pkg, imp string) string {
 		return from + " may not import core"
 	case from == "core" && to == "core" && coreArea(imp) != "" && coreArea(imp) != coreArea(pkg):
 		return "one area of core may not import another area's package (nor may core's shared packages); share through ports or core/tool"
-	case from == "hosts" && to == "testkit" && pkg != sandboxHost:
-		return "in hosts only " + sandboxHost + " may import testkit (the fakes stay out of the wiring and out of a -tags nosandbox binary)"
+	case from == "hosts" && to == "testkit" && pkg != sandboxHost && pkg != evalHost:
+		return "in hosts only " + sandboxHost + " and " + evalHost + " may import testkit (the fakes stay out of the wiring and out of a -tags nosandbox binary)"
 	}
 	return ""
 }
@@ -153,6 +160,8 @@ func TestForbidden(t *testing.T) {
 		{"hosts/app", module + "/testkit/fakeaws", true},
 		{"hosts/devpilot", module + "/testkit/demomodel", true},
 		{"hosts/sandbox", module + "/testkit/fakeopenai", false},
+		{"hosts/eval", module + "/testkit/evalcorpus", false},
+		{"hosts/httpapi", module + "/testkit/evalcorpus", true},
 		{"hosts/sandbox", module + "/hosts/app", false},
 	}
 	for _, tt := range tests {
