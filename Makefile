@@ -9,7 +9,7 @@ PKGS     := ./...
 # default 10 minutes on a busy 2-core machine under -race.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-postgres generate check-generate check-tidy lint fmt bench fuzz clean
+.PHONY: all build run eval test test-postgres generate check-generate check-tidy lint fmt bench fuzz clean
 
 all: lint test
 
@@ -19,6 +19,13 @@ build:
 ## run: start HTTP API + worker on the embedded defaults (SQLite under ./data).
 run: build
 	./$(BIN) run
+
+## eval: run the evaluation corpus on the sandbox (or the configured model)
+## into ./eval-runs/<timestamp>; EVAL_FLAGS adds flags, e.g.
+## EVAL_FLAGS="--cases expense-notes --concurrency 4".
+EVAL_FLAGS ?=
+eval: build
+	./$(BIN) eval run $(EVAL_FLAGS)
 
 ## test: every test, on SQLite; also on PostgreSQL when DEVPILOT_TEST_POSTGRES_URL is set.
 test:

@@ -38,6 +38,7 @@ commands:
   worker    background job worker only
   migrate   apply database migrations and exit
   token     manage API tokens: token create | list | revoke
+  eval      run the evaluation corpus and report metrics; eval compare A B
   version   print the version (also: devpilot --version)
 
 devpilot COMMAND --help (or devpilot help COMMAND) describes a command and its flags.
@@ -99,6 +100,8 @@ func (c cli) dispatch(ctx context.Context, args []string) error {
 		return c.migrate(ctx)
 	case "token":
 		return c.token(ctx, rest)
+	case "eval":
+		return c.eval(ctx, rest)
 	case "version", "--version", "-version":
 		if err := c.parse(newFlags("version"), rest, 0); err != nil {
 			return err
@@ -152,6 +155,36 @@ Lists API tokens: id, prefix, owner, last use and status.
 	"token revoke": `usage: devpilot token revoke ID
 
 Revokes the API token with that id (see devpilot token list).
+`,
+	"eval": `usage: devpilot eval [run] [flags] | devpilot eval compare A B [--threshold 0.05]
+
+Runs the golden corpus (specification cases, content briefs, assistant tasks)
+on a devpilot started in this process, and reports metrics; compare tells
+two runs apart. devpilot eval run --help and devpilot eval compare --help
+describe each. Needs a build with the sandbox.
+`,
+	"eval run": `usage: devpilot eval [run] [--cases id,id] [--out DIR] [--concurrency N] [--parts spec,content,assistant] [--resume]
+
+Runs the golden corpus on a devpilot started in this process: a SQLite
+database in the run directory, the sandbox's fake AWS and GitHub (each case's
+repository is added to the fake GitHub), and the configured model
+(OPENAI_API_KEY, OPENAI_BASE_URL, DEVPILOT_LLM_*) or, with none, the sandbox's
+demo model. Each case goes through the five specification stages; the content
+part writes briefs under a brand; the assistant part plays scripted chats.
+Writes report.json and report.md in the run directory and prints a summary.
+An interrupted run (Ctrl-C) continues with --resume --out DIR.
+The optional judge model scores each stage on a fixed rubric:
+DEVPILOT_EVAL_JUDGE_MODEL (with DEVPILOT_EVAL_JUDGE_BASE_URL,
+DEVPILOT_EVAL_JUDGE_API_KEY); off when unset.
+`,
+	"eval compare": `usage: devpilot eval compare A B [--threshold 0.05]
+
+Compares two runs (run directories or report.json files): prints each
+metric's change from A to B, and exits with status 1, naming each one, when
+a metric got worse by more than the threshold (coverage, grounding,
+first-try validity and task success down; conflicts, findings, repair turns
+and failures up). Shares (0 to 1) compare by absolute change, counts by
+change relative to A. Time and tokens are shown, never regressions.
 `,
 	"token": `usage: devpilot token create | list | revoke [flags]
 

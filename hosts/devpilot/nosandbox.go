@@ -3,6 +3,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -26,4 +28,14 @@ func checkSandboxBuild(cfg app.Config) error {
 // configuration already).
 func startSandbox(cfg app.Config, _ *slog.Logger) (app.Config, func() string, func(), error) {
 	return cfg, nil, func() {}, checkSandboxBuild(cfg)
+}
+
+// eval refuses: the evaluation harness runs on the sandbox's fakes, which
+// this build does not link.
+func (c cli) eval(_ context.Context, args []string) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help") {
+		return c.parse(newFlags("eval"), []string{"--help"}, 0)
+	}
+	return errUsage{errors.New("eval needs the sandbox's fakes, and this devpilot was built without the sandbox (go build -tags nosandbox): " +
+		"use a devpilot built without the nosandbox tag (make build)")}
 }

@@ -106,22 +106,23 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	// What was asked for is checked before anything is created.
+	picked, err := pickCases(all, opts.Cases)
+	if err != nil {
+		return Report{}, err
+	}
+	parts, err := pickParts(opts.Parts)
+	if err != nil {
+		return Report{}, err
+	}
 	st, err := prepareDir(opts.Out, opts.Resume)
 	if err != nil {
 		return Report{}, err
 	}
 	if st == nil {
-		cases, err := pickCases(all, opts.Cases)
-		if err != nil {
-			return Report{}, err
-		}
-		parts, err := pickParts(opts.Parts)
-		if err != nil {
-			return Report{}, err
-		}
 		st = &state{Version: stateVersion, StartedAt: time.Now().UTC(), Parts: parts, Spec: map[string]*caseState{},
 			path: opts.Out + string(os.PathSeparator) + StateFile}
-		for _, c := range cases {
+		for _, c := range picked {
 			st.Cases = append(st.Cases, c.ID)
 		}
 	}

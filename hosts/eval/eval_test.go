@@ -3,33 +3,195 @@ package eval_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/devpilot/devpilot/hosts/eval"
+	"github.com/devpilot/devpilot/testkit/demomodel"
+	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 // noEnv is an empty environment: the tests never reach a configured
-// provider, whatever the machine's environment says.
+// provider or judge, whatever the machine's environment says.
 func noEnv(string) string { return "" }
+
+// The tests run the expense-notes case only, with the sandbox's demo model.
+const testCase = "expense-notes"
 
 func TestRunWritesReports(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "run")
 	var progress bytes.Buffer
-	rep, err := eval.Run(context.Background(), eval.Options{Cases: []string{"expense-notes"}, Out: out, Concurrency: 2,
+	rep, err := eval.Run(context.Background(), eval.Options{Cases: []string{testCase}, Out: out, Concurrency: 2,
 		Getenv: noEnv, Progress: &progress})
 	if err != nil {
 		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
 	}
-	raw, _ := json.MarshalIndent(rep, "", "  ")
-	t.Logf("%s", raw)
-	t.Logf("%s", eval.Summary(rep))
-	for _, f := range []string{eval.ReportJSON, eval.ReportMarkdown, eval.StateFile} {
-		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
-			t.Errorf("%s: %v", f, err)
+	if !strings.Contains(progress.String(), "14/14") {
+		t.Errorf("progress does not reach 14/14 (5 stages, 3 briefs, 6 tasks):\n%s", progress.String())
+	}
+	if len(rep.Cases) != 1 || rep.Cases[0].Status != "done" || len(rep.Cases[0].Stages) != len(eval.Stages) {
+		t.Fatalf("cases = %+v, want %s done with 5 stages", rep.Cases, testCase)
+	}
+	c := rep.Cases[0]
+	for i, s := range c.Stages {
+		if s.Stage != eval.Stages[i] || s.Status != "ready" || s.Model == "" || s.DurationMS == nil {
+			t.Errorf("stage %d = %+v, want %s ready with a model and a time", i, s, eval.Stages[i])
+		}
+	}
+	m := c.Metrics
+	inUnit := func(name string, v *float64) {
+		t.Helper()
+		if v == nil || *v < 0 || *v > 1 {
+			t.Errorf("%s = %v, want a share from 0 to 1", name, v)
+		}
+	}
+	inUnit("requirement coverage", m.RequirementCoverage)
+	inUnit("fact coverage in the PRD", m.FactCoverage.PRD)
+	inUnit("fact coverage in the stories", m.FactCoverage.Stories)
+	inUnit("fact coverage in the PRPs", m.FactCoverage.PRPs)
+	inUnit("grounding", m.Grounding.Share)
+	if m.Grounding.Checked == 0 || m.CrossPRPConflicts == nil {
+		t.Errorf("grounding checked %d paths and commands, conflicts %v: want the PRPs checked", m.Grounding.Checked, m.CrossPRPConflicts)
+	}
+	if rep.Content == nil || len(rep.Content.Drafts) != 3 || rep.Content.Failed != 0 || rep.Content.FindingsPerDraft == nil {
+		t.Errorf("content = %+v, want 3 drafts with their findings", rep.Content)
+	}
+	if rep.Assistant == nil || len(rep.Assistant.Tasks) != 6 || rep.Assistant.TaskSuccess == nil || *rep.Assistant.TaskSuccess != 1 {
+		t.Errorf("assistant = %+v, want 6 tasks, all successful with the demo model", rep.Assistant)
+	}
+	if rep.Model == "" || rep.Provider != "sandbox" || rep.Totals.PromptTokens == nil || *rep.Totals.PromptTokens == 0 {
+		t.Errorf("model %q provider %q tokens %v", rep.Model, rep.Provider, rep.Totals.PromptTokens)
+	}
+	for _, name := range []string{"spec.fact_coverage.prps", "spec.grounding", "spec.requirement_coverage", "spec.cross_prp_conflicts",
+		"content.findings_per_draft", "assistant.task_success", "case." + testCase + ".fact_coverage.prps"} {
+		if rep.Summary[name] == nil {
+			t.Errorf("summary has no %s", name)
+		}
+	}
+	// What is on disk is what Run returned.
+	onDisk, err := eval.LoadReport(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(onDisk.Summary, rep.Summary) {
+		t.Errorf("report.json's summary differs from Run's")
+	}
+	md, err := os.ReadFile(filepath.Join(out, eval.ReportMarkdown))
+	if err != nil || !strings.Contains(string(md), "## "+testCase) || !strings.Contains(string(md), "| prps | ready |") {
+		t.Errorf("report.md (%v):\n%s", err, md)
+	}
+}
+
+// countingModel is the demo model, counting the specification requests by
+// stage.
+type countingModel struct {
+	mu    sync.Mutex
+	calls map[string]int
+	model *demomodel.Model
+}
+
+func (m *countingModel) respond(req *fakeopenai.Request) fakeopenai.Response {
+	m.mu.Lock()
+	m.calls[req.ResponseSchemaName()]++
+	m.mu.Unlock()
+	return m.model.Respond(req)
+}
+
+func (m *countingModel) count(name string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls[name]
+}
+
+func TestResumeContinuesFromTheLastFinishedStage(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "run")
+	model := &countingModel{calls: map[string]int{}, model: demomodel.New()}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := eval.Options{Cases: []string{testCase}, Out: out, Parts: []string{eval.PartSpec}, Getenv: noEnv, Responder: model.respond,
+		AfterStage: func(_, stage string) {
+			if stage == "scope" {
+				cancel()
+			}
+		}}
+	rep, err := eval.Run(ctx, opts)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("the interrupted run returned %v, want context.Canceled", err)
+	}
+	if len(rep.Cases) != 1 || rep.Cases[0].Status != "incomplete" || len(rep.Cases[0].Stages) != 1 {
+		t.Fatalf("after the interruption: %+v, want the case incomplete after its scope", rep.Cases)
+	}
+	session := rep.Cases[0].SessionID
+	scopeCalls, prdCalls := model.count("spec_scope"), model.count("spec_prd")
+	if scopeCalls == 0 || prdCalls != 0 {
+		t.Fatalf("before resuming: %d scope and %d PRD requests, want the scope only", scopeCalls, prdCalls)
+	}
+
+	// Without --resume the directory is refused: it holds a run.
+	opts.AfterStage = nil
+	var usageErr *eval.UsageError
+	if _, err := eval.Run(context.Background(), opts); !errors.As(err, &usageErr) || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("a second run on the directory: %v, want a usage error naming --resume", err)
+	}
+	opts.Resume = true
+	opts.Cases = nil // the run's own cases
+	rep, err = eval.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if len(rep.Cases) != 1 || rep.Cases[0].Status != "done" || len(rep.Cases[0].Stages) != len(eval.Stages) || rep.Cases[0].SessionID != session {
+		t.Fatalf("after resuming: %+v, want the same session done with 5 stages", rep.Cases)
+	}
+	if got := model.count("spec_scope"); got != scopeCalls {
+		t.Errorf("the scope was generated again: %d requests, %d before resuming", got, scopeCalls)
+	}
+	if model.count("spec_prd") == 0 || model.count("spec_prps") == 0 {
+		t.Errorf("the later stages were not generated: %v", model.calls)
+	}
+	if rep.Cases[0].Metrics.Grounding.Share == nil {
+		t.Errorf("the resumed run's PRPs are not grounded in the case repository: %+v", rep.Cases[0].Metrics.Grounding)
+	}
+}
+
+func TestRunRefusesBadOptions(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		opts eval.Options
+		want string
+	}{
+		{"unknown case", eval.Options{Cases: []string{testCase, "no-such-case"}, Out: filepath.Join(dir, "new1")}, `unknown case "no-such-case"`},
+		{"unknown part", eval.Options{Parts: []string{"spec", "poetry"}, Out: filepath.Join(dir, "new2")}, `unknown part "poetry"`},
+		{"out is a file", eval.Options{Out: file}, "is a file, not a directory"},
+		{"no out", eval.Options{}, "--out"},
+		{"resume without a run", eval.Options{Out: dir, Resume: true}, "holds no run"},
+		{"resume of a missing directory", eval.Options{Out: filepath.Join(dir, "missing"), Resume: true}, "does not exist"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Getenv = noEnv
+			_, err := eval.Run(context.Background(), tt.opts)
+			var usageErr *eval.UsageError
+			if !errors.As(err, &usageErr) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Run = %v, want a usage error saying %q", err, tt.want)
+			}
+		})
+	}
+	for _, d := range []string{"new1", "new2"} {
+		if _, err := os.Stat(filepath.Join(dir, d)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a refused run created %s", d)
 		}
 	}
 }
