@@ -235,6 +235,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		{[]string{"token", "list", "--help"}, "usage: devpilot token list", []string{"-org", "-email"}},
 		{[]string{"token", "revoke", "--help"}, "usage: devpilot token revoke ID", nil},
 		{[]string{"help", "serve"}, "usage: devpilot serve", []string{"-sandbox"}},
+		{[]string{"help", "eval"}, "usage: devpilot eval", nil},
 		{[]string{"--help"}, "usage: devpilot <command>", nil},
 	}
 	for _, tt := range tests {

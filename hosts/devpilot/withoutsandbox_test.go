@@ -85,6 +85,7 @@ func TestNoSandboxBinaryRefusesTheSandbox(t *testing.T) {
 		{"run without provider settings", []string{"run"}, nil, "no provider settings"},
 		{"serve --sandbox", []string{"serve", "--sandbox"}, []string{"DEVPILOT_SECRET_KEY=" + key}, "--sandbox"},
 		{"serve with DEVPILOT_SANDBOX=1", []string{"serve"}, []string{"DEVPILOT_SECRET_KEY=" + key, "DEVPILOT_SANDBOX=1"}, "DEVPILOT_SANDBOX=1"},
+		{"eval", []string{"eval", "run", "--cases", "expense-notes"}, nil, "eval needs the sandbox"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
