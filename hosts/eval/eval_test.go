@@ -195,3 +195,54 @@ func TestRunRefusesBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestRunOnTheConfiguredModelWithAJudge runs the spec part on a configured
+// provider (OPENAI_API_KEY and OPENAI_BASE_URL: here a fake OpenAI answered
+// by the demo model, standing in for a real one) instead of the sandbox's
+// model, one case at a time (tokens per stage from the usage API), with
+// the judge scoring every stage.
+func TestRunOnTheConfiguredModelWithAJudge(t *testing.T) {
+	t.Parallel()
+	provider := fakeopenai.New(t)
+	provider.SetResponder(demomodel.New().Respond)
+	judge := fakeopenai.New(t)
+	judge.SetResponder(func(*fakeopenai.Request) fakeopenai.Response {
+		return fakeopenai.Text(`{"faithful":4,"complete":3,"specific":4,"consistent":5,"notes":"fine"}`)
+	})
+	env := map[string]string{"OPENAI_API_KEY": "sk-configured", "OPENAI_BASE_URL": provider.URL(), "DEVPILOT_LLM_MODEL": "configured-model",
+		eval.EnvJudgeModel: "judge-model", eval.EnvJudgeBaseURL: judge.URL(), eval.EnvJudgeAPIKey: "sk-judge"}
+	rep, err := eval.Run(context.Background(), eval.Options{Cases: []string{testCase}, Out: filepath.Join(t.TempDir(), "run"),
+		Parts: []string{eval.PartSpec}, Concurrency: 1, Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Provider != provider.URL() || rep.Model != "configured-model" {
+		t.Errorf("provider %q model %q, want the configured ones", rep.Provider, rep.Model)
+	}
+	specCalls := 0
+	for _, r := range provider.Requests() {
+		if strings.HasPrefix(r.ResponseSchemaName(), "spec_") {
+			specCalls++
+		}
+	}
+	if specCalls < len(eval.Stages) {
+		t.Errorf("the configured provider got %d specification requests, want every stage's", specCalls)
+	}
+	if len(rep.Cases) != 1 || rep.Cases[0].Status != "done" {
+		t.Fatalf("cases: %+v", rep.Cases)
+	}
+	for _, s := range rep.Cases[0].Stages {
+		if s.Model != "configured-model" || s.TokensSource != "usage" || s.PromptTokens == nil || *s.PromptTokens == 0 {
+			t.Errorf("stage %s: model %q tokens %v from %q, want the configured model and the usage API's tokens", s.Stage, s.Model, s.PromptTokens, s.TokensSource)
+		}
+		if s.Judge == nil || s.Judge.Mean == nil || *s.Judge.Mean != 4 {
+			t.Errorf("stage %s: judge %+v, want a mean of 4", s.Stage, s.Judge)
+		}
+	}
+	if got := len(judge.Requests()); got != len(eval.Stages) {
+		t.Errorf("the judge got %d requests, want one per stage", got)
+	}
+	if m := rep.Summary["spec.judge_mean"]; m == nil || *m != 4 {
+		t.Errorf("spec.judge_mean = %v", m)
+	}
+}
