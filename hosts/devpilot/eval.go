@@ -39,7 +39,7 @@ func (c cli) evalRun(ctx context.Context, args []string) error {
 	out := fs.String("out", "", "the run directory (default: ./eval-runs/<timestamp>; with --resume, the interrupted run's)")
 	concurrency := fs.Int("concurrency", 2, "how many cases run at once")
 	parts := fs.String("parts", strings.Join(eval.AllParts, ","), "what to run: spec, content, assistant (comma-separated)")
-	resume := fs.Bool("resume", false, "continue the interrupted run in --out from its last finished stage")
+	resume := fs.Bool("resume", false, "continue the interrupted run in --out from its last finished stage (with the run's own cases and parts)")
 	if err := c.parse(fs, args, 0); err != nil {
 		return err
 	}

@@ -145,12 +145,11 @@ func (r *runner) draft(ctx context.Context, project string, b brief, banned []st
 	}
 	item := gen.Items[0]
 	d.ContentID = item.ID
+	var wait poller
 	for item.Status == "generating" {
-		select {
-		case <-ctx.Done():
-			d.Status, d.Error = "failed", ctx.Err().Error()
+		if err := wait.wait(ctx); err != nil {
+			d.Status, d.Error = "failed", err.Error()
 			return d
-		case <-time.After(pollEvery):
 		}
 		if err := api.do(ctx, http.MethodGet, "/api/v1/content/"+url.PathEscape(item.ID), nil, &item); err != nil {
 			d.Status, d.Error = "failed", err.Error()

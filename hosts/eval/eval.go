@@ -50,7 +50,9 @@ type Options struct {
 	Concurrency int
 	// Parts are what to run: spec, content, assistant (all when empty).
 	Parts []string
-	// Resume continues the interrupted run in Out from where it stopped.
+	// Resume continues the interrupted run in Out from where it stopped,
+	// with that run's cases and parts (Cases and Parts are then only
+	// checked, not used).
 	Resume bool
 	// Responder answers the model's requests on the sandbox's fake OpenAI
 	// (the demo model when nil and no provider is configured). When set,

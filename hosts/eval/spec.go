@@ -11,8 +11,31 @@ import (
 	"github.com/devpilot/devpilot/testkit/evalcorpus"
 )
 
-// pollEvery is how often a waiting run reads a session or a draft again.
-const pollEvery = 100 * time.Millisecond
+// A waiting run reads a session or a draft again after pollFirst, then
+// less and less often, up to every pollMax.
+const (
+	pollFirst = 50 * time.Millisecond
+	pollMax   = time.Second
+)
+
+// poller waits between two reads of something being generated.
+type poller struct{ next time.Duration }
+
+// wait waits the next interval, or until ctx ends (its error).
+func (p *poller) wait(ctx context.Context) error {
+	if p.next == 0 {
+		p.next = pollFirst
+	}
+	t := time.NewTimer(p.next)
+	defer t.Stop()
+	p.next = min(p.next*3/2, pollMax)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // specSession is what the harness reads of a PSE session.
 type specSession struct {
@@ -156,6 +179,7 @@ func (r *runner) stage(ctx context.Context, c evalcorpus.Case, sessionID, stage 
 		}
 		generated = true
 	}
+	var wait poller
 	for {
 		if err := api.do(ctx, http.MethodGet, "/api/v1/pse/sessions/"+url.PathEscape(sessionID), nil, &sess); err != nil {
 			return stageResult{}, err
@@ -163,10 +187,8 @@ func (r *runner) stage(ctx context.Context, c evalcorpus.Case, sessionID, stage 
 		if sess.Status != "generating" {
 			break
 		}
-		select {
-		case <-ctx.Done():
-			return stageResult{}, ctx.Err()
-		case <-time.After(pollEvery):
+		if err := wait.wait(ctx); err != nil {
+			return stageResult{}, err
 		}
 	}
 	res := stageResult{Stage: stage, Status: sess.Status, Generated: generated}
