@@ -643,15 +643,18 @@ func Markdown(rep Report) string {
 				tokens(s.PromptTokens, s.CompletionTokens), pct(s.FirstTryValid), intOr(s.RepairTurns), s.FindingsLeft, judge,
 				cmpOr(s.PromptVersion, "n/a"), cmpOr(s.Model, "n/a"))
 		}
-		for _, l := range [][]string{m.FactCoverage.MissingInPRPs, m.Grounding.Misses, m.Conflicts} {
-			for _, x := range l {
-				fmt.Fprintf(&b, "\n- %s", x)
+		for _, l := range []struct {
+			title string
+			items []string
+		}{{"Facts the PRPs miss", m.FactCoverage.MissingInPRPs}, {"Not grounded", m.Grounding.Misses}, {"Cross-PRP conflicts", m.Conflicts}} {
+			if len(l.items) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "\n%s:\n\n", l.title)
+			for _, x := range l.items {
+				fmt.Fprintf(&b, "- %s\n", x)
 			}
 		}
-		if len(m.FactCoverage.MissingInPRPs) > 0 {
-			b.WriteString(" (facts missing in the PRPs above)")
-		}
-		b.WriteString("\n")
 	}
 	if c := rep.Content; c != nil {
 		b.WriteString("\n## Content\n\n| brief | status | words | brand-check findings | banned words | time |\n|---|---|---|---|---|---|\n")

@@ -70,3 +70,20 @@ func TestCompareShowsMetricsOnlyOneRunHas(t *testing.T) {
 		t.Errorf("a metric only one run has is not shown as n/a:\n%s", out.String())
 	}
 }
+
+func TestMarkdownListsWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	conflicts := 1
+	rep := Report{Parts: []string{PartSpec}, Cases: []CaseReport{{ID: "c1", Title: "T", Status: "done",
+		Stages: []StageReport{{Stage: "prps", Status: "ready", PromptVersion: "abc123", Model: "m"}},
+		Metrics: CaseMetrics{FactCoverage: FactCoverages{MissingInPRPs: []string{"F2"}}, Grounding: Grounding{Misses: []string{"PRP-1 references x.go"}},
+			CrossPRPConflicts: &conflicts, Conflicts: []string{"PRP-1 and PRP-2 both create a.go"}}}}}
+	rep.Summary = summarize(rep)
+	md := Markdown(rep)
+	for _, want := range []string{"## c1 — T (done)", "Facts the PRPs miss:\n\n- F2\n", "Not grounded:\n\n- PRP-1 references x.go\n",
+		"Cross-PRP conflicts:\n\n- PRP-1 and PRP-2 both create a.go\n", "| prps | ready |", "| abc123 | m |", "| spec.cross_prp_conflicts | 1 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+}
