@@ -246,3 +246,31 @@ func TestRunOnTheConfiguredModelWithAJudge(t *testing.T) {
 		t.Errorf("spec.judge_mean = %v", m)
 	}
 }
+
+// TestAFailedStageEndsItsCaseNotTheRun: a model that never answers the PRD
+// stage validly fails the stage; the case is reported failed with the
+// stages it finished, and the run still writes its report.
+func TestAFailedStageEndsItsCaseNotTheRun(t *testing.T) {
+	t.Parallel()
+	demo := demomodel.New()
+	rep, err := eval.Run(context.Background(), eval.Options{Cases: []string{testCase}, Out: filepath.Join(t.TempDir(), "run"),
+		Parts: []string{eval.PartSpec}, Getenv: noEnv, Responder: func(req *fakeopenai.Request) fakeopenai.Response {
+			if req.ResponseSchemaName() == "spec_prd" {
+				return fakeopenai.Text(`{"title":`)
+			}
+			return demo.Respond(req)
+		}})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	c := rep.Cases[0]
+	if c.Status != "failed" || len(c.Stages) != 2 || c.Stages[0].Status != "ready" || c.Stages[1].Status != "failed" || c.Error == "" {
+		t.Fatalf("case = %+v, want failed at its PRD", c)
+	}
+	if got := rep.Summary["spec.stages_failed"]; got == nil || *got != 1 {
+		t.Errorf("spec.stages_failed = %v, want 1", got)
+	}
+	if rep.Summary["spec.fact_coverage.prps"] != nil {
+		t.Errorf("a case without PRPs has a PRP fact coverage")
+	}
+}
