@@ -34,10 +34,15 @@ type host struct {
 	stop     func()
 }
 
-// modelConfigured reports whether the environment names a model provider
-// (OPENAI_API_KEY or OPENAI_BASE_URL).
+// modelConfigured reports whether the environment names a model provider:
+// OPENAI_API_KEY, or OPENAI_BASE_URL naming another server than OpenAI's
+// (a local or compatible one, which may need no key).
 func modelConfigured(getenv func(string) string) bool {
-	return strings.TrimSpace(getenv(app.EnvOpenAIKey)) != "" || strings.TrimSpace(getenv(app.EnvOpenAIBaseURL)) != ""
+	if strings.TrimSpace(getenv(app.EnvOpenAIKey)) != "" {
+		return true
+	}
+	base := strings.TrimSpace(getenv(app.EnvOpenAIBaseURL))
+	return base != "" && !strings.Contains(strings.ToLower(base), "://api.openai.com")
 }
 
 // startHost starts devpilot on dir. With a responder, or without a

@@ -237,3 +237,22 @@ func TestScoreTask(t *testing.T) {
 		}
 	}
 }
+
+func TestModelConfigured(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{}, false},
+		{map[string]string{"OPENAI_API_KEY": "sk-x"}, true},
+		{map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}, true},
+		{map[string]string{"OPENAI_BASE_URL": "https://api.openai.com/v1"}, false},
+		{map[string]string{"DEVPILOT_LLM_MODEL": "gpt-4o"}, false},
+	}
+	for _, tt := range tests {
+		if got := modelConfigured(func(k string) string { return tt.env[k] }); got != tt.want {
+			t.Errorf("modelConfigured(%v) = %v, want %v", tt.env, got, tt.want)
+		}
+	}
+}
