@@ -55,7 +55,8 @@ type Options struct {
 	// checked, not used).
 	Resume bool
 	// Responder answers the model's requests on the sandbox's fake OpenAI
-	// (the demo model when nil and no provider is configured). When set,
+	// (the faithful demo model when nil and no provider is configured).
+	// When set,
 	// the fake is used even when a provider is configured.
 	Responder func(*fakeopenai.Request) fakeopenai.Response
 	// Getenv reads the configuration (os.Getenv when nil): the model

@@ -15,6 +15,7 @@ import (
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/hosts/app"
 	"github.com/devpilot/devpilot/hosts/sandbox"
+	"github.com/devpilot/devpilot/testkit/demomodel"
 	"github.com/devpilot/devpilot/testkit/evalcorpus"
 	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
@@ -47,7 +48,7 @@ func modelConfigured(getenv func(string) string) bool {
 
 // startHost starts devpilot on dir. With a responder, or without a
 // configured provider, the model is the sandbox's fake (answered by
-// responder, the demo model by default); otherwise the configured one.
+// responder, the faithful demo model by default); otherwise the configured one.
 // The cases' repositories are added to the fake GitHub before the demo
 // connection is made.
 func startHost(ctx context.Context, dir string, getenv func(string) string, responder func(*fakeopenai.Request) fakeopenai.Response, cases []evalcorpus.Case) (*host, error) {
@@ -98,6 +99,12 @@ func startHost(ctx context.Context, dir string, getenv func(string) string, resp
 			provider = "openai"
 		}
 	} else {
+		if responder == nil {
+			// The faithful demo model writes each stage only from its
+			// request, so the corpus measures what reaches each call.
+			responder = demomodel.New(demomodel.Faithful()).Respond
+			provider = "sandbox (faithful demo model)"
+		}
 		opts = append(opts, sandbox.WithResponder(responder))
 	}
 	logFile, err := os.OpenFile(filepath.Join(abs, LogFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
