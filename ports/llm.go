@@ -67,6 +67,12 @@ type ChatRequest struct {
 	MaxTokens int
 	// ResponseFormat, when set, asks for structured output.
 	ResponseFormat *JSONSchemaFormat
+	// Temperature, when not nil, is the sampling temperature (0 to 2);
+	// nil leaves it to the provider. A model that takes none is sent none.
+	Temperature *float64
+	// Seed, when not nil, asks the provider for deterministic sampling,
+	// where it offers it; nil sends none.
+	Seed *int64
 }
 
 // FinishReason says why the model stopped.

@@ -29,7 +29,24 @@ type Observer interface {
 	// VoiceCallStarted is called once for each realtime call started through
 	// the server, whose token usage is then metered.
 	VoiceCallStarted()
+	// SpecStageGenerated is called once for each specification artifact
+	// stored: its stage, the repair turns its generation took, and the
+	// findings left on it by kind (see SpecFindingKinds; a kind not among
+	// them may be counted as SpecFindingOther).
+	SpecStageGenerated(stage Stage, repairTurns int, findings map[string]int)
 }
+
+// SpecFindingKinds are the kinds of the findings the specification engine
+// leaves on its artifacts (SpecGeneration.FindingsByKind): the bounded set
+// an Observer may use as labels.
+var SpecFindingKinds = []string{
+	"unknown_id", "uncovered", "dependency", "compound_criterion", "oversized_story",
+	"criteria_mismatch", "grounding_path", "grounding_command", "missing", "repository",
+}
+
+// SpecFindingOther is the kind an Observer counts a finding under whose
+// kind is not one of SpecFindingKinds.
+const SpecFindingOther = "other"
 
 // UnknownTool is the tool ToolCall is given for a call that named no tool
 // of the registry.
@@ -75,3 +92,6 @@ func (NopObserver) WebhookProcessed(time.Duration) {}
 
 // VoiceCallStarted does nothing.
 func (NopObserver) VoiceCallStarted() {}
+
+// SpecStageGenerated does nothing.
+func (NopObserver) SpecStageGenerated(Stage, int, map[string]int) {}

@@ -88,20 +88,60 @@ type SpecInput struct {
 // SpecArtifact is one version of a stage's output: structured Data (JSON
 // matching the stage's schema), Content rendered from it as Markdown, and the
 // traceability Checks found when it was generated. Stale is set when an
-// earlier stage was regenerated after it.
+// earlier stage was regenerated after it. PromptVersion names the stage's
+// instructions and schema it was asked with (a short hash; "" for an
+// artifact made before versions were recorded), and Generation measures how
+// it was made.
 type SpecArtifact struct {
-	ID           string
-	SessionID    string
-	Stage        Stage
-	Version      int
-	Format       string
-	Content      string
-	Data         json.RawMessage
-	Checks       []string
-	Model        string
-	GenerationID string
-	Stale        bool
-	CreatedAt    time.Time
+	ID            string
+	SessionID     string
+	Stage         Stage
+	Version       int
+	Format        string
+	Content       string
+	Data          json.RawMessage
+	Checks        []string
+	Model         string
+	GenerationID  string
+	Stale         bool
+	CreatedAt     time.Time
+	PromptVersion string
+	Generation    SpecGeneration
+}
+
+// SpecGeneration is the statistics of the generation of one artifact, all
+// zero for an artifact made before they were recorded. An ask is one
+// request for the stage's answer with its retries and repair turn: one in
+// single-call mode, one per epic (stories) or per story (PRPs) in batch
+// mode.
+type SpecGeneration struct {
+	// Calls counts the stage's model calls: every ask's first call, its
+	// retry after an invalid answer and its repair turn, and the calls that
+	// digested the inputs for it.
+	Calls int
+	// Batches counts the stage's asks that got an answer.
+	Batches int
+	// FirstTryValid counts the asks whose first answer was valid (JSON
+	// matching the stage's schema and id rules).
+	FirstTryValid int
+	// InvalidAnswers counts the answers of the asks that were not valid.
+	InvalidAnswers int
+	// RepairTurns counts the turns that sent a valid answer's findings back
+	// to the model.
+	RepairTurns int
+	// PromptTokens and CompletionTokens sum the usage of every call.
+	PromptTokens     int
+	CompletionTokens int
+	// DurationMS is the time the stage took to generate, in milliseconds.
+	DurationMS int64
+	// FindingsByKind counts the findings left on the artifact (its Checks)
+	// by kind (unknown_id, uncovered, dependency, …; repository for a
+	// repository that could not be read).
+	FindingsByKind map[string]int
+	// Temperature and Seed are the sampling settings the calls were sent
+	// with; nil when left to the provider.
+	Temperature *float64
+	Seed        *int64
 }
 
 // SpecInputLimits bound a session's inputs for SpecStore.AddSpecInput; a

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,12 @@ const unknownTool = "unknown"
 //     delivery's receipt to the end of its processing.
 //   - devpilot_voice_calls_total: realtime calls started through the server,
 //     whose token usage is metered.
+//   - devpilot_spec_stages_generated_total{stage}: specification artifacts
+//     stored, by stage (scope, prd, epics, stories, prps).
+//   - devpilot_spec_repair_turns_total{stage}: the turns that sent a stage's
+//     findings back to the model.
+//   - devpilot_spec_findings_total{stage,kind}: the findings left on the
+//     stored artifacts, kind one of ports.SpecFindingKinds or "other".
 //
 // Its methods are safe for concurrent use and never block.
 type Observer struct {
@@ -35,6 +42,10 @@ type Observer struct {
 	deliveries *prometheus.CounterVec
 	lag        prometheus.Histogram
 	voiceCalls prometheus.Counter
+
+	specStages   *prometheus.CounterVec
+	specRepairs  *prometheus.CounterVec
+	specFindings *prometheus.CounterVec
 }
 
 var _ ports.Observer = (*Observer)(nil)
@@ -65,6 +76,18 @@ func NewObserver(reg prometheus.Registerer) *Observer {
 			Name: "devpilot_voice_calls_total",
 			Help: "Realtime voice calls started through the server (POST /api/v1/voice/calls), whose token usage is metered.",
 		})),
+		specStages: Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "devpilot_spec_stages_generated_total",
+			Help: "Specification artifacts stored, by stage.",
+		}, []string{"stage"})),
+		specRepairs: Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "devpilot_spec_repair_turns_total",
+			Help: "Repair turns of the specification stages stored (a valid answer's findings sent back to the model), by stage.",
+		}, []string{"stage"})),
+		specFindings: Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "devpilot_spec_findings_total",
+			Help: "Findings left on the specification artifacts stored, by stage and kind (other for a kind outside the known set).",
+		}, []string{"stage", "kind"})),
 	}
 	// The bounded labels start at zero, so that rates exist before the first event.
 	for _, s := range []ports.ConfirmationStatus{ports.ConfirmationApproved, ports.ConfirmationRejected, ports.ConfirmationExpired} {
@@ -72,6 +95,10 @@ func NewObserver(reg prometheus.Registerer) *Observer {
 	}
 	for _, w := range []ports.WebhookOutcome{ports.WebhookAccepted, ports.WebhookDuplicate, ports.WebhookBadSignature, ports.WebhookRefused} {
 		o.deliveries.WithLabelValues(string(w))
+	}
+	for _, st := range ports.Stages {
+		o.specStages.WithLabelValues(string(st))
+		o.specRepairs.WithLabelValues(string(st))
 	}
 	return o
 }
@@ -102,3 +129,24 @@ func (o *Observer) WebhookProcessed(lag time.Duration) {
 
 // VoiceCallStarted implements ports.Observer.
 func (o *Observer) VoiceCallStarted() { o.voiceCalls.Inc() }
+
+// SpecStageGenerated implements ports.Observer. A stage outside ports.Stages
+// is not counted; a finding kind outside ports.SpecFindingKinds counts as
+// ports.SpecFindingOther, so labels stay bounded.
+func (o *Observer) SpecStageGenerated(stage ports.Stage, repairTurns int, findings map[string]int) {
+	if !slices.Contains(ports.Stages, stage) {
+		return
+	}
+	st := string(stage)
+	o.specStages.WithLabelValues(st).Inc()
+	o.specRepairs.WithLabelValues(st).Add(float64(max(repairTurns, 0)))
+	for kind, n := range findings {
+		if n <= 0 {
+			continue
+		}
+		if !slices.Contains(ports.SpecFindingKinds, kind) {
+			kind = ports.SpecFindingOther
+		}
+		o.specFindings.WithLabelValues(st, kind).Add(float64(n))
+	}
+}

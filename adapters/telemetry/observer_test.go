@@ -84,7 +84,39 @@ func TestObserverCounts(t *testing.T) {
 		"devpilot_webhook_processing_lag_seconds{}_sum":                  0.25,
 		"devpilot_voice_calls_total{}":                                   2,
 	}
-	if got := gather(t, reg, "devpilot_"); !maps.Equal(got, want) {
+	got := gather(t, reg, "devpilot_")
+	maps.DeleteFunc(got, func(k string, _ float64) bool { return strings.HasPrefix(k, "devpilot_spec_") }) // TestObserverCountsSpecStages
+	if !maps.Equal(got, want) {
+		t.Errorf("metrics\n%v\nwant\n%v", got, want)
+	}
+}
+
+func TestObserverCountsSpecStages(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewPedanticRegistry()
+	o := telemetry.NewObserver(reg)
+	o.SpecStageGenerated(ports.StageStories, 2, map[string]int{"dependency": 3, "compound_criterion": 1, "uncovered": 0})
+	o.SpecStageGenerated(ports.StageStories, 0, nil)
+	// A kind outside the known set is "other"; an unknown stage is not counted.
+	o.SpecStageGenerated(ports.StagePRPs, 1, map[string]int{"grounding_path": 2, "made up by someone": 4})
+	o.SpecStageGenerated("design", 5, map[string]int{"dependency": 1})
+
+	want := map[string]float64{
+		"devpilot_spec_stages_generated_total{stage=stories}":                 2,
+		"devpilot_spec_stages_generated_total{stage=prps}":                    1,
+		"devpilot_spec_repair_turns_total{stage=stories}":                     2,
+		"devpilot_spec_repair_turns_total{stage=prps}":                        1,
+		"devpilot_spec_findings_total{kind=dependency,stage=stories}":         3,
+		"devpilot_spec_findings_total{kind=compound_criterion,stage=stories}": 1,
+		"devpilot_spec_findings_total{kind=grounding_path,stage=prps}":        2,
+		"devpilot_spec_findings_total{kind=other,stage=prps}":                 4,
+	}
+	// Every stage's series exist from the start, at zero.
+	for _, st := range []string{"scope", "prd", "epics"} {
+		want["devpilot_spec_stages_generated_total{stage="+st+"}"] = 0
+		want["devpilot_spec_repair_turns_total{stage="+st+"}"] = 0
+	}
+	if got := gather(t, reg, "devpilot_spec_"); !maps.Equal(got, want) {
 		t.Errorf("metrics\n%v\nwant\n%v", got, want)
 	}
 }

@@ -33,6 +33,9 @@ func (r *obsRecorder) ConfirmationDecided(s ports.ConfirmationStatus) {
 func (r *obsRecorder) WebhookReceived(o ports.WebhookOutcome) { r.add("webhook " + string(o)) }
 func (r *obsRecorder) WebhookProcessed(time.Duration)         { r.add("processed") }
 func (r *obsRecorder) VoiceCallStarted()                      { r.add("voice call") }
+func (r *obsRecorder) SpecStageGenerated(st ports.Stage, _ int, _ map[string]int) {
+	r.add("spec stage " + string(st))
+}
 
 // take returns what was heard since the last take.
 func (r *obsRecorder) take() []string {
