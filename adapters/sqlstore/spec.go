@@ -310,6 +310,56 @@ type specArtifactRow struct {
 	GenerationID string    `db:"generation_id"`
 	Stale        bool      `db:"stale"`
 	CreatedAt    timestamp `db:"created_at"`
+	// PromptVersion is '' and Generation NULL for artifacts stored before
+	// they were recorded.
+	PromptVersion string   `db:"prompt_version"`
+	Generation    jsonText `db:"generation"`
+}
+
+// specGenerationJSON is ports.SpecGeneration as the generation column
+// holds it.
+type specGenerationJSON struct {
+	Calls            int            `json:"calls"`
+	Batches          int            `json:"batches"`
+	FirstTryValid    int            `json:"first_try_valid"`
+	InvalidAnswers   int            `json:"invalid_answers"`
+	RepairTurns      int            `json:"repair_turns"`
+	PromptTokens     int            `json:"prompt_tokens"`
+	CompletionTokens int            `json:"completion_tokens"`
+	DurationMS       int64          `json:"duration_ms"`
+	FindingsByKind   map[string]int `json:"findings_by_kind,omitempty"`
+	Temperature      *float64       `json:"temperature,omitempty"`
+	Seed             *int64         `json:"seed,omitempty"`
+}
+
+// encodeGeneration is g as JSON text; none (NULL) for the zero statistics.
+func encodeGeneration(g ports.SpecGeneration) (jsonText, error) {
+	if g.Calls == 0 && g.Batches == 0 && g.FirstTryValid == 0 && g.InvalidAnswers == 0 && g.RepairTurns == 0 &&
+		g.PromptTokens == 0 && g.CompletionTokens == 0 && g.DurationMS == 0 && len(g.FindingsByKind) == 0 &&
+		g.Temperature == nil && g.Seed == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(specGenerationJSON(g))
+	if err != nil {
+		return nil, ports.Wrap(ports.KindInternal, err, "encode generation statistics")
+	}
+	return b, nil
+}
+
+// decodeGeneration reads encodeGeneration's text; NULL is the zero
+// statistics, and an empty FindingsByKind reads back as nil.
+func decodeGeneration(text jsonText) (ports.SpecGeneration, error) {
+	if len(text) == 0 {
+		return ports.SpecGeneration{}, nil
+	}
+	var g specGenerationJSON
+	if err := json.Unmarshal(text, &g); err != nil {
+		return ports.SpecGeneration{}, ports.Wrap(ports.KindInternal, fmt.Errorf("sqlstore: bad generation statistics: %w", err), "database error")
+	}
+	if len(g.FindingsByKind) == 0 {
+		g.FindingsByKind = nil
+	}
+	return ports.SpecGeneration(g), nil
 }
 
 // CompleteGeneration implements ports.SpecStore in one transaction: a's
@@ -324,6 +374,10 @@ func (s *Spec) CompleteGeneration(ctx context.Context, a ports.SpecArtifact, at 
 		return err
 	}
 	checks, err := encodeList(a.Checks)
+	if err != nil {
+		return err
+	}
+	generation, err := encodeGeneration(a.Generation)
 	if err != nil {
 		return err
 	}
@@ -351,10 +405,11 @@ func (s *Spec) CompleteGeneration(ctx context.Context, a ports.SpecArtifact, at 
 			return storeErr(err, what, "")
 		}
 		_, err = c.exec(ctx, `INSERT INTO spec_artifacts
-			(id, session_id, stage, stage_order, version, format, content, data, checks, model, generation_id, stale, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, FALSE, ?)`,
+			(id, session_id, stage, stage_order, version, format, content, data, checks, model, generation_id, stale, created_at,
+			 prompt_version, generation)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, FALSE, ?, ?, ?)`,
 			a.ID, a.SessionID, string(a.Stage), order, version, a.Format, a.Content, jsonText(a.Data), checks,
-			a.Model, a.GenerationID, timestamp(created))
+			a.Model, a.GenerationID, timestamp(created), a.PromptVersion, generation)
 		if err != nil {
 			return storeErr(err, "spec artifact "+a.ID+" of generation "+a.GenerationID, what)
 		}
@@ -396,12 +451,13 @@ func (s *Spec) FailGeneration(ctx context.Context, sessionID, generationID strin
 	return storeErr(err, "spec session "+sessionID, "")
 }
 
-// ListArtifacts implements ports.SpecStore; an empty Checks reads back as
-// nil, and an unknown session has no artifacts.
+// ListArtifacts implements ports.SpecStore; an empty Checks, and an empty
+// Generation.FindingsByKind, read back as nil, and an unknown session has
+// no artifacts.
 func (s *Spec) ListArtifacts(ctx context.Context, sessionID string) ([]ports.SpecArtifact, error) {
 	var rows []specArtifactRow
 	err := s.db.read(ctx).list(ctx, &rows, `SELECT id, session_id, stage, version, format, content, data, checks, model,
-		generation_id, stale, created_at
+		generation_id, stale, created_at, prompt_version, generation
 		FROM spec_artifacts WHERE session_id = ? ORDER BY stage_order, version`, sessionID)
 	if err != nil {
 		return nil, storeErr(err, "spec artifacts", "")
@@ -412,10 +468,15 @@ func (s *Spec) ListArtifacts(ctx context.Context, sessionID string) ([]ports.Spe
 		if err != nil {
 			return nil, err
 		}
+		generation, err := decodeGeneration(r.Generation)
+		if err != nil {
+			return nil, err
+		}
 		artifacts[i] = ports.SpecArtifact{
 			ID: r.ID, SessionID: r.SessionID, Stage: ports.Stage(r.Stage), Version: r.Version, Format: r.Format,
 			Content: r.Content, Data: json.RawMessage(r.Data), Checks: checks, Model: r.Model,
 			GenerationID: r.GenerationID, Stale: r.Stale, CreatedAt: time.Time(r.CreatedAt),
+			PromptVersion: r.PromptVersion, Generation: generation,
 		}
 	}
 	return artifacts, nil

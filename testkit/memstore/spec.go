@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -251,7 +252,7 @@ func (s *Store) CompleteGeneration(ctx context.Context, a ports.SpecArtifact, at
 		}
 	}
 	a.Version, a.Stale, a.CreatedAt = version+1, false, utc(a.CreatedAt)
-	a.Data, a.Checks = bytes.Clone(a.Data), slices.Clone(a.Checks)
+	a = copyArtifact(a)
 	put(ctx, s, s.spec.artifacts, a.ID, a)
 	ss.Status, ss.CurrentStage, ss.Generating, ss.GenerationID, ss.UpdatedAt = ports.SpecReady, a.Stage, "", "", utc(at)
 	put(ctx, s, s.spec.sessions, ss.ID, ss)
@@ -278,14 +279,33 @@ func (s *Store) ListArtifacts(_ context.Context, sessionID string) ([]ports.Spec
 	var out []ports.SpecArtifact
 	for _, a := range s.spec.artifacts {
 		if a.SessionID == sessionID {
-			a.Data, a.Checks = bytes.Clone(a.Data), slices.Clone(a.Checks)
-			out = append(out, a)
+			out = append(out, copyArtifact(a))
 		}
 	}
 	slices.SortFunc(out, func(a, b ports.SpecArtifact) int {
 		return cmp.Or(cmp.Compare(slices.Index(ports.Stages, a.Stage), slices.Index(ports.Stages, b.Stage)), cmp.Compare(a.Version, b.Version))
 	})
 	return out, nil
+}
+
+// copyArtifact is a with nothing shared with the caller; an empty
+// Generation.FindingsByKind becomes nil, as the SQL store reads it back.
+func copyArtifact(a ports.SpecArtifact) ports.SpecArtifact {
+	a.Data, a.Checks = bytes.Clone(a.Data), slices.Clone(a.Checks)
+	g := &a.Generation
+	g.FindingsByKind = maps.Clone(g.FindingsByKind)
+	if len(g.FindingsByKind) == 0 {
+		g.FindingsByKind = nil
+	}
+	if g.Temperature != nil {
+		t := *g.Temperature
+		g.Temperature = &t
+	}
+	if g.Seed != nil {
+		n := *g.Seed
+		g.Seed = &n
+	}
+	return a
 }
 
 func copyStandard(st ports.Standard) ports.Standard {

@@ -123,12 +123,30 @@ func mustStart(t *testing.T, s SpecStores, owner ports.Owner, id string, stage p
 func newArtifact(sessionID string, stage ports.Stage, generationID string, created time.Time) ports.SpecArtifact {
 	return ports.SpecArtifact{
 		ID: newID(), SessionID: sessionID, Stage: stage, Format: "markdown",
-		Content:      "# " + strings.ToUpper(string(stage)) + "\n\n- REQ-1 — keep «this» exactly ✓\n",
-		Data:         json.RawMessage(fmt.Sprintf(`{"stage": %q, "items": [{"id": "REQ-1", "score": 2.5e3}]}`, stage)),
-		Checks:       []string{"EP-2 names no requirement", "ST-2.4 ✓"},
-		Model:        "gpt-4.1-mini",
-		GenerationID: generationID,
-		CreatedAt:    created,
+		Content:       "# " + strings.ToUpper(string(stage)) + "\n\n- REQ-1 — keep «this» exactly ✓\n",
+		Data:          json.RawMessage(fmt.Sprintf(`{"stage": %q, "items": [{"id": "REQ-1", "score": 2.5e3}]}`, stage)),
+		Checks:        []string{"EP-2 names no requirement", "ST-2.4 ✓"},
+		Model:         "gpt-4.1-mini",
+		GenerationID:  generationID,
+		CreatedAt:     created,
+		PromptVersion: "3f9a0c" + string(stage),
+		Generation:    newGeneration(stage),
+	}
+}
+
+// newGeneration is a generation's statistics with every field set: an
+// explicit temperature of 0 for the scope (which must not read back as
+// none), and a seed past 2^53 (which must not lose precision).
+func newGeneration(stage ports.Stage) ports.SpecGeneration {
+	temperature, seed := 0.35, int64(1<<53+1)
+	if stage == ports.StageScope {
+		temperature, seed = 0, -7
+	}
+	return ports.SpecGeneration{
+		Calls: 5, Batches: 3, FirstTryValid: 2, InvalidAnswers: 1, RepairTurns: 1,
+		PromptTokens: 12345, CompletionTokens: 678, DurationMS: 98765,
+		FindingsByKind: map[string]int{"dependency": 2, "uncovered": 1},
+		Temperature:    &temperature, Seed: &seed,
 	}
 }
 
@@ -190,6 +208,9 @@ func checkArtifacts(t *testing.T, what string, got, want []ports.SpecArtifact) {
 			a.CreatedAt, a.Data = ms(a.CreatedAt), normJSON(a.Data)
 			if len(a.Checks) == 0 {
 				a.Checks = nil
+			}
+			if len(a.Generation.FindingsByKind) == 0 {
+				a.Generation.FindingsByKind = nil
 			}
 			out[i] = a
 		}
@@ -734,12 +755,15 @@ func testCompleteGeneration(t *testing.T, s SpecStores) {
 	prd := generate(t, s, owner, ss.ID, ports.StagePRD, 1, base.Add(2*time.Minute))
 	epics := generate(t, s, owner, ss.ID, ports.StageEpics, 1, base.Add(3*time.Minute))
 
-	// Stories with empty Checks and no Data, completed at a time of its own.
+	// Stories with empty Checks and no Data, completed at a time of its own,
+	// without a prompt version or statistics (as an artifact stored before
+	// they were recorded reads back).
 	gen := newID()
 	started := base.Add(4 * time.Minute)
 	mustStart(t, s, owner, ss.ID, ports.StageStories, gen, started)
 	stories := newArtifact(ss.ID, ports.StageStories, gen, started.Add(time.Second))
 	stories.Checks, stories.Data = []string{}, nil
+	stories.PromptVersion, stories.Generation = "", ports.SpecGeneration{FindingsByKind: map[string]int{}}
 	stories.Version, stories.Stale = 7, true // ignored
 	done := started.Add(2 * time.Second)
 	if err := s.Specs.CompleteGeneration(ctx, stories, done); err != nil {
