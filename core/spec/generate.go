@@ -241,19 +241,26 @@ func (s *Service) generate(ctx context.Context, args GenerateStageArgs, log *slo
 	}
 	prior := earlierDocs(before)
 	findings := func(doc any) []string { return traceability(doc, prior) }
-	out, res, notes, err := s.askStage(ctx, args, sess, inputs, before, standards, &prior, findings, log)
+	stats := newStats(s.cfg, args.Stage)
+	started := s.d.Clock.Now()
+	out, res, notes, err := s.askStage(withStats(ctx, stats), args, sess, inputs, before, standards, &prior, findings, log)
 	if err != nil {
 		return err
 	}
-	checks := append(notes, traceability(out.doc, prior)...)
+	found := traceabilityChecks(out.doc, prior)
+	checks := append(notes, found.list...)
 	if checks == nil {
 		checks = []string{}
 	}
 	now := s.d.Clock.Now()
+	gen := stats.snapshot()
+	gen.DurationMS = max(now.Sub(started).Milliseconds(), 0)
+	gen.FindingsByKind = findingsByKind(found, notes)
 	art := ports.SpecArtifact{
 		ID: s.d.IDs.NewID(), SessionID: args.SessionID, Stage: args.Stage, Format: "markdown",
 		Content: render(out.doc, checks), Data: out.data, Checks: checks,
 		Model: cmp.Or(res.Model, s.cfg.Model), GenerationID: args.GenerationID, CreatedAt: now,
+		PromptVersion: PromptVersion(args.Stage), Generation: gen,
 	}
 	next := s.continuation(args)
 	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
@@ -275,8 +282,12 @@ func (s *Service) generate(ctx context.Context, args GenerateStageArgs, log *slo
 	if err != nil {
 		return err
 	}
-	log.InfoContext(ctx, "stage generated", "checks", len(checks),
-		"prompt_tokens", res.Usage.PromptTokens, "completion_tokens", res.Usage.CompletionTokens)
+	s.d.Observer.SpecStageGenerated(args.Stage, gen.RepairTurns, gen.FindingsByKind)
+	log.InfoContext(ctx, "stage generated", "checks", len(checks), "prompt_version", art.PromptVersion,
+		"calls", gen.Calls, "batches", gen.Batches, "first_try_valid", gen.FirstTryValid,
+		"invalid_answers", gen.InvalidAnswers, "repair_turns", gen.RepairTurns,
+		"prompt_tokens", gen.PromptTokens, "completion_tokens", gen.CompletionTokens,
+		"duration_ms", gen.DurationMS, "findings_by_kind", gen.FindingsByKind)
 	if next != nil {
 		log.InfoContext(ctx, "next stage started", "next_stage", next.Stage, "through", args.Through)
 	}

@@ -38,6 +38,7 @@ func (s *Service) askRepairing(ctx context.Context, st ports.Stage, msgs []ports
 	req := ports.ChatRequest{Model: s.cfg.Model, Messages: msgs, MaxTokens: s.cfg.MaxTokens, ResponseFormat: responseFormat(st)}
 	var (
 		best         *answer
+		answered     bool // the first answer came (for the statistics)
 		retried      bool // the invalid-answer turn was used
 		repaired     bool // the findings turn was used
 		lastProblems []string
@@ -55,6 +56,13 @@ func (s *Service) askRepairing(ctx context.Context, st ports.Stage, msgs []ports
 			return output{}, ports.ChatResult{}, failureOf(err)
 		}
 		out, problems := parseOutput(st, res.Content)
+		if !answered {
+			answered = true
+			statsOf(ctx).answered(problems == nil)
+		}
+		if problems != nil {
+			statsOf(ctx).invalidAnswer()
+		}
 		if problems == nil {
 			var found []string
 			if findings != nil {
@@ -70,6 +78,7 @@ func (s *Service) askRepairing(ctx context.Context, st ports.Stage, msgs []ports
 				return best.out, best.res, nil
 			}
 			repaired = true
+			statsOf(ctx).repairTurn()
 			log.InfoContext(ctx, "the model's answer has findings; asking for a repair", "findings", len(found), "first", found[0])
 			req.Messages = append(slices.Clone(req.Messages),
 				ports.Message{Role: ports.MessageAssistant, Content: res.Content},

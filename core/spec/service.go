@@ -15,6 +15,7 @@ package spec
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -54,6 +55,13 @@ type Config struct {
 	// WatchPoll is how often WatchSession reads a watched session for a new
 	// state (DefaultWatchPoll).
 	WatchPoll time.Duration
+	// Temperature is the sampling temperature of each stage's calls (its
+	// asks, retries, repair turns and the digest calls made for it), from 0
+	// to 2; a stage not in it leaves the temperature to the provider.
+	Temperature map[ports.Stage]float64
+	// Seed, when not nil, is sent with every stage's calls, for providers
+	// that sample deterministically given one.
+	Seed *int64
 }
 
 // DefaultWatchPoll is Config.WatchPoll's default.
@@ -135,6 +143,8 @@ type Deps struct {
 	// Exports keeps the exports of sessions to repository issues; without
 	// it (or Repos, SCM and Cipher) exporting to issues is unavailable.
 	Exports ports.IssueExportStore
+	// Observer hears each stage stored (nil: ports.NopObserver).
+	Observer ports.Observer
 }
 
 // Service is the specification engine's use cases. Every method but
@@ -151,6 +161,10 @@ func New(cfg Config, d Deps) *Service {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
+	if d.Observer == nil {
+		d.Observer = ports.NopObserver{}
+	}
+	cfg.Temperature = maps.Clone(cfg.Temperature)
 	return &Service{cfg: cfg.withDefaults(), d: d, log: d.Logger.With("core", "spec")}
 }
 
