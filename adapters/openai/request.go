@@ -21,23 +21,41 @@ var emptyObjectSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // body go-openai encodes is completed with the tools on its way out (see
 // recordingDoer): encoding the tool catalogue's schemas on every call, as
 // go-openai does, costs more than the rest of a typical request.
+//
+// A temperature of exactly 0 is sent the same way: go-openai's Temperature
+// is a float32 with omitempty, so its encoding leaves a 0 out, and the
+// provider would sample at its default (1 at OpenAI) instead of greedily.
 type call struct {
 	req   goopenai.ChatCompletionRequest
 	tools *toolSet // nil without tools
+	// zeroTemperature sends "temperature":0, which c.req cannot.
+	zeroTemperature bool
 }
 
 // toolsKey introduces the tools in a request body.
 const toolsKey = `,"tools":`
 
+// zeroTemperature is an explicit temperature of 0 in a request body.
+const zeroTemperature = `,"temperature":0`
+
 // withTools completes body, an encoding of c.req in n bytes ending with its
-// closing brace, with c's tools: the brace gives way to the tools and a
-// closing brace. It returns the whole body and its length.
+// closing brace, with what go-openai does not encode: c's tools, and a
+// temperature of 0. The brace gives way to them and a closing brace. It
+// returns the whole body and its length.
 func (c *call) withTools(body io.Reader, n int64) (io.Reader, int64) {
-	if c.tools == nil {
+	if c.tools == nil && !c.zeroTemperature {
 		return body, n
 	}
-	return io.MultiReader(io.LimitReader(body, n-1), strings.NewReader(toolsKey), bytes.NewReader(c.tools.json), strings.NewReader("}")),
-		n + int64(len(toolsKey)+len(c.tools.json))
+	parts := []io.Reader{io.LimitReader(body, n-1)}
+	if c.zeroTemperature {
+		parts = append(parts, strings.NewReader(zeroTemperature))
+		n += int64(len(zeroTemperature))
+	}
+	if c.tools != nil {
+		parts = append(parts, strings.NewReader(toolsKey), bytes.NewReader(c.tools.json))
+		n += int64(len(toolsKey) + len(c.tools.json))
+	}
+	return io.MultiReader(append(parts, strings.NewReader("}"))...), n
 }
 
 // body encodes the request as it is sent, and returns its length.
@@ -90,12 +108,44 @@ func (c *Client) buildRequest(req ports.ChatRequest) (*call, error) {
 		return cl, err
 	}
 	cl.tools = tools
+	if err := sampling(cl, req); err != nil {
+		return cl, err
+	}
 	if f := req.ResponseFormat; f != nil {
 		if err := responseFormat(out, f, c.structuredOutput(out.Model)); err != nil {
 			return cl, err
 		}
 	}
 	return cl, nil
+}
+
+// sampling sets req's temperature and seed on cl. A model that takes no
+// temperature (OpenAI's reasoning models, which go-openai refuses one for)
+// is sent none. It returns an invalid Error for a temperature outside 0 to
+// 2.
+func sampling(cl *call, req ports.ChatRequest) error {
+	out := &cl.req
+	if t := req.Temperature; t != nil {
+		if !(*t >= 0 && *t <= 2) {
+			return invalidRequest(fmt.Sprintf("temperature %v is not from 0 to 2", *t))
+		}
+		if takesTemperature(out.Model) {
+			out.Temperature = float32(*t)
+			cl.zeroTemperature = *t == 0
+		}
+	}
+	if req.Seed != nil {
+		seed := int(*req.Seed)
+		out.Seed = &seed
+	}
+	return nil
+}
+
+// takesTemperature reports whether go-openai lets a request for model set
+// a temperature other than the default.
+func takesTemperature(model string) bool {
+	probe := goopenai.ChatCompletionRequest{Model: model, Temperature: 0.5}
+	return goopenai.NewReasoningValidator().Validate(probe) == nil
 }
 
 // toolSet is a list of tool definitions, encoded for a structured output

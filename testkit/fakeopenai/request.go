@@ -28,6 +28,9 @@ type Request struct {
 	Stream              bool
 	// IncludeUsage is stream_options.include_usage.
 	IncludeUsage bool
+	// Temperature and Seed are the request's, nil when it sent none.
+	Temperature *float64
+	Seed        *int64
 }
 
 // Message is one message of a chat completion request.
@@ -112,6 +115,8 @@ type wireRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	Temperature *float64 `json:"temperature"`
+	Seed        *int64   `json:"seed"`
 }
 
 type wireMessage struct {
@@ -152,6 +157,7 @@ func decodeChat(body []byte, r *Request) error {
 	r.MaxTokens = w.MaxTokens
 	r.MaxCompletionTokens = w.MaxCompletionTokens
 	r.Stream = w.Stream
+	r.Temperature, r.Seed = w.Temperature, w.Seed
 	r.IncludeUsage = w.StreamOptions != nil && w.StreamOptions.IncludeUsage
 	for _, m := range w.Messages {
 		content, err := decodeContent(m.Content)
