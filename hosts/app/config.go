@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/core/spec"
 	"github.com/devpilot/devpilot/hosts/httpapi"
+	"github.com/devpilot/devpilot/ports"
 )
 
 // Mode is how the binary was started; some defaults depend on it.
@@ -289,13 +291,20 @@ type VoiceConfig struct {
 
 // SpecConfig bounds the specification engine's model calls, apart from the
 // chat's: DEVPILOT_SPEC_MAX_TOKENS (output tokens per call, 16384),
-// DEVPILOT_SPEC_CALL_TIMEOUT (one exchange, 0 = the LLM timeout only) and
+// DEVPILOT_SPEC_CALL_TIMEOUT (one exchange, 0 = the LLM timeout only),
 // DEVPILOT_SPEC_CONCURRENCY (story and PRP calls at a time, 4; 0 asks for
-// each stage in one call).
+// each stage in one call), DEVPILOT_SPEC_TEMPERATURE and
+// DEVPILOT_SPEC_SEED (the sampling of each stage's calls; unset leaves it
+// to the provider).
 type SpecConfig struct {
 	MaxTokens   int
 	CallTimeout time.Duration
 	Concurrency int
+	// Temperature is each stage's temperature, from 0 to 2; a stage not in
+	// it is sent none.
+	Temperature map[ports.Stage]float64
+	// Seed, when not nil, is sent with every stage's calls.
+	Seed *int64
 }
 
 // AssistantConfig bounds the assistant loop.
@@ -342,6 +351,13 @@ const (
 	EnvSpecMaxTokens  = "DEVPILOT_SPEC_MAX_TOKENS"
 	EnvSpecTimeout    = "DEVPILOT_SPEC_CALL_TIMEOUT"
 	EnvSpecParallel   = "DEVPILOT_SPEC_CONCURRENCY"
+	// EnvSpecTemperature is SpecConfig.Temperature: one number from 0 to 2
+	// for every stage ("0.2"), or stage=number pairs separated by commas
+	// ("scope=0.7,prd=0.3,prps=0"), with at most one bare number for the
+	// stages not named.
+	EnvSpecTemperature = "DEVPILOT_SPEC_TEMPERATURE"
+	// EnvSpecSeed is SpecConfig.Seed: a whole number, for every stage.
+	EnvSpecSeed       = "DEVPILOT_SPEC_SEED"
 	EnvMaxTokens      = "DEVPILOT_MAX_TOKENS"
 	EnvConfirmTTL     = "DEVPILOT_CONFIRMATION_TTL"
 	EnvAWSEndpoint    = "AWS_ENDPOINT_URL"
@@ -483,6 +499,8 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 		MaxTokens:   int(r.number(EnvSpecMaxTokens, 16384, 1, 1<<20)),
 		CallTimeout: r.duration(EnvSpecTimeout, 0),
 		Concurrency: int(r.number(EnvSpecParallel, 4, 0, 32)),
+		Temperature: r.temperatures(EnvSpecTemperature),
+		Seed:        r.seed(EnvSpecSeed),
 	}
 	c.LLM = LLMConfig{
 		APIKey:  r.str(EnvOpenAIKey, ""),
@@ -798,6 +816,95 @@ func (r *reader) structuredOutput(name string, def openai.StructuredOutput) (ope
 		}
 	}
 	return def, byModel
+}
+
+// maxTemperature is the highest sampling temperature providers take.
+const maxTemperature = 2
+
+// temperatures reads a temperature for every stage, or per stage (see
+// EnvSpecTemperature); nil when unset.
+func (r *reader) temperatures(name string) map[ports.Stage]float64 {
+	v := r.str(name, "")
+	if v == "" {
+		return nil
+	}
+	parse := func(text string) (float64, bool) {
+		t, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+		if err != nil || !(t >= 0 && t <= maxTemperature) {
+			r.fail(name, fmt.Sprintf("%q: %q is not a number from 0 to %d", v, strings.TrimSpace(text), maxTemperature))
+			return 0, false
+		}
+		return t, true
+	}
+	out := map[ports.Stage]float64{}
+	var (
+		def    float64
+		hasDef bool
+	)
+	for entry := range strings.SplitSeq(v, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			r.fail(name, fmt.Sprintf("%q has an empty entry", v))
+			return nil
+		}
+		stage, num, named := strings.Cut(entry, "=")
+		if !named {
+			if hasDef {
+				r.fail(name, fmt.Sprintf("%q gives the temperature of every stage twice", v))
+				return nil
+			}
+			t, ok := parse(entry)
+			if !ok {
+				return nil
+			}
+			def, hasDef = t, true
+			continue
+		}
+		st := ports.Stage(strings.TrimSpace(stage))
+		if !slices.Contains(ports.Stages, st) {
+			r.fail(name, fmt.Sprintf("%q: %q is not a stage (%s)", v, st, stageNames()))
+			return nil
+		}
+		if _, dup := out[st]; dup {
+			r.fail(name, fmt.Sprintf("%q gives stage %s a temperature twice", v, st))
+			return nil
+		}
+		t, ok := parse(num)
+		if !ok {
+			return nil
+		}
+		out[st] = t
+	}
+	if hasDef {
+		for _, st := range ports.Stages {
+			if _, ok := out[st]; !ok {
+				out[st] = def
+			}
+		}
+	}
+	return out
+}
+
+func stageNames() string {
+	names := make([]string, len(ports.Stages))
+	for i, st := range ports.Stages {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
+}
+
+// seed reads a whole number; nil when unset.
+func (r *reader) seed(name string) *int64 {
+	v := r.str(name, "")
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		r.fail(name, fmt.Sprintf("%q must be a whole number", v))
+		return nil
+	}
+	return &n
 }
 
 func (r *reader) oneOf(name, def string, allowed ...string) string {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/openai"
 	"github.com/devpilot/devpilot/hosts/app"
+	"github.com/devpilot/devpilot/ports"
 )
 
 func env(kv map[string]string) func(string) string {
@@ -103,6 +104,7 @@ func TestLoadNamesEveryBadVariable(t *testing.T) {
 		{"oidc issuer not a URL", app.ModeRun, map[string]string{app.EnvOIDCIssuer: "id.example", app.EnvOIDCClientID: "c"}, []string{app.EnvOIDCIssuer}},
 		{"auto titles neither on nor off", app.ModeRun, map[string]string{app.EnvAutoTitle: "yes"}, []string{app.EnvAutoTitle}},
 		{"session too short", app.ModeRun, map[string]string{app.EnvSessionTTL: "1m"}, []string{app.EnvSessionTTL + " must be from 5m to 720h"}},
+		{"spec seed not a number", app.ModeRun, map[string]string{app.EnvSpecSeed: "forty-two"}, []string{app.EnvSpecSeed + ` "forty-two" must be a whole number`}},
 		{"several at once", app.ModeRun, map[string]string{
 			app.EnvLogFormat: "xml", app.EnvLogLevel: "loud", app.EnvRequestTimeout: "soon", app.EnvBodyLimit: "-1",
 			app.EnvOpenAIBaseURL: "localhost:11434", app.EnvMaxToolRounds: "0", app.EnvConfirmTTL: "-1m", app.EnvWorkerJobs: "0",
@@ -139,6 +141,8 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		app.EnvTurnLease: "30s", app.EnvAuthCacheTTL: "0", app.EnvBodyTimeout: "7s", app.EnvLLMStructured: "json_object",
 		app.EnvCORSOrigins: "https://app.example.com, http://localhost:5173", app.EnvWorkerAddr: "127.0.0.1:9999",
 		app.EnvDatabaseConns: "12", app.EnvWebhookReadsPerClient: "16",
+		app.EnvSpecMaxTokens: "2048", app.EnvSpecTimeout: "90s", app.EnvSpecParallel: "0",
+		app.EnvSpecTemperature: "0.2", app.EnvSpecSeed: "42",
 		app.EnvOIDCIssuer: "https://id.example/realms/team/", app.EnvOIDCClientID: "dp", app.EnvOIDCClientSecret: "s",
 		app.EnvOIDCOrg: "acme", app.EnvOIDCDomains: "example.com, example.org", app.EnvOIDCGroups: "eng",
 		app.EnvOIDCAdminGroups: "ops,sre", app.EnvOIDCGroupsClaim: "roles", app.EnvSessionTTL: "8h",
@@ -155,6 +159,10 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		cfg.WorkerJobs != 40 || cfg.AuthCacheTTL != 0 || cfg.BodyReadTimeout != 7*time.Second ||
 		cfg.WorkerAddr != "127.0.0.1:9999" || cfg.DatabaseMaxConns != 12 || cfg.WebhookReadsPerClient != 16 || !slices.Equal(cfg.CORSOrigins, []string{"https://app.example.com", "http://localhost:5173"}) {
 		t.Fatalf("config = %+v", cfg)
+	}
+	if sc := cfg.Spec; sc.MaxTokens != 2048 || sc.CallTimeout != 90*time.Second || sc.Concurrency != 0 ||
+		len(sc.Temperature) != len(ports.Stages) || sc.Temperature[ports.StagePRPs] != 0.2 || sc.Seed == nil || *sc.Seed != 42 {
+		t.Fatalf("spec config = %+v", sc)
 	}
 	if si := cfg.SignIn; si.Issuer != "https://id.example/realms/team" || si.ClientID != "dp" || si.ClientSecret != "s" ||
 		si.GroupsClaim != "roles" || si.Policy.Org != "acme" || !slices.Equal(si.Policy.Domains, []string{"example.com", "example.org"}) ||
@@ -337,5 +345,59 @@ func TestAutoTitleSetting(t *testing.T) {
 		if err != nil || cfg.Assistant.AutoTitle != want {
 			t.Errorf("%s=%q: AutoTitle %v, %v; want %v", app.EnvAutoTitle, v, cfg.Assistant.AutoTitle, err, want)
 		}
+	}
+}
+
+func TestLoadSpecTemperature(t *testing.T) {
+	t.Parallel()
+	all := func(v float64) map[ports.Stage]float64 {
+		out := map[ports.Stage]float64{}
+		for _, st := range ports.Stages {
+			out[st] = v
+		}
+		return out
+	}
+	tests := []struct {
+		name  string
+		value string
+		want  map[ports.Stage]float64
+		err   string
+	}{
+		{name: "unset leaves it to the provider", value: "", want: nil},
+		{name: "one for every stage", value: " 0.2 ", want: all(0.2)},
+		{name: "zero", value: "0", want: all(0)},
+		{name: "per stage", value: "scope=0.7, prd=0.3,prps=0",
+			want: map[ports.Stage]float64{ports.StageScope: 0.7, ports.StagePRD: 0.3, ports.StagePRPs: 0}},
+		{name: "per stage with a default", value: "prps=0,1",
+			want: map[ports.Stage]float64{ports.StageScope: 1, ports.StagePRD: 1, ports.StageEpics: 1, ports.StageStories: 1, ports.StagePRPs: 0}},
+		{name: "too high", value: "2.5", err: `"2.5" is not a number from 0 to 2`},
+		{name: "negative", value: "prd=-0.1", err: `"-0.1" is not a number from 0 to 2`},
+		{name: "not a number", value: "warm", err: `"warm" is not a number from 0 to 2`},
+		{name: "NaN", value: "NaN", err: `"NaN" is not a number from 0 to 2`},
+		{name: "an unknown stage", value: "design=0.3", err: `"design" is not a stage (scope, prd, epics, stories, prps)`},
+		{name: "a stage twice", value: "prd=0.3,prd=0.4", err: "gives stage prd a temperature twice"},
+		{name: "two defaults", value: "0.3,0.4", err: "gives the temperature of every stage twice"},
+		{name: "an empty entry", value: "prd=0.3,,scope=1", err: "has an empty entry"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := app.Load(app.ModeRun, env(map[string]string{app.EnvSpecTemperature: tt.value}))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), app.EnvSpecTemperature) || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one naming %s and saying %q", err, app.EnvSpecTemperature, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(cfg.Spec.Temperature, tt.want) || (tt.want == nil) != (cfg.Spec.Temperature == nil) {
+				t.Errorf("temperatures %v, want %v", cfg.Spec.Temperature, tt.want)
+			}
+			if cfg.Spec.Seed != nil {
+				t.Errorf("seed %d without %s", *cfg.Spec.Seed, app.EnvSpecSeed)
+			}
+		})
 	}
 }

@@ -39,14 +39,17 @@ type SpecParams struct {
 	Repos  ports.SCMStore
 	SCM    ports.SCMProvider
 	Cipher ports.Cipher
+	// Observer, when given (TelemetryModule), hears each stage stored.
+	Observer ports.Observer `optional:"true"`
 }
 
 // NewSpec returns the specification engine.
 func NewSpec(p SpecParams) *spec.Service {
 	return spec.New(spec.Config{Model: p.Config.LLMModel, ContextBudget: p.Config.SpecContextBudget, MaxTokens: p.Config.Spec.MaxTokens,
-		CallTimeout: p.Config.Spec.CallTimeout, BatchConcurrency: p.Config.Spec.Concurrency}, spec.Deps{
+		CallTimeout: p.Config.Spec.CallTimeout, BatchConcurrency: p.Config.Spec.Concurrency,
+		Temperature: p.Config.Spec.Temperature, Seed: p.Config.Spec.Seed}, spec.Deps{
 		Specs: p.Specs, Standards: p.Standards, Digests: p.Digests, Tx: p.Tx, Jobs: p.Jobs, LLM: p.LLM,
 		Clock: p.Clock, IDs: p.IDs, Logger: p.Logger, Repos: p.Repos, SCM: p.SCM, Cipher: p.Cipher,
-		Exports: p.Exports,
+		Exports: p.Exports, Observer: p.Observer,
 	})
 }

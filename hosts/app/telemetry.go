@@ -11,7 +11,7 @@ import (
 )
 
 // TelemetryModule counts what the cores do on the process registry: it
-// provides the Observer the assistant, voice and GitHub cores report to,
+// provides the Observer the assistant, voice, GitHub and spec cores report to,
 // and registers the gauge of pending confirmations, read from the database
 // at each scrape. Serve, worker and run all get it.
 var TelemetryModule = fx.Module("telemetry",
