@@ -361,15 +361,41 @@ func specInputOut(in ports.SpecInput) specInputOutJSON {
 }
 
 type artifactJSON struct {
-	Stage     string          `json:"stage"`
-	Version   int             `json:"version"`
-	Format    string          `json:"format"`
-	Content   string          `json:"content"`
-	Data      json.RawMessage `json:"data"`
-	Checks    []string        `json:"checks"`
-	Stale     bool            `json:"stale"`
-	Model     string          `json:"model"`
-	CreatedAt time.Time       `json:"created_at"`
+	Stage         string             `json:"stage"`
+	Version       int                `json:"version"`
+	Format        string             `json:"format"`
+	Content       string             `json:"content"`
+	Data          json.RawMessage    `json:"data"`
+	Checks        []string           `json:"checks"`
+	Stale         bool               `json:"stale"`
+	Model         string             `json:"model"`
+	PromptVersion string             `json:"prompt_version"`
+	Generation    specGenerationJSON `json:"generation"`
+	CreatedAt     time.Time          `json:"created_at"`
+}
+
+// specGenerationJSON is an artifact's generation statistics; all zero for
+// an artifact made before they were recorded.
+type specGenerationJSON struct {
+	Calls            int            `json:"calls"`
+	Batches          int            `json:"batches"`
+	FirstTryValid    int            `json:"first_try_valid"`
+	InvalidAnswers   int            `json:"invalid_answers"`
+	RepairTurns      int            `json:"repair_turns"`
+	PromptTokens     int            `json:"prompt_tokens"`
+	CompletionTokens int            `json:"completion_tokens"`
+	DurationMS       int64          `json:"duration_ms"`
+	FindingsByKind   map[string]int `json:"findings_by_kind"`
+	Temperature      *float64       `json:"temperature"`
+	Seed             *int64         `json:"seed"`
+}
+
+func specGenerationOut(g ports.SpecGeneration) specGenerationJSON {
+	out := specGenerationJSON(g)
+	if out.FindingsByKind == nil {
+		out.FindingsByKind = map[string]int{}
+	}
+	return out
 }
 
 // specProgressJSON is the data of a progress stream's session event: the
@@ -449,7 +475,8 @@ func specSessionOut(v spec.View) specSessionJSON {
 			checks = []string{}
 		}
 		artifacts[i] = artifactJSON{Stage: string(a.Stage), Version: a.Version, Format: a.Format, Content: a.Content,
-			Data: a.Data, Checks: checks, Stale: a.Stale, Model: a.Model, CreatedAt: a.CreatedAt.UTC()}
+			Data: a.Data, Checks: checks, Stale: a.Stale, Model: a.Model, PromptVersion: a.PromptVersion,
+			Generation: specGenerationOut(a.Generation), CreatedAt: a.CreatedAt.UTC()}
 	}
 	return out
 }
