@@ -23,8 +23,8 @@ type tracedLLM struct {
 
 // TraceLLM returns next with a client span "chat <model>" around each call,
 // under the caller's span, carrying the GenAI semantic attributes (the
-// requested and answered model, the tokens reported, the finish reason) and
-// the error's kind; next itself when tp is nil.
+// requested and answered model, the temperature and seed asked for, the
+// tokens reported, the finish reason) and the error's kind; next itself when tp is nil.
 func TraceLLM(next ports.LLM, tp trace.TracerProvider, defaultModel string) ports.LLM {
 	if tp == nil {
 		return next
@@ -35,13 +35,19 @@ func TraceLLM(next ports.LLM, tp trace.TracerProvider, defaultModel string) port
 // Chat implements ports.LLM.
 func (l *tracedLLM) Chat(ctx context.Context, req ports.ChatRequest, onDelta func(string) error) (ports.ChatResult, error) {
 	model := cmp.Or(req.Model, l.def)
-	ctx, span := l.tracer.Start(ctx, "chat "+model, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(
-			attribute.String("gen_ai.operation.name", "chat"),
-			attribute.String("gen_ai.request.model", model),
-			attribute.Bool("devpilot.stream", onDelta != nil),
-			attribute.Int("devpilot.tools", len(req.Tools)),
-		))
+	attrs := []attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("gen_ai.request.model", model),
+		attribute.Bool("devpilot.stream", onDelta != nil),
+		attribute.Int("devpilot.tools", len(req.Tools)),
+	}
+	if req.Temperature != nil {
+		attrs = append(attrs, attribute.Float64("gen_ai.request.temperature", *req.Temperature))
+	}
+	if req.Seed != nil {
+		attrs = append(attrs, attribute.Int64("gen_ai.request.seed", *req.Seed))
+	}
+	ctx, span := l.tracer.Start(ctx, "chat "+model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	defer span.End()
 	res, err := l.next.Chat(ctx, req, onDelta)
 	span.SetAttributes(

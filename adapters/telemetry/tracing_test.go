@@ -150,7 +150,10 @@ func TestTraceLLM(t *testing.T) {
 		t.Fatal(err)
 	}
 	model.Enqueue(fakeopenai.RateLimited(time.Second))
-	_, err := llm.Chat(t.Context(), userSays("hi"), nil)
+	sampled := userSays("hi")
+	zero, seed := 0.0, int64(7)
+	sampled.Temperature, sampled.Seed = &zero, &seed
+	_, err := llm.Chat(t.Context(), sampled, nil)
 	if !errors.Is(err, ports.ErrRateLimited) {
 		t.Fatalf("err %v", err)
 	}
@@ -165,7 +168,17 @@ func TestTraceLLM(t *testing.T) {
 	if ended[0].Name() != "chat gpt-test" || attrs["gen_ai.usage.output_tokens"] == "0" || attrs["gen_ai.response.model"] == "" {
 		t.Errorf("first span %q %v", ended[0].Name(), attrs)
 	}
+	if _, ok := attrs["gen_ai.request.temperature"]; ok {
+		t.Errorf("first span has a temperature, though none was asked for: %v", attrs)
+	}
 	failed := ended[1]
+	sampling := map[string]string{}
+	for _, kv := range failed.Attributes() {
+		sampling[string(kv.Key)] = kv.Value.Emit()
+	}
+	if sampling["gen_ai.request.temperature"] != "0" || sampling["gen_ai.request.seed"] != "7" {
+		t.Errorf("second span's sampling: %v", sampling)
+	}
 	if failed.Status().Code.String() != "Error" {
 		t.Errorf("failed call status %v", failed.Status())
 	}
