@@ -48,9 +48,8 @@ func (s *Service) askStage(ctx context.Context, args GenerateStageArgs, sess por
 
 // chat makes one model exchange, bounded by Config.CallTimeout: each call of
 // a stage (a batch, a repair turn, a digest's map or reduce step) gets the
-// whole timeout, not a share of one.
-// Within a stage's generation it sends the stage's temperature and seed,
-// and counts the call (see genStats).
+// whole timeout, not a share of one. Within a stage's generation it sends
+// the stage's temperature and seed, and counts the call (see genStats).
 func (s *Service) chat(ctx context.Context, req ports.ChatRequest) (ports.ChatResult, error) {
 	stats := statsOf(ctx)
 	stats.sample(&req)
