@@ -194,12 +194,16 @@ func stageFile(st ports.Stage) string {
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // stageDocument is a stage's current Markdown under a header saying which
-// version it is and, when it is stale, that it should be regenerated.
+// version it is (with the model and prompt version that made it) and, when
+// it is stale, that it should be regenerated.
 func stageDocument(a ports.SpecArtifact) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "> %s · version %d · generated %s", stageTitles[a.Stage], a.Version, stamp(a.CreatedAt))
 	if m := ports.Line(a.Model, 100); m != "" {
 		b.WriteString(" · model " + m)
+	}
+	if v := ports.Line(a.PromptVersion, 64); v != "" {
+		b.WriteString(" · prompt " + v)
 	}
 	b.WriteString("\n")
 	if a.Stale {

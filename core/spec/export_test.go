@@ -26,7 +26,8 @@ func (e *env) seedData(sessionID string, st ports.Stage, data string) {
 		e.t.Fatal(err)
 	}
 	a := ports.SpecArtifact{ID: e.ids.NewID(), SessionID: sessionID, Stage: st, Format: "markdown", Content: "# " + string(st) + " document",
-		Data: json.RawMessage(compact(e.t, data)), Checks: []string{}, Model: "model-x", GenerationID: genID, CreatedAt: e.clock.Now()}
+		Data: json.RawMessage(compact(e.t, data)), Checks: []string{}, Model: "model-x", GenerationID: genID, CreatedAt: e.clock.Now(),
+		PromptVersion: spec.PromptVersion(st)}
 	if err := e.complete(a); err != nil {
 		e.t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestExportZipHasEveryStageInOrder(t *testing.T) {
 	if strings.Contains(readme, "stale") {
 		t.Errorf("README.md marks a stage stale:\n%s", readme)
 	}
-	if got := files["02-prd.md"]; !strings.HasPrefix(got, "> PRD · version 1 · generated 2026-01-02T03:06:05Z · model model-x\n\n# prd document\n") {
+	if got := files["02-prd.md"]; !strings.HasPrefix(got, "> PRD · version 1 · generated 2026-01-02T03:06:05Z · model model-x · prompt "+spec.PromptVersion(ports.StagePRD)+"\n\n# prd document\n") {
 		t.Errorf("02-prd.md = %q", got)
 	}
 	var doc map[string]any
