@@ -57,38 +57,38 @@ func inputTokens(inputs []ports.SpecInput) int {
 }
 
 // askWithinBudget asks for args.Stage from the raw inputs and the earlier
-// artifacts, repairing findings once — unless the inputs are too long.
-// They are when the session has a current stored digest (made for an
-// earlier stage), when the request's estimated tokens exceed
-// Config.ContextBudget, or when the provider refuses the request as too
-// long for its context window. Then the stage is asked from the digest of
-// the inputs (made and stored once, see digest) and the earlier artifacts.
-// A refusal for inputs too small to digest (minDigestTokens) fails as
-// before.
+// artifacts, repairing findings once — unless the inputs are too long. They
+// are when the request's estimated tokens exceed Config.ContextBudget, or
+// when the provider refuses the request as too long for its context window.
+// Then the stage is asked from the digest of the inputs (the session's
+// stored digest when it is current, else made and stored once, see digest)
+// and the earlier artifacts. Inputs that fit are always given verbatim,
+// even when a digest made for an earlier stage is stored. A refusal for
+// inputs too small to digest (minDigestTokens) fails as before.
 func (s *Service) askWithinBudget(ctx context.Context, args GenerateStageArgs, inputs []ports.SpecInput,
 	before map[ports.Stage]ports.SpecArtifact, standards []ports.Standard, findings findingsFunc, log *slog.Logger) (output, ports.ChatResult, error) {
 	st := args.Stage
+	msgs := buildMessages(st, inputs, before, standards)
+	n := estimateRequest(msgs, responseFormat(st))
+	if n <= s.cfg.ContextBudget {
+		out, res, err := s.askRepairing(ctx, st, msgs, findings, log)
+		if !errors.Is(err, ports.ErrContextLength) || inputTokens(inputs) < minDigestTokens {
+			return out, res, err
+		}
+		log.WarnContext(ctx, "the model's context window is too small for the inputs; using their digest", "estimated_tokens", n, "err", err)
+	} else {
+		log.InfoContext(ctx, "the inputs exceed the context budget; using their digest", "estimated_tokens", n, "budget", s.cfg.ContextBudget)
+	}
 	d, ok, err := s.storedDigest(ctx, args.SessionID, inputs)
 	if err != nil {
 		return output{}, ports.ChatResult{}, err
 	}
 	if !ok {
-		msgs := buildMessages(st, inputs, before, standards)
-		n := estimateRequest(msgs, responseFormat(st))
-		if n <= s.cfg.ContextBudget {
-			out, res, err := s.askRepairing(ctx, st, msgs, findings, log)
-			if !errors.Is(err, ports.ErrContextLength) || inputTokens(inputs) < minDigestTokens {
-				return out, res, err
-			}
-			log.WarnContext(ctx, "the model's context window is too small for the inputs; digesting them", "estimated_tokens", n, "err", err)
-		} else {
-			log.InfoContext(ctx, "the inputs exceed the context budget; digesting them", "estimated_tokens", n, "budget", s.cfg.ContextBudget)
-		}
 		if d, err = s.digest(ctx, args.SessionID, inputs, log); err != nil {
 			return output{}, ports.ChatResult{}, err
 		}
 	}
-	msgs := buildMessages(st, digestAsInputs(d), before, standards)
+	msgs = buildMessages(st, digestAsInputs(d), before, standards)
 	log.InfoContext(ctx, "asking from the digest of the inputs", "estimated_tokens", estimateRequest(msgs, responseFormat(st)))
 	return s.askRepairing(ctx, st, msgs, findings, log)
 }

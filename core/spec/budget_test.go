@@ -165,7 +165,22 @@ func TestLongInputsAreDigested(t *testing.T) {
 					t.Fatalf("after %s: %s %+v", st, s.Status, s.Error)
 				}
 			}
-			for _, u := range f.users[wantUsers:] {
+			// Over the budget, a later stage goes to the stored digest at
+			// once; refused by the provider, it is asked from the raw inputs
+			// first (they fit the budget), then from the stored digest.
+			later := f.users[wantUsers:]
+			if tt.tooLong {
+				if len(later) != 4 {
+					t.Fatalf("%d later stage requests, want a refused one and a digest one for each of 2 stages", len(later))
+				}
+				for i := 0; i < len(later); i += 2 {
+					if !strings.Contains(later[i], "line 0 —") {
+						t.Errorf("a later stage is not asked from the raw inputs first:\n%.2000s", later[i])
+					}
+				}
+				later = []string{later[1], later[3]}
+			}
+			for _, u := range later {
 				if strings.Contains(u, "line 0 —") || !strings.Contains(u, `kind="digest"`) {
 					t.Errorf("a later stage is not given the digest:\n%.2000s", u)
 				}
@@ -191,5 +206,32 @@ func TestLongInputsAreDigested(t *testing.T) {
 				t.Errorf("the new digest covers %v", d.InputIDs)
 			}
 		})
+	}
+}
+
+// TestInputsThatFitAreGivenVerbatim: a stored digest that is current does
+// not replace inputs that fit the budget; the request holds them verbatim.
+func TestInputsThatFitAreGivenVerbatim(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, spec.Config{})
+	sid := e.newSession(alice)
+	ids := []string{}
+	for _, in := range e.inputs(sid) {
+		ids = append(ids, in.ID)
+	}
+	if err := e.digests.PutSpecDigest(t.Context(), ports.SpecDigest{SessionID: sid, InputIDs: ids, Data: json.RawMessage(`{}`),
+		Content: "# Digest\n\n## Key facts\n\n- DIGEST-ONLY-FACT\n", Model: "model-x", CreatedAt: e.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	e.script(answer(sample(t, ports.StageScope)))
+	if err := e.svc.RunGeneration(t.Context(), e.generate(alice, sid, ""), false); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.session(sid); s.Status != ports.SpecReady {
+		t.Fatalf("after scope: %s %+v", s.Status, s.Error)
+	}
+	user := e.requests()[0].Messages[1].Content
+	if !strings.Contains(user, "Employees wait three weeks for reimbursements.") || strings.Contains(user, "DIGEST-ONLY-FACT") || strings.Contains(user, `kind="digest"`) {
+		t.Errorf("the request does not hold the raw inputs instead of the digest:\n%s", user)
 	}
 }
