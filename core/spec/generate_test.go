@@ -182,7 +182,7 @@ func TestPipeline(t *testing.T) {
 	}
 	headings := map[ports.Stage][]string{
 		ports.StageScope:   {"# Scope: Expense approvals", "## Problem", "## Users", "## Goals", "## Success metrics", "## In scope", "## Out of scope", "## Constraints", "## Risks", "## Open questions"},
-		ports.StagePRD:     {"# PRD: Expense approvals", "## Functional requirements", "### REQ-1: Submit an expense", "### REQ-3: Export to the ledger", "### NFR-1: performance", "## User journeys", "## Success metrics", "(validates REQ-3, NFR-1)", "## Non-goals", "## Assumptions"},
+		ports.StagePRD:     {"# PRD: Expense approvals", "## Functional requirements", "### REQ-1: Submit an expense", "### REQ-3: Export to the ledger", "### NFR-1: performance", "## User journeys", "## Success metrics", "(validates REQ-3, NFR-1)", "## Non-goals", "## Assumptions", "**Sources:**", "> Finance re-keys every claim into the ledger. (input 2)"},
 		ports.StageEpics:   {"# Epics", "## EP-1: Expense submission", "## EP-2: Approval and export", "**Requirements:** REQ-2, REQ-3", "**Depends on:** EP-1"},
 		ports.StageStories: {"# Stories", "## EP-1", "## EP-2", "### ST-1.1: Submit an expense with a receipt", "### ST-2.2:", "**Epic:** EP-2", "#### Acceptance criteria", "**Given** I am signed in"},
 		ports.StagePRPs:    {"# PRPs", "## PRP-1.1:", "## PRP-2.1:", "## PRP-2.2:", "**Story:** ST-2.2", "### Goal", "### Why", "### All needed context", "### Acceptance criteria", "**Given** I am signed in", "### Implementation tasks", "#### T1: CREATE migrations/0007_expenses.sql", "**Depends on:** T1", "### Validation", "#### Syntax", "```sh\ngo vet ./...\n```", "#### Unit", "#### Integration", "### Success checklist", "- [ ] ", "### Anti-patterns"},

@@ -117,6 +117,16 @@ func renderPRD(m *md, d *prdDoc) {
 		m.heading(3, "%s: %s", r.ID, r.Title)
 		m.fields("Priority", r.Priority)
 		m.para(r.Description)
+		if len(r.Sources) > 0 {
+			m.b.WriteString("\n**Sources:**\n")
+			for _, src := range r.Sources {
+				where := "input " + src.Input
+				if src.Input == sourceDigest {
+					where = "the digest"
+				}
+				fmt.Fprintf(&m.b, "\n> %s (%s)\n", ports.OneLine(src.Quote), where)
+			}
+		}
 	}
 	m.heading(2, "Non-functional requirements")
 	if len(d.NonFunctional) == 0 {

@@ -2,7 +2,10 @@ package spec
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/devpilot/devpilot/ports"
@@ -86,4 +89,43 @@ func cmpString(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// TestPRDRequirementsCiteSources: a functional requirement without its
+// sources, or citing something that is not an input, is an invalid answer.
+func TestPRDRequirementsCiteSources(t *testing.T) {
+	t.Parallel()
+	_, prd, _, _, _ := samples(t)
+	if got := prd.Functional[2].Sources; len(got) != 1 || got[0] != (source{Input: "2", Quote: "Finance re-keys every claim into the ledger."}) {
+		t.Errorf("REQ-3 sources %+v", got)
+	}
+	tests := []struct {
+		name   string
+		change func(r map[string]any)
+		want   string
+	}{
+		{"no sources", func(r map[string]any) { delete(r, "sources") }, "sources"},
+		{"an unknown input", func(r map[string]any) { r["sources"] = []map[string]any{{"input": "first", "quote": "x"}} }, "/sources/0/input"},
+		{"a blank quote", func(r map[string]any) { r["sources"] = []map[string]any{{"input": "digest", "quote": " "}} }, "/sources/0/quote"},
+		{"an extra field", func(r map[string]any) { r["sources"] = []map[string]any{{"input": "1", "quote": "x", "page": 3}} }, "page"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var doc map[string]any
+			b, err := os.ReadFile("testdata/prd.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			tt.change(doc["functional_requirements"].([]any)[0].(map[string]any))
+			b, _ = json.Marshal(doc)
+			_, problems := parseOutput(ports.StagePRD, string(b))
+			if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, tt.want) }) {
+				t.Errorf("problems %q, want one about %s", problems, tt.want)
+			}
+		})
+	}
 }

@@ -79,7 +79,21 @@ type requirement struct {
 	Title       string `json:"title"`
 	Description string `json:"description"`
 	Priority    string `json:"priority"`
+	// Sources are where the requirement comes from in the raw material,
+	// so later calls can be given the passages around them.
+	Sources []source `json:"sources"`
 }
+
+// source is a verbatim quote of the raw material a requirement cites:
+// Input is the n attribute of its <input> element ("1", "2", …), or
+// "digest" when the PRD was written from a digest of the inputs.
+type source struct {
+	Input string `json:"input"`
+	Quote string `json:"quote"`
+}
+
+// sourceDigest is a source's Input when the PRD was written from a digest.
+const sourceDigest = "digest"
 
 type nfRequirement struct {
 	ID          string `json:"id"`

@@ -483,7 +483,7 @@ func buildPRD(s scopeDoc) prdDoc {
 		case i < 6:
 			priority = "should"
 		}
-		d.Functional = append(d.Functional, requirement{ID: fmt.Sprintf("REQ-%d", i+1), Title: titleOf(it), Description: sentence(it), Priority: priority})
+		d.Functional = append(d.Functional, requirement{ID: fmt.Sprintf("REQ-%d", i+1), Title: titleOf(it), Description: sentence(it), Priority: priority, Sources: []source{}})
 	}
 	personas := []string{}
 	for _, u := range s.Users {
@@ -856,3 +856,4 @@ func nonBlank(list []string) []string {
 	}
 	return out
 }
+

@@ -163,11 +163,18 @@ func TestSpecContentFromMaterial(t *testing.T) {
 	var prd struct {
 		Functional []struct {
 			ID, Title string
+			Sources   []struct{ Input, Quote string }
 		} `json:"functional_requirements"`
 	}
 	mustDecode(t, data[ports.StagePRD], &prd)
 	if len(prd.Functional) != 5 || prd.Functional[0].ID != "REQ-1" || prd.Functional[0].Title != "Submit an expense with a photo" {
 		t.Errorf("PRD requirements %+v", prd.Functional)
+	}
+	// Each requirement cites the sentence of the material it comes from.
+	for i, want := range []string{"Employees can submit an expense with a photo of its receipt.", "Managers approve or reject the pending expenses of their team, with a reason when rejecting."} {
+		if src := prd.Functional[i].Sources; len(src) != 1 || src[0].Input != "1" || src[0].Quote != want {
+			t.Errorf("REQ-%d sources %+v, want %q from input 1", i+1, src, want)
+		}
 	}
 	var stories struct {
 		Stories []struct {
