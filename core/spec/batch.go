@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -35,10 +36,10 @@ func (s *Service) askStage(ctx context.Context, args GenerateStageArgs, sess por
 	if s.cfg.BatchConcurrency > 0 {
 		switch {
 		case args.Stage == ports.StageStories && prior.epics != nil && prior.prd != nil && len(prior.epics.Epics) > 0:
-			out, res, err := s.askStoriesByEpic(ctx, standards, prior, log)
+			out, res, err := s.askStoriesByEpic(ctx, inputs, standards, prior, log)
 			return out, res, notes, err
 		case args.Stage == ports.StagePRPs && prior.stories != nil && len(prior.stories.Stories) > 0:
-			out, res, err := s.askPRPsByStory(ctx, standards, prior, log)
+			out, res, err := s.askPRPsByStory(ctx, inputs, standards, prior, log)
 			return out, res, notes, err
 		}
 	}
@@ -76,28 +77,71 @@ type batchResult struct {
 }
 
 // runBatches runs ask for each of n batches, at most BatchConcurrency at a
-// time, and returns their results in order, or the first batch's error.
-func (s *Service) runBatches(ctx context.Context, n int, ask func(ctx context.Context, i int) (output, ports.ChatResult, error)) ([]batchResult, ports.ChatResult, error) {
+// time, and returns their results in order, or the first batch's error
+// (which cancels the batches still running or waiting). Batch i starts only
+// once the batches deps(i) names have finished; only earlier batches count
+// (a later or unknown one is ignored, so no batch waits on one that waits
+// on it). Batches start in document order, so with a bound of 1 they run
+// one after the other in document order. ask is given done(j): batch j's
+// answer, when batch i waited for j and it succeeded.
+func (s *Service) runBatches(ctx context.Context, n int, deps func(i int) []int,
+	ask func(ctx context.Context, i int, done func(j int) (output, bool)) (output, ports.ChatResult, error)) ([]batchResult, ports.ChatResult, error) {
 	ctx, cancelAll := context.WithCancel(ctx)
 	defer cancelAll()
 	results := make([]batchResult, n)
+	finished := make([]chan struct{}, n)
+	for i := range finished {
+		finished[i] = make(chan struct{})
+	}
 	sem := make(chan struct{}, s.cfg.BatchConcurrency)
-	var wg sync.WaitGroup
-	// Batches start in order, so with a bound of 1 they run one after the
-	// other in document order.
-	for i := range n {
+	// ready waits until batch i may start: its dependencies finished and a
+	// place is free. An error is the cancellation that stopped it.
+	ready := func(waited []int) error {
+		for _, j := range waited {
+			select {
+			case <-finished[j]:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err // a dependency failed
+		}
 		select {
 		case sem <- struct{}{}:
+			return nil
 		case <-ctx.Done():
-			results[i].err = ctx.Err()
+			return ctx.Err()
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		var waited []int
+		if deps != nil {
+			for _, j := range deps(i) {
+				if j >= 0 && j < i && !slices.Contains(waited, j) {
+					waited = append(waited, j)
+				}
+			}
+		}
+		if err := ready(waited); err != nil {
+			results[i].err = err
+			close(finished[i])
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer close(finished[i])
 			defer func() { <-sem }()
+			done := func(j int) (output, bool) {
+				if !slices.Contains(waited, j) || results[j].err != nil {
+					return output{}, false
+				}
+				return results[j].out, true
+			}
 			r := &results[i]
-			r.out, r.res, r.err = ask(ctx, i)
+			r.out, r.res, r.err = ask(ctx, i, done)
 			if r.err != nil {
 				cancelAll()
 			}
@@ -110,11 +154,7 @@ func (s *Service) runBatches(ctx context.Context, n int, ask func(ctx context.Co
 		if r.err != nil && firstErr == nil {
 			firstErr = r.err
 		}
-		if total.Model == "" {
-			total.Model = r.res.Model
-		}
-		total.Usage.PromptTokens += r.res.Usage.PromptTokens
-		total.Usage.CompletionTokens += r.res.Usage.CompletionTokens
+		addUsage(&total, r.res)
 	}
 	// A batch cancelled because another failed reports the other's error.
 	for _, r := range results {
@@ -123,6 +163,16 @@ func (s *Service) runBatches(ctx context.Context, n int, ask func(ctx context.Co
 		}
 	}
 	return results, total, firstErr
+}
+
+// addUsage adds the usage of res to total, taking its model when total
+// has none.
+func addUsage(total *ports.ChatResult, res ports.ChatResult) {
+	if total.Model == "" {
+		total.Model = res.Model
+	}
+	total.Usage.PromptTokens += res.Usage.PromptTokens
+	total.Usage.CompletionTokens += res.Usage.CompletionTokens
 }
 
 // assemble validates the document the batches made as the stage's answer.
@@ -176,27 +226,50 @@ func batchMessages(st ports.Stage, standards []ports.Standard, user string) []po
 	return []ports.Message{system, {Role: ports.MessageUser, Content: user}}
 }
 
-// askStoriesByEpic writes the stories one epic per call.
-func (s *Service) askStoriesByEpic(ctx context.Context, standards []ports.Standard, prior *earlier, log *slog.Logger) (output, ports.ChatResult, error) {
+// askStoriesByEpic writes the stories one epic per call, an epic after
+// the epics it depends on, so its call is given their stories' ids.
+func (s *Service) askStoriesByEpic(ctx context.Context, inputs []ports.SpecInput, standards []ports.Standard, prior *earlier, log *slog.Logger) (output, ports.ChatResult, error) {
 	epics := prior.epics.Epics
 	outline := make([]map[string]any, len(epics))
+	index := make(map[string]int, len(epics))
 	for i, e := range epics {
 		outline[i] = map[string]any{"id": e.ID, "title": e.Title, "order": e.Order, "depends_on": e.DependsOn}
+		if _, dup := index[e.ID]; !dup {
+			index[e.ID] = i
+		}
 	}
-	results, total, err := s.runBatches(ctx, len(epics), func(ctx context.Context, i int) (output, ports.ChatResult, error) {
+	deps := func(i int) []int { return indexesOf(epics[i].DependsOn, index) }
+	results, total, err := s.runBatches(ctx, len(epics), deps, func(ctx context.Context, i int, done func(int) (output, bool)) (output, ports.ChatResult, error) {
 		ep := epics[i]
 		n := strings.TrimPrefix(ep.ID, "EP-")
+		// The stories of the epics it depends on, written already.
+		var known []story
+		related := []relatedStory{}
+		for _, j := range deps(i) {
+			if out, ok := done(j); ok {
+				for _, st := range storiesOf(out.doc.(*storiesDoc), epics[j].ID) {
+					known = append(known, st)
+					related = append(related, relatedStory{ID: st.ID, EpicID: st.EpicID, Title: st.Title})
+				}
+			}
+		}
+		pack := newContextPack(prior, inputs, ep.RequirementIDs, related, nil)
+		pack.bound(s.packBudget())
 		var u strings.Builder
 		u.WriteString("# PRD\n" + prdBrief(prior.prd))
 		u.WriteString("\n# The epic to break into stories\n" + tagged("epic", ep))
 		u.WriteString("\n# Its requirements\n" + tagged("requirements", requirementsOf(prior.prd, ep.RequirementIDs)))
+		u.WriteString("\n# Its context\n" + pack.element())
 		u.WriteString("\n# All epics, for dependencies\n" + tagged("epics", outline))
-		fmt.Fprintf(&u, "\nWrite the stories of %s only, numbered ST-%s.1, ST-%s.2, … with epic_id %s. A story's depends_on names earlier stories of %s, or stories ST-d.n of the epics %s depends on.", ep.ID, n, n, ep.ID, ep.ID, ep.ID)
+		fmt.Fprintf(&u, "\nWrite the stories of %s only, numbered ST-%s.1, ST-%s.2, … with epic_id %s. A story's depends_on names earlier stories of %s, or the related_stories of the context pack (the stories of the epics %s depends on). "+
+			"Carry the facts of the context pack's source passages into the stories and their acceptance criteria, and keep within its constraints, out_of_scope and non_goals.", ep.ID, n, n, ep.ID, ep.ID, ep.ID)
 		only := &epicsDoc{Epics: []epic{ep}}
 		findings := func(doc any) []string {
 			// Stories of other epics are left out, not repaired.
 			var c checks
-			storiesChecks(&c, &storiesDoc{Stories: storiesOf(doc.(*storiesDoc), ep.ID)}, only, prior.prd)
+			mine := &storiesDoc{Stories: storiesOf(doc.(*storiesDoc), ep.ID)}
+			storiesChecks(&c, mine, only, prior.prd)
+			storyRulesKnowing(&c, mine, prior.epics, known)
 			return c.list
 		}
 		return s.askRepairing(ctx, ports.StageStories, batchMessages(ports.StageStories, standards, u.String()), findings, log.With("epic", ep.ID))
@@ -217,6 +290,17 @@ func (s *Service) askStoriesByEpic(ctx context.Context, standards []ports.Standa
 	return out, total, err
 }
 
+// indexesOf is the indexes ids have in index, those it has.
+func indexesOf(ids []string, index map[string]int) []int {
+	var out []int
+	for _, id := range ids {
+		if j, ok := index[id]; ok {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
 func storiesOf(d *storiesDoc, epicID string) []story {
 	var out []story
 	for _, s := range d.Stories {
@@ -228,8 +312,9 @@ func storiesOf(d *storiesDoc, epicID string) []story {
 }
 
 // askPRPsByStory writes the PRPs one story per call, each grounded in the
-// linked repository when there is one.
-func (s *Service) askPRPsByStory(ctx context.Context, standards []ports.Standard, prior *earlier, log *slog.Logger) (output, ports.ChatResult, error) {
+// linked repository when there is one, a story's after those of the stories
+// it depends on, so its call is given the paths their PRPs plan.
+func (s *Service) askPRPsByStory(ctx context.Context, inputs []ports.SpecInput, standards []ports.Standard, prior *earlier, log *slog.Logger) (output, ports.ChatResult, error) {
 	stories := prior.stories.Stories
 	epicByID := map[string]epic{}
 	if prior.epics != nil {
@@ -237,9 +322,41 @@ func (s *Service) askPRPsByStory(ctx context.Context, standards []ports.Standard
 			epicByID[e.ID] = e
 		}
 	}
-	results, total, err := s.runBatches(ctx, len(stories), func(ctx context.Context, i int) (output, ports.ChatResult, error) {
+	index := make(map[string]int, len(stories))
+	for i, st := range stories {
+		if _, dup := index[st.ID]; !dup {
+			index[st.ID] = i
+		}
+	}
+	deps := func(i int) []int { return indexesOf(stories[i].DependsOn, index) }
+	results, total, err := s.runBatches(ctx, len(stories), deps, func(ctx context.Context, i int, done func(int) (output, bool)) (output, ports.ChatResult, error) {
 		st := stories[i]
-		want := "PRP-" + strings.TrimPrefix(st.ID, "ST-")
+		want := prpIDOf(st.ID)
+		related := []relatedStory{}
+		for _, o := range stories {
+			if o.EpicID == st.EpicID && o.ID != st.ID {
+				related = append(related, relatedStory{ID: o.ID, EpicID: o.EpicID, Title: o.Title})
+			}
+		}
+		var dependencies []dependency
+		for _, id := range st.DependsOn {
+			j, ok := index[id]
+			if !ok || id == st.ID {
+				continue
+			}
+			d := dependency{StoryID: id, Title: stories[j].Title, PRPID: prpIDOf(id), PlannedPaths: []plannedPath{}}
+			if out, ok := done(j); ok {
+				if theirs := prpsOf(out.doc.(*prpsDoc), id); len(theirs) > 0 {
+					d.PRPID = theirs[0].ID
+					for _, t := range theirs[0].Tasks {
+						d.PlannedPaths = append(d.PlannedPaths, plannedPath{Action: t.Action, Path: t.Path})
+					}
+				}
+			}
+			dependencies = append(dependencies, d)
+		}
+		pack := newContextPack(prior, inputs, st.RequirementIDs, related, dependencies)
+		pack.bound(s.packBudget())
 		var u strings.Builder
 		if prior.prd != nil {
 			u.WriteString("# PRD\n" + prdBrief(prior.prd))
@@ -249,12 +366,15 @@ func (s *Service) askPRPsByStory(ctx context.Context, standards []ports.Standard
 			u.WriteString("\n# Its epic\n" + tagged("epic", map[string]any{"id": e.ID, "title": e.Title, "goal": e.Goal}))
 		}
 		u.WriteString("\n# The story\n" + tagged("story", st))
+		u.WriteString("\n# Its context\n" + pack.element())
 		if prior.repo != nil {
 			u.WriteString(prior.repo.groundingSection(ctx, st))
 		} else {
 			u.WriteString("\nNo repository is linked: reference no file paths as facts, name the files to create by the conventions the material states, and leave validation.commands empty with the reason in none_reason unless the material names the project's commands.\n")
 		}
-		fmt.Fprintf(&u, "\nWrite the PRP of %s only: id %s, story_id %s, its acceptance criteria carried over word for word.", st.ID, want, st.ID)
+		fmt.Fprintf(&u, "\nWrite the PRP of %s only: id %s, story_id %s, its acceptance criteria carried over word for word. "+
+			"Carry the facts of the context pack's source passages into it, keep within its constraints, out_of_scope and non_goals, "+
+			"and build on its dependencies: modify a path their PRPs create instead of creating it again.", st.ID, want, st.ID)
 		findings := func(doc any) []string {
 			d := doc.(*prpsDoc)
 			var c checks
@@ -284,6 +404,9 @@ func (s *Service) askPRPsByStory(ctx context.Context, standards []ports.Standard
 	out, err := assemble(ports.StagePRPs, &all)
 	return out, total, err
 }
+
+// prpIDOf is the id of the PRP of story id: PRP-e.n for ST-e.n.
+func prpIDOf(storyID string) string { return "PRP-" + strings.TrimPrefix(storyID, "ST-") }
 
 func prpsOf(d *prpsDoc, storyID string) []prp {
 	var out []prp

@@ -13,6 +13,7 @@ import (
 // generated, decoded; a nil field is a stage without a usable artifact, and
 // the checks against it are skipped.
 type earlier struct {
+	scope   *scopeDoc
 	prd     *prdDoc
 	epics   *epicsDoc
 	stories *storiesDoc
@@ -23,6 +24,9 @@ type earlier struct {
 
 func earlierDocs(current map[ports.Stage]ports.SpecArtifact) earlier {
 	var e earlier
+	if a, ok := current[ports.StageScope]; ok {
+		e.scope, _ = decodeDoc(ports.StageScope, a.Data).(*scopeDoc)
+	}
 	if a, ok := current[ports.StagePRD]; ok {
 		e.prd, _ = decodeDoc(ports.StagePRD, a.Data).(*prdDoc)
 	}
@@ -254,6 +258,14 @@ var andClause = regexp.MustCompile(`(?i)\band\b`)
 // later or unknown story, one outcome per acceptance criterion, and no
 // story too large to deliver at once.
 func storyRules(c *checks, d *storiesDoc, epics *epicsDoc) {
+	storyRulesKnowing(c, d, epics, nil)
+}
+
+// storyRulesKnowing is storyRules for some of the stories, d, knowing
+// others written already (the stories of the epics d's epic depends on):
+// a dependency on one of them is known, and checked for its order, but
+// they get no findings of their own.
+func storyRulesKnowing(c *checks, d *storiesDoc, epics *epicsDoc, others []story) {
 	epicOrder := map[string]int{}
 	if epics != nil {
 		for _, e := range epics.Epics {
@@ -274,6 +286,9 @@ func storyRules(c *checks, d *storiesDoc, epics *epicsDoc) {
 		return pos{e, n}, true
 	}
 	byID := map[string]story{}
+	for _, s := range others {
+		byID[s.ID] = s
+	}
 	for _, s := range d.Stories {
 		byID[s.ID] = s
 	}

@@ -222,7 +222,7 @@ func TestTraceabilityChecksAreStored(t *testing.T) {
 	stories := edit(t, ports.StageStories, func(d map[string]any) {
 		list := d["stories"].([]any)
 		s := list[2].(map[string]any)
-		s["id"], s["epic_id"], s["requirement_ids"] = "ST-9.1", "EP-9", []any{"REQ-3", "REQ-7"}
+		s["id"], s["epic_id"], s["requirement_ids"], s["depends_on"] = "ST-9.1", "EP-9", []any{"REQ-3", "REQ-7"}, []any{}
 		d["stories"] = []any{list[0], s}
 	})
 	// The findings go back once in a repair turn; an answer that stays the

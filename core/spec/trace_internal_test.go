@@ -60,6 +60,7 @@ func TestTraceability(t *testing.T) {
 		{name: "a story with an unknown epic", stage: ports.StageStories,
 			change: func(_ *prdDoc, _ *epicsDoc, stories *storiesDoc, _ *prpsDoc) {
 				stories.Stories[0].ID, stories.Stories[0].EpicID = "ST-9.1", "EP-9"
+				stories.Stories[1].DependsOn = nil
 			},
 			want: []string{"ST-9.1 names unknown epic EP-9", "EP-1 is not covered by any story"}},
 		{name: "a story with an unknown requirement", stage: ports.StageStories,
