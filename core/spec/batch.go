@@ -17,12 +17,14 @@ import (
 // askStage asks for args.Stage. With Config.BatchConcurrency set, stories
 // come from one call per epic and PRPs from one call per story, each call
 // given only its own context (its epic or story, the requirements it names,
-// the PRD's summary and glossary, and for a PRP the linked repository), run
-// at most BatchConcurrency at a time and assembled into one document; every
-// other stage, and a stage whose earlier artifact cannot be read, is one
-// call (askWithinBudget). For the PRP stage it reads the linked repository
-// into prior.repo, so the checks see it. notes are findings about the
-// generation itself to keep with the artifact.
+// the PRD's summary and glossary, its context pack, and for a PRP the linked
+// repository), run at most BatchConcurrency at a time, each after the calls
+// it depends on, and assembled into one document; every other stage, and a
+// stage whose earlier artifact cannot be read, is one call
+// (askWithinBudget). For the PRP stage it reads the linked repository into
+// prior.repo, so the checks see it, and shows it to the model in either
+// mode. notes are findings about the generation itself to keep with the
+// artifact.
 func (s *Service) askStage(ctx context.Context, args GenerateStageArgs, sess ports.SpecSession, inputs []ports.SpecInput,
 	before map[ports.Stage]ports.SpecArtifact, standards []ports.Standard, prior *earlier, findings findingsFunc, log *slog.Logger) (output, ports.ChatResult, []string, error) {
 	var notes []string
@@ -43,7 +45,13 @@ func (s *Service) askStage(ctx context.Context, args GenerateStageArgs, sess por
 			return out, res, notes, err
 		}
 	}
-	out, res, err := s.askWithinBudget(ctx, args, inputs, before, standards, findings, log)
+	// One call for the whole stage: the PRPs see the repository the
+	// findings check them against, for the words of every story.
+	section := ""
+	if args.Stage == ports.StagePRPs && prior.repo != nil && prior.stories != nil {
+		section = "\n" + prior.repo.groundingSection(ctx, prior.stories.Stories...)
+	}
+	out, res, err := s.askWithinBudget(ctx, args, inputs, before, standards, section, findings, log)
 	return out, res, notes, err
 }
 

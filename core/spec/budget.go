@@ -64,11 +64,12 @@ func inputTokens(inputs []ports.SpecInput) int {
 // stored digest when it is current, else made and stored once, see digest)
 // and the earlier artifacts. Inputs that fit are always given verbatim,
 // even when a digest made for an earlier stage is stored. A refusal for
-// inputs too small to digest (minDigestTokens) fails as before.
+// inputs too small to digest (minDigestTokens) fails as before. section
+// goes into the user message after the earlier stages, either way.
 func (s *Service) askWithinBudget(ctx context.Context, args GenerateStageArgs, inputs []ports.SpecInput,
-	before map[ports.Stage]ports.SpecArtifact, standards []ports.Standard, findings findingsFunc, log *slog.Logger) (output, ports.ChatResult, error) {
+	before map[ports.Stage]ports.SpecArtifact, standards []ports.Standard, section string, findings findingsFunc, log *slog.Logger) (output, ports.ChatResult, error) {
 	st := args.Stage
-	msgs := buildMessages(st, inputs, before, standards)
+	msgs := buildMessagesWith(st, inputs, before, standards, section)
 	n := estimateRequest(msgs, responseFormat(st))
 	if n <= s.cfg.ContextBudget {
 		out, res, err := s.askRepairing(ctx, st, msgs, findings, log)
@@ -88,7 +89,7 @@ func (s *Service) askWithinBudget(ctx context.Context, args GenerateStageArgs, i
 			return output{}, ports.ChatResult{}, err
 		}
 	}
-	msgs = buildMessages(st, digestAsInputs(d), before, standards)
+	msgs = buildMessagesWith(st, digestAsInputs(d), before, standards, section)
 	log.InfoContext(ctx, "asking from the digest of the inputs", "estimated_tokens", estimateRequest(msgs, responseFormat(st)))
 	return s.askRepairing(ctx, st, msgs, findings, log)
 }

@@ -295,14 +295,18 @@ func (r *repoView) treeExcerpt(words []string) []string {
 }
 
 // groundingSection is the repository part of a PRP call's prompt: the tree
-// excerpt, files similar to what the story touches, and the commands.
-func (r *repoView) groundingSection(ctx context.Context, st story) string {
-	words := tokens(strings.Join([]string{st.Title, st.IWant, st.SoThat}, " "))
-	for _, c := range st.AcceptanceCriteria {
-		words = append(words, tokens(c.When+" "+c.Then)...)
+// excerpt, files similar to what the stories touch, and the commands.
+func (r *repoView) groundingSection(ctx context.Context, stories ...story) string {
+	var words []string
+	for _, st := range stories {
+		for _, w := range storyWords(st) {
+			if !slices.Contains(words, w) {
+				words = append(words, w)
+			}
+		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n# Repository %s\n\nThe PRP is implemented in this repository. Name only paths listed here in file references and modify tasks; a created file goes where the layout says it belongs.\n", r.fullName)
+	fmt.Fprintf(&b, "\n# Repository %s\n\nThe PRPs are implemented in this repository. Name only paths listed here in file references and modify tasks; a created file goes where the layout says it belongs.\n", r.fullName)
 	excerpt := r.treeExcerpt(words)
 	fmt.Fprintf(&b, "\n<tree files=\"%d\" shown=\"%d\"%s>\n%s\n</tree>\n", len(r.files), len(excerpt), map[bool]string{true: ` truncated="true"`}[r.truncated], genjob.Fenced(strings.Join(excerpt, "\n"), "tree"))
 	for i, p := range r.ranked(words, true) {
@@ -325,6 +329,15 @@ func (r *repoView) groundingSection(ctx context.Context, st story) string {
 		b.WriteString("\nThe repository shows no test or build commands: leave validation.commands empty and say why in none_reason.\n")
 	}
 	return b.String()
+}
+
+// storyWords are the words of a story worth matching against paths.
+func storyWords(st story) []string {
+	words := tokens(strings.Join([]string{st.Title, st.IWant, st.SoThat}, " "))
+	for _, c := range st.AcceptanceCriteria {
+		words = append(words, tokens(c.When+" "+c.Then)...)
+	}
+	return words
 }
 
 // groundingChecks lists the PRPs' references and tasks that do not fit the

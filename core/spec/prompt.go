@@ -38,6 +38,12 @@ Organisation standards for this stage. Follow them wherever the schema allows:`
 // apply to it; the user message holds the raw material, then the current
 // artifact of every earlier stage as JSON.
 func buildMessages(st ports.Stage, inputs []ports.SpecInput, current map[ports.Stage]ports.SpecArtifact, standards []ports.Standard) []ports.Message {
+	return buildMessagesWith(st, inputs, current, standards, "")
+}
+
+// buildMessagesWith is buildMessages with a section of the user message
+// after the earlier stages, such as the linked repository for the PRPs.
+func buildMessagesWith(st ports.Stage, inputs []ports.SpecInput, current map[ports.Stage]ports.SpecArtifact, standards []ports.Standard, section string) []ports.Message {
 	system := fmt.Sprintf(systemPrompt, st, stageGuidance[st], st)
 	var applying []ports.Standard
 	for _, std := range standards {
@@ -68,6 +74,7 @@ func buildMessages(st ports.Stage, inputs []ports.SpecInput, current map[ports.S
 			fmt.Fprintf(&u, "\n<artifact stage=%q version=\"%d\">\n%s\n</artifact>\n", prev, a.Version, genjob.Fenced(string(a.Data), "artifact"))
 		}
 	}
+	u.WriteString(section)
 	fmt.Fprintf(&u, "\nWrite the %s stage now.", st)
 	return []ports.Message{
 		{Role: ports.MessageSystem, Content: system},
