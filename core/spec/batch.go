@@ -337,6 +337,18 @@ func (s *Service) askPRPsByStory(ctx context.Context, inputs []ports.SpecInput, 
 		}
 	}
 	deps := func(i int) []int { return indexesOf(stories[i].DependsOn, index) }
+	// sent[i] is the request of story i's call, for a repair turn later.
+	sent := make([][]ports.Message, len(stories))
+	ownFindings := func(doc any, i int) []string {
+		st := stories[i]
+		var c checks
+		mine := prpsOf(doc.(*prpsDoc), st.ID)
+		if len(mine) == 0 {
+			c.add(FindingMissing, "the answer has no PRP for %s; write %s", st.ID, prpIDOf(st.ID))
+		}
+		groundingChecks(&c, &prpsDoc{PRPs: mine}, prior.repo)
+		return c.list
+	}
 	results, total, err := s.runBatches(ctx, len(stories), deps, func(ctx context.Context, i int, done func(int) (output, bool)) (output, ports.ChatResult, error) {
 		st := stories[i]
 		want := prpIDOf(st.ID)
@@ -383,17 +395,9 @@ func (s *Service) askPRPsByStory(ctx context.Context, inputs []ports.SpecInput, 
 		fmt.Fprintf(&u, "\nWrite the PRP of %s only: id %s, story_id %s, its acceptance criteria carried over word for word. "+
 			"Carry the facts of the context pack's source passages into it, keep within its constraints, out_of_scope and non_goals, "+
 			"and build on its dependencies: modify a path their PRPs create instead of creating it again.", st.ID, want, st.ID)
-		findings := func(doc any) []string {
-			d := doc.(*prpsDoc)
-			var c checks
-			mine := prpsOf(d, st.ID)
-			if len(mine) == 0 {
-				c.add(FindingMissing, "the answer has no PRP for %s; write %s", st.ID, want)
-			}
-			groundingChecks(&c, &prpsDoc{PRPs: mine}, prior.repo)
-			return c.list
-		}
-		return s.askRepairing(ctx, ports.StagePRPs, batchMessages(ports.StagePRPs, standards, u.String()), findings, log.With("story", st.ID))
+		sent[i] = batchMessages(ports.StagePRPs, standards, u.String())
+		findings := func(doc any) []string { return ownFindings(doc, i) }
+		return s.askRepairing(ctx, ports.StagePRPs, sent[i], findings, log.With("story", st.ID))
 	})
 	if err != nil {
 		return output{}, ports.ChatResult{}, err
@@ -409,8 +413,94 @@ func (s *Service) askPRPsByStory(ctx context.Context, inputs []ports.SpecInput, 
 		all.PRPs = append(all.PRPs, p)
 	}
 	log.InfoContext(ctx, "PRPs assembled", "calls", len(stories), "prps", len(all.PRPs), "grounded", prior.repo != nil)
+	if conflicts := crossPRPFindings(&all, prior.stories); len(conflicts) > 0 {
+		res := s.repairCrossPRPs(ctx, &all, stories, sent, results, conflicts, ownFindings, prior, log)
+		addUsage(&total, res)
+	}
 	out, err := assemble(ports.StagePRPs, &all)
 	return out, total, err
+}
+
+// repairCrossPRPs asks the call of each PRP conflicts name once more, in a
+// repair turn that lists its conflicts with the other PRPs, and keeps the
+// answer with fewer findings (its conflicts with the others, and its own);
+// what is left stays for the stage's checks. all.PRPs[i] is the PRP of
+// stories[i], asked with sent[i] and answered with results[i]. A repair
+// call that fails keeps the first answer. It returns the calls' usage.
+func (s *Service) repairCrossPRPs(ctx context.Context, all *prpsDoc, stories []story, sent [][]ports.Message, results []batchResult,
+	conflicts []crossFinding, own func(doc any, i int) []string, prior *earlier, log *slog.Logger) ports.ChatResult {
+	byPRP := map[string][]string{}
+	for _, f := range conflicts {
+		byPRP[f.prpID] = append(byPRP[f.prpID], f.msg)
+	}
+	var involved []int
+	for i, p := range all.PRPs {
+		if len(byPRP[p.ID]) > 0 {
+			involved = append(involved, i)
+		}
+	}
+	log.InfoContext(ctx, "the PRPs conflict with each other; asking for a repair", "conflicts", len(conflicts), "prps", len(involved), "first", conflicts[0].msg)
+	// score is the findings PRP i has with p in its place.
+	score := func(i int, p prp) int {
+		doc := &prpsDoc{PRPs: slices.Clone(all.PRPs)}
+		doc.PRPs[i] = p
+		n := len(own(&prpsDoc{PRPs: []prp{p}}, i))
+		for _, f := range crossPRPFindings(doc, prior.stories) {
+			if f.prpID == p.ID {
+				n++
+			}
+		}
+		return n
+	}
+	repaired := make([]*prp, len(involved))
+	_, total, _ := s.runBatches(ctx, len(involved), nil, func(ctx context.Context, k int, _ func(int) (output, bool)) (output, ports.ChatResult, error) {
+		i := involved[k]
+		st, first := stories[i], all.PRPs[i]
+		msgs := append(slices.Clone(sent[i]),
+			ports.Message{Role: ports.MessageAssistant, Content: string(results[i].out.data)},
+			ports.Message{Role: ports.MessageUser, Content: crossRepairMessage(byPRP[first.ID])})
+		out, res, err := s.askRepairing(ctx, ports.StagePRPs, msgs, nil, log.With("story", st.ID))
+		if err != nil {
+			log.WarnContext(ctx, "the conflict repair call failed; keeping the first answer", "story", st.ID, "err", err)
+			return output{}, res, nil
+		}
+		mine := prpsOf(out.doc.(*prpsDoc), st.ID)
+		if len(mine) == 0 {
+			return output{}, res, nil
+		}
+		p := mine[0]
+		p.AcceptanceCriteria = st.AcceptanceCriteria
+		if before, after := score(i, first), score(i, p); after < before {
+			repaired[k] = &p
+		} else {
+			log.InfoContext(ctx, "the conflict repair did not help; keeping the first answer", "story", st.ID, "findings_before", before, "findings_after", after)
+		}
+		return out, res, nil
+	})
+	for k, p := range repaired {
+		if p != nil {
+			all.PRPs[involved[k]] = *p
+		}
+	}
+	return total
+}
+
+// crossRepairMessage tells a PRP's call how its PRP conflicts with the
+// PRPs of other stories, and asks for it again.
+func crossRepairMessage(conflicts []string) string {
+	var b strings.Builder
+	b.WriteString("Your PRP is valid, but it conflicts with the PRPs written for other stories:\n")
+	for i, f := range conflicts {
+		if i == maxProblems {
+			fmt.Fprintf(&b, "- … and %d more\n", len(conflicts)-maxProblems)
+			break
+		}
+		b.WriteString("- " + f + "\n")
+	}
+	b.WriteString("Fix every one of these: create a path only where no other story's PRP creates it; modify a path the PRP of a story yours depends on creates; " +
+		"leave a path to the story that creates it when yours does not depend on that story. Keep everything else as it is. " +
+		"Answer again with the complete, corrected JSON object and nothing else.")
+	return b.String()
 }
 
 // prpIDOf is the id of the PRP of story id: PRP-e.n for ST-e.n.

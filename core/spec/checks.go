@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/devpilot/devpilot/ports"
 )
@@ -71,6 +73,10 @@ const (
 	FindingMissing FindingKind = "missing"
 	// FindingRepository: the linked repository could not be read.
 	FindingRepository FindingKind = "repository"
+	// FindingCrossPRP: PRPs that conflict with each other: two creating
+	// the same path, or one modifying a path another creates when its
+	// story does not depend on that one's.
+	FindingCrossPRP FindingKind = "cross_prp"
 )
 
 // checks collects warnings in order, once each, with their kinds.
@@ -131,6 +137,9 @@ func traceabilityChecks(doc any, e earlier) checks {
 	case *prpsDoc:
 		prpsChecks(&c, d, e.stories)
 		groundingChecks(&c, d, e.repo)
+		for _, f := range crossPRPFindings(d, e.stories) {
+			c.add(FindingCrossPRP, "%s", f.msg)
+		}
 	}
 	return c
 }
@@ -315,5 +324,97 @@ func storyRulesKnowing(c *checks, d *storiesDoc, epics *epicsDoc, others []story
 		if s.Estimate > maxStoryPoints {
 			c.add(FindingOversizedStory, "%s is estimated at %d points; split it into stories of at most %d", s.ID, s.Estimate, maxStoryPoints)
 		}
+	}
+}
+
+// crossFinding is a conflict between PRPs, found on the PRP that is to
+// change (the later creator of a path, or the one modifying it).
+type crossFinding struct {
+	prpID string
+	msg   string
+}
+
+// crossPRPFindings lists the PRPs' conflicts with each other (spec-kit's
+// /analyze across tasks): a path two PRPs create, and a task modifying a
+// path another PRP creates while its story does not depend, directly or
+// not, on that PRP's story (so the path may not exist yet when it is
+// built). Paths that are descriptions rather than paths ("the tests beside
+// it") are not compared.
+func crossPRPFindings(d *prpsDoc, stories *storiesDoc) []crossFinding {
+	type creation struct{ prpID, storyID, taskID string }
+	var out []crossFinding
+	creators := map[string][]creation{}
+	for _, p := range d.PRPs {
+		for _, t := range p.Tasks {
+			pth, ok := filePath(t.Path)
+			if !ok || t.Action != actionCreate {
+				continue
+			}
+			for _, cr := range creators[pth] {
+				if cr.prpID != p.ID {
+					out = append(out, crossFinding{p.ID, fmt.Sprintf("%s task %s creates %s, which %s creates too (task %s); create a path in one PRP only, and modify it in the PRPs of the stories that depend on that one", p.ID, t.ID, pth, cr.prpID, cr.taskID)})
+					break
+				}
+			}
+			creators[pth] = append(creators[pth], creation{p.ID, p.StoryID, t.ID})
+		}
+	}
+	if stories == nil {
+		return out // the order of the stories is unknown
+	}
+	known := set(mapIDs(stories.Stories, func(s story) string { return s.ID }))
+	dependsOn := storyDependencies(stories)
+	for _, p := range d.PRPs {
+		if !known[p.StoryID] {
+			continue // an unknown story, found as such
+		}
+		for _, t := range p.Tasks {
+			pth, ok := filePath(t.Path)
+			if !ok || t.Action != actionModify {
+				continue
+			}
+			for _, cr := range creators[pth] {
+				if cr.prpID == p.ID || cr.storyID == p.StoryID || dependsOn(p.StoryID, cr.storyID) {
+					continue
+				}
+				out = append(out, crossFinding{p.ID, fmt.Sprintf("%s task %s modifies %s, which %s creates (task %s), but %s does not depend on %s; modify only paths the repository has or the PRPs of the stories it depends on create", p.ID, t.ID, pth, cr.prpID, cr.taskID, p.StoryID, cr.storyID)})
+			}
+		}
+	}
+	return out
+}
+
+// filePath is a task's path to compare with others', cleaned; ok is false
+// for one that names no file, such as "the module this feature belongs in".
+func filePath(p string) (string, bool) {
+	p = strings.TrimPrefix(strings.TrimSpace(p), "./")
+	if p == "" || strings.ContainsFunc(p, unicode.IsSpace) && !strings.ContainsAny(p, "/.") {
+		return "", false
+	}
+	return p, true
+}
+
+// storyDependencies reports whether story a depends on story b, directly
+// or through other stories.
+func storyDependencies(stories *storiesDoc) func(a, b string) bool {
+	deps := map[string][]string{}
+	for _, s := range stories.Stories {
+		deps[s.ID] = s.DependsOn
+	}
+	return func(a, b string) bool {
+		seen := map[string]bool{a: true}
+		todo := slices.Clone(deps[a])
+		for len(todo) > 0 {
+			id := todo[len(todo)-1]
+			todo = todo[:len(todo)-1]
+			if id == b {
+				return true
+			}
+			if !seen[id] {
+				seen[id] = true
+				todo = append(todo, deps[id]...)
+			}
+		}
+		return false
 	}
 }

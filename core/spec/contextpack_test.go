@@ -84,6 +84,8 @@ type batchFake struct {
 	mu    sync.Mutex
 	users map[string][]string // the user messages of each epic's or story's calls
 	first map[string]string
+	// always, when set, answers every call of an epic or a story instead.
+	always map[string]string
 }
 
 func (f *batchFake) reply(_ context.Context, req ports.ChatRequest, _ func(string) error) (ports.ChatResult, error) {
@@ -110,6 +112,9 @@ func (f *batchFake) reply(_ context.Context, req ports.ChatRequest, _ func(strin
 	}
 	f.users[key] = append(f.users[key], req.Messages[len(req.Messages)-1].Content)
 	if c, ok := f.first[key]; ok && len(f.users[key]) == 1 {
+		content = c
+	}
+	if c, ok := f.always[key]; ok {
 		content = c
 	}
 	return ports.ChatResult{Content: content, FinishReason: ports.FinishStop, Model: "model-x"}, nil
@@ -253,5 +258,90 @@ func TestStoryRulesInTheRepairTurn(t *testing.T) {
 	arts := e.artifacts(sid)
 	if a := arts[len(arts)-1]; len(a.Checks) != 0 {
 		t.Errorf("the repaired stories have checks %q", a.Checks)
+	}
+}
+
+// conflictingPRP is the PRP of ST-2.2 creating the path PRP-2.1 creates.
+func conflictingPRP(t *testing.T) string {
+	return edit(t, ports.StagePRPs, func(d map[string]any) {
+		p := d["prps"].([]any)[2].(map[string]any)
+		p["tasks"].([]any)[1].(map[string]any)["path"] = "internal/http/approvals.go"
+		d["prps"] = []any{p}
+	})
+}
+
+const approvalsConflict = "PRP-2.2 task T2 creates internal/http/approvals.go, which PRP-2.1 creates too (task T2)"
+
+// TestCrossPRPConflictsRepairedPerCall: in per-call mode, a PRP whose task
+// creates a path another PRP creates is asked once more, in a repair turn
+// naming the conflict; a repaired answer without it is kept, and one that
+// keeps it leaves the conflict in the stage's checks.
+func TestCrossPRPConflictsRepairedPerCall(t *testing.T) {
+	t.Parallel()
+	for _, fixed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "repaired", false: "kept"}[fixed], func(t *testing.T) {
+			t.Parallel()
+			e, sid, f := newBatchSession(t)
+			if err := e.svc.RunGeneration(t.Context(), e.generate(alice, sid, ""), false); err != nil {
+				t.Fatal(err)
+			}
+			f.mu.Lock()
+			if fixed {
+				f.first = map[string]string{"ST-2.2": conflictingPRP(t)}
+			} else {
+				f.always = map[string]string{"ST-2.2": conflictingPRP(t)}
+			}
+			f.users = nil
+			f.mu.Unlock()
+			if err := e.svc.RunGeneration(t.Context(), e.generate(alice, sid, ""), false); err != nil {
+				t.Fatal(err)
+			}
+			if s := e.session(sid); s.Status != ports.SpecReady || s.CurrentStage != ports.StagePRPs {
+				t.Fatalf("%s %+v", s.Status, s.Error)
+			}
+			if len(f.users["ST-1.1"]) != 1 || len(f.users["ST-2.1"]) != 1 || len(f.users["ST-2.2"]) != 2 {
+				t.Fatalf("calls %v, want one repair turn for ST-2.2", f.users)
+			}
+			if repair := f.users["ST-2.2"][1]; !strings.Contains(repair, approvalsConflict) {
+				t.Errorf("the repair turn lacks the conflict:\n%s", repair)
+			}
+			arts := e.artifacts(sid)
+			a := arts[len(arts)-1]
+			has := slices.ContainsFunc(a.Checks, func(c string) bool { return strings.HasPrefix(c, approvalsConflict) })
+			if has == fixed {
+				t.Errorf("checks %q", a.Checks)
+			}
+			if got := strings.Contains(string(a.Data), `"path":"internal/http/exports.go"`); got != fixed {
+				t.Errorf("the stored PRPs:\n%s", a.Data)
+			}
+		})
+	}
+}
+
+// TestCrossPRPConflictsInTheSingleCallRepairTurn: with one call for the
+// stage, the conflicts between PRPs go into its repair turn.
+func TestCrossPRPConflictsInTheSingleCallRepairTurn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, spec.Config{})
+	sid := e.newSession(alice)
+	e.seed(sid, ports.StageScope, ports.StagePRD, ports.StageEpics, ports.StageStories)
+	bad := edit(t, ports.StagePRPs, func(d map[string]any) {
+		p := d["prps"].([]any)[2].(map[string]any)
+		p["tasks"].([]any)[1].(map[string]any)["path"] = "internal/http/approvals.go"
+	})
+	e.script(answer(bad), answer(bad))
+	if err := e.svc.RunGeneration(t.Context(), e.generate(alice, sid, ""), false); err != nil {
+		t.Fatal(err)
+	}
+	reqs := e.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if last := reqs[1].Messages[len(reqs[1].Messages)-1].Content; !strings.Contains(last, approvalsConflict) {
+		t.Errorf("the repair turn lacks the conflict:\n%s", last)
+	}
+	arts := e.artifacts(sid)
+	if a := arts[len(arts)-1]; !slices.ContainsFunc(a.Checks, func(c string) bool { return strings.HasPrefix(c, approvalsConflict) }) {
+		t.Errorf("checks %q", a.Checks)
 	}
 }

@@ -82,6 +82,27 @@ func TestTraceability(t *testing.T) {
 				prd.SuccessMetrics[1].Validates = []string{"REQ-3", "NFR-2"}
 			},
 			want: []string{`user journey "Claim a taxi ride" names unknown requirement REQ-5`, `success metric "Expenses re-keyed by hand" names unknown requirement NFR-2`}},
+		{name: "two PRPs creating one path", stage: ports.StagePRPs,
+			change: func(_ *prdDoc, _ *epicsDoc, _ *storiesDoc, prps *prpsDoc) {
+				prps.PRPs[2].Tasks[1].Path = "./internal/http/approvals.go "
+			},
+			want: []string{"PRP-2.2 task T2 creates internal/http/approvals.go, which PRP-2.1 creates too (task T2); create a path in one PRP only, and modify it in the PRPs of the stories that depend on that one"}},
+		{name: "modifying a path a PRP of a story it does not depend on creates", stage: ports.StagePRPs,
+			change: func(_ *prdDoc, _ *epicsDoc, stories *storiesDoc, _ *prpsDoc) { stories.Stories[1].DependsOn = nil },
+			want: []string{
+				"PRP-2.1 task T1 modifies internal/store/expenses.go, which PRP-1.1 creates (task T2), but ST-2.1 does not depend on ST-1.1; modify only paths the repository has or the PRPs of the stories it depends on create",
+				"PRP-2.2 task T1 modifies internal/store/expenses.go, which PRP-1.1 creates (task T2), but ST-2.2 does not depend on ST-1.1; modify only paths the repository has or the PRPs of the stories it depends on create",
+			}},
+		{name: "modifying a path of a PRP it depends on through another", stage: ports.StagePRPs,
+			change: func(_ *prdDoc, _ *epicsDoc, _ *storiesDoc, prps *prpsDoc) {
+				prps.PRPs[2].Tasks[1].Action, prps.PRPs[2].Tasks[1].Path = actionModify, "internal/http/expenses.go"
+			}},
+		{name: "descriptions instead of paths are not compared", stage: ports.StagePRPs,
+			change: func(_ *prdDoc, _ *epicsDoc, _ *storiesDoc, prps *prpsDoc) {
+				for i := range prps.PRPs {
+					prps.PRPs[i].Tasks[0].Action, prps.PRPs[i].Tasks[0].Path = actionCreate, "the module this feature belongs in"
+				}
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,5 +223,16 @@ func TestSchemasAreStrictCompatible(t *testing.T) {
 			t.Errorf("%s: the root is not an object", st)
 		}
 		walk("", root)
+	}
+}
+
+func TestCrossPRPFindingsHaveTheirKind(t *testing.T) {
+	t.Parallel()
+	_, _, _, stories, prps := samples(t)
+	prps.PRPs[2].Tasks[1].Path = "internal/http/approvals.go"
+	stories.Stories[1].DependsOn = nil
+	c := traceabilityChecks(prps, earlier{stories: stories})
+	if got := c.byKind(); got[FindingCrossPRP] != 3 || len(got) != 1 {
+		t.Errorf("kinds %v of %q", got, c.list)
 	}
 }
