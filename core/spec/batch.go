@@ -238,6 +238,7 @@ func batchMessages(st ports.Stage, standards []ports.Standard, user string) []po
 // the epics it depends on, so its call is given their stories' ids.
 func (s *Service) askStoriesByEpic(ctx context.Context, inputs []ports.SpecInput, standards []ports.Standard, prior *earlier, log *slog.Logger) (output, ports.ChatResult, error) {
 	epics := prior.epics.Epics
+	m := newMaterial(inputs)
 	outline := make([]map[string]any, len(epics))
 	index := make(map[string]int, len(epics))
 	for i, e := range epics {
@@ -261,7 +262,7 @@ func (s *Service) askStoriesByEpic(ctx context.Context, inputs []ports.SpecInput
 				}
 			}
 		}
-		pack := newContextPack(prior, inputs, ep.RequirementIDs, related, nil)
+		pack := newContextPack(prior, m, ep.RequirementIDs, related, nil)
 		pack.bound(s.packBudget())
 		var u strings.Builder
 		u.WriteString("# PRD\n" + prdBrief(prior.prd))
@@ -324,6 +325,7 @@ func storiesOf(d *storiesDoc, epicID string) []story {
 // it depends on, so its call is given the paths their PRPs plan.
 func (s *Service) askPRPsByStory(ctx context.Context, inputs []ports.SpecInput, standards []ports.Standard, prior *earlier, log *slog.Logger) (output, ports.ChatResult, error) {
 	stories := prior.stories.Stories
+	m := newMaterial(inputs)
 	epicByID := map[string]epic{}
 	if prior.epics != nil {
 		for _, e := range prior.epics.Epics {
@@ -375,7 +377,7 @@ func (s *Service) askPRPsByStory(ctx context.Context, inputs []ports.SpecInput, 
 			}
 			dependencies = append(dependencies, d)
 		}
-		pack := newContextPack(prior, inputs, st.RequirementIDs, related, dependencies)
+		pack := newContextPack(prior, m, st.RequirementIDs, related, dependencies)
 		pack.bound(s.packBudget())
 		var u strings.Builder
 		if prior.prd != nil {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -79,11 +80,30 @@ const (
 	maxQuoteBytes = 600
 )
 
+// material is the raw inputs a context pack quotes, numbered from 1 as
+// the PRD's request numbered them, each normalised once (white space
+// runs as one space) for finding quotes, however many calls quote it.
+type material struct {
+	inputs []ports.SpecInput
+	once   []sync.Once
+	norm   []string
+}
+
+func newMaterial(inputs []ports.SpecInput) *material {
+	return &material{inputs: inputs, once: make([]sync.Once, len(inputs)), norm: make([]string, len(inputs))}
+}
+
+// normalised is input i's content with each run of white space as one
+// space, and none at its start.
+func (m *material) normalised(i int) string {
+	m.once[i].Do(func() { m.norm[i] = normaliseSpace(m.inputs[i].Content) })
+	return m.norm[i]
+}
+
 // newContextPack is the pack of a call covering the requirements reqIDs:
-// their source passages from inputs (numbered from 1 as the PRD's request
-// numbered them), and what the scope and the PRD say for every call.
-// related and deps are the call's own.
-func newContextPack(prior *earlier, inputs []ports.SpecInput, reqIDs []string, related []relatedStory, deps []dependency) contextPack {
+// their source passages from the material, and what the scope and the PRD
+// say for every call. related and deps are the call's own.
+func newContextPack(prior *earlier, m *material, reqIDs []string, related []relatedStory, deps []dependency) contextPack {
 	p := contextPack{
 		SourcePassages: []sourcePassage{}, Constraints: []string{}, OutOfScope: []string{}, NonGoals: []string{},
 		Assumptions: []string{}, EdgeCases: []string{}, Clarifications: []clarification{},
@@ -100,7 +120,7 @@ func newContextPack(prior *earlier, inputs []ports.SpecInput, reqIDs []string, r
 		p.Clarifications = nonNilSlice(prior.prd.Clarifications)
 		for _, r := range requirementsOf(prior.prd, reqIDs) {
 			for i, src := range r.Sources {
-				p.addPassage(passageOf(src, inputs), r.ID, i == 0)
+				p.addPassage(m.passageOf(src), r.ID, i == 0)
 			}
 		}
 	}
@@ -138,18 +158,18 @@ func (p *contextPack) addPassage(sp sourcePassage, id string, primary bool) {
 }
 
 // passageOf is the raw material around src: when its quote is found in
-// the input it names (whitespace aside), the paragraph around it, bounded
+// the input it names (white space aside), the paragraph around it, bounded
 // to maxPassageBytes; else, and for a digest, the quote itself.
-func passageOf(src source, inputs []ports.SpecInput) sourcePassage {
+func (m *material) passageOf(src source) sourcePassage {
 	quote := strings.TrimSpace(src.Quote)
 	sp := sourcePassage{Input: src.Input, Title: src.Input, Passage: clipText(quote, maxQuoteBytes)}
 	n, err := strconv.Atoi(src.Input)
-	if src.Input == sourceDigest || err != nil || n < 1 || n > len(inputs) {
+	if src.Input == sourceDigest || err != nil || n < 1 || n > len(m.inputs) {
 		return sp
 	}
-	in := inputs[n-1]
+	in := m.inputs[n-1]
 	sp.Title = in.Title
-	if start, end, ok := findQuote(in.Content, quote); ok {
+	if start, end, ok := findQuote(in.Content, m.normalised(n-1), quote); ok {
 		sp.Passage = paragraphAround(in.Content, start, end, maxPassageBytes)
 	}
 	return sp
@@ -164,44 +184,65 @@ func clipText(s string, n int) string {
 	return s
 }
 
-// findQuote finds quote in text, any run of white space matching any
-// other, and quotation marks and ellipses around it ignored; start and end
-// are byte offsets in text.
-func findQuote(text, quote string) (start, end int, ok bool) {
-	quote = strings.Trim(quote, "\"'“”‘’«» ")
-	quote = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(quote, "…"), "…"))
-	quote = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(quote, "..."), "..."))
-	words := strings.Fields(quote)
-	if len(words) == 0 {
-		return 0, 0, false
-	}
-	// norm is text with each run of white space as one space; at[i] is
-	// the offset in text of norm's byte i.
-	var norm strings.Builder
-	at := make([]int, 0, len(text))
+// normaliseSpace is text with each run of white space as one space, and
+// none at its start.
+func normaliseSpace(text string) string {
+	var b strings.Builder
+	b.Grow(len(text))
 	space := false
-	for i, r := range text {
+	for _, r := range text {
 		if unicode.IsSpace(r) {
-			if !space && norm.Len() > 0 {
-				norm.WriteByte(' ')
-				at = append(at, i)
+			if !space && b.Len() > 0 {
+				b.WriteByte(' ')
 			}
 			space = true
 			continue
 		}
 		space = false
-		norm.WriteRune(r)
-		for k := 0; k < utf8.RuneLen(r); k++ {
-			at = append(at, i+k)
-		}
+		b.WriteRune(r)
 	}
-	want := strings.Join(words, " ")
-	i := strings.Index(norm.String(), want)
+	return b.String()
+}
+
+// findQuote finds quote in text (norm is normaliseSpace(text)), any run of
+// white space matching any other, and quotation marks and ellipses around
+// it ignored; start and end are byte offsets in text.
+func findQuote(text, norm, quote string) (start, end int, ok bool) {
+	quote = strings.Trim(quote, "\"'“”‘’«» ")
+	quote = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(quote, "…"), "…"))
+	quote = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(quote, "..."), "..."))
+	want := strings.Join(strings.Fields(quote), " ")
+	if want == "" {
+		return 0, 0, false
+	}
+	i := strings.Index(norm, want)
 	if i < 0 {
 		return 0, 0, false
 	}
-	last := i + len(want) - 1
-	return at[i], at[last] + 1, true
+	// Walk text as normaliseSpace did, to the offsets of norm's i and
+	// i+len(want).
+	start, end = -1, len(text)
+	k := 0 // bytes of norm written so far
+	space := false
+	for off, r := range text {
+		if k == i && start < 0 && !unicode.IsSpace(r) {
+			start = off
+		}
+		if unicode.IsSpace(r) {
+			if !space && k > 0 {
+				k++
+			}
+			space = true
+			continue
+		}
+		space = false
+		k += utf8.RuneLen(r)
+		if k == i+len(want) {
+			end = off + utf8.RuneLen(r)
+			break
+		}
+	}
+	return start, end, start >= 0
 }
 
 // paragraphAround is the paragraph of text (between blank lines) holding

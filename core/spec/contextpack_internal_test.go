@@ -27,6 +27,7 @@ func TestPassageOf(t *testing.T) {
 	inputs := []ports.SpecInput{
 		{Title: "Kick-off notes", Content: kickoff},
 		{Title: "Long call", Content: long},
+		{Title: "Café", Content: "  Intro.\n\n Le café  au lait — ümlaut\tstraße. Fin. \n\nAutre."},
 	}
 	tests := []struct {
 		name      string
@@ -46,13 +47,15 @@ func TestPassageOf(t *testing.T) {
 			want: "Employees wait three weeks for reimbursements."},
 		{name: "an input that does not exist: the quote", src: source{Input: "7", Quote: "Managers approve by email today."}, title: "7",
 			want: "Managers approve by email today."},
+		{name: "characters beyond ASCII", src: source{Input: "3", Quote: "au lait — ümlaut straße."}, title: "Café",
+			want: "Le café  au lait — ümlaut\tstraße. Fin."},
 		{name: "a long paragraph: bounded around the quote", src: source{Input: "2", Quote: "The QUOTE sits here in the middle."}, title: "Long call",
 			want: "The QUOTE sits here in the middle.", contains: true, maxBytes: maxPassageBytes},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := passageOf(tt.src, inputs)
+			got := newMaterial(inputs).passageOf(tt.src)
 			if got.Input != tt.src.Input || got.Title != tt.title {
 				t.Errorf("input %q title %q, want %q %q", got.Input, got.Title, tt.src.Input, tt.title)
 			}
@@ -80,7 +83,7 @@ func TestContextPackFromEarlierStages(t *testing.T) {
 	prd.Functional[1].Sources = []source{{Input: "1", Quote: "Managers approve by email today."}, {Input: "digest", Quote: "Managers decide in two days."}}
 	prior := &earlier{scope: scope, prd: prd}
 	inputs := []ports.SpecInput{{Title: "Kick-off notes", Content: kickoff}}
-	p := newContextPack(prior, inputs, []string{"REQ-1", "REQ-2"}, nil, nil)
+	p := newContextPack(prior, newMaterial(inputs), []string{"REQ-1", "REQ-2"}, nil, nil)
 	para := "Managers approve by email today. Employees wait three\nweeks   for reimbursements. Finance is unhappy."
 	want := []sourcePassage{
 		{Input: "1", Title: "Kick-off notes", RequirementIDs: []string{"REQ-1", "REQ-2"}, Passage: para, primary: true},
