@@ -59,7 +59,9 @@ func inputTokens(inputs []ports.SpecInput) int {
 // askWithinBudget asks for args.Stage from the raw inputs and the earlier
 // artifacts, repairing findings once — unless the inputs are too long. They
 // are when the request's estimated tokens exceed Config.ContextBudget, or
-// when the provider refuses the request as too long for its context window.
+// when the provider refuses the request as too long for its context window
+// (or refused one at least as long before: the service remembers the
+// shortest refused, so each stage does not try again).
 // Then the stage is asked from the digest of the inputs (the session's
 // stored digest when it is current, else made and stored once, see digest)
 // and the earlier artifacts. Inputs that fit are always given verbatim,
@@ -71,14 +73,19 @@ func (s *Service) askWithinBudget(ctx context.Context, args GenerateStageArgs, i
 	st := args.Stage
 	msgs := buildMessagesWith(st, inputs, before, standards, section)
 	n := estimateRequest(msgs, responseFormat(st))
-	if n <= s.cfg.ContextBudget {
+	refused := int(s.refusedTokens.Load())
+	switch {
+	case n > s.cfg.ContextBudget:
+		log.InfoContext(ctx, "the inputs exceed the context budget; using their digest", "estimated_tokens", n, "budget", s.cfg.ContextBudget)
+	case refused > 0 && n >= refused && inputTokens(inputs) >= minDigestTokens:
+		log.InfoContext(ctx, "the provider refused a request as long before; using the digest of the inputs", "estimated_tokens", n, "refused_tokens", refused)
+	default:
 		out, res, err := s.askRepairing(ctx, st, msgs, findings, log)
 		if !errors.Is(err, ports.ErrContextLength) || inputTokens(inputs) < minDigestTokens {
 			return out, res, err
 		}
+		s.noteRefused(n)
 		log.WarnContext(ctx, "the model's context window is too small for the inputs; using their digest", "estimated_tokens", n, "err", err)
-	} else {
-		log.InfoContext(ctx, "the inputs exceed the context budget; using their digest", "estimated_tokens", n, "budget", s.cfg.ContextBudget)
 	}
 	d, ok, err := s.storedDigest(ctx, args.SessionID, inputs)
 	if err != nil {
@@ -92,4 +99,15 @@ func (s *Service) askWithinBudget(ctx context.Context, args GenerateStageArgs, i
 	msgs = buildMessagesWith(st, digestAsInputs(d), before, standards, section)
 	log.InfoContext(ctx, "asking from the digest of the inputs", "estimated_tokens", estimateRequest(msgs, responseFormat(st)))
 	return s.askRepairing(ctx, st, msgs, findings, log)
+}
+
+// noteRefused remembers that the provider refused a request of n estimated
+// tokens as too long, keeping the fewest.
+func (s *Service) noteRefused(n int) {
+	for {
+		cur := s.refusedTokens.Load()
+		if cur > 0 && cur <= int64(n) || s.refusedTokens.CompareAndSwap(cur, int64(n)) {
+			return
+		}
+	}
 }

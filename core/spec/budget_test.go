@@ -165,21 +165,9 @@ func TestLongInputsAreDigested(t *testing.T) {
 					t.Fatalf("after %s: %s %+v", st, s.Status, s.Error)
 				}
 			}
-			// Over the budget, a later stage goes to the stored digest at
-			// once; refused by the provider, it is asked from the raw inputs
-			// first (they fit the budget), then from the stored digest.
+			// Every later stage goes to the stored digest at once: over the
+			// budget, or as long as a request the provider refused.
 			later := f.users[wantUsers:]
-			if tt.tooLong {
-				if len(later) != 4 {
-					t.Fatalf("%d later stage requests, want a refused one and a digest one for each of 2 stages", len(later))
-				}
-				for i := 0; i < len(later); i += 2 {
-					if !strings.Contains(later[i], "line 0 —") {
-						t.Errorf("a later stage is not asked from the raw inputs first:\n%.2000s", later[i])
-					}
-				}
-				later = []string{later[1], later[3]}
-			}
 			for _, u := range later {
 				if strings.Contains(u, "line 0 —") || !strings.Contains(u, `kind="digest"`) {
 					t.Errorf("a later stage is not given the digest:\n%.2000s", u)
@@ -204,6 +192,16 @@ func TestLongInputsAreDigested(t *testing.T) {
 			}
 			if d, _ := e.digests.GetSpecDigest(t.Context(), sid); len(d.InputIDs) != 3 {
 				t.Errorf("the new digest covers %v", d.InputIDs)
+			}
+
+			// A shorter request than the one refused is sent as it is.
+			short := e.newSession(alice)
+			n := len(f.users)
+			if err := e.svc.RunGeneration(t.Context(), e.generate(alice, short, ""), false); err != nil {
+				t.Fatal(err)
+			}
+			if len(f.users) != n+1 || !strings.Contains(f.users[n], "Employees wait three weeks for reimbursements.") {
+				t.Errorf("the short session's request does not hold its input:\n%s", f.users[n:])
 			}
 		})
 	}

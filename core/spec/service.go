@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/devpilot/devpilot/ports"
@@ -154,6 +155,10 @@ type Service struct {
 	cfg Config
 	d   Deps
 	log *slog.Logger
+	// refusedTokens is the fewest estimated tokens of a stage request the
+	// provider refused as too long for its window (0: none): a request as
+	// long is asked from the digest without being sent first.
+	refusedTokens atomic.Int64
 }
 
 // New returns a Service over the given ports.
