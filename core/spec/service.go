@@ -40,7 +40,11 @@ type Config struct {
 	CallTimeout time.Duration
 	// BatchConcurrency, when above 0, generates stories one call per epic
 	// and PRPs one call per story, that many calls at a time, each given
-	// only its own context, and assembles them into one stage version; 0
+	// only its own context (with a context pack: the raw passages its
+	// requirements cite, the scope's constraints, the PRD's non-goals, the
+	// stories around it and those it depends on), an epic's call after
+	// those of the epics it depends on and a story's after those of the
+	// stories it depends on, and assembles them into one stage version; 0
 	// asks for each stage in one call.
 	BatchConcurrency int
 	// SCMProvider names the provider of the connections linked repositories
@@ -50,8 +54,10 @@ type Config struct {
 	// worker passes final=true to RunGeneration on the last one.
 	MaxAttempts int
 	// ContextBudget bounds the estimated tokens of a stage's request
-	// (DefaultContextBudget; at least 2000): inputs that do not fit are
-	// digested once and the stages are given the digest instead.
+	// (DefaultContextBudget; at least 2000): a stage whose request with the
+	// raw inputs does not fit is given their digest instead (made once);
+	// one that fits is given the inputs verbatim. A context pack takes at
+	// most a quarter of it.
 	ContextBudget int
 	// WatchPoll is how often WatchSession reads a watched session for a new
 	// state (DefaultWatchPoll).
