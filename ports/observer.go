@@ -41,7 +41,7 @@ type Observer interface {
 // an Observer may use as labels.
 var SpecFindingKinds = []string{
 	"unknown_id", "uncovered", "dependency", "compound_criterion", "oversized_story",
-	"criteria_mismatch", "grounding_path", "grounding_command", "missing", "repository",
+	"criteria_mismatch", "grounding_path", "grounding_command", "missing", "repository", "cross_prp",
 }
 
 // SpecFindingOther is the kind an Observer counts a finding under whose

@@ -461,7 +461,8 @@ func (s *Service) repairCrossPRPs(ctx context.Context, all *prpsDoc, stories []s
 		msgs := append(slices.Clone(sent[i]),
 			ports.Message{Role: ports.MessageAssistant, Content: string(results[i].out.data)},
 			ports.Message{Role: ports.MessageUser, Content: crossRepairMessage(byPRP[first.ID])})
-		out, res, err := s.askRepairing(ctx, ports.StagePRPs, msgs, nil, log.With("story", st.ID))
+		statsOf(ctx).repairTurn()
+		out, res, err := s.askRepairing(asRepairAsk(ctx), ports.StagePRPs, msgs, nil, log.With("story", st.ID))
 		if err != nil {
 			log.WarnContext(ctx, "the conflict repair call failed; keeping the first answer", "story", st.ID, "err", err)
 			return output{}, res, nil

@@ -314,6 +314,11 @@ func TestCrossPRPConflictsRepairedPerCall(t *testing.T) {
 			if got := strings.Contains(string(a.Data), `"path":"internal/http/exports.go"`); got != fixed {
 				t.Errorf("the stored PRPs:\n%s", a.Data)
 			}
+			// The conflict's repair is a repair turn of ST-2.2's batch, not a
+			// fourth batch.
+			if g := a.Generation; g.Batches != 3 || g.RepairTurns != 1 || g.Calls != 4 {
+				t.Errorf("generation %+v, want 3 batches, 1 repair turn, 4 calls", g)
+			}
 		})
 	}
 }

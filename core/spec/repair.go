@@ -58,7 +58,9 @@ func (s *Service) askRepairing(ctx context.Context, st ports.Stage, msgs []ports
 		out, problems := parseOutput(st, res.Content)
 		if !answered {
 			answered = true
-			statsOf(ctx).answered(problems == nil)
+			if !isRepairAsk(ctx) {
+				statsOf(ctx).answered(problems == nil)
+			}
 		}
 		if problems != nil {
 			statsOf(ctx).invalidAnswer()

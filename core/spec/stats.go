@@ -57,6 +57,20 @@ func withStats(ctx context.Context, st *genStats) context.Context {
 	return context.WithValue(ctx, statsKey{}, st)
 }
 
+type repairAskKey struct{}
+
+// asRepairAsk marks ctx's ask as a repair turn of an ask answered before
+// (the cross-PRP repair asks a PRP's call again): its first answer is
+// not another batch's.
+func asRepairAsk(ctx context.Context) context.Context {
+	return context.WithValue(ctx, repairAskKey{}, true)
+}
+
+func isRepairAsk(ctx context.Context) bool {
+	b, _ := ctx.Value(repairAskKey{}).(bool)
+	return b
+}
+
 // statsOf is the collector ctx carries, nil when none.
 func statsOf(ctx context.Context) *genStats {
 	st, _ := ctx.Value(statsKey{}).(*genStats)

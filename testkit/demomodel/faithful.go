@@ -365,39 +365,6 @@ func journeys(users []scopeUser, reqs []requirement) []journey {
 	return out
 }
 
-// prdAnswer is a PRD as the request's schema asks for it: without the
-// requirements' sources when the schema has none (a core/spec that does
-// not ask for them refuses the property).
-func prdAnswer(d prdDoc, req *fakeopenai.Request) any {
-	if f := req.ResponseFormat; f == nil || f.JSONSchema == nil || strings.Contains(string(f.JSONSchema.Schema), `"sources"`) {
-		return d
-	}
-	type plainRequirement struct {
-		ID          string `json:"id"`
-		Title       string `json:"title"`
-		Description string `json:"description"`
-		Priority    string `json:"priority"`
-	}
-	type plainPRD struct {
-		Title          string             `json:"title"`
-		Summary        string             `json:"summary"`
-		Functional     []plainRequirement `json:"functional_requirements"`
-		NonFunctional  []nfRequirement    `json:"non_functional_requirements"`
-		Journeys       []journey          `json:"user_journeys"`
-		SuccessMetrics []prdMetric        `json:"success_metrics"`
-		NonGoals       []string           `json:"non_goals"`
-		Assumptions    []string           `json:"assumptions"`
-		Glossary       []term             `json:"glossary"`
-		EdgeCases      []string           `json:"edge_cases"`
-		Clarifications []clarification    `json:"clarifications"`
-	}
-	out := plainPRD{d.Title, d.Summary, nil, d.NonFunctional, d.Journeys, d.SuccessMetrics, d.NonGoals, d.Assumptions, d.Glossary, d.EdgeCases, d.Clarifications}
-	for _, r := range d.Functional {
-		out.Functional = append(out.Functional, plainRequirement{r.ID, r.Title, r.Description, r.Priority})
-	}
-	return out
-}
-
 // contextPack is the <context_pack> of a per-epic or per-story call: the
 // context its requirements need beyond the PRD's summary.
 type contextPack struct {
@@ -556,7 +523,7 @@ func faithfulArtifact(stage string, req *fakeopenai.Request) any {
 	case "scope":
 		return faithfulScope(p.material)
 	case "prd":
-		return prdAnswer(faithfulPRD(scope(), p.material.inputs), req)
+		return faithfulPRD(scope(), p.material.inputs)
 	case "epics":
 		return buildEpics(prd())
 	case "stories":

@@ -40,24 +40,12 @@ func faithfulLLM(t *testing.T) *openai.Client {
 
 // stageSchema is core/spec's schema of a stage; withSources adds the
 // requirements' sources the PRD schema gains.
-func stageSchema(t *testing.T, stage string, withSources bool) json.RawMessage {
+func stageSchema(t *testing.T, stage string) json.RawMessage {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	raw, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "core", "spec", "schemas", stage+".json"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if withSources && !strings.Contains(string(raw), `"sources"`) {
-		var doc map[string]any
-		if err := json.Unmarshal(raw, &doc); err != nil {
-			t.Fatal(err)
-		}
-		item := doc["properties"].(map[string]any)["functional_requirements"].(map[string]any)["items"].(map[string]any)
-		item["properties"].(map[string]any)["sources"] = map[string]any{"type": "array", "items": map[string]any{"type": "object",
-			"additionalProperties": false, "required": []string{"input", "quote"},
-			"properties": map[string]any{"input": map[string]any{"type": "string"}, "quote": map[string]any{"type": "string"}}}}
-		item["required"] = append(item["required"].([]any), "sources")
-		raw, _ = json.Marshal(doc)
 	}
 	return raw
 }
@@ -132,7 +120,7 @@ func TestFaithfulScopeCarriesEverySentence(t *testing.T) {
 		if slices.ContainsFunc(cs.Inputs, func(in evalcorpus.Input) bool { return in.Expand != nil }) {
 			continue // their filler is left out; see TestFaithfulDigestKeepsFacts
 		}
-		out := ask(t, c, "spec_scope", stageSchema(t, "scope", false), stagePrompt("scope", cs.Inputs))
+		out := ask(t, c, "spec_scope", stageSchema(t, "scope"), stagePrompt("scope", cs.Inputs))
 		validate(t, "scope", json.RawMessage(out))
 		var scope map[string]any
 		mustDecode(t, json.RawMessage(out), &scope)
@@ -169,7 +157,7 @@ func TestFaithfulScopeCarriesEverySentence(t *testing.T) {
 func TestFaithfulScopeSorts(t *testing.T) {
 	t.Parallel()
 	cs := corpusCase(t, "expense-notes")
-	out := ask(t, faithfulLLM(t), "spec_scope", stageSchema(t, "scope", false), stagePrompt("scope", cs.Inputs))
+	out := ask(t, faithfulLLM(t), "spec_scope", stageSchema(t, "scope"), stagePrompt("scope", cs.Inputs))
 	var scope struct {
 		Title       string   `json:"title"`
 		InScope     []string `json:"in_scope"`
@@ -213,8 +201,8 @@ func TestFaithfulPRDSources(t *testing.T) {
 	t.Parallel()
 	c := faithfulLLM(t)
 	cs := corpusCase(t, "grading-rubrics") // notes (input 1) and a call (input 2)
-	scope := ask(t, c, "spec_scope", stageSchema(t, "scope", false), stagePrompt("scope", cs.Inputs))
-	out := ask(t, c, "spec_prd", stageSchema(t, "prd", true), stagePrompt("prd", cs.Inputs, [2]string{"scope", scope}))
+	scope := ask(t, c, "spec_scope", stageSchema(t, "scope"), stagePrompt("scope", cs.Inputs))
+	out := ask(t, c, "spec_prd", stageSchema(t, "prd"), stagePrompt("prd", cs.Inputs, [2]string{"scope", scope}))
 	var prd faithfulPRD
 	mustDecode(t, json.RawMessage(out), &prd)
 	quoted := map[string]bool{}
@@ -248,12 +236,6 @@ func TestFaithfulPRDSources(t *testing.T) {
 		len(prd.Clarifications) != 1 || prd.Clarifications[0].Question != "Can rubrics be shared between the schools of the trust?" {
 		t.Errorf("PRD NFRs %+v, non-goals %q, clarifications %+v", prd.NonFunctional, prd.NonGoals, prd.Clarifications)
 	}
-	// The prompt of a core/spec whose schema has no sources gets none.
-	plain := ask(t, c, "spec_prd", stageSchema(t, "prd", false), stagePrompt("prd", cs.Inputs, [2]string{"scope", scope}))
-	if strings.Contains(plain, `"sources"`) {
-		t.Errorf("sources without a schema that asks for them:\n%s", plain)
-	}
-	validate(t, "prd", json.RawMessage(plain))
 }
 
 // TestFaithfulPRDGroups: more in-scope items than a PRD holds are grouped,
@@ -267,8 +249,8 @@ func TestFaithfulPRDGroups(t *testing.T) {
 	}
 	in := []evalcorpus.Input{{Kind: "note", Title: "List", ContentType: "text/markdown", Content: notes.String()}}
 	c := faithfulLLM(t)
-	scope := ask(t, c, "spec_scope", stageSchema(t, "scope", false), stagePrompt("scope", in))
-	out := ask(t, c, "spec_prd", stageSchema(t, "prd", true), stagePrompt("prd", in, [2]string{"scope", scope}))
+	scope := ask(t, c, "spec_scope", stageSchema(t, "scope"), stagePrompt("scope", in))
+	out := ask(t, c, "spec_prd", stageSchema(t, "prd"), stagePrompt("prd", in, [2]string{"scope", scope}))
 	var prd faithfulPRD
 	mustDecode(t, json.RawMessage(out), &prd)
 	if len(prd.Functional) > 12 || len(prd.Functional) < 10 {
@@ -366,7 +348,7 @@ func TestFaithfulPRPCarriesContextPack(t *testing.T) {
 		cs.Repo.Name, len(tree), len(tree), strings.Join(tree, "\n"), "internal/claims/claim.go", files["internal/claims/claim.go"])
 
 	c := faithfulLLM(t)
-	with := ask(t, c, "spec_prps", stageSchema(t, "prps", false), prpRequest(summary, reqs, epic, story, pack, repo))
+	with := ask(t, c, "spec_prps", stageSchema(t, "prps"), prpRequest(summary, reqs, epic, story, pack, repo))
 	validate(t, "prps", json.RawMessage(with))
 	var doc faithfulPRPs
 	mustDecode(t, json.RawMessage(with), &doc)
@@ -443,7 +425,7 @@ func TestFaithfulPRPCarriesContextPack(t *testing.T) {
 	}
 
 	// Without the pack, nothing of it reaches the PRP.
-	without := ask(t, c, "spec_prps", stageSchema(t, "prps", false), prpRequest(summary, reqs, epic, story, nil, repo))
+	without := ask(t, c, "spec_prps", stageSchema(t, "prps"), prpRequest(summary, reqs, epic, story, nil, repo))
 	validate(t, "prps", json.RawMessage(without))
 	for _, s := range []string{"500 euros", "photo", "seven years", "Mileage", "payroll", "Input 1", "finance approver", "submit_claim_st_1_1", "ST-2.2", "ST-1.1"} {
 		if strings.Contains(without, s) {
@@ -474,7 +456,7 @@ func TestFaithfulStoriesDependOnRelated(t *testing.T) {
 	u.WriteString("\n# All epics, for dependencies\n" + tagged("epics", []map[string]any{{"id": "EP-1"}, {"id": "EP-2"}}))
 	u.WriteString("\n# The context of the epic\n" + tagged("context_pack", pack))
 	u.WriteString("\nWrite the stories of EP-2 only.")
-	out := ask(t, faithfulLLM(t), "spec_stories", stageSchema(t, "stories", false), u.String())
+	out := ask(t, faithfulLLM(t), "spec_stories", stageSchema(t, "stories"), u.String())
 	validate(t, "stories", json.RawMessage(out))
 	var doc struct {
 		Stories []struct {
@@ -632,8 +614,8 @@ func TestDefaultModeReadsNewParts(t *testing.T) {
 	t.Parallel()
 	c := llm(t)
 	cs := corpusCase(t, "expense-notes")
-	scope := ask(t, c, "spec_scope", stageSchema(t, "scope", false), stagePrompt("scope", cs.Inputs))
-	out := ask(t, c, "spec_prd", stageSchema(t, "prd", true), stagePrompt("prd", cs.Inputs, [2]string{"scope", scope}))
+	scope := ask(t, c, "spec_scope", stageSchema(t, "scope"), stagePrompt("scope", cs.Inputs))
+	out := ask(t, c, "spec_prd", stageSchema(t, "prd"), stagePrompt("prd", cs.Inputs, [2]string{"scope", scope}))
 	var prd faithfulPRD
 	mustDecode(t, json.RawMessage(out), &prd)
 	for _, r := range prd.Functional {
@@ -649,14 +631,11 @@ func TestDefaultModeReadsNewParts(t *testing.T) {
 	if !strings.Contains(out, `"sources":[{"input":"1","quote":"Employees can submit an expense claim with a photo of the receipt from their phone."}]`) {
 		t.Errorf("REQ-1 does not quote its sentence:\n%s", out)
 	}
-	plain := ask(t, c, "spec_prd", stageSchema(t, "prd", false), stagePrompt("prd", cs.Inputs, [2]string{"scope", scope}))
-	if strings.Contains(plain, `"sources"`) {
-		t.Errorf("sources without a schema that asks for them:\n%s", plain)
-	}
-	prompt := stagePrompt("prps", cs.Inputs, [2]string{"scope", scope}, [2]string{"prd", plain}) +
+	prdJSON := ask(t, c, "spec_prd", stageSchema(t, "prd"), stagePrompt("prd", cs.Inputs, [2]string{"scope", scope}))
+	prompt := stagePrompt("prps", cs.Inputs, [2]string{"scope", scope}, [2]string{"prd", prdJSON}) +
 		"\n# Repository acme/expenses-api\n\n<tree files=\"2\" shown=\"2\">\nMakefile\ninternal/claims/claim.go\n</tree>\n\n<commands source=\"Makefile\">\nmake test\n</commands>\n"
 	var prps faithfulPRPs
-	mustDecode(t, json.RawMessage(ask(t, c, "spec_prps", stageSchema(t, "prps", false), prompt)), &prps)
+	mustDecode(t, json.RawMessage(ask(t, c, "spec_prps", stageSchema(t, "prps"), prompt)), &prps)
 	for _, p := range prps.PRPs {
 		if len(p.Validation.Commands) != 1 || p.Validation.Commands[0].Command != "make test" ||
 			!slices.ContainsFunc(p.Tasks, func(tk struct{ ID, Action, Path, Validation string }) bool {
@@ -679,7 +658,7 @@ func TestFaithfulSingleCallPRPs(t *testing.T) {
 	cs := corpusCase(t, "expense-notes")
 	var arts [][2]string
 	for _, st := range []string{"scope", "prd", "epics", "stories"} {
-		arts = append(arts, [2]string{st, ask(t, c, "spec_"+st, stageSchema(t, st, st == "prd"), stagePrompt(st, cs.Inputs, arts...))})
+		arts = append(arts, [2]string{st, ask(t, c, "spec_"+st, stageSchema(t, st), stagePrompt(st, cs.Inputs, arts...))})
 	}
 	var stories struct {
 		Stories []struct {
@@ -695,7 +674,7 @@ func TestFaithfulSingleCallPRPs(t *testing.T) {
 	slices.Sort(tree)
 	repo := fmt.Sprintf("\n# Repository acme/%s\n\n<tree files=\"%d\" shown=\"%d\">\n%s\n</tree>\n\n<file path=\"internal/claims/claim.go\">\n%s\n</file>\n\n<commands source=\"Makefile\">\nmake test\nmake lint\n</commands>\n",
 		cs.Repo.Name, len(tree), len(tree), strings.Join(tree, "\n"), fenced(cs.Repo.Files["internal/claims/claim.go"], "file"))
-	out := ask(t, c, "spec_prps", stageSchema(t, "prps", false), stagePrompt("prps", cs.Inputs, arts...)+repo)
+	out := ask(t, c, "spec_prps", stageSchema(t, "prps"), stagePrompt("prps", cs.Inputs, arts...)+repo)
 	validate(t, "prps", json.RawMessage(out))
 	var doc faithfulPRPs
 	mustDecode(t, json.RawMessage(out), &doc)
@@ -765,7 +744,7 @@ func TestFaithfulPRPOddRepository(t *testing.T) {
 		"independent_test": "t", "edge_cases": []string{}, "depends_on": []string{}}
 	repo := "\n# Repository acme/odd\n\n<tree files=\"3\" shown=\"3\">\nDockerfile\ncmd/tool/Procfile\nREADME\n</tree>\n\n<file path=\"cmd/tool/Procfile\">\nweb: tool\n</file>\n\nThe repository shows no test or build commands.\n"
 	user := strings.Replace(prpRequest(map[string]any{"title": "Odd"}, []any{}, map[string]any{"id": "EP-1"}, story, nil, repo), "# PRD", "<tree>\nnot/the/repo.go\n</tree>\n# PRD", 1)
-	out := ask(t, faithfulLLM(t), "spec_prps", stageSchema(t, "prps", false), user)
+	out := ask(t, faithfulLLM(t), "spec_prps", stageSchema(t, "prps"), user)
 	validate(t, "prps", json.RawMessage(out))
 	var doc faithfulPRPs
 	mustDecode(t, json.RawMessage(out), &doc)
