@@ -856,4 +856,3 @@ func nonBlank(list []string) []string {
 	}
 	return out
 }
-
