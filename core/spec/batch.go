@@ -341,6 +341,8 @@ func (s *Service) askPRPsByStory(ctx context.Context, inputs []ports.SpecInput, 
 	deps := func(i int) []int { return indexesOf(stories[i].DependsOn, index) }
 	// sent[i] is the request of story i's call, for a repair turn later.
 	sent := make([][]ports.Message, len(stories))
+	// planned[i] are the paths the PRPs of story i's dependencies create.
+	planned := make([]map[string]bool, len(stories))
 	ownFindings := func(doc any, i int) []string {
 		st := stories[i]
 		var c checks
@@ -348,7 +350,7 @@ func (s *Service) askPRPsByStory(ctx context.Context, inputs []ports.SpecInput, 
 		if len(mine) == 0 {
 			c.add(FindingMissing, "the answer has no PRP for %s; write %s", st.ID, prpIDOf(st.ID))
 		}
-		groundingChecks(&c, &prpsDoc{PRPs: mine}, prior.repo)
+		groundingChecks(&c, &prpsDoc{PRPs: mine}, prior.repo, planned[i])
 		return c.list
 	}
 	results, total, err := s.runBatches(ctx, len(stories), deps, func(ctx context.Context, i int, done func(int) (output, bool)) (output, ports.ChatResult, error) {
@@ -361,6 +363,7 @@ func (s *Service) askPRPsByStory(ctx context.Context, inputs []ports.SpecInput, 
 			}
 		}
 		var dependencies []dependency
+		planned[i] = map[string]bool{}
 		for _, id := range st.DependsOn {
 			j, ok := index[id]
 			if !ok || id == st.ID {
@@ -372,6 +375,9 @@ func (s *Service) askPRPsByStory(ctx context.Context, inputs []ports.SpecInput, 
 					d.PRPID = theirs[0].ID
 					for _, t := range theirs[0].Tasks {
 						d.PlannedPaths = append(d.PlannedPaths, plannedPath{Action: t.Action, Path: t.Path})
+						if t.Action == actionCreate {
+							planned[i][strings.TrimPrefix(strings.TrimSpace(t.Path), "./")] = true
+						}
 					}
 				}
 			}

@@ -136,7 +136,7 @@ func traceabilityChecks(doc any, e earlier) checks {
 		storyRules(&c, d, e.epics)
 	case *prpsDoc:
 		prpsChecks(&c, d, e.stories)
-		groundingChecks(&c, d, e.repo)
+		groundingChecks(&c, d, e.repo, nil)
 		for _, f := range crossPRPFindings(d, e.stories) {
 			c.add(FindingCrossPRP, "%s", f.msg)
 		}

@@ -341,10 +341,13 @@ func storyWords(st story) []string {
 }
 
 // groundingChecks lists the PRPs' references and tasks that do not fit the
-// linked repository: a file reference or a modified path it does not have,
-// a created path it has already, and a validation command whose program
-// none of its commands uses.
-func groundingChecks(c *checks, d *prpsDoc, r *repoView) {
+// linked repository: a file reference or a modified path it does not have
+// and no task creates (a task of these PRPs, or a path planned, which the
+// PRPs of the stories they depend on create), a created path it has
+// already, and a validation command whose program none of its commands
+// uses. Whether a PRP may build on another's path is the cross-PRP checks'
+// question, not grounding's.
+func groundingChecks(c *checks, d *prpsDoc, r *repoView, planned map[string]bool) {
 	if r == nil {
 		return
 	}
@@ -352,16 +355,25 @@ func groundingChecks(c *checks, d *prpsDoc, r *repoView) {
 	for _, cmd := range r.commands {
 		programs[program(cmd)] = true
 	}
+	exists := func(p string) bool { return r.has(p) || planned[strings.TrimPrefix(p, "./")] || r.truncated }
+	created := map[string]bool{}
+	for _, p := range d.PRPs {
+		for _, t := range p.Tasks {
+			if t.Action == actionCreate {
+				created[strings.TrimPrefix(strings.TrimSpace(t.Path), "./")] = true
+			}
+		}
+	}
 	for _, p := range d.PRPs {
 		for _, ref := range p.Context.References {
-			if ref.Kind == refFile && !r.has(strings.TrimSpace(ref.Target)) && !r.truncated {
-				c.add(FindingGroundingPath, "%s references %s, which %s does not have", p.ID, strings.TrimSpace(ref.Target), r.fullName)
+			if tg := strings.TrimSpace(ref.Target); ref.Kind == refFile && !exists(tg) && !created[strings.TrimPrefix(tg, "./")] {
+				c.add(FindingGroundingPath, "%s references %s, which %s does not have", p.ID, tg, r.fullName)
 			}
 		}
 		for _, t := range p.Tasks {
 			pth := strings.TrimSpace(t.Path)
 			switch {
-			case t.Action == actionModify && !r.has(pth) && !r.truncated:
+			case t.Action == actionModify && !exists(pth) && !created[strings.TrimPrefix(pth, "./")]:
 				c.add(FindingGroundingPath, "%s task %s modifies %s, which %s does not have", p.ID, t.ID, pth, r.fullName)
 			case t.Action == actionCreate && r.has(pth):
 				c.add(FindingGroundingPath, "%s task %s creates %s, which %s has already", p.ID, t.ID, pth, r.fullName)

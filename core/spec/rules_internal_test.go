@@ -69,7 +69,7 @@ func TestFindCommandsAndGrounding(t *testing.T) {
 		Validation: validation{Commands: []check{{Command: "pnpm run test"}, {Command: "CI=1 make test"}, {Command: "cargo test"}}},
 	}}}
 	var c checks
-	groundingChecks(&c, d, v)
+	groundingChecks(&c, d, v, nil)
 	wantChecks := []string{
 		"PRP-1.1 references src/nope.ts, which acme/web does not have",
 		"PRP-1.1 task T1 modifies src/cart/gone.ts, which acme/web does not have",
@@ -78,6 +78,28 @@ func TestFindCommandsAndGrounding(t *testing.T) {
 	}
 	if !slices.Equal(c.list, wantChecks) {
 		t.Errorf("findings\n%q\nwant\n%q", c.list, wantChecks)
+	}
+
+	// A path created by a task of the PRPs checked together, or planned by
+	// a dependency's PRP, is there to build on.
+	built := &prpsDoc{PRPs: []prp{
+		{ID: "PRP-1.1", Tasks: []task{{ID: "T1", Action: actionCreate, Path: "src/cart/empty.ts"}}, Validation: validation{NoneReason: "n/a"}},
+		{ID: "PRP-1.2", Context: prpContext{References: []reference{{Kind: refFile, Target: "./src/cart/empty.ts"}}},
+			Tasks: []task{{ID: "T1", Action: actionModify, Path: "src/cart/empty.ts"}, {ID: "T2", Action: actionModify, Path: "src/cart/planned.ts"}}, Validation: validation{NoneReason: "n/a"}},
+	}}
+	c = checks{}
+	groundingChecks(&c, built, v, map[string]bool{"src/cart/planned.ts": true})
+	if c.list != nil {
+		t.Errorf("findings for built-on paths: %q", c.list)
+	}
+	c = checks{}
+	groundingChecks(&c, &prpsDoc{PRPs: built.PRPs[1:]}, v, nil)
+	if want := []string{
+		"PRP-1.2 references ./src/cart/empty.ts, which acme/web does not have",
+		"PRP-1.2 task T1 modifies src/cart/empty.ts, which acme/web does not have",
+		"PRP-1.2 task T2 modifies src/cart/planned.ts, which acme/web does not have",
+	}; !slices.Equal(c.list, want) {
+		t.Errorf("findings alone\n%q\nwant\n%q", c.list, want)
 	}
 }
 

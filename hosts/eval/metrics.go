@@ -402,45 +402,29 @@ func Conflicts(prps json.RawMessage) (int, []string) {
 	return len(out), out
 }
 
-// Generation is what an artifact says of how it was generated (the
-// "generation" object of an artifact, when the API has it).
+// Generation is what an artifact says of how it was generated (its
+// "generation" object).
 type Generation struct {
-	Calls            *int            `json:"calls"`
-	FirstTryValid    json.RawMessage `json:"first_try_valid"`
-	InvalidAnswers   *int            `json:"invalid_answers"`
-	RepairTurns      *int            `json:"repair_turns"`
-	PromptTokens     *int64          `json:"prompt_tokens"`
-	CompletionTokens *int64          `json:"completion_tokens"`
-	DurationMS       *int64          `json:"duration_ms"`
-	FindingsByKind   map[string]int  `json:"findings_by_kind"`
+	Calls            *int           `json:"calls"`
+	Batches          *int           `json:"batches"`
+	FirstTryValid    *int           `json:"first_try_valid"`
+	InvalidAnswers   *int           `json:"invalid_answers"`
+	RepairTurns      *int           `json:"repair_turns"`
+	PromptTokens     *int64         `json:"prompt_tokens"`
+	CompletionTokens *int64         `json:"completion_tokens"`
+	DurationMS       *int64         `json:"duration_ms"`
+	FindingsByKind   map[string]int `json:"findings_by_kind"`
 }
 
-// FirstTryValidShare is the share of the stage's model calls whose first
-// answer was schema-valid: first_try_valid as a count over calls, or as a
-// boolean (1 or 0). Nil when the artifact does not say.
+// FirstTryValidShare is the share of the stage's asks (one in single-call
+// mode, one per epic or story in per-call mode) whose first answer was
+// schema-valid. Nil when the artifact does not say (made before devpilot
+// counted it).
 func (g *Generation) FirstTryValidShare() *float64 {
-	if g == nil || len(g.FirstTryValid) == 0 || string(g.FirstTryValid) == "null" {
+	if g == nil || g.FirstTryValid == nil || g.Batches == nil || *g.Batches == 0 {
 		return nil
 	}
-	var b bool
-	if json.Unmarshal(g.FirstTryValid, &b) == nil {
-		if b {
-			return share(1, 1)
-		}
-		return share(0, 1)
-	}
-	var n float64
-	if json.Unmarshal(g.FirstTryValid, &n) != nil {
-		return nil
-	}
-	if g.Calls == nil || *g.Calls == 0 {
-		if n > 1 {
-			return nil
-		}
-		return &n
-	}
-	v := n / float64(*g.Calls)
-	return &v
+	return share(*g.FirstTryValid, *g.Batches)
 }
 
 // FindingsLeft is how many findings an artifact kept after repair, and by

@@ -167,9 +167,13 @@ func TestGenerationMetrics(t *testing.T) {
 		findings  int
 		byKindNil bool
 	}{
-		{`{"generation":{"calls":4,"first_try_valid":3,"repair_turns":1,"findings_by_kind":{"uncovered":2,"dependency":1}}}`, []string{"x"}, ptr(0.75), 3, false},
-		{`{"generation":{"calls":1,"first_try_valid":true}}`, []string{"x", "y"}, ptr(1), 2, true},
-		{`{"generation":{"first_try_valid":false}}`, nil, ptr(0), 0, true},
+		// Four asks (one per story), three valid at the first call; seven
+		// calls with the retry and the repair turns.
+		{`{"generation":{"calls":7,"batches":4,"first_try_valid":3,"repair_turns":1,"findings_by_kind":{"uncovered":2,"dependency":1}}}`, []string{"x"}, ptr(0.75), 3, false},
+		{`{"generation":{"calls":2,"batches":1,"first_try_valid":1}}`, []string{"x", "y"}, ptr(1), 2, true},
+		{`{"generation":{"calls":2,"batches":1,"first_try_valid":0}}`, nil, ptr(0), 0, true},
+		// An artifact made before the counts: nothing to say.
+		{`{"generation":{"calls":0,"batches":0,"first_try_valid":0}}`, nil, nil, 0, true},
 		{`{}`, []string{"a", "b", "c"}, nil, 3, true},
 	}
 	for _, tt := range tests {
