@@ -295,7 +295,7 @@ func faithfulPRD(s scopeDoc, inputs []input) prdDoc {
 		group := items[i:min(i+per, len(items))]
 		var desc []string
 		for _, it := range group {
-			desc = append(desc, sentence(it))
+			desc = append(desc, sentence(mainClause(it)))
 		}
 		n := len(d.Functional)
 		priority := "could"
@@ -339,6 +339,23 @@ func faithfulPRD(s scopeDoc, inputs []input) prdDoc {
 		d.SuccessMetrics = []prdMetric{{Metric: "Requirements delivered and accepted", Target: "To be agreed", Validates: []string{d.Functional[0].ID}}}
 	}
 	return d
+}
+
+// clauseBreak is where a statement's main clause ends: its first comma,
+// semicolon or dash, or a subordinate "so that", "because",
+// "unless", "except", "since" or "as long as".
+var clauseBreak = regexp.MustCompile(`(?i)[,;]\s|\s[-–—]\s|\s(?:so that|because|unless|except|since|as long as)\s`)
+
+// mainClause is what a requirement states of an in-scope item: its main
+// clause, as a PRD restates the material in its own words. The rest of the
+// sentence stays in the requirement's sources, quoted verbatim, which is
+// where the later stages' calls find it (as the context pack's source
+// passages).
+func mainClause(item string) string {
+	if loc := clauseBreak.FindStringIndex(item); loc != nil && len(strings.Fields(item[:loc[0]])) >= 3 {
+		return item[:loc[0]]
+	}
+	return item
 }
 
 // journeys are one journey per persona of the scope (at most three), the
