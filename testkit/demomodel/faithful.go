@@ -510,48 +510,20 @@ func faithfulArtifact(stage string, req *fakeopenai.Request) any {
 			}
 		}
 	}
-	p := readSpecPrompt(req)
 	user, _ := userMessage(req, "# Raw material")
-	scope := func() scopeDoc {
-		if p.scope != nil {
-			return *p.scope
-		}
-		return faithfulScope(p.material)
-	}
-	prd := func() prdDoc {
-		if p.prd != nil {
-			return *p.prd
-		}
-		return faithfulPRD(scope(), p.material.inputs)
-	}
-	epics := func() epicsDoc {
-		if p.epics != nil {
-			return *p.epics
-		}
-		return buildEpics(prd())
-	}
-	stories := func() storiesDoc {
-		if p.stories != nil {
-			return *p.stories
-		}
-		return faithfulStories(epics(), prd())
-	}
+	c := stageChain{p: readSpecPrompt(req), scopeOf: faithfulScope, prdOf: faithfulPRD, storiesOf: faithfulStories}
 	switch stage {
 	case "scope":
-		return faithfulScope(p.material)
+		return c.scopeOf(c.p.material)
 	case "prd":
-		return faithfulPRD(scope(), p.material.inputs)
+		return c.prdOf(c.scope(), c.p.material.inputs)
 	case "epics":
-		return buildEpics(prd())
+		return buildEpics(c.prd())
 	case "stories":
-		return faithfulStories(epics(), prd())
+		return c.storiesOf(c.epics(), c.prd())
 	case "prps":
-		var sc *scopeDoc
-		if p.scope != nil {
-			sc = p.scope
-		}
-		pr := prd()
-		return faithfulPRPs(stories(), sc, &pr, p.material.inputs, readRepo(user))
+		pr := c.prd()
+		return faithfulPRPs(c.stories(), c.p.scope, &pr, c.p.material.inputs, readRepo(user))
 	}
 	if f := req.ResponseFormat; f != nil && f.JSONSchema != nil {
 		return instanceOf(f.JSONSchema.Schema)

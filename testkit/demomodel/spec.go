@@ -354,54 +354,72 @@ func specArtifact(stage string, req *fakeopenai.Request) any {
 			return buildPRPs(storiesDoc{Stories: []story{*b.story}}, b.repo)
 		}
 	}
-	p := readSpecPrompt(req)
-	scope := func() scopeDoc {
-		if p.scope != nil {
-			return *p.scope
-		}
-		return buildScope(p.material)
-	}
-	prd := func() prdDoc {
-		if p.prd != nil {
-			return *p.prd
-		}
-		return buildPRD(scope())
-	}
-	epics := func() epicsDoc {
-		if p.epics != nil {
-			return *p.epics
-		}
-		return buildEpics(prd())
-	}
-	stories := func() storiesDoc {
-		if p.stories != nil {
-			return *p.stories
-		}
-		return buildStories(epics(), prd())
-	}
+	c := stageChain{p: readSpecPrompt(req), scopeOf: buildScope, storiesOf: buildStories,
+		prdOf: func(s scopeDoc, inputs []input) prdDoc {
+			d := buildPRD(s)
+			for i, r := range d.Functional {
+				d.Functional[i].Sources = bestSource(r.Description, inputs)
+			}
+			return d
+		}}
 	switch stage {
 	case "scope":
-		return scope()
+		return c.scopeOf(c.p.material)
 	case "prd":
-		d := buildPRD(scope())
-		for i, r := range d.Functional {
-			d.Functional[i].Sources = bestSource(r.Description, p.material.inputs)
-		}
-		return d
+		return c.prdOf(c.scope(), c.p.material.inputs)
 	case "epics":
-		return buildEpics(prd())
+		return buildEpics(c.prd())
 	case "stories":
-		return buildStories(epics(), prd())
+		return c.storiesOf(c.epics(), c.prd())
 	case "prps":
 		// A single-call request shows the linked repository, if any, like
 		// a per-story call does.
 		user, _ := userMessage(req, "# Raw material")
-		return buildPRPs(stories(), readRepo(user))
+		return buildPRPs(c.stories(), readRepo(user))
 	}
 	if f := req.ResponseFormat; f != nil && f.JSONSchema != nil {
 		return instanceOf(f.JSONSchema.Schema)
 	}
 	return map[string]any{}
+}
+
+// stageChain writes the stages a request needs: each from the request's
+// artifact of that stage when it has one, or else from the stage before
+// it, with the mode's writers (the epics are grouped the same way in
+// every mode).
+type stageChain struct {
+	p         specPrompt
+	scopeOf   func(material) scopeDoc
+	prdOf     func(scopeDoc, []input) prdDoc
+	storiesOf func(epicsDoc, prdDoc) storiesDoc
+}
+
+func (c stageChain) scope() scopeDoc {
+	if c.p.scope != nil {
+		return *c.p.scope
+	}
+	return c.scopeOf(c.p.material)
+}
+
+func (c stageChain) prd() prdDoc {
+	if c.p.prd != nil {
+		return *c.p.prd
+	}
+	return c.prdOf(c.scope(), c.p.material.inputs)
+}
+
+func (c stageChain) epics() epicsDoc {
+	if c.p.epics != nil {
+		return *c.p.epics
+	}
+	return buildEpics(c.prd())
+}
+
+func (c stageChain) stories() storiesDoc {
+	if c.p.stories != nil {
+		return *c.p.stories
+	}
+	return c.storiesOf(c.epics(), c.prd())
 }
 
 func buildScope(m material) scopeDoc {
