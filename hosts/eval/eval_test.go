@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +16,13 @@ import (
 	"github.com/devpilot/devpilot/testkit/demomodel"
 	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
+
+func showInt(v *int64) string {
+	if v == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*v)
+}
 
 // noEnv is an empty environment: the tests never reach a configured
 // provider or judge, whatever the machine's environment says.
@@ -65,8 +73,8 @@ func TestRunWritesReports(t *testing.T) {
 	if rep.Assistant == nil || len(rep.Assistant.Tasks) != 6 || rep.Assistant.TaskSuccess == nil || *rep.Assistant.TaskSuccess != 1 {
 		t.Errorf("assistant = %+v, want 6 tasks, all successful with the demo model", rep.Assistant)
 	}
-	if rep.Model == "" || rep.Provider != "sandbox" || rep.Totals.PromptTokens == nil || *rep.Totals.PromptTokens == 0 {
-		t.Errorf("model %q provider %q tokens %v", rep.Model, rep.Provider, rep.Totals.PromptTokens)
+	if rep.Model == "" || rep.Provider != "sandbox (faithful demo model)" || rep.Totals.PromptTokens == nil || *rep.Totals.PromptTokens == 0 {
+		t.Errorf("model %q provider %q tokens %s", rep.Model, rep.Provider, showInt(rep.Totals.PromptTokens))
 	}
 	for _, name := range []string{"spec.fact_coverage.prps", "spec.grounding", "spec.requirement_coverage", "spec.cross_prp_conflicts",
 		"content.findings_per_draft", "assistant.task_success", "case." + testCase + ".fact_coverage.prps"} {
@@ -199,7 +207,7 @@ func TestRunRefusesBadOptions(t *testing.T) {
 // TestRunOnTheConfiguredModelWithAJudge runs the spec part on a configured
 // provider (OPENAI_API_KEY and OPENAI_BASE_URL: here a fake OpenAI answered
 // by the demo model, standing in for a real one) instead of the sandbox's
-// model, one case at a time (tokens per stage from the usage API), with
+// model, one case at a time (tokens per stage from each artifact's generation statistics), with
 // the judge scoring every stage.
 func TestRunOnTheConfiguredModelWithAJudge(t *testing.T) {
 	t.Parallel()
@@ -232,8 +240,8 @@ func TestRunOnTheConfiguredModelWithAJudge(t *testing.T) {
 		t.Fatalf("cases: %+v", rep.Cases)
 	}
 	for _, s := range rep.Cases[0].Stages {
-		if s.Model != "configured-model" || s.TokensSource != "usage" || s.PromptTokens == nil || *s.PromptTokens == 0 {
-			t.Errorf("stage %s: model %q tokens %v from %q, want the configured model and the usage API's tokens", s.Stage, s.Model, s.PromptTokens, s.TokensSource)
+		if s.Model != "configured-model" || s.TokensSource != "generation" || s.PromptTokens == nil || *s.PromptTokens == 0 {
+			t.Errorf("stage %s: model %q tokens %s from %q, want the configured model and the artifact's own count", s.Stage, s.Model, showInt(s.PromptTokens), s.TokensSource)
 		}
 		if s.Judge == nil || s.Judge.Mean == nil || *s.Judge.Mean != 4 {
 			t.Errorf("stage %s: judge %+v, want a mean of 4", s.Stage, s.Judge)
