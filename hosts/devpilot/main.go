@@ -169,7 +169,8 @@ Runs the golden corpus on a devpilot started in this process: a SQLite
 database in the run directory, the sandbox's fake AWS and GitHub (each case's
 repository is added to the fake GitHub), and the configured model
 (OPENAI_API_KEY, OPENAI_BASE_URL, DEVPILOT_LLM_*) or, with none, the sandbox's
-demo model. Each case goes through the five specification stages; the content
+demo model in its faithful mode (each stage written only from its request).
+Each case goes through the five specification stages; the content
 part writes briefs under a brand; the assistant part plays scripted chats.
 Writes report.json and report.md in the run directory and prints a summary.
 An interrupted run (Ctrl-C) continues with --resume --out DIR.
