@@ -14,6 +14,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
+	"github.com/devpilot/devpilot/adapters/doctext"
 	"github.com/devpilot/devpilot/adapters/oidc"
 	"github.com/devpilot/devpilot/adapters/queue"
 	"github.com/devpilot/devpilot/adapters/secretbox"
@@ -391,7 +392,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		RateWindow:            p.Config.RateWindow,
 		WebhookReadsPerClient: p.Config.WebhookReadsPerClient,
 	}, httpapi.Deps{Identity: p.Identity, Tokens: p.Identity, Members: p.Identity, Invitations: p.Identity, AuditLog: p.Identity,
-		SignIn: p.Identity, SignInSeal: p.Cipher, Assistant: p.Assistant, Spec: p.Spec, Cloud: p.Cloud, SCM: p.SCM,
+		SignIn: p.Identity, SignInSeal: p.Cipher, Assistant: p.Assistant, Spec: p.Spec, Documents: doctext.New(), Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
 		DemoToken: demoToken, Idempotency: p.Idempotency, IdempotencySeal: p.Cipher, Rates: p.Rates, Metrics: p.Metrics,
 		Tracer: p.Tracing.Provider(), Propagator: p.Tracing.Propagator()})

@@ -243,7 +243,7 @@ func TestSpecBadInput(t *testing.T) {
 	if code, body := upload("notes.md", "text/markdown", []byte("# Notes\nShip it.")); code != 201 || !bytes.Contains(body, []byte(`"title":"notes"`)) {
 		t.Fatalf("markdown upload: %d %s", code, body)
 	}
-	if code, body := upload("spec.pdf", "application/pdf", []byte("%PDF-1.7\n...")); code != 415 {
+	if code, body := upload("spec.pdf", "application/pdf", []byte("%PDF-1.7\n...")); code != 422 || !bytes.Contains(body, []byte("not a readable PDF")) {
 		t.Fatalf("PDF upload: %d %s", code, body)
 	}
 	if code, body := upload("picture.png", "image/png", []byte("\x89PNG\r\n")); code != 415 {

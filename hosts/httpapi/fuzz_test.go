@@ -74,7 +74,7 @@ func FuzzReadSpecForm(f *testing.F) {
 		r := httptest.NewRequest(http.MethodPost, "/pse/sessions", bytes.NewReader(body))
 		r.Header.Set("Content-Type", "multipart/form-data; boundary=fuzzboundary")
 		r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, 1<<20)
-		form, err := readSpecForm(r)
+		form, err := readSpecForm(r, nil)
 		if err != nil {
 			if pe, ok := ports.AsError(err); !ok || !clientKinds[pe.Kind] {
 				t.Fatalf("readSpecForm(%q) = %#v, want a client *ports.Error", body, err)

@@ -29,11 +29,11 @@ func TestReadSpecFormCapsFiles(t *testing.T) {
 		r.Header.Set("Content-Type", mw.FormDataContentType())
 		return r
 	}
-	form, err := readSpecForm(upload(spec.MaxInputsPerRequest))
+	form, err := readSpecForm(upload(spec.MaxInputsPerRequest), nil)
 	if err != nil || len(form.inputs) != spec.MaxInputsPerRequest {
 		t.Fatalf("%d files: %d inputs, %v", spec.MaxInputsPerRequest, len(form.inputs), err)
 	}
-	_, err = readSpecForm(upload(spec.MaxInputsPerRequest + 1))
+	_, err = readSpecForm(upload(spec.MaxInputsPerRequest+1), nil)
 	if pe, ok := ports.AsError(err); !ok || pe.Kind != ports.KindInvalid || len(pe.Fields) != 1 || pe.Fields[0].Field != "file" {
 		t.Fatalf("%d files: %#v, want invalid naming file", spec.MaxInputsPerRequest+1, err)
 	}

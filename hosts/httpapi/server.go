@@ -50,6 +50,9 @@ type Deps struct {
 	Assistant Assistant
 	// Spec serves /pse; nil leaves those routes out.
 	Spec Spec
+	// Documents extracts the text of PDF and Word uploads to /pse; nil
+	// answers them 415.
+	Documents ports.DocumentText
 	// Cloud serves /cloud; nil leaves those routes out.
 	Cloud Cloud
 	// SCM serves /scm, /scm-oauth and /webhooks/scm; nil leaves them out.

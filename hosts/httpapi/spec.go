@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -38,9 +39,10 @@ type Spec interface {
 	DeleteStandard(ctx context.Context, id string) error
 }
 
-// specUploadLimit bounds a PSE request body: a session's inputs (8 MiB by
-// default) plus multipart framing.
-const specUploadLimit = 9 << 20
+// specUploadLimit bounds a PSE request body: an uploaded document of
+// ports.MaxDocumentBytes (20 MiB; its text is capped apart), or a session's
+// text inputs (8 MiB by default), plus multipart framing.
+const specUploadLimit = ports.MaxDocumentBytes + 1<<20
 
 // specRoutes serves §4.2 at the paths API.md names (/pse/…) and, like the
 // assistant's, under /api/v1.
@@ -86,7 +88,7 @@ func (s *Server) createSpecSession(w http.ResponseWriter, r *http.Request) error
 	var name, repoID string
 	var inputs []spec.NewInput
 	if isMultipart(r) {
-		form, err := readSpecForm(r)
+		form, err := readSpecForm(r, s.d.Documents)
 		if err != nil {
 			return err
 		}
@@ -142,7 +144,7 @@ func (s *Server) setSpecRepository(w http.ResponseWriter, r *http.Request) error
 func (s *Server) addSpecInput(w http.ResponseWriter, r *http.Request) error {
 	var in spec.NewInput
 	if isMultipart(r) {
-		form, err := readSpecForm(r)
+		form, err := readSpecForm(r, s.d.Documents)
 		if err != nil {
 			return err
 		}
@@ -227,8 +229,9 @@ const maxFormField = 1 << 10
 
 // readSpecForm streams a multipart body: a "name" field, an optional "kind"
 // field (document by default) applying to the files, and "file" parts, each
-// text/markdown or text/plain. A PDF is 415: its text is not extracted.
-func readSpecForm(r *http.Request) (specForm, error) {
+// text/markdown or text/plain, or a PDF or Word document whose text docs
+// extracts (readUpload).
+func readSpecForm(r *http.Request, docs ports.DocumentText) (specForm, error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return specForm{}, malformed("not a multipart/form-data body: %v", err)
@@ -267,7 +270,7 @@ func readSpecForm(r *http.Request) (specForm, error) {
 				return specForm{}, ports.Invalid(fmt.Sprintf("send at most %d files in one request", spec.MaxInputsPerRequest),
 					ports.FieldError{Field: "file", Reason: fmt.Sprintf("at most %d files", spec.MaxInputsPerRequest)})
 			}
-			in, err := readTextFile(part)
+			in, err := readUpload(r.Context(), part, docs)
 			if err != nil {
 				return specForm{}, err
 			}
@@ -298,37 +301,51 @@ func readField(part *multipart.Part) (string, error) {
 
 var textExtensions = map[string]string{".md": "text/markdown", ".markdown": "text/markdown", ".txt": "text/plain", ".text": "text/plain"}
 
-// readTextFile reads an uploaded file that must be Markdown or plain UTF-8
-// text, by its declared type or its extension, and not a PDF by its content.
-func readTextFile(part *multipart.Part) (spec.NewInput, error) {
-	content, err := io.ReadAll(part)
+// readUpload reads an uploaded file: a PDF or a Word document (.docx), by
+// its declared type, its extension or (a PDF) its first bytes, is turned
+// into text by docs, with "[page N]" lines or blank lines between
+// paragraphs kept; anything else must be Markdown or plain UTF-8 text, by
+// its declared type or its extension. Without docs a document is 415.
+func readUpload(ctx context.Context, part *multipart.Part, docs ports.DocumentText) (spec.NewInput, error) {
+	name := part.FileName()
+	if reason := ports.TextFault(name); reason != "" {
+		return spec.NewInput{}, ports.Invalid("the file name "+reason, ports.FieldError{Field: "file", Reason: "file name " + reason})
+	}
+	title := strings.TrimSuffix(path.Base(name), path.Ext(name))
+	br := bufio.NewReader(part)
+	head, _ := br.Peek(5) // a read error surfaces on the next read
+	if doc := ports.DocumentType(part.Header.Get("Content-Type"), name, head); doc != "" {
+		if docs == nil {
+			return spec.NewInput{}, &ports.Error{Kind: ports.KindUnsupportedMedia,
+				Message: "PDF and Word uploads are not supported here: upload the document's text as text/markdown or text/plain"}
+		}
+		text, err := docs.Extract(ctx, doc, name, br, spec.DefaultMaxInputBytes)
+		if err != nil {
+			if _, ok := errors.AsType[*ports.Error](err); ok || errors.Is(err, context.Canceled) {
+				return spec.NewInput{}, err
+			}
+			return spec.NewInput{}, bodyError(err, "reading an uploaded file")
+		}
+		return spec.NewInput{Title: title, ContentType: "text/plain", Content: text}, nil
+	}
+	content, err := io.ReadAll(br)
 	if err != nil {
 		return spec.NewInput{}, bodyError(err, "reading an uploaded file")
 	}
-	name := part.FileName()
 	declared, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
 	ct, known := textExtensions[strings.ToLower(path.Ext(name))]
 	if declared == "text/markdown" || declared == "text/plain" {
 		ct, known = declared, true
 	}
-	sniffed := http.DetectContentType(content)
-	switch {
-	case declared == "application/pdf" || strings.HasPrefix(sniffed, "application/pdf") || strings.EqualFold(path.Ext(name), ".pdf"):
+	if !known || !utf8.Valid(content) || bytes.IndexByte(content, 0) >= 0 {
 		return spec.NewInput{}, &ports.Error{Kind: ports.KindUnsupportedMedia,
-			Message: "PDF uploads are not supported: upload the document's text as text/markdown or text/plain"}
-	case !known || !utf8.Valid(content) || bytes.IndexByte(content, 0) >= 0:
-		return spec.NewInput{}, &ports.Error{Kind: ports.KindUnsupportedMedia,
-			Message: fmt.Sprintf("file %.200q must be UTF-8 text/markdown or text/plain (.md, .markdown, .txt), without NUL bytes", name)}
+			Message: fmt.Sprintf("file %.200q must be UTF-8 text/markdown or text/plain (.md, .markdown, .txt), a PDF with a text layer (.pdf) or a Word document (.docx), without NUL bytes", name)}
 	}
 	// A leading byte-order mark is the file's encoding signature, not text.
 	text := strings.TrimPrefix(string(content), "\uFEFF")
-	if reason := ports.TextFault(name); reason != "" {
-		return spec.NewInput{}, ports.Invalid("the file name "+reason, ports.FieldError{Field: "file", Reason: "file name " + reason})
-	}
 	if reason := ports.TextFault(text); reason != "" {
 		return spec.NewInput{}, ports.Invalid(fmt.Sprintf("file %q %s", name, reason), ports.FieldError{Field: "file", Reason: reason})
 	}
-	title := strings.TrimSuffix(path.Base(name), path.Ext(name))
 	return spec.NewInput{Title: title, ContentType: ct, Content: text}, nil
 }
 
