@@ -1,5 +1,7 @@
 package ports
 
+//go:generate go tool mockgen -typed -destination ../testkit/mocks/doctext.go -package mocks . DocumentText
+
 import (
 	"context"
 	"io"
