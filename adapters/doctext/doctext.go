@@ -130,7 +130,7 @@ func textTooLarge(name string, max int64) *ports.Error {
 }
 
 func (x *Extractor) pdfText(ctx context.Context, name string, data []byte, max int64) (string, error) {
-	rd, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+	rd, err := pdf.NewReader(bytes.NewReader(asPDF17(data)), int64(len(data)))
 	if err != nil {
 		return "", unreadable(ports.MediaPDF, name, err)
 	}
@@ -176,6 +176,19 @@ func (x *Extractor) pdfText(ctx context.Context, name string, data []byte, max i
 		return "", ports.Invalid(NoTextLayer, ports.FieldError{Field: "file", Reason: "no text layer"})
 	}
 	return b.String() + "\n", nil
+}
+
+// asPDF17 returns data with a PDF 2.0 header ("%PDF-2.0") read as
+// "%PDF-1.7": the reader checks for a 1.x header only, and what it reads of
+// the file (objects, cross-reference tables and streams) is the same in
+// 2.0. data itself is not changed.
+func asPDF17(data []byte) []byte {
+	if !bytes.HasPrefix(data, []byte("%PDF-2.")) {
+		return data
+	}
+	out := bytes.Clone(data)
+	copy(out, "%PDF-1.7")
+	return out
 }
 
 // The namespaces of WordprocessingML's main part: transitional and strict.

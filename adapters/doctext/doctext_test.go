@@ -28,6 +28,8 @@ func TestExtract(t *testing.T) {
 			want: "[page 1]\nHello (PDF) world\n\n[page 2]\nSecond page text\n"},
 		{name: "pdf page without text keeps its marker", ct: ports.MediaPDF, data: fixture.PDF("", "only text"), max: 1 << 20,
 			want: "[page 1]\n\n\n[page 2]\nonly text\n"},
+		{name: "pdf 2.0", ct: ports.MediaPDF, data: bytes.Replace(fixture.PDF("two"), []byte("%PDF-1.4"), []byte("%PDF-2.0"), 1), max: 1 << 20,
+			want: "[page 1]\ntwo\n"},
 		{name: "docx paragraphs", ct: ports.MediaDOCX, data: docx, max: 1 << 20,
 			want: "First paragraph & more\n\nSecond paragraph\n"},
 		{name: "scanned pdf", ct: ports.MediaPDF, data: fixture.PDF("", ""), max: 1 << 20,
