@@ -107,6 +107,10 @@ type SpecArtifact struct {
 	CreatedAt     time.Time
 	PromptVersion string
 	Generation    SpecGeneration
+	// EditedBy is the id of the user who wrote this version by hand
+	// (SpecStore.SaveEditedArtifact); "" for a version a model generated.
+	// An edited version has no Model, PromptVersion or Generation.
+	EditedBy string
 }
 
 // SpecGeneration is the statistics of the generation of one artifact, all
@@ -205,6 +209,17 @@ type SpecStore interface {
 	// FailGeneration sets the session failed with e, only while it is still
 	// generating generationID; conflict otherwise.
 	FailGeneration(ctx context.Context, sessionID, generationID string, e SpecError, at time.Time) error
+	// SaveEditedArtifact stores a, a version of its stage written by hand
+	// (a.EditedBy set), as version base+1 of the stage of the owner's
+	// session, marks every artifact of a later stage stale, and sets the
+	// session's CurrentStage to a.Stage and its UpdatedAt to at — all in
+	// one step, and only while the session is not generating and base is
+	// still the stage's latest version. a.Version and a.Stale are ignored;
+	// a zero CreatedAt is stored as at. It returns a as stored.
+	// Errors: not_found as GetSpecSession; conflict while the session is
+	// generating, or when a's id or GenerationID exists; precondition_failed
+	// when the stage's latest version is not base (none is version 0).
+	SaveEditedArtifact(ctx context.Context, owner Owner, a SpecArtifact, base int, at time.Time) (SpecArtifact, error)
 	// ListArtifacts returns every version of every artifact of a session, in
 	// stage order, then version order.
 	ListArtifacts(ctx context.Context, sessionID string) ([]SpecArtifact, error)

@@ -314,6 +314,8 @@ type specArtifactRow struct {
 	// they were recorded.
 	PromptVersion string   `db:"prompt_version"`
 	Generation    jsonText `db:"generation"`
+	// EditedBy is '' for artifacts a model generated.
+	EditedBy string `db:"edited_by"`
 }
 
 // specGenerationJSON is ports.SpecGeneration as the generation column
@@ -419,6 +421,75 @@ func (s *Spec) CompleteGeneration(ctx context.Context, a ports.SpecArtifact, at 
 	})
 }
 
+// SaveEditedArtifact implements ports.SpecStore in one transaction: the
+// session's row is updated first, so the edit waits for (and is checked
+// against) a concurrent generation or edit of the same session.
+func (s *Spec) SaveEditedArtifact(ctx context.Context, owner ports.Owner, a ports.SpecArtifact, base int, at time.Time) (ports.SpecArtifact, error) {
+	order, err := stageOrder(a.Stage)
+	if err != nil {
+		return ports.SpecArtifact{}, err
+	}
+	checks, err := encodeList(a.Checks)
+	if err != nil {
+		return ports.SpecArtifact{}, err
+	}
+	generation, err := encodeGeneration(a.Generation)
+	if err != nil {
+		return ports.SpecArtifact{}, err
+	}
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt = at
+	}
+	what := "spec session " + a.SessionID
+	err = s.db.WithinTx(ctx, func(ctx context.Context) error {
+		c := s.db.write(ctx)
+		n, err := c.exec(ctx, `UPDATE spec_sessions SET current_stage = ?, updated_at = ?
+			WHERE id = ? AND org_id = ? AND user_id = ? AND status <> 'generating'`,
+			string(a.Stage), timestamp(at), a.SessionID, owner.OrgID, owner.UserID)
+		if err != nil {
+			return storeErr(err, what, "")
+		}
+		if n == 0 {
+			found, err := c.exists(ctx, "SELECT 1 FROM spec_sessions WHERE id = ? AND org_id = ? AND user_id = ?",
+				a.SessionID, owner.OrgID, owner.UserID)
+			switch {
+			case err != nil:
+				return storeErr(err, what, "")
+			case !found:
+				return ports.NotFound("spec session", a.SessionID)
+			}
+			return ports.Errorf(ports.KindConflict, "spec session %s is generating", a.SessionID)
+		}
+		var latest int
+		err = c.get(ctx, &latest, "SELECT COALESCE(MAX(version), 0) FROM spec_artifacts WHERE session_id = ? AND stage = ?",
+			a.SessionID, string(a.Stage))
+		if err != nil {
+			return storeErr(err, what, "")
+		}
+		if latest != base {
+			return ports.Errorf(ports.KindPreconditionFailed, "the latest %s version of spec session %s is %d, not %d",
+				a.Stage, a.SessionID, latest, base)
+		}
+		a.Version, a.Stale = base+1, false
+		_, err = c.exec(ctx, `INSERT INTO spec_artifacts
+			(id, session_id, stage, stage_order, version, format, content, data, checks, model, generation_id, stale, created_at,
+			 prompt_version, generation, edited_by)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, FALSE, ?, ?, ?, ?)`,
+			a.ID, a.SessionID, string(a.Stage), order, a.Version, a.Format, a.Content, jsonText(a.Data), checks,
+			a.Model, a.GenerationID, timestamp(a.CreatedAt), a.PromptVersion, generation, a.EditedBy)
+		if err != nil {
+			return storeErr(err, "spec artifact "+a.ID, what)
+		}
+		_, err = c.exec(ctx, "UPDATE spec_artifacts SET stale = TRUE WHERE session_id = ? AND stage_order > ? AND stale = FALSE",
+			a.SessionID, order)
+		return storeErr(err, what, "")
+	})
+	if err != nil {
+		return ports.SpecArtifact{}, err
+	}
+	return a, nil
+}
+
 // notGenerating is the error for a session that a conditional update found
 // not generating generationID: not_found when the session is absent, else a
 // conflict.
@@ -457,7 +528,7 @@ func (s *Spec) FailGeneration(ctx context.Context, sessionID, generationID strin
 func (s *Spec) ListArtifacts(ctx context.Context, sessionID string) ([]ports.SpecArtifact, error) {
 	var rows []specArtifactRow
 	err := s.db.read(ctx).list(ctx, &rows, `SELECT id, session_id, stage, version, format, content, data, checks, model,
-		generation_id, stale, created_at, prompt_version, generation
+		generation_id, stale, created_at, prompt_version, generation, edited_by
 		FROM spec_artifacts WHERE session_id = ? ORDER BY stage_order, version`, sessionID)
 	if err != nil {
 		return nil, storeErr(err, "spec artifacts", "")
@@ -476,7 +547,7 @@ func (s *Spec) ListArtifacts(ctx context.Context, sessionID string) ([]ports.Spe
 			ID: r.ID, SessionID: r.SessionID, Stage: ports.Stage(r.Stage), Version: r.Version, Format: r.Format,
 			Content: r.Content, Data: json.RawMessage(r.Data), Checks: checks, Model: r.Model,
 			GenerationID: r.GenerationID, Stale: r.Stale, CreatedAt: time.Time(r.CreatedAt),
-			PromptVersion: r.PromptVersion, Generation: generation,
+			PromptVersion: r.PromptVersion, Generation: generation, EditedBy: r.EditedBy,
 		}
 	}
 	return artifacts, nil

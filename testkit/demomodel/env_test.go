@@ -148,6 +148,10 @@ func (m *memSpecs) CompleteGeneration(_ context.Context, a ports.SpecArtifact, a
 	return nil
 }
 
+func (m *memSpecs) SaveEditedArtifact(context.Context, ports.Owner, ports.SpecArtifact, int, time.Time) (ports.SpecArtifact, error) {
+	return ports.SpecArtifact{}, ports.Errorf(ports.KindInternal, "not used by these tests")
+}
+
 func (m *memSpecs) FailGeneration(_ context.Context, id, _ string, e ports.SpecError, at time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

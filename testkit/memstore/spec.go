@@ -259,6 +259,58 @@ func (s *Store) CompleteGeneration(ctx context.Context, a ports.SpecArtifact, at
 	return nil
 }
 
+// SaveEditedArtifact stores a hand-written version as version base+1 of
+// its stage while the owner's session is not generating and base is the
+// stage's latest version; it marks later stages stale.
+func (s *Store) SaveEditedArtifact(ctx context.Context, owner ports.Owner, a ports.SpecArtifact, base int, at time.Time) (ports.SpecArtifact, error) {
+	defer s.lock()()
+	if !slices.Contains(ports.Stages, a.Stage) {
+		return ports.SpecArtifact{}, ports.Invalid("unknown stage", ports.FieldError{Field: "stage", Reason: "unknown"})
+	}
+	ss, err := s.ownedSpec(owner, a.SessionID)
+	if err != nil {
+		return ports.SpecArtifact{}, err
+	}
+	if ss.Status == ports.SpecGenerating {
+		return ports.SpecArtifact{}, ports.Errorf(ports.KindConflict, "spec session %s is generating", a.SessionID)
+	}
+	latest := 0
+	for _, x := range s.spec.artifacts {
+		if x.SessionID != a.SessionID {
+			continue
+		}
+		if x.GenerationID == a.GenerationID {
+			return ports.SpecArtifact{}, ports.Errorf(ports.KindConflict, "generation %s has an artifact already", a.GenerationID)
+		}
+		if x.Stage == a.Stage {
+			latest = max(latest, x.Version)
+		}
+	}
+	if _, ok := s.spec.artifacts[a.ID]; ok {
+		return ports.SpecArtifact{}, ports.Errorf(ports.KindConflict, "spec artifact %s exists already", a.ID)
+	}
+	if latest != base {
+		return ports.SpecArtifact{}, ports.Errorf(ports.KindPreconditionFailed, "the latest %s version of spec session %s is %d, not %d",
+			a.Stage, a.SessionID, latest, base)
+	}
+	rank := slices.Index(ports.Stages, a.Stage)
+	for id, x := range s.spec.artifacts {
+		if x.SessionID == a.SessionID && slices.Index(ports.Stages, x.Stage) > rank && !x.Stale {
+			x.Stale = true
+			put(ctx, s, s.spec.artifacts, id, x)
+		}
+	}
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt = at
+	}
+	a.Version, a.Stale, a.CreatedAt = base+1, false, utc(a.CreatedAt)
+	a = copyArtifact(a)
+	put(ctx, s, s.spec.artifacts, a.ID, a)
+	ss.CurrentStage, ss.UpdatedAt = a.Stage, utc(at)
+	put(ctx, s, s.spec.sessions, ss.ID, ss)
+	return copyArtifact(a), nil
+}
+
 // FailGeneration sets the session failed with e while it still generates
 // generationID; conflict otherwise (a missing session included).
 func (s *Store) FailGeneration(ctx context.Context, sessionID, generationID string, e ports.SpecError, at time.Time) error {

@@ -352,6 +352,45 @@ func (c *MockSpecStoreListSpecSessionsCall) DoAndReturn(f func(context.Context, 
 	return c
 }
 
+// SaveEditedArtifact mocks base method.
+func (m *MockSpecStore) SaveEditedArtifact(ctx context.Context, owner ports.Owner, a ports.SpecArtifact, base int, at time.Time) (ports.SpecArtifact, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "SaveEditedArtifact", ctx, owner, a, base, at)
+	ret0, _ := ret[0].(ports.SpecArtifact)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// SaveEditedArtifact indicates an expected call of SaveEditedArtifact.
+func (mr *MockSpecStoreMockRecorder) SaveEditedArtifact(ctx, owner, a, base, at any) *MockSpecStoreSaveEditedArtifactCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "SaveEditedArtifact", reflect.TypeOf((*MockSpecStore)(nil).SaveEditedArtifact), ctx, owner, a, base, at)
+	return &MockSpecStoreSaveEditedArtifactCall{Call: call}
+}
+
+// MockSpecStoreSaveEditedArtifactCall wrap *gomock.Call
+type MockSpecStoreSaveEditedArtifactCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSpecStoreSaveEditedArtifactCall) Return(arg0 ports.SpecArtifact, arg1 error) *MockSpecStoreSaveEditedArtifactCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSpecStoreSaveEditedArtifactCall) Do(f func(context.Context, ports.Owner, ports.SpecArtifact, int, time.Time) (ports.SpecArtifact, error)) *MockSpecStoreSaveEditedArtifactCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSpecStoreSaveEditedArtifactCall) DoAndReturn(f func(context.Context, ports.Owner, ports.SpecArtifact, int, time.Time) (ports.SpecArtifact, error)) *MockSpecStoreSaveEditedArtifactCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // SetSpecRepository mocks base method.
 func (m *MockSpecStore) SetSpecRepository(ctx context.Context, owner ports.Owner, id, repoID string, at time.Time) (ports.SpecSession, error) {
 	m.ctrl.T.Helper()

@@ -57,6 +57,8 @@ func TestSpec(t *testing.T, newStores func(t *testing.T) SpecStores) {
 		{"CompleteGenerationConflicts", testCompleteGenerationConflicts},
 		{"RaceCompleteGeneration", testRaceCompleteGeneration},
 		{"FailGeneration", testFailGeneration},
+		{"SaveEditedArtifact", testSaveEditedArtifact},
+		{"SaveEditedArtifactErrors", testSaveEditedArtifactErrors},
 		{"StandardsCRUD", testStandardsCRUD},
 		{"ListStandards", testListStandards},
 		{"StandardsOrgIsolation", testStandardsOrgIsolation},
@@ -805,6 +807,88 @@ func testCompleteGeneration(t *testing.T, s SpecStores) {
 	checkArtifacts(t, "ListArtifacts of the other session", mustListArtifacts(t, s, other.ID), []ports.SpecArtifact{otherScope})
 	if n := len(mustListArtifacts(t, s, newID())); n != 0 {
 		t.Errorf("ListArtifacts of a missing session = %d artifacts", n)
+	}
+}
+
+// editedArtifact is a hand-written version of stage: no model, prompt
+// version or statistics, EditedBy set.
+func editedArtifact(sessionID, userID string, stage ports.Stage, created time.Time) ports.SpecArtifact {
+	a := newArtifact(sessionID, stage, newID(), created)
+	a.Model, a.PromptVersion, a.Generation, a.EditedBy = "", "", ports.SpecGeneration{}, userID
+	return a
+}
+
+func testSaveEditedArtifact(t *testing.T, s SpecStores) {
+	ctx := t.Context()
+	owner, ss := newSpec(t, s)
+	scope := generate(t, s, owner, ss.ID, ports.StageScope, 1, base)
+	prd := generate(t, s, owner, ss.ID, ports.StagePRD, 1, base.Add(time.Minute))
+	epics := generate(t, s, owner, ss.ID, ports.StageEpics, 1, base.Add(2*time.Minute))
+
+	at := base.Add(3 * time.Minute)
+	edit := editedArtifact(ss.ID, owner.UserID, ports.StagePRD, time.Time{})
+	edit.Version, edit.Stale = 9, true // ignored
+	got, err := s.Specs.SaveEditedArtifact(ctx, owner, edit, 1, at)
+	if err != nil {
+		t.Fatalf("SaveEditedArtifact: %v", err)
+	}
+	edit.Version, edit.Stale, edit.CreatedAt = 2, false, at
+	if got.Version != 2 || got.Stale || got.EditedBy != owner.UserID || !ms(got.CreatedAt).Equal(ms(at)) {
+		t.Errorf("SaveEditedArtifact returned version %d stale %v edited by %q at %v, want 2, false, %q, %v",
+			got.Version, got.Stale, got.EditedBy, got.CreatedAt, owner.UserID, at)
+	}
+	staleEpics := epics
+	staleEpics.Stale = true
+	checkArtifacts(t, "ListArtifacts after the edit", mustListArtifacts(t, s, ss.ID),
+		[]ports.SpecArtifact{scope, prd, edit, staleEpics})
+	want := mustGetSpecSession(t, s, owner, ss.ID)
+	if want.CurrentStage != ports.StagePRD || want.Status != ports.SpecReady || !ms(want.UpdatedAt).Equal(ms(at)) {
+		t.Errorf("after the edit the session is %s at %q updated %v, want ready at prd updated %v",
+			want.Status, want.CurrentStage, want.UpdatedAt, at)
+	}
+
+	// An edit based on the latest version again: version 3.
+	edit3 := editedArtifact(ss.ID, owner.UserID, ports.StagePRD, at.Add(time.Minute))
+	if _, err := s.Specs.SaveEditedArtifact(ctx, owner, edit3, 2, at.Add(time.Minute)); err != nil {
+		t.Fatalf("SaveEditedArtifact on version 2: %v", err)
+	}
+	edit3.Version = 3
+	checkArtifacts(t, "ListArtifacts after the second edit", mustListArtifacts(t, s, ss.ID),
+		[]ports.SpecArtifact{scope, prd, edit, edit3, staleEpics})
+}
+
+func testSaveEditedArtifactErrors(t *testing.T, s SpecStores) {
+	ctx := t.Context()
+	owner, ss := newSpec(t, s)
+	generate(t, s, owner, ss.ID, ports.StageScope, 1, base)
+	stranger := ports.Owner{OrgID: owner.OrgID, UserID: newID()}
+	cases := []struct {
+		name  string
+		owner ports.Owner
+		id    string
+		base  int
+		want  error
+	}{
+		{"stale base", owner, ss.ID, 0, ports.ErrPreconditionFailed},
+		{"future base", owner, ss.ID, 2, ports.ErrPreconditionFailed},
+		{"another's session", stranger, ss.ID, 1, ports.ErrNotFound},
+		{"missing session", owner, newID(), 1, ports.ErrNotFound},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			a := editedArtifact(tt.id, owner.UserID, ports.StageScope, base)
+			if _, err := s.Specs.SaveEditedArtifact(ctx, tt.owner, a, tt.base, base); !errors.Is(err, tt.want) {
+				t.Errorf("SaveEditedArtifact = %v, want %v", err, tt.want)
+			}
+		})
+	}
+	// While generating: conflict, and nothing is stored.
+	mustStart(t, s, owner, ss.ID, ports.StagePRD, newID(), base.Add(time.Minute))
+	a := editedArtifact(ss.ID, owner.UserID, ports.StageScope, base)
+	_, err := s.Specs.SaveEditedArtifact(ctx, owner, a, 1, base.Add(2*time.Minute))
+	checkConflict(t, "SaveEditedArtifact while generating", err)
+	if n := len(mustListArtifacts(t, s, ss.ID)); n != 1 {
+		t.Errorf("after the refused edits the session has %d artifacts, want 1", n)
 	}
 }
 
