@@ -365,4 +365,3 @@ func compact(r json.RawMessage) []byte {
 	}
 	return buf.Bytes()
 }
-
