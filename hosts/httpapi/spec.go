@@ -12,6 +12,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -37,6 +38,9 @@ type Spec interface {
 	CreateStandard(ctx context.Context, in spec.StandardInput) (ports.Standard, error)
 	UpdateStandard(ctx context.Context, id string, in spec.StandardInput) (ports.Standard, error)
 	DeleteStandard(ctx context.Context, id string) error
+	EditStage(ctx context.Context, sessionID string, stage ports.Stage, data json.RawMessage, base *int) (ports.SpecArtifact, error)
+	StageVersions(ctx context.Context, sessionID string, stage ports.Stage) ([]ports.SpecArtifact, error)
+	DiffVersions(ctx context.Context, sessionID string, stage ports.Stage, from, to int) (spec.StageDiff, error)
 }
 
 // specUploadLimit bounds a PSE request body: an uploaded document of
@@ -58,6 +62,9 @@ func (s *Server) specRoutes() {
 		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/inputs", s.addSpecInput, maxBody(specUploadLimit))
 		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/generate", s.generateSpec, costly)
 		s.handle(http.MethodPut, p+"/pse/sessions/:session_id/repository", s.setSpecRepository)
+		s.handle(http.MethodPut, p+"/pse/sessions/:session_id/stages/:stage", s.editSpecStage, maxBody(specUploadLimit))
+		s.handle(http.MethodGet, p+"/pse/sessions/:session_id/stages/:stage/versions", s.listStageVersions)
+		s.handle(http.MethodGet, p+"/pse/sessions/:session_id/stages/:stage/diff", s.diffStageVersions)
 		s.handle(http.MethodGet, p+"/pse/standards", s.listStandards)
 		s.handle(http.MethodPost, p+"/pse/standards", s.createStandard)
 		s.handle(http.MethodPut, p+"/pse/standards", s.updateStandard)
@@ -388,7 +395,145 @@ type artifactJSON struct {
 	Model         string             `json:"model"`
 	PromptVersion string             `json:"prompt_version"`
 	Generation    specGenerationJSON `json:"generation"`
+	GeneratedBy   generatedByJSON    `json:"generated_by"`
 	CreatedAt     time.Time          `json:"created_at"`
+}
+
+// generatedByJSON says who made an artifact's version: {"kind":"model",
+// "model":"gpt-4o-mini"} for one a model generated, {"kind":"user",
+// "user_id":"…"} for one a person wrote by hand.
+type generatedByJSON struct {
+	Kind   string `json:"kind"`
+	Model  string `json:"model,omitempty"`
+	UserID string `json:"user_id,omitempty"`
+}
+
+func generatedByOut(a ports.SpecArtifact) generatedByJSON {
+	if a.EditedBy != "" {
+		return generatedByJSON{Kind: "user", UserID: a.EditedBy}
+	}
+	return generatedByJSON{Kind: "model", Model: a.Model}
+}
+
+func artifactOut(a ports.SpecArtifact) artifactJSON {
+	checks := a.Checks
+	if checks == nil {
+		checks = []string{}
+	}
+	return artifactJSON{Stage: string(a.Stage), Version: a.Version, Format: a.Format, Content: a.Content,
+		Data: a.Data, Checks: checks, Stale: a.Stale, Model: a.Model, PromptVersion: a.PromptVersion,
+		Generation: specGenerationOut(a.Generation), GeneratedBy: generatedByOut(a), CreatedAt: a.CreatedAt.UTC()}
+}
+
+type editStageRequest struct {
+	Data json.RawMessage `json:"data"`
+}
+
+// editSpecStage stores a hand-written version of a stage: the body's data
+// on the version If-Match names (428 without it, 412 when stale).
+func (s *Server) editSpecStage(w http.ResponseWriter, r *http.Request) error {
+	var req editStageRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if len(req.Data) == 0 || string(req.Data) == "null" {
+		return missing("data")
+	}
+	base, err := expectedVersion(r, nil)
+	if err != nil {
+		return err
+	}
+	a, err := s.d.Spec.EditStage(r.Context(), pathParam(r, "session_id"), ports.Stage(pathParam(r, "stage")), req.Data, base)
+	if err != nil {
+		return err
+	}
+	setETag(w, a.Version)
+	return writeJSON(w, http.StatusOK, artifactOut(a))
+}
+
+// stageVersionJSON is one version in a stage's list of versions.
+type stageVersionJSON struct {
+	Version       int             `json:"version"`
+	CreatedAt     time.Time       `json:"created_at"`
+	Stale         bool            `json:"stale"`
+	Model         string          `json:"model"`
+	GeneratedBy   generatedByJSON `json:"generated_by"`
+	PromptVersion string          `json:"prompt_version"`
+}
+
+func (s *Server) listStageVersions(w http.ResponseWriter, r *http.Request) error {
+	arts, err := s.d.Spec.StageVersions(r.Context(), pathParam(r, "session_id"), ports.Stage(pathParam(r, "stage")))
+	if err != nil {
+		return err
+	}
+	items := make([]stageVersionJSON, len(arts))
+	for i, a := range arts {
+		items[i] = stageVersionJSON{Version: a.Version, CreatedAt: a.CreatedAt.UTC(), Stale: a.Stale, Model: a.Model,
+			GeneratedBy: generatedByOut(a), PromptVersion: a.PromptVersion}
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"items": items})
+}
+
+type diffItemJSON struct {
+	ID      string          `json:"id"`
+	Section string          `json:"section"`
+	Item    json.RawMessage `json:"item"`
+}
+
+type changedItemJSON struct {
+	ID      string   `json:"id"`
+	Section string   `json:"section"`
+	Fields  []string `json:"fields"`
+}
+
+type stageDiffJSON struct {
+	From     int               `json:"from"`
+	To       int               `json:"to"`
+	Added    []diffItemJSON    `json:"added"`
+	Removed  []diffItemJSON    `json:"removed"`
+	Changed  []changedItemJSON `json:"changed"`
+	TextDiff string            `json:"text_diff"`
+}
+
+func (s *Server) diffStageVersions(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	version := func(name string) (int, error) {
+		v := q.Get(name)
+		if v == "" {
+			return 0, missing(name)
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return 0, ports.Invalid(name+" must be a version number", ports.FieldError{Field: name, Reason: "must be an integer ≥ 1"})
+		}
+		return n, nil
+	}
+	from, err := version("from")
+	if err != nil {
+		return err
+	}
+	to, err := version("to")
+	if err != nil {
+		return err
+	}
+	d, err := s.d.Spec.DiffVersions(r.Context(), pathParam(r, "session_id"), ports.Stage(pathParam(r, "stage")), from, to)
+	if err != nil {
+		return err
+	}
+	out := stageDiffJSON{From: d.From, To: d.To, TextDiff: d.TextDiff,
+		Added: diffItemsOut(d.Added), Removed: diffItemsOut(d.Removed), Changed: make([]changedItemJSON, len(d.Changed))}
+	for i, c := range d.Changed {
+		out.Changed[i] = changedItemJSON{ID: c.ID, Section: c.Section, Fields: c.Fields}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func diffItemsOut(items []spec.DiffItem) []diffItemJSON {
+	out := make([]diffItemJSON, len(items))
+	for i, it := range items {
+		out[i] = diffItemJSON{ID: it.ID, Section: it.Section, Item: it.Item}
+	}
+	return out
 }
 
 // specGenerationJSON is an artifact's generation statistics; all zero for
@@ -487,13 +632,7 @@ func specSessionOut(v spec.View) specSessionJSON {
 		inputs[i] = specInputOut(in)
 	}
 	for i, a := range v.Artifacts {
-		checks := a.Checks
-		if checks == nil {
-			checks = []string{}
-		}
-		artifacts[i] = artifactJSON{Stage: string(a.Stage), Version: a.Version, Format: a.Format, Content: a.Content,
-			Data: a.Data, Checks: checks, Stale: a.Stale, Model: a.Model, PromptVersion: a.PromptVersion,
-			Generation: specGenerationOut(a.Generation), CreatedAt: a.CreatedAt.UTC()}
+		artifacts[i] = artifactOut(a)
 	}
 	return out
 }
