@@ -59,6 +59,7 @@ func TestSpec(t *testing.T, newStores func(t *testing.T) SpecStores) {
 		{"FailGeneration", testFailGeneration},
 		{"SaveEditedArtifact", testSaveEditedArtifact},
 		{"SaveEditedArtifactErrors", testSaveEditedArtifactErrors},
+		{"RaceSaveEditedArtifact", testRaceSaveEditedArtifact},
 		{"StandardsCRUD", testStandardsCRUD},
 		{"ListStandards", testListStandards},
 		{"StandardsOrgIsolation", testStandardsOrgIsolation},
@@ -890,6 +891,28 @@ func testSaveEditedArtifactErrors(t *testing.T, s SpecStores) {
 	if n := len(mustListArtifacts(t, s, ss.ID)); n != 1 {
 		t.Errorf("after the refused edits the session has %d artifacts, want 1", n)
 	}
+}
+
+// testRaceSaveEditedArtifact: edits of the same version race; one is
+// stored as the next version, the others find their base stale.
+func testRaceSaveEditedArtifact(t *testing.T, s SpecStores) {
+	owner, ss := newSpec(t, s)
+	scope := generate(t, s, owner, ss.ID, ports.StageScope, 1, base)
+	edits := make([]ports.SpecArtifact, 10)
+	for i := range edits {
+		edits[i] = editedArtifact(ss.ID, owner.UserID, ports.StageScope, base.Add(time.Minute))
+	}
+	errs := race(len(edits), func(i int) error {
+		_, err := s.Specs.SaveEditedArtifact(t.Context(), owner, edits[i], 1, base.Add(time.Minute))
+		return err
+	})
+	winner := oneWinner(t, "SaveEditedArtifact", errs, ports.ErrPreconditionFailed)
+	if winner < 0 {
+		t.FailNow()
+	}
+	want := edits[winner]
+	want.Version = 2
+	checkArtifacts(t, "ListArtifacts after the race", mustListArtifacts(t, s, ss.ID), []ports.SpecArtifact{scope, want})
 }
 
 func testCompleteGenerationConflicts(t *testing.T, s SpecStores) {
