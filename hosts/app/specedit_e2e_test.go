@@ -39,6 +39,22 @@ func TestSpecEditVersionsDiff(t *testing.T) {
 			prd["summary"] = "Edited by hand."
 			body := map[string]any{"data": prd}
 
+			// Requests the API refuses before the engine sees them.
+			for _, bad := range []struct {
+				method, path string
+				body         any
+				want         int
+			}{
+				{"PUT", path, map[string]any{}, 400},                                      // no data
+				{"PUT", "/pse/sessions/" + id + "/stages/design", body, 422},              // unknown stage
+				{"GET", "/pse/sessions/" + id + "/stages/prd/diff?from=1", nil, 400},      // no to
+				{"GET", "/pse/sessions/" + id + "/stages/prd/diff?from=0&to=1", nil, 422}, // not a version
+				{"GET", "/pse/sessions/" + id + "/stages/design/versions", nil, 422},      // unknown stage
+			} {
+				if code, resp, _ := st.call(member, bad.method, bad.path, bad.body, "If-Match", `"1"`); code != bad.want {
+					t.Errorf("%s %s: %d %s, want %d", bad.method, bad.path, code, resp, bad.want)
+				}
+			}
 			if code, resp, _ := st.call(member, "PUT", path, body); code != 428 || !strings.Contains(string(resp), "version_required") {
 				t.Fatalf("PUT without If-Match: %d %s", code, resp)
 			}
