@@ -21,11 +21,14 @@ type Brand struct {
 	Values         []string
 	BannedWords    []string
 	PreferredTerms map[string]string // avoided term → preferred term
-	StyleGuide     string
-	Examples       []string
-	Version        int
-	UpdatedBy      string
-	UpdatedAt      time.Time
+	// BannedWordsBlocking makes a banned word found in an item's text block
+	// its approval and publication, override or not.
+	BannedWordsBlocking bool
+	StyleGuide          string
+	Examples            []string
+	Version             int
+	UpdatedBy           string
+	UpdatedAt           time.Time
 }
 
 // Brief asks for a piece of content: what it is for, for whom, where it goes
@@ -100,6 +103,30 @@ type ContentItem struct {
 	UpdatedAt time.Time
 	// PublishedAt is when the item was last published, nil before.
 	PublishedAt *time.Time
+	// PublishedURL is where the item was published: the remote URL of the
+	// publication through a target (when the target reports one), or the
+	// URL given when it was marked as published elsewhere; "" before.
+	PublishedURL string
+	// PublishedVia is how the item was published: PublishedViaTarget or
+	// PublishedViaElsewhere; "" before.
+	PublishedVia string
+	// Override is the latest "publish anyway" given to approve or publish
+	// the item despite its brand findings; nil when none was needed.
+	Override *ContentOverride
+}
+
+// How a content item was published (ContentItem.PublishedVia).
+const (
+	PublishedViaTarget    = "target"
+	PublishedViaElsewhere = "elsewhere"
+)
+
+// ContentOverride records who approved or published a content item despite
+// its brand findings, when, and why.
+type ContentOverride struct {
+	Reason string    `json:"reason"`
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
 }
 
 // ContentFilter narrows a list of content items; empty fields match all.
@@ -140,7 +167,8 @@ type ContentStore interface {
 	// cursor.
 	ListContentItems(ctx context.Context, orgID string, f ContentFilter, page Page) ([]ContentItem, string, error)
 	// UpdateContentItem replaces the title, body, format, status, checks,
-	// error, model, version, updated_at and published_at of the org's item it.ID, only if
+	// error, model, version, updated_at, published_at, published_url,
+	// published_via and override of the org's item it.ID, only if
 	// the stored version is it.Version - 1, so of two updates from one
 	// version exactly one succeeds. Errors: not_found as GetContentItem;
 	// precondition_failed when the stored version differs.

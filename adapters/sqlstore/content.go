@@ -84,6 +84,7 @@ type brandRow struct {
 	Values         string    `db:"brand_values"`
 	BannedWords    string    `db:"banned_words"`
 	PreferredTerms string    `db:"preferred_terms"`
+	Blocking       bool      `db:"banned_words_blocking"`
 	StyleGuide     string    `db:"style_guide"`
 	Examples       string    `db:"examples"`
 	Version        int       `db:"version"`
@@ -94,7 +95,7 @@ type brandRow struct {
 func (r brandRow) brand() (ports.Brand, error) {
 	b := ports.Brand{
 		OrgID: r.OrgID, ProjectID: r.ProjectID, Name: r.Name, Voice: r.Voice, Audience: r.Audience,
-		StyleGuide: r.StyleGuide, Version: r.Version, UpdatedBy: r.UpdatedBy, UpdatedAt: time.Time(r.UpdatedAt),
+		StyleGuide: r.StyleGuide, BannedWordsBlocking: r.Blocking, Version: r.Version, UpdatedBy: r.UpdatedBy, UpdatedAt: time.Time(r.UpdatedAt),
 	}
 	var err error
 	for _, l := range []struct {
@@ -112,7 +113,7 @@ func (r brandRow) brand() (ports.Brand, error) {
 }
 
 const brandColumns = `org_id, project_id, name, voice, tone, audience, brand_values, banned_words, preferred_terms,
-	style_guide, examples, version, updated_by, updated_at`
+	style_guide, examples, version, updated_by, updated_at, banned_words_blocking`
 
 // brandWhat names a project's brand settings in messages.
 func brandWhat(projectID string) string { return "brand settings of project " + projectID }
@@ -148,16 +149,17 @@ func (s *Content) PutBrand(ctx context.Context, b ports.Brand) error {
 		// ON CONFLICT, not a caught unique violation, so a refused put does
 		// not abort the caller's PostgreSQL transaction.
 		n, err = c.exec(ctx, "INSERT INTO content_brands ("+brandColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
 			ON CONFLICT (org_id, project_id) DO NOTHING`,
 			b.OrgID, b.ProjectID, b.Name, b.Voice, lists[0], b.Audience, lists[1], lists[2], terms,
-			b.StyleGuide, lists[3], b.UpdatedBy, timestamp(b.UpdatedAt))
+			b.StyleGuide, lists[3], b.UpdatedBy, timestamp(b.UpdatedAt), b.BannedWordsBlocking)
 	} else {
 		n, err = c.exec(ctx, `UPDATE content_brands SET name = ?, voice = ?, tone = ?, audience = ?, brand_values = ?,
-			banned_words = ?, preferred_terms = ?, style_guide = ?, examples = ?, version = ?, updated_by = ?, updated_at = ?
+			banned_words = ?, preferred_terms = ?, style_guide = ?, examples = ?, version = ?, updated_by = ?, updated_at = ?,
+			banned_words_blocking = ?
 			WHERE org_id = ? AND project_id = ? AND version = ?`,
 			b.Name, b.Voice, lists[0], b.Audience, lists[1], lists[2], terms, b.StyleGuide, lists[3],
-			b.Version, b.UpdatedBy, timestamp(b.UpdatedAt), b.OrgID, b.ProjectID, b.Version-1)
+			b.Version, b.UpdatedBy, timestamp(b.UpdatedAt), b.BannedWordsBlocking, b.OrgID, b.ProjectID, b.Version-1)
 	}
 	if err != nil {
 		return storeErr(err, brandWhat(b.ProjectID), "org "+b.OrgID)
@@ -282,7 +284,10 @@ type contentItemRow struct {
 	CreatedAt timestamp `db:"created_at"`
 	UpdatedAt timestamp `db:"updated_at"`
 	// PublishedAt is NULL before the item is published.
-	PublishedAt *timestamp `db:"published_at"`
+	PublishedAt  *timestamp `db:"published_at"`
+	PublishedURL string     `db:"published_url"`
+	PublishedVia string     `db:"published_via"`
+	Override     jsonText   `db:"override"`
 }
 
 func (r contentItemRow) item() (ports.ContentItem, error) {
@@ -295,6 +300,13 @@ func (r contentItemRow) item() (ports.ContentItem, error) {
 		Title: r.Title, Body: r.Body, Format: r.Format, Status: ports.ContentStatus(r.Status), Checks: checks,
 		Variant: r.Variant, Model: r.Model, Version: r.Version,
 		CreatedAt: time.Time(r.CreatedAt), UpdatedAt: time.Time(r.UpdatedAt), PublishedAt: r.PublishedAt.timePtr(),
+		PublishedURL: r.PublishedURL, PublishedVia: r.PublishedVia,
+	}
+	if len(r.Override) > 0 {
+		it.Override = new(ports.ContentOverride)
+		if err := json.Unmarshal(r.Override, it.Override); err != nil {
+			return ports.ContentItem{}, ports.Wrap(ports.KindInternal, fmt.Errorf("sqlstore: bad content override: %w", err), "database error")
+		}
 	}
 	if len(r.Error) > 0 {
 		it.Error = new(ports.ContentError)
@@ -305,23 +317,33 @@ func (r contentItemRow) item() (ports.ContentItem, error) {
 	return it, nil
 }
 
-// encodeContentFields returns the checks and error of an item as stored.
-func encodeContentFields(it ports.ContentItem) (checks string, contentErr jsonText, err error) {
+// encodeContentFields returns the checks, error and override of an item as
+// stored.
+func encodeContentFields(it ports.ContentItem) (checks string, contentErr, override jsonText, err error) {
 	if checks, err = encodeList(it.Checks); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if it.Error != nil {
 		b, err := json.Marshal(it.Error)
 		if err != nil {
-			return "", nil, ports.Wrap(ports.KindInternal, err, "encode content error")
+			return "", nil, nil, ports.Wrap(ports.KindInternal, err, "encode content error")
 		}
 		contentErr = b
 	}
-	return checks, contentErr, nil
+	if it.Override != nil {
+		o := *it.Override
+		o.At = o.At.UTC()
+		b, err := json.Marshal(o)
+		if err != nil {
+			return "", nil, nil, ports.Wrap(ports.KindInternal, err, "encode content override")
+		}
+		override = b
+	}
+	return checks, contentErr, override, nil
 }
 
 const contentItemColumns = `id, org_id, project_id, brief_id, created_by, title, body, format, status, checks, error,
-	variant, model, version, created_at, updated_at, published_at`
+	variant, model, version, created_at, updated_at, published_at, published_url, published_via, override`
 
 // CreateContentItems implements ports.ContentStore in one transaction. A
 // zero Status is stored as generating, a zero Version as 1 and a zero
@@ -330,11 +352,12 @@ const contentItemColumns = `id, org_id, project_id, brief_id, created_by, title,
 // for an unknown status or a negative version; then nothing is stored.
 func (s *Content) CreateContentItems(ctx context.Context, items ...ports.ContentItem) error {
 	type prepared struct {
-		status  ports.ContentStatus
-		version int
-		updated time.Time
-		checks  string
-		err     jsonText
+		status   ports.ContentStatus
+		version  int
+		updated  time.Time
+		checks   string
+		err      jsonText
+		override jsonText
 	}
 	rows := make([]prepared, len(items))
 	for i, it := range items {
@@ -356,7 +379,7 @@ func (s *Content) CreateContentItems(ctx context.Context, items ...ports.Content
 			p.updated = it.CreatedAt
 		}
 		var err error
-		if p.checks, p.err, err = encodeContentFields(it); err != nil {
+		if p.checks, p.err, p.override, err = encodeContentFields(it); err != nil {
 			return err
 		}
 		rows[i] = p
@@ -370,9 +393,10 @@ func (s *Content) CreateContentItems(ctx context.Context, items ...ports.Content
 		for i, it := range items {
 			p := rows[i]
 			_, err := c.exec(ctx, "INSERT INTO content_items ("+contentItemColumns+`)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				it.ID, it.OrgID, it.ProjectID, it.BriefID, it.CreatedBy, it.Title, it.Body, it.Format, string(p.status),
-				p.checks, p.err, it.Variant, it.Model, p.version, timestamp(it.CreatedAt), timestamp(p.updated), timestampPtr(it.PublishedAt))
+				p.checks, p.err, it.Variant, it.Model, p.version, timestamp(it.CreatedAt), timestamp(p.updated), timestampPtr(it.PublishedAt),
+				it.PublishedURL, it.PublishedVia, p.override)
 			if err != nil {
 				return storeErr(err, "content item "+it.ID, "brief "+it.BriefID)
 			}
@@ -434,15 +458,16 @@ func (s *Content) UpdateContentItem(ctx context.Context, it ports.ContentItem) e
 	if err := checkContentStatus(it.Status); err != nil {
 		return err
 	}
-	checks, contentErr, err := encodeContentFields(it)
+	checks, contentErr, override, err := encodeContentFields(it)
 	if err != nil {
 		return err
 	}
 	c := s.db.write(ctx)
 	n, err := c.exec(ctx, `UPDATE content_items SET title = ?, body = ?, format = ?, status = ?, checks = ?, error = ?,
-		model = ?, version = ?, updated_at = ?, published_at = ?
+		model = ?, version = ?, updated_at = ?, published_at = ?, published_url = ?, published_via = ?, override = ?
 		WHERE id = ? AND org_id = ? AND version = ?`,
 		it.Title, it.Body, it.Format, string(it.Status), checks, contentErr, it.Model, it.Version, timestamp(it.UpdatedAt), timestampPtr(it.PublishedAt),
+		it.PublishedURL, it.PublishedVia, override,
 		it.ID, it.OrgID, it.Version-1)
 	if err != nil {
 		return storeErr(err, "content item "+it.ID, "")

@@ -55,6 +55,11 @@ func copyItem(it ports.ContentItem) ports.ContentItem {
 		it.Error = &e
 	}
 	it.CreatedAt, it.UpdatedAt, it.PublishedAt = utc(it.CreatedAt), utc(it.UpdatedAt), utcPtr(it.PublishedAt)
+	if it.Override != nil {
+		o := *it.Override
+		o.At = utc(o.At)
+		it.Override = &o
+	}
 	return it
 }
 
@@ -222,7 +227,7 @@ func (s *Store) UpdateContentItem(ctx context.Context, it ports.ContentItem) err
 	}
 	old.Title, old.Body, old.Format, old.Status = it.Title, it.Body, it.Format, it.Status
 	old.Checks, old.Error, old.Model, old.Version, old.UpdatedAt = it.Checks, it.Error, it.Model, it.Version, it.UpdatedAt
-	old.PublishedAt = it.PublishedAt
+	old.PublishedAt, old.PublishedURL, old.PublishedVia, old.Override = it.PublishedAt, it.PublishedURL, it.PublishedVia, it.Override
 	put(ctx, s, s.content.items, it.ID, copyItem(old))
 	return nil
 }

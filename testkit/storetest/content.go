@@ -100,7 +100,9 @@ func newBrand(o contentOwner, projectID string, version int) ports.Brand {
 		},
 		StyleGuide: "# Style\n\n- sentence case\n- no exclamation marks\n",
 		Examples:   []string{"Get paid in one click.", ""},
-		Version:    version,
+		// Set at versions 1 (insert) and 3 (update), cleared at 2.
+		BannedWordsBlocking: version != 2,
+		Version:             version,
 		UpdatedBy:  o.user.ID,
 		UpdatedAt:  base.Add(time.Duration(version) * time.Minute),
 	}
@@ -564,6 +566,11 @@ func newContent(t *testing.T, s ContentStores) (contentOwner, ports.Brief, ports
 func normContentItem(it ports.ContentItem) ports.ContentItem {
 	it.CreatedAt, it.UpdatedAt, it.Checks = ms(it.CreatedAt), ms(it.UpdatedAt), nonNil(it.Checks)
 	it.PublishedAt = msPtr(it.PublishedAt)
+	if it.Override != nil {
+		o := *it.Override
+		o.At = ms(o.At)
+		it.Override = &o
+	}
 	return it
 }
 
@@ -573,6 +580,10 @@ func checkContentItem(t *testing.T, what string, got, want ports.ContentItem) {
 	checkNotNil(t, what, map[string]bool{"Checks": got.Checks == nil})
 	checkUTC(t, what, got.PublishedAt)
 	got.CreatedAt, got.UpdatedAt, got.PublishedAt = ms(got.CreatedAt), ms(got.UpdatedAt), msPtr(got.PublishedAt)
+	if got.Override != nil {
+		checkUTC(t, what+" (override)", &got.Override.At)
+	}
+	got = normContentItem(got)
 	checkEqual(t, what, got, normContentItem(want))
 }
 
@@ -634,6 +645,9 @@ func testContentItemRoundTrip(t *testing.T, s ContentStores) {
 	b := mustCreateBrief(t, s, newBrief(o, newProjectID()))
 	full := newContentItem(b, 1)
 	full.UpdatedAt = base.Add(time.Minute)
+	full.Status, full.PublishedAt = ports.ContentPublished, ptr(base.Add(time.Minute))
+	full.PublishedURL, full.PublishedVia = "https://example.com/hooks/1", ports.PublishedViaTarget
+	full.Override = &ports.ContentOverride{Reason: "approved by legal", By: o.user.ID, At: base.Add(time.Minute)}
 	failed := newContentItem(b, 2)
 	failed.Title, failed.Body, failed.Status, failed.Checks = "", "", ports.ContentFailed, nil
 	failed.Error = &ports.ContentError{Code: "upstream", Message: "the model answered 502 — «retry later» ✓"}
@@ -896,6 +910,8 @@ func testUpdateContentItem(t *testing.T, s ContentStores) {
 	v2.Title, v2.Body, v2.Format = "Edited — «title» ✓", "Edited body.\r\n", "html"
 	v2.Status, v2.Model, v2.Version, v2.UpdatedAt = ports.ContentInReview, "gpt-4.1", 2, base.Add(time.Minute)
 	v2.PublishedAt = ptr(base.Add(time.Minute))
+	v2.PublishedURL, v2.PublishedVia = "https://blog.example.com/posts/«launch»?a=1&b=2", ports.PublishedViaElsewhere
+	v2.Override = &ports.ContentOverride{Reason: "Legal approved «synergy» ✓", By: o.user.ID, At: base.Add(time.Minute).In(time.FixedZone("CET", 3600))}
 	v2.Checks = []ports.ContentCheck{{Kind: "preferred_term", Term: "utilize", Message: "say «use»"}}
 	// Kept whatever the update says.
 	v2.ProjectID, v2.BriefID, v2.CreatedBy, v2.Variant, v2.CreatedAt = newProjectID(), newID(), newID(), 9, base.Add(time.Hour)
@@ -908,6 +924,7 @@ func testUpdateContentItem(t *testing.T, s ContentStores) {
 
 	v3 := want
 	v3.Status, v3.Checks, v3.Version, v3.UpdatedAt = ports.ContentFailed, nil, 3, base.Add(2*time.Minute)
+	v3.PublishedURL, v3.PublishedVia, v3.Override = "", "", nil
 	v3.Error = &ports.ContentError{Code: "timeout", Message: "no answer in 60 s"}
 	if err := s.Content.UpdateContentItem(ctx, v3); err != nil {
 		t.Fatalf("UpdateContentItem(version 3): %v", err)
