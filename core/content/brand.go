@@ -38,6 +38,9 @@ type BrandInput struct {
 	Audience    string
 	Values      []string
 	BannedWords []string
+	// BannedWordsBlocking makes a banned word in an item's text block its
+	// approval and publication, override or not.
+	BannedWordsBlocking bool
 	// PreferredTerms maps a term to avoid to the term to use instead.
 	PreferredTerms map[string]string
 	StyleGuide     string
@@ -131,12 +134,13 @@ func staleBrand(projectID string, stored, named int) error {
 func cleanBrand(in BrandInput) (ports.Brand, fieldErrors) {
 	var f fieldErrors
 	b := ports.Brand{
-		Name:        f.text("name", in.Name, MaxBrandNameLen, false),
-		Voice:       f.text("voice", in.Voice, MaxVoiceLen, false),
-		Tone:        f.list("tone", in.Tone, MaxToneItems, MaxToneLen, true),
-		Audience:    f.text("audience", in.Audience, MaxAudienceLen, false),
-		Values:      f.list("values", in.Values, MaxValues, MaxValueLen, false),
-		BannedWords: f.list("banned_words", in.BannedWords, MaxBannedWords, MaxBannedWordLen, true),
+		Name:                f.text("name", in.Name, MaxBrandNameLen, false),
+		Voice:               f.text("voice", in.Voice, MaxVoiceLen, false),
+		Tone:                f.list("tone", in.Tone, MaxToneItems, MaxToneLen, true),
+		Audience:            f.text("audience", in.Audience, MaxAudienceLen, false),
+		Values:              f.list("values", in.Values, MaxValues, MaxValueLen, false),
+		BannedWords:         f.list("banned_words", in.BannedWords, MaxBannedWords, MaxBannedWordLen, true),
+		BannedWordsBlocking: in.BannedWordsBlocking,
 	}
 	b.PreferredTerms = f.terms(in.PreferredTerms)
 	b.StyleGuide = f.text("style_guide", in.StyleGuide, MaxStyleGuideLen, false)

@@ -104,6 +104,12 @@ type UpdateInput struct {
 	Body    *string
 	Format  *string
 	Status  *ports.ContentStatus
+	// PublishedURL is where the item was published elsewhere: required
+	// with, and allowed only with, a move to published.
+	PublishedURL *string
+	// OverrideReason approves or publishes the item despite its brand
+	// findings; recorded only when it was needed.
+	OverrideReason *string
 }
 
 // UpdateItem changes a content item of the caller's organisation and
@@ -118,9 +124,21 @@ type UpdateInput struct {
 // or draft; approved → published or draft; from any status to archived; and
 // to itself. A generating item may only be archived.
 //
+// A move to published marks the item as published elsewhere: it needs
+// in.PublishedURL, kept on the item with PublishedVia "elsewhere" (an item
+// is otherwise published only by a successful publication through a
+// target). A move to approved or published of an item whose brand checks
+// (as run by this update) have findings needs in.OverrideReason, recorded
+// on the item with the caller and the time; without it it is a conflict
+// (brand_findings) listing the findings; an item using a banned word of a
+// brand that makes banned words blocking is a conflict (banned_words)
+// whatever the override. Marks and overrides are audited.
+//
 // Errors: not_found when the item is absent, another org's, or id is not a
 // UUID; precondition_required (version_required) when in.Version is 0;
-// invalid (fields version, title, body, format, status);
+// invalid (fields version, title, body, format, status, published_url,
+// override.reason), and invalid (published_url) for a move to published
+// without a URL;
 // precondition_failed (stale_version) when in.Version is not the stored
 // version, or another update won the race for it; conflict (not_editable)
 // for a change of text in another status, or an update of a generating
@@ -150,7 +168,7 @@ func (s *Service) UpdateItem(ctx context.Context, id string, in UpdateInput) (po
 		return ports.ContentItem{}, &ports.Error{Kind: ports.KindPreconditionFailed, Code: CodeStaleVersion,
 			Message: fmt.Sprintf("content item %s is at version %d, not %d; reload it and apply your change again", id, cur.Version, in.Version)}
 	}
-	next, err := applyUpdate(cur, in)
+	next, from, err := applyUpdate(cur, in)
 	if err != nil {
 		return ports.ContentItem{}, err
 	}
@@ -166,8 +184,33 @@ func (s *Service) UpdateItem(ctx context.Context, id string, in UpdateInput) (po
 	}
 	next.Checks = Check(brand, brief, next.Title, next.Body)
 	next.Version, next.UpdatedAt = cur.Version+1, s.d.Clock.Now()
-	if next.Status == ports.ContentPublished && cur.Status != ports.ContentPublished {
-		next.PublishedAt = &next.UpdatedAt
+	publishing := next.Status == ports.ContentPublished && from != ports.ContentPublished
+	approving := next.Status == ports.ContentApproved && from != ports.ContentApproved
+	switch {
+	case publishing && in.PublishedURL == nil:
+		return ports.ContentItem{}, needURL(id)
+	case !publishing && in.PublishedURL != nil:
+		return ports.ContentItem{}, ports.Invalid("a published URL goes with a move to published",
+			ports.FieldError{Field: "published_url", Reason: "allowed only with status published"})
+	}
+	var override *ports.ContentOverride
+	if publishing || approving {
+		what, reason := "approved", ""
+		if publishing {
+			what = "published"
+		}
+		if in.OverrideReason != nil {
+			reason = *in.OverrideReason
+		}
+		if override, err = gate(brand, next.Checks, id, what, reason, p.UserID, next.UpdatedAt); err != nil {
+			return ports.ContentItem{}, err
+		}
+		if override != nil {
+			next.Override = override
+		}
+	}
+	if publishing {
+		next.PublishedAt, next.PublishedURL, next.PublishedVia = &next.UpdatedAt, *in.PublishedURL, ports.PublishedViaElsewhere
 	}
 	err = s.d.Store.UpdateContentItem(ctx, next)
 	if errors.Is(err, ports.ErrPreconditionFailed) {
@@ -176,6 +219,13 @@ func (s *Service) UpdateItem(ctx context.Context, id string, in UpdateInput) (po
 	}
 	if err != nil {
 		return ports.ContentItem{}, err
+	}
+	if publishing {
+		s.audit(ctx, p.UserID, p.OrgID, "content.mark_published", id, map[string]any{"published_url": next.PublishedURL, "version": next.Version}, nil)
+	}
+	if override != nil {
+		s.audit(ctx, p.UserID, p.OrgID, "content.override_brand_findings", id,
+			map[string]any{"status": next.Status, "reason": override.Reason, "findings": next.Checks, "version": next.Version}, nil)
 	}
 	return next, nil
 }
@@ -201,11 +251,21 @@ func cleanUpdate(in UpdateInput) (UpdateInput, error) {
 	if in.Status != nil && !knownStatus(*in.Status) {
 		f.add("status", "must be draft, in_review, approved, published or archived")
 	}
+	if in.PublishedURL != nil {
+		u := checkPublishedURL(&f, *in.PublishedURL)
+		in.PublishedURL = &u
+	}
+	if in.OverrideReason != nil {
+		r := checkOverrideReason(&f, "override.reason", *in.OverrideReason)
+		in.OverrideReason = &r
+	}
 	return in, f.err()
 }
 
-// applyUpdate returns cur changed as in asks, or why it may not be.
-func applyUpdate(cur ports.ContentItem, in UpdateInput) (ports.ContentItem, error) {
+// applyUpdate returns cur changed as in asks and the status the move was
+// checked from (draft after an edit of an approved item's text), or why it
+// may not be.
+func applyUpdate(cur ports.ContentItem, in UpdateInput) (ports.ContentItem, ports.ContentStatus, error) {
 	next := cur
 	if in.Title != nil {
 		next.Title = *in.Title
@@ -220,11 +280,11 @@ func applyUpdate(cur ports.ContentItem, in UpdateInput) (ports.ContentItem, erro
 	// An update that moves nothing would still count the version up and so
 	// drop the draft being written: a generating item can only be archived.
 	if cur.Status == ports.ContentGenerating && (in.Status == nil || *in.Status == ports.ContentGenerating) {
-		return cur, &ports.Error{Kind: ports.KindConflict, Code: CodeNotEditable,
+		return cur, "", &ports.Error{Kind: ports.KindConflict, Code: CodeNotEditable,
 			Message: fmt.Sprintf("content item %s is still being generated; wait for its draft, or archive it", cur.ID)}
 	}
 	if edited && !editable(cur.Status) {
-		return cur, &ports.Error{Kind: ports.KindConflict, Code: CodeNotEditable,
+		return cur, "", &ports.Error{Kind: ports.KindConflict, Code: CodeNotEditable,
 			Message: fmt.Sprintf("content item %s is %s; its text can be changed only in draft, in_review or approved", cur.ID, cur.Status)}
 	}
 	from := cur.Status
@@ -238,11 +298,11 @@ func applyUpdate(cur ports.ContentItem, in UpdateInput) (ports.ContentItem, erro
 			if from != cur.Status {
 				msg += " (the edit of its approved text returned it to draft)"
 			}
-			return cur, &ports.Error{Kind: ports.KindConflict, Code: CodeInvalidTransition, Message: msg}
+			return cur, "", &ports.Error{Kind: ports.KindConflict, Code: CodeInvalidTransition, Message: msg}
 		}
 		next.Status = *in.Status
 	}
-	return next, nil
+	return next, from, nil
 }
 
 // DeleteItem deletes a content item of the caller's organisation, in any

@@ -315,13 +315,31 @@ func (s *Service) DeleteTarget(ctx context.Context, id string) error {
 // member's github_file target; invalid (field target_id) for a target of
 // another project, (field at) for a time not in the future
 // or more than MaxPublishAhead ahead; conflict (not_approved) when the
-// item is not approved; the store's and the queue's errors.
-func (s *Service) Publish(ctx context.Context, itemID, targetID string, at *time.Time) (ports.Publication, error) {
+// item is not approved.
+//
+// An item whose latest brand checks have findings is published only with
+// an override: overrideReason, 3 to 500 characters (nil: none), recorded
+// on the item with the caller and the time, as its next version, in the
+// same transaction as the publication. Without one it is a conflict
+// (brand_findings) listing the findings; an item using a banned word of a
+// brand that makes banned words blocking is a conflict (banned_words)
+// whatever the override. Further errors: invalid (field override.reason);
+// precondition_failed (stale_version) when the item changed meanwhile; the
+// store's and the queue's errors.
+func (s *Service) Publish(ctx context.Context, itemID, targetID string, at *time.Time, overrideReason *string) (ports.Publication, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
 		return ports.Publication{}, err
 	}
 	now := s.d.Clock.Now()
+	reason := ""
+	if overrideReason != nil {
+		var f fieldErrors
+		reason = checkOverrideReason(&f, "override.reason", *overrideReason)
+		if err := f.err(); err != nil {
+			return ports.Publication{}, err
+		}
+	}
 	if at != nil {
 		switch {
 		case !at.After(now):
@@ -355,6 +373,14 @@ func (s *Service) Publish(ctx context.Context, itemID, targetID string, at *time
 		return ports.Publication{}, &ports.Error{Kind: ports.KindConflict, Code: CodeNotApproved,
 			Message: fmt.Sprintf("content item %s is %s; only an approved item can be published", it.ID, it.Status)}
 	}
+	brand, err := s.brand(ctx, p.OrgID, it.ProjectID)
+	if err != nil {
+		return ports.Publication{}, err
+	}
+	override, err := gate(brand, it.Checks, it.ID, "published", reason, p.UserID, now)
+	if err != nil {
+		return ports.Publication{}, err
+	}
 	pub := ports.Publication{ID: s.d.IDs.NewID(), OrgID: p.OrgID, ItemID: it.ID, TargetID: t.ID, TargetName: t.Name,
 		TargetKind: t.Kind, Status: ports.PublicationQueued, RunAt: now, Attempts: []ports.PublishAttempt{},
 		CreatedBy: p.UserID, CreatedAt: now, UpdatedAt: now}
@@ -363,12 +389,26 @@ func (s *Service) Publish(ctx context.Context, itemID, targetID string, at *time
 		pub.Status, pub.RunAt, opts.RunAt = ports.PublicationScheduled, at.UTC(), at.UTC()
 	}
 	err = s.d.Tx.WithinTx(ctx, func(ctx context.Context) error {
+		if override != nil {
+			cur := it.Version
+			it.Override, it.Version, it.UpdatedAt = override, it.Version+1, now
+			if err := s.d.Store.UpdateContentItem(ctx, it); errors.Is(err, ports.ErrPreconditionFailed) {
+				return &ports.Error{Kind: ports.KindPreconditionFailed, Code: CodeStaleVersion, Err: err,
+					Message: fmt.Sprintf("content item %s changed meanwhile (it is past version %d); reload it and publish it again", it.ID, cur)}
+			} else if err != nil {
+				return err
+			}
+		}
 		if err := s.d.Publish.CreatePublication(ctx, pub); err != nil {
 			return err
 		}
 		return s.d.Jobs.Enqueue(ctx, PublishContentArgs{OrgID: p.OrgID, PublicationID: pub.ID}, opts)
 	})
-	s.audit(ctx, p.UserID, p.OrgID, "content.publish", it.ID, map[string]any{"target_id": t.ID, "at": pub.RunAt, "publication_id": pub.ID}, err)
+	args := map[string]any{"target_id": t.ID, "at": pub.RunAt, "publication_id": pub.ID}
+	if override != nil {
+		args["override_reason"], args["findings"] = override.Reason, it.Checks
+	}
+	s.audit(ctx, p.UserID, p.OrgID, "content.publish", it.ID, args, err)
 	if err != nil {
 		return ports.Publication{}, err
 	}
@@ -574,7 +614,9 @@ func (s *Service) finish(ctx context.Context, pub ports.Publication, remoteURL, 
 }
 
 // markPublished moves the item of a successful publication to published,
-// unless it is not approved (published already, or changed since).
+// unless it is not approved (published already, or changed since), with
+// the publication's remote URL ("" when the target reports none) as its
+// published URL.
 func (s *Service) markPublished(ctx context.Context, pub ports.Publication) error {
 	for range 3 {
 		it, err := s.d.Store.GetContentItem(ctx, pub.OrgID, pub.ItemID)
@@ -589,6 +631,7 @@ func (s *Service) markPublished(ctx context.Context, pub ports.Publication) erro
 		}
 		now := s.d.Clock.Now()
 		it.Status, it.Version, it.UpdatedAt, it.PublishedAt = ports.ContentPublished, it.Version+1, now, &now
+		it.PublishedURL, it.PublishedVia = pub.RemoteURL, ports.PublishedViaTarget
 		err = s.d.Store.UpdateContentItem(ctx, it)
 		if !errors.Is(err, ports.ErrPreconditionFailed) {
 			return err

@@ -241,22 +241,22 @@ func TestPublishOnlyApproved(t *testing.T) {
 	e := newPublishEnv(t)
 	nt := e.webhookTarget(alice)
 	draft := e.seedItem(alice, ports.ContentDraft)
-	if _, err := e.svc.Publish(as(alice), draft.ID, nt.Target.ID, nil); errCode(err) != content.CodeNotApproved {
+	if _, err := e.svc.Publish(as(alice), draft.ID, nt.Target.ID, nil, nil); errCode(err) != content.CodeNotApproved {
 		t.Errorf("Publish(draft) = %v, want not_approved", err)
 	}
 	ok := e.seedItem(alice, ports.ContentApproved)
 	past := e.clock.Now().Add(-time.Minute)
-	if _, err := e.svc.Publish(as(alice), ok.ID, nt.Target.ID, &past); !errors.Is(err, ports.ErrInvalid) {
+	if _, err := e.svc.Publish(as(alice), ok.ID, nt.Target.ID, &past, nil); !errors.Is(err, ports.ErrInvalid) {
 		t.Errorf("Publish(at in the past) = %v, want invalid", err)
 	}
 	far := e.clock.Now().Add(400 * 24 * time.Hour)
-	if _, err := e.svc.Publish(as(alice), ok.ID, nt.Target.ID, &far); !errors.Is(err, ports.ErrInvalid) {
+	if _, err := e.svc.Publish(as(alice), ok.ID, nt.Target.ID, &far, nil); !errors.Is(err, ports.ErrInvalid) {
 		t.Errorf("Publish(at in 400 days) = %v, want invalid", err)
 	}
-	if _, err := e.svc.Publish(as(olga), ok.ID, nt.Target.ID, nil); !errors.Is(err, ports.ErrNotFound) {
+	if _, err := e.svc.Publish(as(olga), ok.ID, nt.Target.ID, nil, nil); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("Publish(another org's item) = %v, want not_found", err)
 	}
-	if _, err := e.svc.Publish(as(alice), ok.ID, absent, nil); !errors.Is(err, ports.ErrNotFound) {
+	if _, err := e.svc.Publish(as(alice), ok.ID, absent, nil, nil); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("Publish(unknown target) = %v, want not_found", err)
 	}
 }
@@ -266,7 +266,7 @@ func TestPublishRetriesAndRecordsEveryAttempt(t *testing.T) {
 	e := newPublishEnv(t)
 	nt := e.webhookTarget(alice)
 	it := e.seedItem(alice, ports.ContentApproved)
-	pub, err := e.svc.Publish(as(alice), it.ID, nt.Target.ID, nil)
+	pub, err := e.svc.Publish(as(alice), it.ID, nt.Target.ID, nil, nil)
 	if err != nil || pub.Status != ports.PublicationQueued {
 		t.Fatalf("Publish = %+v, %v", pub, err)
 	}
@@ -298,7 +298,7 @@ func TestPublishFailureLeavesItemApproved(t *testing.T) {
 	e := newPublishEnv(t)
 	nt := e.webhookTarget(alice)
 	it := e.seedItem(alice, ports.ContentApproved)
-	pub, _ := e.svc.Publish(as(alice), it.ID, nt.Target.ID, nil)
+	pub, _ := e.svc.Publish(as(alice), it.ID, nt.Target.ID, nil, nil)
 	e.pub.errs = []error{ports.Errorf(ports.KindUnavailable, "HTTP 503"), ports.Errorf(ports.KindUnavailable, "HTTP 503"),
 		ports.Errorf(ports.KindUnavailable, "HTTP 503"), ports.Errorf(ports.KindUpstream, "HTTP 410 gone")}
 	args := e.lastPublishJob()
@@ -323,7 +323,7 @@ func TestCancelScheduledPublication(t *testing.T) {
 	nt := e.webhookTarget(alice)
 	it := e.seedItem(alice, ports.ContentApproved)
 	at := e.clock.Now().Add(time.Hour)
-	pub, err := e.svc.Publish(as(alice), it.ID, nt.Target.ID, &at)
+	pub, err := e.svc.Publish(as(alice), it.ID, nt.Target.ID, &at, nil)
 	if err != nil || pub.Status != ports.PublicationScheduled {
 		t.Fatalf("Publish = %+v, %v", pub, err)
 	}
@@ -409,18 +409,18 @@ func TestGitHubFileTargetIsItsCreatorsOrAnAdmins(t *testing.T) {
 		t.Fatal(err)
 	}
 	it := e.seedItem(alice, ports.ContentApproved)
-	if _, err := e.svc.Publish(as(alice), it.ID, nt.Target.ID, nil); !errors.Is(err, ports.ErrForbidden) || ports.Public(err).Code != content.CodeTargetCreatorOnly {
+	if _, err := e.svc.Publish(as(alice), it.ID, nt.Target.ID, nil, nil); !errors.Is(err, ports.ErrForbidden) || ports.Public(err).Code != content.CodeTargetCreatorOnly {
 		t.Errorf("another member publishes through bob's github_file target: %v, want forbidden", err)
 	}
 	if err := e.svc.DeleteTarget(as(alice), nt.Target.ID); !errors.Is(err, ports.ErrForbidden) {
 		t.Errorf("another member deletes bob's github_file target: %v, want forbidden", err)
 	}
-	if _, err := e.svc.Publish(as(olga), it.ID, nt.Target.ID, nil); !errors.Is(err, ports.ErrNotFound) {
+	if _, err := e.svc.Publish(as(olga), it.ID, nt.Target.ID, nil, nil); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("another org's admin: %v, want not_found", err)
 	}
 	for _, p := range []ports.Principal{bob, admin} {
 		it := e.seedItem(alice, ports.ContentApproved)
-		pub, err := e.svc.Publish(as(p), it.ID, nt.Target.ID, nil)
+		pub, err := e.svc.Publish(as(p), it.ID, nt.Target.ID, nil, nil)
 		if err != nil {
 			t.Fatalf("%s publishes: %v", p.UserID, err)
 		}
@@ -436,7 +436,7 @@ func TestGitHubFileTargetIsItsCreatorsOrAnAdmins(t *testing.T) {
 	}
 	// A webhook target is anyone's in the organisation.
 	hook := e.webhookTarget(bob)
-	if _, err := e.svc.Publish(as(alice), it.ID, hook.Target.ID, nil); err != nil {
+	if _, err := e.svc.Publish(as(alice), it.ID, hook.Target.ID, nil, nil); err != nil {
 		t.Errorf("publish through bob's webhook: %v", err)
 	}
 	if err := e.svc.DeleteTarget(as(alice), hook.Target.ID); err != nil {
@@ -474,7 +474,7 @@ func TestGitHubFilePathTemplateStaysOutOfGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	it := e.seedItem(bob, ports.ContentApproved, func(it *ports.ContentItem) { it.Title = "T" })
-	pub, err := e.svc.Publish(as(bob), it.ID, nt.Target.ID, nil)
+	pub, err := e.svc.Publish(as(bob), it.ID, nt.Target.ID, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -553,7 +553,7 @@ func (s *Service) runPublishContent(ctx context.Context, raw json.RawMessage) (a
 	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
-	pub, err := s.Publish(ctx, args.ContentID, args.TargetID, args.At)
+	pub, err := s.Publish(ctx, args.ContentID, args.TargetID, args.At, nil)
 	if err != nil {
 		return nil, err
 	}
