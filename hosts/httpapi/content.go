@@ -29,7 +29,7 @@ type Content interface {
 	CreateTarget(ctx context.Context, in content.TargetInput) (content.NewTarget, error)
 	Targets(ctx context.Context, projectID string) ([]ports.PublishTarget, error)
 	DeleteTarget(ctx context.Context, id string) error
-	Publish(ctx context.Context, itemID, targetID string, at *time.Time) (ports.Publication, error)
+	Publish(ctx context.Context, itemID, targetID string, at *time.Time, overrideReason *string) (ports.Publication, error)
 	Publications(ctx context.Context, itemID string) ([]ports.Publication, error)
 	CancelPublication(ctx context.Context, itemID, pubID string) (ports.Publication, error)
 }
@@ -156,23 +156,25 @@ func (s *Server) contentDispatch(w http.ResponseWriter, r *http.Request) error {
 // brandJSON is a project's brand settings on the wire; UpdatedAt is null for
 // the defaults of a project that has none.
 type brandJSON struct {
-	ProjectID      string            `json:"project_id"`
-	Name           string            `json:"name"`
-	Voice          string            `json:"voice"`
-	Tone           []string          `json:"tone"`
-	Audience       string            `json:"audience"`
-	Values         []string          `json:"values"`
-	BannedWords    []string          `json:"banned_words"`
-	PreferredTerms map[string]string `json:"preferred_terms"`
-	StyleGuide     string            `json:"style_guide"`
-	Examples       []string          `json:"examples"`
-	UpdatedAt      *time.Time        `json:"updated_at"`
-	Version        int               `json:"version"`
+	ProjectID   string   `json:"project_id"`
+	Name        string   `json:"name"`
+	Voice       string   `json:"voice"`
+	Tone        []string `json:"tone"`
+	Audience    string   `json:"audience"`
+	Values      []string `json:"values"`
+	BannedWords []string `json:"banned_words"`
+	// BannedWordsBlocking makes a banned word block approval and publishing.
+	BannedWordsBlocking bool              `json:"banned_words_blocking"`
+	PreferredTerms      map[string]string `json:"preferred_terms"`
+	StyleGuide          string            `json:"style_guide"`
+	Examples            []string          `json:"examples"`
+	UpdatedAt           *time.Time        `json:"updated_at"`
+	Version             int               `json:"version"`
 }
 
 func brandOut(b ports.Brand) brandJSON {
 	out := brandJSON{ProjectID: b.ProjectID, Name: b.Name, Voice: b.Voice, Tone: nonNil(b.Tone), Audience: b.Audience,
-		Values: nonNil(b.Values), BannedWords: nonNil(b.BannedWords), PreferredTerms: b.PreferredTerms,
+		Values: nonNil(b.Values), BannedWords: nonNil(b.BannedWords), BannedWordsBlocking: b.BannedWordsBlocking, PreferredTerms: b.PreferredTerms,
 		StyleGuide: b.StyleGuide, Examples: nonNil(b.Examples), Version: b.Version}
 	if out.PreferredTerms == nil {
 		out.PreferredTerms = map[string]string{}
@@ -191,15 +193,17 @@ func nonNil[T any](s []T) []T {
 }
 
 type putBrandRequest struct {
-	Name           string            `json:"name"`
-	Voice          string            `json:"voice"`
-	Tone           []string          `json:"tone"`
-	Audience       string            `json:"audience"`
-	Values         []string          `json:"values"`
-	BannedWords    []string          `json:"banned_words"`
-	PreferredTerms map[string]string `json:"preferred_terms"`
-	StyleGuide     string            `json:"style_guide"`
-	Examples       []string          `json:"examples"`
+	Name        string   `json:"name"`
+	Voice       string   `json:"voice"`
+	Tone        []string `json:"tone"`
+	Audience    string   `json:"audience"`
+	Values      []string `json:"values"`
+	BannedWords []string `json:"banned_words"`
+	// BannedWordsBlocking makes a banned word block approval and publishing.
+	BannedWordsBlocking bool              `json:"banned_words_blocking"`
+	PreferredTerms      map[string]string `json:"preferred_terms"`
+	StyleGuide          string            `json:"style_guide"`
+	Examples            []string          `json:"examples"`
 	// Version, like If-Match, makes the replacement conditional.
 	Version *int `json:"version"`
 	// ProjectID and UpdatedAt are accepted so a GET's body can be sent back.
@@ -232,7 +236,7 @@ func (s *Server) putBrand(w http.ResponseWriter, r *http.Request) error {
 	}
 	b, err := s.d.Content.PutBrand(r.Context(), projectID, content.BrandInput{
 		Name: req.Name, Voice: req.Voice, Tone: req.Tone, Audience: req.Audience, Values: req.Values,
-		BannedWords: req.BannedWords, PreferredTerms: req.PreferredTerms, StyleGuide: req.StyleGuide,
+		BannedWords: req.BannedWords, BannedWordsBlocking: req.BannedWordsBlocking, PreferredTerms: req.PreferredTerms, StyleGuide: req.StyleGuide,
 		Examples: req.Examples, IfVersion: version,
 	})
 	if err != nil {
@@ -348,13 +352,48 @@ type contentItemJSON struct {
 	UpdatedAt time.Time            `json:"updated_at"`
 	// PublishedAt is when the item was last published; absent before.
 	PublishedAt *time.Time `json:"published_at,omitempty"`
+	// PublishedURL is where the item was published; absent before, or
+	// when its target reported no URL.
+	PublishedURL string `json:"published_url,omitempty"`
+	// PublishedVia is how: "target" or "elsewhere"; absent before.
+	PublishedVia string `json:"published_via,omitempty"`
+	// Override is the latest "publish anyway" despite brand findings.
+	Override *overrideJSON `json:"override,omitempty"`
+}
+
+// overrideJSON is a recorded override of brand findings.
+type overrideJSON struct {
+	Reason string    `json:"reason"`
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
+}
+
+// overrideRequest is the override a client gives to approve or publish an
+// item despite its brand findings.
+type overrideRequest struct {
+	Reason *string `json:"reason"`
+}
+
+// reason is the override's reason; "" (invalid) when the object has none.
+func (o *overrideRequest) reason() *string {
+	if o == nil {
+		return nil
+	}
+	if o.Reason == nil {
+		return new(string)
+	}
+	return o.Reason
 }
 
 func contentItemOut(it ports.ContentItem) contentItemJSON {
-	return contentItemJSON{ID: it.ID, ProjectID: it.ProjectID, BriefID: it.BriefID, Title: it.Title, Body: it.Body,
+	out := contentItemJSON{ID: it.ID, ProjectID: it.ProjectID, BriefID: it.BriefID, Title: it.Title, Body: it.Body,
 		Format: it.Format, Status: it.Status, Checks: nonNil(it.Checks), Error: it.Error, Variant: it.Variant,
 		Model: it.Model, CreatedBy: it.CreatedBy, Version: it.Version, CreatedAt: it.CreatedAt.UTC(), UpdatedAt: it.UpdatedAt.UTC(),
-		PublishedAt: utc(it.PublishedAt)}
+		PublishedAt: utc(it.PublishedAt), PublishedURL: it.PublishedURL, PublishedVia: it.PublishedVia}
+	if it.Override != nil {
+		out.Override = &overrideJSON{Reason: it.Override.Reason, By: it.Override.By, At: it.Override.At.UTC()}
+	}
+	return out
 }
 
 type generateContentRequest struct {
@@ -421,6 +460,11 @@ type updateContentRequest struct {
 	Body    *string              `json:"body"`
 	Format  *string              `json:"format"`
 	Status  *ports.ContentStatus `json:"status"`
+	// PublishedURL marks the item as published elsewhere (with status
+	// published).
+	PublishedURL *string `json:"published_url"`
+	// Override approves or publishes despite brand findings.
+	Override *overrideRequest `json:"override"`
 }
 
 func (s *Server) updateContent(w http.ResponseWriter, r *http.Request) error {
@@ -432,7 +476,8 @@ func (s *Server) updateContent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := content.UpdateInput{Title: req.Title, Body: req.Body, Format: req.Format, Status: req.Status}
+	in := content.UpdateInput{Title: req.Title, Body: req.Body, Format: req.Format, Status: req.Status,
+		PublishedURL: req.PublishedURL, OverrideReason: req.Override.reason()}
 	if version != nil {
 		in.Version = *version
 	}

@@ -112,6 +112,8 @@ func publicationOut(p ports.Publication) publicationJSON {
 type publishRequest struct {
 	TargetID *string `json:"target_id"`
 	At       *string `json:"at"`
+	// Override publishes despite brand findings.
+	Override *overrideRequest `json:"override"`
 }
 
 func (s *Server) publishContent(w http.ResponseWriter, r *http.Request) error {
@@ -130,7 +132,7 @@ func (s *Server) publishContent(w http.ResponseWriter, r *http.Request) error {
 		}
 		at = &t
 	}
-	pub, err := s.d.Content.Publish(r.Context(), pathParam(r, "a"), *req.TargetID, at)
+	pub, err := s.d.Content.Publish(r.Context(), pathParam(r, "a"), *req.TargetID, at, req.Override.reason())
 	if err != nil {
 		return err
 	}

@@ -103,8 +103,8 @@ func newBrand(o contentOwner, projectID string, version int) ports.Brand {
 		// Set at versions 1 (insert) and 3 (update), cleared at 2.
 		BannedWordsBlocking: version != 2,
 		Version:             version,
-		UpdatedBy:  o.user.ID,
-		UpdatedAt:  base.Add(time.Duration(version) * time.Minute),
+		UpdatedBy:           o.user.ID,
+		UpdatedAt:           base.Add(time.Duration(version) * time.Minute),
 	}
 }
 
