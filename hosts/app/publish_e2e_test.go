@@ -252,7 +252,7 @@ func TestPublishEndToEnd(t *testing.T) {
 			}
 			code, body, _ = st.call(member, "GET", "/content/"+item, nil)
 			var v contentView
-			if err := json.Unmarshal(body, &v); code != 200 || err != nil || v.Status != "published" || !containsAll(body, `"published_at":"`) {
+			if err := json.Unmarshal(body, &v); code != 200 || err != nil || v.Status != "published" || !containsAll(body, `"published_at":"`, `"published_via":"target"`, `"published_url":"https://hooks.example.com/posts/`+pubID+`"`) {
 				t.Fatalf("item after publishing: %d %s", code, body)
 			}
 
