@@ -65,7 +65,8 @@ const (
 "version":{"type":"integer","minimum":1,"description":"The item's version as last read; the update fails if it changed since."},
 "title":{"type":"string","minLength":1,"maxLength":200},
 "body":{"type":"string","maxLength":100000},
-"status":{"type":"string","enum":["draft","in_review","approved","published","archived"],"description":"draft → in_review → approved → published; in_review and approved may go back to draft; anything may be archived."}}}`
+"status":{"type":"string","enum":["draft","in_review","approved","published","archived"],"description":"draft → in_review → approved → published; in_review and approved may go back to draft; anything may be archived. Moving to published only records a piece published elsewhere and needs published_url: to publish it, use publish_content."},
+"published_url":{"type":"string","maxLength":2048,"description":"Where the piece was published elsewhere (an http or https URL); only with status published."}}}`
 
 	deleteContentSchema = getContentSchema
 
@@ -370,6 +371,8 @@ type updateContentArgs struct {
 	Title     *string              `json:"title"`
 	Body      *string              `json:"body"`
 	Status    *ports.ContentStatus `json:"status"`
+	// PublishedURL marks the item as published elsewhere.
+	PublishedURL *string `json:"published_url"`
 }
 
 type contentIDArgs struct {
@@ -501,7 +504,8 @@ func (s *Service) runUpdateContent(ctx context.Context, raw json.RawMessage) (an
 	if err := tool.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
-	it, err := s.UpdateItem(ctx, args.ContentID, UpdateInput{Version: args.Version, Title: args.Title, Body: args.Body, Status: args.Status})
+	it, err := s.UpdateItem(ctx, args.ContentID, UpdateInput{Version: args.Version, Title: args.Title, Body: args.Body, Status: args.Status,
+		PublishedURL: args.PublishedURL})
 	if err != nil {
 		return nil, err
 	}
@@ -612,6 +616,9 @@ func summariseUpdateContent(raw json.RawMessage) string {
 	}
 	if args.Status != nil {
 		changes = append(changes, fmt.Sprintf("move it to %s", *args.Status))
+	}
+	if args.PublishedURL != nil {
+		changes = append(changes, fmt.Sprintf("record it as published elsewhere at %s", clipRunes(ports.OneLine(*args.PublishedURL), 200)))
 	}
 	what := "check it again against the brand settings"
 	switch len(changes) {

@@ -144,6 +144,8 @@ func TestWriteToolSummaries(t *testing.T) {
 			fmt.Sprintf(`Update content item %s (version 3): retitle it "New", replace its body (3 words) and move it to in_review.`, item)},
 		{"update_content", fmt.Sprintf(`{"content_id":%q,"version":3,"status":"approved"}`, it.ID),
 			fmt.Sprintf(`Update content item %s (version 3): move it to approved.`, item)},
+		{"update_content", fmt.Sprintf(`{"content_id":%q,"version":3,"status":"published","published_url":"https://blog.example.com/a"}`, it.ID),
+			fmt.Sprintf(`Update content item %s (version 3): move it to published and record it as published elsewhere at https://blog.example.com/a.`, item)},
 		{"update_content", fmt.Sprintf(`{"content_id":%q,"version":3}`, it.ID),
 			fmt.Sprintf(`Update content item %s (version 3): check it again against the brand settings.`, item)},
 		{"delete_content", fmt.Sprintf(`{"content_id":%q}`, it.ID), fmt.Sprintf("Delete content item %s permanently.", item)},
