@@ -169,6 +169,13 @@ const CodeSpecInputsFull = "spec_inputs_full"
 // ErrSpecInputsFull matches (errors.Is) that conflict.
 var ErrSpecInputsFull = &Error{Kind: KindConflict, Code: CodeSpecInputsFull}
 
+// CodeSpecGenerating is the code of the conflict SpecStore.DeleteSpecSession
+// returns for a session that is generating.
+const CodeSpecGenerating = "generation_running"
+
+// ErrSpecGenerating matches (errors.Is) that conflict.
+var ErrSpecGenerating = &Error{Kind: KindConflict, Code: CodeSpecGenerating}
+
 // SpecStore keeps specification sessions, their inputs and artifacts.
 type SpecStore interface {
 	// CreateSpecSession stores a new session with its first inputs, in one step.
@@ -183,6 +190,16 @@ type SpecStore interface {
 	// ("" unlinks it) at the time given and returns the session; not_found
 	// as GetSpecSession.
 	SetSpecRepository(ctx context.Context, owner Owner, id, repoID string, at time.Time) (SpecSession, error)
+	// RenameSpecSession sets the owner's session's name, and its UpdatedAt
+	// to at, and returns the session; not_found as GetSpecSession.
+	RenameSpecSession(ctx context.Context, owner Owner, id, name string, at time.Time) (SpecSession, error)
+	// DeleteSpecSession deletes the owner's session with everything it
+	// owns (its inputs, artifacts, digest, issue exports and the record of
+	// the issues they created) in one step, unless it is generating, and
+	// returns it as it was. Errors: not_found as GetSpecSession; conflict
+	// (code CodeSpecGenerating, ErrSpecGenerating) while it is generating,
+	// and then nothing is deleted.
+	DeleteSpecSession(ctx context.Context, owner Owner, id string) (SpecSession, error)
 	// AddSpecInput stores an input of the owner's session, unless the
 	// session would then pass limits: then it is a conflict (code
 	// CodeSpecInputsFull) and nothing is stored. It returns what the

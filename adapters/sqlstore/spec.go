@@ -169,6 +169,54 @@ func (s *Spec) SetSpecRepository(ctx context.Context, owner ports.Owner, id, rep
 	return r.session()
 }
 
+// RenameSpecSession implements ports.SpecStore with one update.
+func (s *Spec) RenameSpecSession(ctx context.Context, owner ports.Owner, id, name string, at time.Time) (ports.SpecSession, error) {
+	var r specSessionRow
+	err := s.db.write(ctx).get(ctx, &r, `UPDATE spec_sessions SET name = ?, updated_at = ?
+		WHERE id = ? AND org_id = ? AND user_id = ?
+		RETURNING `+specSessionColumns,
+		name, timestamp(at), id, owner.OrgID, owner.UserID)
+	if err != nil {
+		return ports.SpecSession{}, storeErr(err, "spec session "+id, "")
+	}
+	return r.session()
+}
+
+// DeleteSpecSession implements ports.SpecStore with one conditional
+// delete: the tables of what a session owns (spec_inputs, spec_artifacts,
+// spec_digests, spec_issue_exports, spec_exported_issues) refer to it ON
+// DELETE CASCADE, so they go in the same statement; a session that is
+// generating is not matched, so a worker never writes into a deleted one.
+func (s *Spec) DeleteSpecSession(ctx context.Context, owner ports.Owner, id string) (ports.SpecSession, error) {
+	var deleted ports.SpecSession
+	err := s.db.WithinTx(ctx, func(ctx context.Context) error {
+		c := s.db.write(ctx)
+		var r specSessionRow
+		err := c.get(ctx, &r, `DELETE FROM spec_sessions
+			WHERE id = ? AND org_id = ? AND user_id = ? AND status <> 'generating'
+			RETURNING `+specSessionColumns,
+			id, owner.OrgID, owner.UserID)
+		if errors.Is(err, sql.ErrNoRows) {
+			found, err := c.exists(ctx, "SELECT 1 FROM spec_sessions WHERE id = ? AND org_id = ? AND user_id = ?",
+				id, owner.OrgID, owner.UserID)
+			switch {
+			case err != nil:
+				return storeErr(err, "spec session "+id, "")
+			case !found:
+				return ports.NotFound("spec session", id)
+			}
+			return &ports.Error{Kind: ports.KindConflict, Code: ports.CodeSpecGenerating,
+				Message: fmt.Sprintf("spec session %s is generating", id)}
+		}
+		if err != nil {
+			return storeErr(err, "spec session "+id, "")
+		}
+		deleted, err = r.session()
+		return err
+	})
+	return deleted, err
+}
+
 // ListSpecSessions implements ports.SpecStore. page.Limit defaults to 50 and
 // is capped at 200; ties in the update time are ordered by id.
 func (s *Spec) ListSpecSessions(ctx context.Context, owner ports.Owner, page ports.Page) ([]ports.SpecSession, string, error) {

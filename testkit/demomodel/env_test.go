@@ -88,6 +88,14 @@ func (m *memSpecs) SetSpecRepository(_ context.Context, o ports.Owner, id, repoI
 	return s, nil
 }
 
+func (m *memSpecs) RenameSpecSession(context.Context, ports.Owner, string, string, time.Time) (ports.SpecSession, error) {
+	return ports.SpecSession{}, ports.Errorf(ports.KindInternal, "not used by these tests")
+}
+
+func (m *memSpecs) DeleteSpecSession(context.Context, ports.Owner, string) (ports.SpecSession, error) {
+	return ports.SpecSession{}, ports.Errorf(ports.KindInternal, "not used by these tests")
+}
+
 func (m *memSpecs) ListSpecSessions(context.Context, ports.Owner, ports.Page) ([]ports.SpecSession, string, error) {
 	return nil, "", nil
 }

@@ -154,6 +154,58 @@ func (s *Store) SetSpecRepository(ctx context.Context, owner ports.Owner, id, re
 	return copySpecSession(ss), nil
 }
 
+// RenameSpecSession sets the owner's session's name and returns it;
+// not_found as GetSpecSession.
+func (s *Store) RenameSpecSession(ctx context.Context, owner ports.Owner, id, name string, at time.Time) (ports.SpecSession, error) {
+	defer s.lock()()
+	ss, err := s.ownedSpec(owner, id)
+	if err != nil {
+		return ports.SpecSession{}, err
+	}
+	ss.Name, ss.UpdatedAt = name, utc(at)
+	put(ctx, s, s.spec.sessions, id, ss)
+	return copySpecSession(ss), nil
+}
+
+// DeleteSpecSession deletes the owner's session with its inputs,
+// artifacts, digest, issue exports and exported issues, unless it is
+// generating (conflict, code ports.CodeSpecGenerating); not_found as
+// GetSpecSession.
+func (s *Store) DeleteSpecSession(ctx context.Context, owner ports.Owner, id string) (ports.SpecSession, error) {
+	defer s.lock()()
+	ss, err := s.ownedSpec(owner, id)
+	if err != nil {
+		return ports.SpecSession{}, err
+	}
+	if ss.Status == ports.SpecGenerating {
+		return ports.SpecSession{}, &ports.Error{Kind: ports.KindConflict, Code: ports.CodeSpecGenerating,
+			Message: fmt.Sprintf("spec session %s is generating", id)}
+	}
+	for k, r := range s.spec.inputs {
+		if r.v.SessionID == id {
+			del(ctx, s, s.spec.inputs, k)
+		}
+	}
+	for k, a := range s.spec.artifacts {
+		if a.SessionID == id {
+			del(ctx, s, s.spec.artifacts, k)
+		}
+	}
+	del(ctx, s, s.spec.digests, id)
+	for k, e := range s.spec.exports {
+		if e.SessionID == id {
+			del(ctx, s, s.spec.exports, k)
+		}
+	}
+	for k := range s.spec.issues {
+		if k.session == id {
+			del(ctx, s, s.spec.issues, k)
+		}
+	}
+	del(ctx, s, s.spec.sessions, id)
+	return copySpecSession(ss), nil
+}
+
 // AddSpecInput stores an input of the owner's session unless the session
 // would then pass limits (conflict, code ports.CodeSpecInputsFull), and
 // returns what the session held before; not_found as GetSpecSession,

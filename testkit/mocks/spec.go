@@ -157,6 +157,45 @@ func (c *MockSpecStoreCreateSpecSessionCall) DoAndReturn(f func(context.Context,
 	return c
 }
 
+// DeleteSpecSession mocks base method.
+func (m *MockSpecStore) DeleteSpecSession(ctx context.Context, owner ports.Owner, id string) (ports.SpecSession, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "DeleteSpecSession", ctx, owner, id)
+	ret0, _ := ret[0].(ports.SpecSession)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// DeleteSpecSession indicates an expected call of DeleteSpecSession.
+func (mr *MockSpecStoreMockRecorder) DeleteSpecSession(ctx, owner, id any) *MockSpecStoreDeleteSpecSessionCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "DeleteSpecSession", reflect.TypeOf((*MockSpecStore)(nil).DeleteSpecSession), ctx, owner, id)
+	return &MockSpecStoreDeleteSpecSessionCall{Call: call}
+}
+
+// MockSpecStoreDeleteSpecSessionCall wrap *gomock.Call
+type MockSpecStoreDeleteSpecSessionCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSpecStoreDeleteSpecSessionCall) Return(arg0 ports.SpecSession, arg1 error) *MockSpecStoreDeleteSpecSessionCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSpecStoreDeleteSpecSessionCall) Do(f func(context.Context, ports.Owner, string) (ports.SpecSession, error)) *MockSpecStoreDeleteSpecSessionCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSpecStoreDeleteSpecSessionCall) DoAndReturn(f func(context.Context, ports.Owner, string) (ports.SpecSession, error)) *MockSpecStoreDeleteSpecSessionCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // FailGeneration mocks base method.
 func (m *MockSpecStore) FailGeneration(ctx context.Context, sessionID, generationID string, e ports.SpecError, at time.Time) error {
 	m.ctrl.T.Helper()
@@ -348,6 +387,45 @@ func (c *MockSpecStoreListSpecSessionsCall) Do(f func(context.Context, ports.Own
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
 func (c *MockSpecStoreListSpecSessionsCall) DoAndReturn(f func(context.Context, ports.Owner, ports.Page) ([]ports.SpecSession, string, error)) *MockSpecStoreListSpecSessionsCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// RenameSpecSession mocks base method.
+func (m *MockSpecStore) RenameSpecSession(ctx context.Context, owner ports.Owner, id, name string, at time.Time) (ports.SpecSession, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "RenameSpecSession", ctx, owner, id, name, at)
+	ret0, _ := ret[0].(ports.SpecSession)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// RenameSpecSession indicates an expected call of RenameSpecSession.
+func (mr *MockSpecStoreMockRecorder) RenameSpecSession(ctx, owner, id, name, at any) *MockSpecStoreRenameSpecSessionCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "RenameSpecSession", reflect.TypeOf((*MockSpecStore)(nil).RenameSpecSession), ctx, owner, id, name, at)
+	return &MockSpecStoreRenameSpecSessionCall{Call: call}
+}
+
+// MockSpecStoreRenameSpecSessionCall wrap *gomock.Call
+type MockSpecStoreRenameSpecSessionCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockSpecStoreRenameSpecSessionCall) Return(arg0 ports.SpecSession, arg1 error) *MockSpecStoreRenameSpecSessionCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockSpecStoreRenameSpecSessionCall) Do(f func(context.Context, ports.Owner, string, string, time.Time) (ports.SpecSession, error)) *MockSpecStoreRenameSpecSessionCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockSpecStoreRenameSpecSessionCall) DoAndReturn(f func(context.Context, ports.Owner, string, string, time.Time) (ports.SpecSession, error)) *MockSpecStoreRenameSpecSessionCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

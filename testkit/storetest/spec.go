@@ -51,6 +51,9 @@ func TestSpec(t *testing.T, newStores func(t *testing.T) SpecStores) {
 		{"AddSpecInputLimits", testAddSpecInputLimits},
 		{"RaceAddSpecInputs", testRaceAddSpecInputs},
 		{"SetSpecRepository", testSetSpecRepository},
+		{"RenameSpecSession", testRenameSpecSession},
+		{"DeleteSpecSession", testDeleteSpecSession},
+		{"DeleteSpecSessionGenerating", testDeleteSpecSessionGenerating},
 		{"StartGeneration", testStartGeneration},
 		{"RaceStartGeneration", testRaceStartGeneration},
 		{"CompleteGeneration", testCompleteGeneration},
@@ -537,6 +540,108 @@ func testSetSpecRepository(t *testing.T, s SpecStores) {
 	_, err = s.Specs.SetSpecRepository(ctx, owner, missing, repoID, at)
 	checkNotFound(t, "SetSpecRepository of a missing session", err, "spec session", missing)
 	checkSpecSession(t, "GetSpecSession after the refused calls", mustGetSpecSession(t, s, owner, ss.ID), want)
+}
+
+func testRenameSpecSession(t *testing.T, s SpecStores) {
+	ctx := t.Context()
+	owner, ss := newSpec(t, s)
+	at := base.Add(time.Hour)
+	got, err := s.Specs.RenameSpecSession(ctx, owner, ss.ID, "Checkout, second take", at)
+	if err != nil {
+		t.Fatalf("RenameSpecSession: %v", err)
+	}
+	want := ss
+	want.Name, want.UpdatedAt = "Checkout, second take", at
+	checkSpecSession(t, "RenameSpecSession", got, want)
+	checkSpecSession(t, "GetSpecSession after RenameSpecSession", mustGetSpecSession(t, s, owner, ss.ID), want)
+
+	stranger := seedOwner(t, s.Identity)
+	_, err = s.Specs.RenameSpecSession(ctx, stranger, ss.ID, "Mine now", at)
+	checkNotFound(t, "RenameSpecSession by another owner", err, "spec session", ss.ID)
+	missing := newID()
+	_, err = s.Specs.RenameSpecSession(ctx, owner, missing, "Nobody", at)
+	checkNotFound(t, "RenameSpecSession of a missing session", err, "spec session", missing)
+	checkSpecSession(t, "GetSpecSession after the refused renames", mustGetSpecSession(t, s, owner, ss.ID), want)
+}
+
+// testDeleteSpecSession deletes a session with inputs and artifacts of
+// several stages, and checks they are gone while another session of the
+// same owner keeps its own.
+func testDeleteSpecSession(t *testing.T, s SpecStores) {
+	ctx := t.Context()
+	owner := seedOwner(t, s.Identity)
+	doomed := mustCreateSpecSession(t, s, newSpecSession(owner),
+		newSpecInput("", ports.InputNote, "first"), newSpecInput("", ports.InputDocument, "second"))
+	kept := mustCreateSpecSession(t, s, newSpecSession(owner), newSpecInput("", ports.InputNote, "kept"))
+	for _, id := range []string{doomed.ID, kept.ID} {
+		generate(t, s, owner, id, ports.StageScope, 1, base.Add(time.Minute))
+		generate(t, s, owner, id, ports.StagePRD, 1, base.Add(2*time.Minute))
+	}
+	keptSession := mustGetSpecSession(t, s, owner, kept.ID)
+	keptInputs, keptArts := mustListSpecInputs(t, s, kept.ID), mustListArtifacts(t, s, kept.ID)
+	before := mustGetSpecSession(t, s, owner, doomed.ID)
+
+	stranger := seedOwner(t, s.Identity)
+	_, err := s.Specs.DeleteSpecSession(ctx, stranger, doomed.ID)
+	checkNotFound(t, "DeleteSpecSession by another owner", err, "spec session", doomed.ID)
+	if n := len(mustListSpecInputs(t, s, doomed.ID)); n != 2 {
+		t.Fatalf("inputs after another owner's delete = %d, want 2", n)
+	}
+
+	got, err := s.Specs.DeleteSpecSession(ctx, owner, doomed.ID)
+	if err != nil {
+		t.Fatalf("DeleteSpecSession: %v", err)
+	}
+	checkSpecSession(t, "DeleteSpecSession's session", got, before)
+	_, err = s.Specs.GetSpecSession(ctx, owner, doomed.ID)
+	checkNotFound(t, "GetSpecSession after DeleteSpecSession", err, "spec session", doomed.ID)
+	if in := mustListSpecInputs(t, s, doomed.ID); len(in) != 0 {
+		t.Errorf("inputs of a deleted session = %+v, want none", in)
+	}
+	if arts := mustListArtifacts(t, s, doomed.ID); len(arts) != 0 {
+		t.Errorf("artifacts of a deleted session = %+v, want none", arts)
+	}
+	_, err = s.Specs.DeleteSpecSession(ctx, owner, doomed.ID)
+	checkNotFound(t, "DeleteSpecSession a second time", err, "spec session", doomed.ID)
+	if err := s.Specs.CompleteGeneration(ctx, newArtifact(doomed.ID, ports.StageEpics, newID(), base), base); !errors.Is(err, ports.ErrNotFound) {
+		t.Errorf("CompleteGeneration of a deleted session = %v, want not_found", err)
+	}
+
+	checkSpecSession(t, "the other session", mustGetSpecSession(t, s, owner, kept.ID), keptSession)
+	checkSpecInputs(t, "the other session's inputs", mustListSpecInputs(t, s, kept.ID), keptInputs)
+	checkArtifacts(t, "the other session's artifacts", mustListArtifacts(t, s, kept.ID), keptArts)
+	page, _, err := s.Specs.ListSpecSessions(ctx, owner, ports.Page{})
+	if err != nil {
+		t.Fatalf("ListSpecSessions: %v", err)
+	}
+	if len(page) != 1 || page[0].ID != kept.ID {
+		t.Errorf("ListSpecSessions after the delete = %+v, want only %s", page, kept.ID)
+	}
+}
+
+// testDeleteSpecSessionGenerating checks a generating session is not
+// deleted, and is once its generation ended.
+func testDeleteSpecSessionGenerating(t *testing.T, s SpecStores) {
+	ctx := t.Context()
+	owner := seedOwner(t, s.Identity)
+	ss := mustCreateSpecSession(t, s, newSpecSession(owner), newSpecInput("", ports.InputNote, "kept while generating"))
+	genID := newID()
+	running := mustStart(t, s, owner, ss.ID, ports.StageScope, genID, base.Add(time.Minute))
+	_, err := s.Specs.DeleteSpecSession(ctx, owner, ss.ID)
+	checkConflict(t, "DeleteSpecSession while generating", err)
+	if !errors.Is(err, ports.ErrSpecGenerating) {
+		t.Errorf("DeleteSpecSession while generating = %v, want code %s", err, ports.CodeSpecGenerating)
+	}
+	checkSpecSession(t, "the session after the refused delete", mustGetSpecSession(t, s, owner, ss.ID), running)
+	if n := len(mustListSpecInputs(t, s, ss.ID)); n != 1 {
+		t.Errorf("inputs after the refused delete = %d, want 1", n)
+	}
+	if err := s.Specs.CompleteGeneration(ctx, newArtifact(ss.ID, ports.StageScope, genID, base), base.Add(2*time.Minute)); err != nil {
+		t.Fatalf("CompleteGeneration: %v", err)
+	}
+	if _, err := s.Specs.DeleteSpecSession(ctx, owner, ss.ID); err != nil {
+		t.Fatalf("DeleteSpecSession once the generation ended: %v", err)
+	}
 }
 
 func testAddSpecInput(t *testing.T, s SpecStores) {

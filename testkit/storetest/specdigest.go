@@ -32,6 +32,7 @@ func TestSpecDigests(t *testing.T, newStores func(t *testing.T) SpecDigestStores
 		{"SpecDigestUnknownSession", testSpecDigestUnknownSession},
 		{"SpecDigestPerSession", testSpecDigestPerSession},
 		{"RacePutSpecDigest", testRacePutSpecDigest},
+		{"SpecDigestDeletedWithSession", testSpecDigestDeletedWithSession},
 	})
 }
 
@@ -145,4 +146,25 @@ func testRacePutSpecDigest(t *testing.T, s SpecDigestStores) {
 		}
 	}
 	t.Errorf("the digest %q is none of those put", got.Content)
+}
+
+func testSpecDigestDeletedWithSession(t *testing.T, s SpecDigestStores) {
+	owner, a := newSpec(t, s.Spec)
+	b := mustCreateSpecSession(t, s.Spec, newSpecSession(owner))
+	da, db := newSpecDigest(a.ID, 1), newSpecDigest(b.ID, 2)
+	for _, d := range []ports.SpecDigest{da, db} {
+		if err := s.Digests.PutSpecDigest(t.Context(), d); err != nil {
+			t.Fatalf("PutSpecDigest: %v", err)
+		}
+	}
+	if _, err := s.Spec.Specs.DeleteSpecSession(t.Context(), owner, a.ID); err != nil {
+		t.Fatalf("DeleteSpecSession: %v", err)
+	}
+	if _, err := s.Digests.GetSpecDigest(t.Context(), a.ID); !errors.Is(err, ports.ErrNotFound) {
+		t.Errorf("GetSpecDigest of a deleted session = %v, want not_found", err)
+	}
+	if err := s.Digests.PutSpecDigest(t.Context(), newSpecDigest(a.ID, 3)); !errors.Is(err, ports.ErrNotFound) {
+		t.Errorf("PutSpecDigest of a deleted session = %v, want not_found", err)
+	}
+	checkSpecDigest(t, "the other session's digest", mustGetSpecDigest(t, s, b.ID), db)
 }

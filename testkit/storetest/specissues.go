@@ -30,6 +30,7 @@ func TestIssueExports(t *testing.T, newStores func(t *testing.T) IssueExportStor
 		{"IssueExportUnknown", testIssueExportUnknown},
 		{"ExportedIssuesUpsert", testExportedIssuesUpsert},
 		{"RaceCreateIssueExport", testRaceCreateIssueExport},
+		{"IssueExportsDeletedWithSession", testIssueExportsDeletedWithSession},
 	})
 }
 
@@ -180,5 +181,44 @@ func testRaceCreateIssueExport(t *testing.T, s IssueExportStores) {
 	}
 	if ok != 1 {
 		t.Errorf("%d of %d concurrent exports were created, want 1", ok, n)
+	}
+}
+
+// testIssueExportsDeletedWithSession checks a deleted session's exports
+// and the record of the issues they created go with it, and another
+// session's stay.
+func testIssueExportsDeletedWithSession(t *testing.T, s IssueExportStores) {
+	ctx := t.Context()
+	owner, a := newSpec(t, s.Spec)
+	b := mustCreateSpecSession(t, s.Spec, newSpecSession(owner))
+	repo := newID()
+	exports := map[string]ports.IssueExport{}
+	for _, id := range []string{a.ID, b.ID} {
+		e := newIssueExport(owner, id, repo)
+		if err := s.Exports.CreateIssueExport(ctx, e); err != nil {
+			t.Fatalf("CreateIssueExport: %v", err)
+		}
+		exports[id] = e
+		if err := s.Exports.RecordExportedIssue(ctx, ports.ExportedIssue{SessionID: id, RepoID: repo, Ref: "EP-1", Kind: "epic",
+			Number: 1, HTMLURL: "https://github.example/o/r/issues/1", CreatedAt: base, UpdatedAt: base}); err != nil {
+			t.Fatalf("RecordExportedIssue: %v", err)
+		}
+	}
+	if _, err := s.Spec.Specs.DeleteSpecSession(ctx, owner, a.ID); err != nil {
+		t.Fatalf("DeleteSpecSession: %v", err)
+	}
+	if _, err := s.Exports.GetIssueExport(ctx, owner, a.ID, exports[a.ID].ID); !errors.Is(err, ports.ErrNotFound) {
+		t.Errorf("GetIssueExport of a deleted session = %v, want not_found", err)
+	}
+	if got, err := s.Exports.ListExportedIssues(ctx, a.ID, repo); err != nil || len(got) != 0 {
+		t.Errorf("ListExportedIssues of a deleted session = %+v, %v; want none", got, err)
+	}
+	got, err := s.Exports.GetIssueExport(ctx, owner, b.ID, exports[b.ID].ID)
+	if err != nil {
+		t.Fatalf("GetIssueExport of the other session: %v", err)
+	}
+	checkIssueExport(t, "the other session's export", got, exports[b.ID])
+	if issues, err := s.Exports.ListExportedIssues(ctx, b.ID, repo); err != nil || len(issues) != 1 {
+		t.Errorf("ListExportedIssues of the other session = %+v, %v; want one", issues, err)
 	}
 }
