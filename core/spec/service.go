@@ -152,6 +152,8 @@ type Deps struct {
 	Exports ports.IssueExportStore
 	// Observer hears each stage stored (nil: ports.NopObserver).
 	Observer ports.Observer
+	// Audit records renames and deletes of sessions (nil: not recorded).
+	Audit ports.AuditStore
 }
 
 // Service is the specification engine's use cases. Every method but

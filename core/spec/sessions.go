@@ -27,7 +27,8 @@ const CodeTooManyInputs = "too_many_inputs"
 
 // NewInput is a piece of raw material to add to a session: text, already
 // extracted from any uploaded file. ContentType describes where the text came
-// from ("text/plain" when empty).
+// from ("text/plain" when empty). An empty Title is derived from the content
+// (see DeriveTitle).
 type NewInput struct {
 	Kind        ports.InputKind
 	Title       string
@@ -66,9 +67,10 @@ func checkInput(in NewInput, field string) (NewInput, []ports.FieldError) {
 		bad("kind", "must be document, transcript or note")
 	}
 	in.Title = strings.TrimSpace(in.Title)
-	if n := utf8.RuneCountInString(in.Title); n == 0 {
-		bad("title", "required")
-	} else if n > MaxTitleLen {
+	if in.Title == "" {
+		in.Title = DeriveTitle(in.Kind, in.Content)
+	}
+	if n := utf8.RuneCountInString(in.Title); n > MaxTitleLen {
 		bad("title", fmt.Sprintf("must be at most %d characters", MaxTitleLen))
 	}
 	in.ContentType = strings.TrimSpace(in.ContentType)
@@ -147,13 +149,7 @@ func (s *Service) CreateSession(ctx context.Context, name string, inputs []NewIn
 			len(inputs), MaxInputsPerRequest, MaxInputsPerSession),
 			ports.FieldError{Field: "inputs", Reason: fmt.Sprintf("at most %d items", MaxInputsPerRequest)})
 	}
-	var fields []ports.FieldError
-	name = strings.TrimSpace(name)
-	if n := utf8.RuneCountInString(name); n == 0 {
-		fields = append(fields, ports.FieldError{Field: "name", Reason: "required"})
-	} else if n > MaxNameLen {
-		fields = append(fields, ports.FieldError{Field: "name", Reason: fmt.Sprintf("must be at most %d characters", MaxNameLen)})
-	}
+	name, fields := checkName(name)
 	cleaned := make([]NewInput, len(inputs))
 	for i, in := range inputs {
 		var fs []ports.FieldError

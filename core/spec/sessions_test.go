@@ -59,7 +59,9 @@ func TestCreateSessionInvalid(t *testing.T) {
 		{"name too long", strings.Repeat("n", 201), nil, "name"},
 		{"no kind", "s", func(in *spec.NewInput) { in.Kind = "" }, "inputs[0].kind"},
 		{"unknown kind", "s", func(in *spec.NewInput) { in.Kind = "email" }, "inputs[0].kind"},
-		{"no title", "s", func(in *spec.NewInput) { in.Title = "  " }, "inputs[0].title"},
+		{"NUL in the name", "a\x00b", nil, "name"},
+		{"line break in the name", "a\nb", nil, "name"},
+		{"escape in the name", "a\x1b[31mb", nil, "name"},
 		{"title too long", "s", func(in *spec.NewInput) { in.Title = strings.Repeat("t", 201) }, "inputs[0].title"},
 		{"empty content", "s", func(in *spec.NewInput) { in.Content = "" }, "inputs[0].content"},
 		{"blank content", "s", func(in *spec.NewInput) { in.Content = " \n\t" }, "inputs[0].content"},
@@ -165,8 +167,9 @@ func TestAddInput(t *testing.T) {
 	if _, err := e.svc.AddInput(as(alice), "nope", spec.NewInput{Kind: ports.InputNote, Title: "n", Content: "x"}); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("a malformed id: %v", err)
 	}
-	_, err = e.svc.AddInput(as(alice), sid, spec.NewInput{Kind: ports.InputNote, Content: ""})
-	if pe, ok := ports.AsError(err); !ok || pe.Kind != ports.KindInvalid || len(pe.Fields) != 2 || pe.Fields[0].Field != "title" || pe.Fields[1].Field != "content" {
+	_, err = e.svc.AddInput(as(alice), sid, spec.NewInput{Kind: "", Title: strings.Repeat("t", 201), Content: ""})
+	if pe, ok := ports.AsError(err); !ok || pe.Kind != ports.KindInvalid || len(pe.Fields) != 3 || pe.Fields[0].Field != "kind" ||
+		pe.Fields[1].Field != "title" || pe.Fields[2].Field != "content" {
 		t.Errorf("invalid input: %#v", err)
 	}
 	v, _ := e.svc.GetSession(as(alice), sid)
