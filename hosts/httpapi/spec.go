@@ -25,6 +25,8 @@ import (
 type Spec interface {
 	CreateSession(ctx context.Context, name string, inputs []spec.NewInput, opts ...spec.SessionOption) (spec.View, error)
 	SetRepository(ctx context.Context, sessionID, repoID string) (spec.View, error)
+	RenameSession(ctx context.Context, sessionID, name string) (spec.View, error)
+	DeleteSession(ctx context.Context, sessionID string) error
 	AddInput(ctx context.Context, sessionID string, in spec.NewInput) (ports.SpecInput, error)
 	GenerateThrough(ctx context.Context, sessionID string, stage, through ports.Stage) (ports.SpecSession, error)
 	WatchSession(ctx context.Context, sessionID string, emit func(ports.SpecSession) error) error
@@ -55,6 +57,8 @@ func (s *Server) specRoutes() {
 		s.handle(http.MethodPost, p+"/pse/sessions", s.createSpecSession, maxBody(specUploadLimit))
 		s.handle(http.MethodGet, p+"/pse/sessions", s.listSpecSessions)
 		s.handle(http.MethodGet, p+"/pse/sessions/:session_id", s.getSpecSession)
+		s.handle(http.MethodPatch, p+"/pse/sessions/:session_id", s.renameSpecSession)
+		s.handle(http.MethodDelete, p+"/pse/sessions/:session_id", s.deleteSpecSession)
 		s.handle(http.MethodGet, p+"/pse/sessions/:session_id/events", s.specEvents, streaming)
 		s.handle(http.MethodGet, p+"/pse/sessions/:session_id/export", s.exportSpec)
 		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/export/github", s.startIssueExport)
@@ -124,6 +128,36 @@ func (s *Server) createSpecSession(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	return writeJSON(w, http.StatusCreated, specSessionOut(view))
+}
+
+type renameSpecRequest struct {
+	Name *string `json:"name"`
+}
+
+// renameSpecSession answers PATCH /pse/sessions/{id}: the session renamed.
+func (s *Server) renameSpecSession(w http.ResponseWriter, r *http.Request) error {
+	var req renameSpecRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Name == nil {
+		return missing("name")
+	}
+	view, err := s.d.Spec.RenameSession(r.Context(), pathParam(r, "session_id"), *req.Name)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, specSessionOut(view))
+}
+
+// deleteSpecSession answers DELETE /pse/sessions/{id}: 204 once the session
+// and everything it owns are deleted.
+func (s *Server) deleteSpecSession(w http.ResponseWriter, r *http.Request) error {
+	if err := s.d.Spec.DeleteSession(r.Context(), pathParam(r, "session_id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 type repositoryRequest struct {
