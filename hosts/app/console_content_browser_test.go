@@ -175,6 +175,60 @@ func TestConsoleContent(t *testing.T) {
 			if code, _ := crAPI(b, "GET", "/content/"+id, nil); code != 404 {
 				t.Errorf("deleted item: GET = %d", code)
 			}
+
+			// The other draft, in review with a banned word: Approve asks
+			// for a reason to go ahead anyway; an approved item is published
+			// elsewhere only with its URL, which the dialog then shows.
+			id2 := eval[string](b, `document.querySelector('.board-col[data-status="draft"] .content-card').dataset.id`)
+			_, body = crAPI(b, "GET", "/content/"+id2, nil)
+			json.Unmarshal(body, &item)
+			if code, body = crAPI(b, "PUT", "/content/"+id2, map[string]any{"body": "Gift cards bring synergy to every shop.", "status": "in_review"},
+				"If-Match", fmt.Sprintf(`"%d"`, item.Version)); code != 200 {
+				t.Fatalf("PUT content: %d %s", code, body)
+			}
+			card2 := fmt.Sprintf(`.content-card[data-id=%q]`, id2)
+			b.do(chromedp.Click(chromedp.ID("board-refresh"), chromedp.NodeVisible))
+			b.waitFor("the second item in review", `document.querySelector('.board-col[data-status="in_review"] `+card2+`')`, 15*time.Second)
+			b.do(chromedp.Click(chromedp.CSS(card2+" .card-open"), chromedp.NodeVisible))
+			b.waitFor("its dialog", `document.querySelector('dialog.content-item[open] button[data-to="approved"]')`, 15*time.Second)
+			if n := eval[int](b, `document.querySelectorAll('dialog.content-item button[data-to="published"]').length`); n != 0 {
+				t.Errorf("%d plain Publish moves: publishing needs a target or a URL", n)
+			}
+			b.do(chromedp.Click(chromedp.CSS(`dialog.content-item button[data-to="approved"]`), chromedp.NodeVisible))
+			b.waitFor("the request for a reason", `document.querySelector('#item-override')`, 15*time.Second)
+			if got := b.text("dialog.content-item .item-errors"); !strings.Contains(got, "brand checks found problems") || !strings.Contains(got, "synergy") {
+				t.Errorf("the refusal reads %q", got)
+			}
+			b.do(chromedp.SetValue(chromedp.CSS(`dialog.content-item input[name="override-reason"]`), "Marketing signed off on the wording", chromedp.NodeVisible),
+				chromedp.Click(chromedp.ID("item-override")))
+			b.waitFor("the item approved", `document.querySelector('.board-col[data-status="approved"] `+card2+`') && document.querySelector('dialog.content-item .item-elsewhere')`, 15*time.Second)
+			if got := b.text("dialog.content-item .item-meta"); !strings.Contains(got, "Marketing signed off") {
+				t.Errorf("the dialog does not show the override: %q", got)
+			}
+			b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('dialog.content-item .item-elsewhere').open = true`),
+				chromedp.SetValue(chromedp.CSS(`dialog.content-item input[name="published-url"]`), "https://blog.example.com/gift-cards", chromedp.NodeVisible),
+				chromedp.Click(chromedp.ID("item-published-elsewhere")))
+			// Publishing asks again: each decision to let the findings
+			// through is its own, with its own reason.
+			b.waitFor("the request for a reason to publish", `document.querySelector('#item-override')?.textContent === 'Publish anyway'`, 15*time.Second)
+			b.do(chromedp.SetValue(chromedp.CSS(`dialog.content-item input[name="override-reason"]`), "Published on the partner blog as agreed", chromedp.NodeVisible),
+				chromedp.Click(chromedp.ID("item-override")))
+			b.waitFor("the item published", `document.querySelector('.board-col[data-status="published"] `+card2+`')`, 15*time.Second)
+			if got := b.text("dialog.content-item .item-meta"); !strings.Contains(got, "Published elsewhere") || !strings.Contains(got, "https://blog.example.com/gift-cards") {
+				t.Errorf("the dialog does not show where it is published: %q", got)
+			}
+			_, body = crAPI(b, "GET", "/content/"+id2, nil)
+			var published struct {
+				Status, PublishedURL, PublishedVia string `json:"-"`
+			}
+			var raw map[string]any
+			json.Unmarshal(body, &raw)
+			published.Status, _ = raw["status"].(string)
+			published.PublishedURL, _ = raw["published_url"].(string)
+			published.PublishedVia, _ = raw["published_via"].(string)
+			if published.Status != "published" || published.PublishedURL != "https://blog.example.com/gift-cards" || published.PublishedVia != "elsewhere" {
+				t.Errorf("the item after the page published it: %s", body)
+			}
 		})
 	}
 }

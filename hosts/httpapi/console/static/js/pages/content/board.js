@@ -77,8 +77,34 @@ export function itemDialog(onChanged) {
       toast(done(next));
       onChanged();
     } catch (e) {
-      mount(errEl, isConflict(e) ? conflict() : errorBox(e));
+      if (isConflict(e)) mount(errEl, conflict());
+      else if (e.status === 409 && e.problem.code === 'brand_findings') mount(errEl, anyway(body, errEl, done, e));
+      else mount(errEl, errorBox(e));
     }
+  }
+
+  // anyway asks for the reason to approve or publish despite the brand
+  // findings the server listed, and sends body again with it.
+  function anyway(body, errEl, done, err) {
+    const reason = h('input', { name: 'override-reason', maxlength: 500, required: true, placeholder: 'Why it may go out as it is' });
+    return h('div', { class: 'error', role: 'alert' },
+      h('strong', {}, 'The brand checks found problems. '), err.message,
+      h('form', { 'aria-label': 'Go ahead anyway', class: 'override' },
+        field('Reason (recorded with your name)', reason, '3 to 500 characters.'),
+        h('div', { class: 'row' },
+          button(body.status === 'approved' ? 'Approve anyway' : 'Publish anyway',
+            () => put({ ...body, override: { reason: reason.value } }, errEl, done), { class: 'danger', id: 'item-override' }))));
+  }
+
+  // elsewhere is the form that marks an approved item published elsewhere,
+  // with the URL it is at.
+  function elsewhere(errEl) {
+    const url = h('input', { name: 'published-url', type: 'url', maxlength: 2048, placeholder: 'https://…' });
+    return h('details', { class: 'item-elsewhere' }, h('summary', {}, 'Mark as published elsewhere…'),
+      h('form', { 'aria-label': 'Mark as published elsewhere' },
+        field('Where it is published', url, 'Publishing through a target sets this by itself.'),
+        h('div', { class: 'row' }, button('Mark as published', () => put({ status: 'published', published_url: url.value.trim() }, errEl,
+          () => 'Marked as published.'), { class: 'primary', id: 'item-published-elsewhere' }))));
   }
 
   function show(it) {
@@ -109,6 +135,9 @@ export function itemDialog(onChanged) {
         h('span', { class: 'badge status' }, statusLabel(it.status)),
         h('small', {}, `Version ${it.version}`),
         it.model ? h('small', {}, `Written by ${it.model}`) : null,
+        it.published_url ? h('small', {}, 'Published ', it.published_via === 'elsewhere' ? 'elsewhere' : 'through a target', ': ',
+          h('a', { href: it.published_url, target: '_blank', rel: 'noopener noreferrer' }, it.published_url)) : null,
+        it.override ? h('small', {}, `Brand findings overridden: ${it.override.reason}`) : null,
         h('small', {}, `Updated ${when(it.updated_at)}`)),
       it.error ? h('div', { class: 'error', role: 'alert' }, h('strong', {}, 'Generation failed: '), it.error.message, ` (${it.error.code})`) : null,
       h('section', { 'aria-label': 'Brand checks', class: 'item-checks' },
@@ -121,6 +150,7 @@ export function itemDialog(onChanged) {
       moves.length ? h('div', { class: 'row item-moves', role: 'group', 'aria-label': 'Move to' },
         moves.map(([to, label]) => button(label, () => put({ status: to }, errEl, (n) => `Moved to ${statusLabel(n.status)}.`),
           { class: to === 'archived' ? '' : 'primary', dataset: { to } }))) : null,
+      it.status === 'approved' ? elsewhere(errEl) : null,
       editable ? h('details', { class: 'item-edit' }, h('summary', {}, 'Edit title and body'),
         h('form', { 'aria-label': 'Edit item' },
           field('Title', title),

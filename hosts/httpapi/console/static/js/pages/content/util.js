@@ -30,11 +30,12 @@ export function statusLabel(st) {
 
 // MOVES are the status changes a person may make from each status (the
 // API's lifecycle), with the button's label; archive is offered everywhere
-// but archived.
+// but archived. An approved item is published through a target, or marked
+// published elsewhere with its URL (the item dialog's own form).
 export const MOVES = {
   draft: [['in_review', 'Send to review']],
   in_review: [['approved', 'Approve'], ['draft', 'Back to draft']],
-  approved: [['published', 'Publish'], ['draft', 'Back to draft']],
+  approved: [['draft', 'Back to draft']],
 };
 
 // checkLabel is a brand check as a short badge text, and its severity.
