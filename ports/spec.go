@@ -176,6 +176,14 @@ const CodeSpecGenerating = "generation_running"
 // ErrSpecGenerating matches (errors.Is) that conflict.
 var ErrSpecGenerating = &Error{Kind: KindConflict, Code: CodeSpecGenerating}
 
+// CodeSpecExportRunning is the code of the conflict
+// SpecStore.DeleteSpecSession returns for a session with an issue export
+// queued or running.
+const CodeSpecExportRunning = "export_running"
+
+// ErrSpecExportRunning matches (errors.Is) that conflict.
+var ErrSpecExportRunning = &Error{Kind: KindConflict, Code: CodeSpecExportRunning}
+
 // SpecStore keeps specification sessions, their inputs and artifacts.
 type SpecStore interface {
 	// CreateSpecSession stores a new session with its first inputs, in one step.
@@ -198,7 +206,8 @@ type SpecStore interface {
 	// the issues they created) in one step, unless it is generating, and
 	// returns it as it was. Errors: not_found as GetSpecSession; conflict
 	// (code CodeSpecGenerating, ErrSpecGenerating) while it is generating,
-	// and then nothing is deleted.
+	// or (code CodeSpecExportRunning, ErrSpecExportRunning) while an issue
+	// export of it is queued or running; then nothing is deleted.
 	DeleteSpecSession(ctx context.Context, owner Owner, id string) (SpecSession, error)
 	// AddSpecInput stores an input of the owner's session, unless the
 	// session would then pass limits: then it is a conflict (code

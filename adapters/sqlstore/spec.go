@@ -186,7 +186,8 @@ func (s *Spec) RenameSpecSession(ctx context.Context, owner ports.Owner, id, nam
 // delete: the tables of what a session owns (spec_inputs, spec_artifacts,
 // spec_digests, spec_issue_exports, spec_exported_issues) refer to it ON
 // DELETE CASCADE, so they go in the same statement; a session that is
-// generating is not matched, so a worker never writes into a deleted one.
+// generating, or has an issue export queued or running, is not matched, so
+// a worker never writes into a deleted one.
 func (s *Spec) DeleteSpecSession(ctx context.Context, owner ports.Owner, id string) (ports.SpecSession, error) {
 	var deleted ports.SpecSession
 	err := s.db.WithinTx(ctx, func(ctx context.Context) error {
@@ -194,6 +195,7 @@ func (s *Spec) DeleteSpecSession(ctx context.Context, owner ports.Owner, id stri
 		var r specSessionRow
 		err := c.get(ctx, &r, `DELETE FROM spec_sessions
 			WHERE id = ? AND org_id = ? AND user_id = ? AND status <> 'generating'
+			AND NOT EXISTS (SELECT 1 FROM spec_issue_exports e WHERE e.session_id = spec_sessions.id AND e.status IN ('queued', 'running'))
 			RETURNING `+specSessionColumns,
 			id, owner.OrgID, owner.UserID)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -205,8 +207,16 @@ func (s *Spec) DeleteSpecSession(ctx context.Context, owner ports.Owner, id stri
 			case !found:
 				return ports.NotFound("spec session", id)
 			}
-			return &ports.Error{Kind: ports.KindConflict, Code: ports.CodeSpecGenerating,
-				Message: fmt.Sprintf("spec session %s is generating", id)}
+			generating, err := c.exists(ctx, "SELECT 1 FROM spec_sessions WHERE id = ? AND status = 'generating'", id)
+			switch {
+			case err != nil:
+				return storeErr(err, "spec session "+id, "")
+			case generating:
+				return &ports.Error{Kind: ports.KindConflict, Code: ports.CodeSpecGenerating,
+					Message: fmt.Sprintf("spec session %s is generating", id)}
+			}
+			return &ports.Error{Kind: ports.KindConflict, Code: ports.CodeSpecExportRunning,
+				Message: fmt.Sprintf("spec session %s has an issue export queued or running", id)}
 		}
 		if err != nil {
 			return storeErr(err, "spec session "+id, "")

@@ -81,8 +81,9 @@ func (s *Service) RenameSession(ctx context.Context, sessionID, name string) (Vi
 // it finds no session and drops.
 //
 // Errors: not_found when the session is absent (deleted already) or
-// another's; conflict (code generation_running) while it is generating, so
-// a worker never writes into a deleted session.
+// another's; conflict (code generation_running) while it is generating, or
+// (code export_running) while an export of it to GitHub issues is queued or
+// running, so a worker never writes into a deleted session.
 func (s *Service) DeleteSession(ctx context.Context, sessionID string) error {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
@@ -96,6 +97,10 @@ func (s *Service) DeleteSession(ctx context.Context, sessionID string) error {
 		if errors.Is(err, ports.ErrSpecGenerating) {
 			return &ports.Error{Kind: ports.KindConflict, Code: CodeGenerationRunning,
 				Message: "the session is generating; delete it once the generation ends"}
+		}
+		if errors.Is(err, ports.ErrSpecExportRunning) {
+			return &ports.Error{Kind: ports.KindConflict, Code: CodeExportRunning,
+				Message: "the session is being exported to GitHub issues; delete it once the export ends"}
 		}
 		if err != nil {
 			return err

@@ -169,8 +169,9 @@ func (s *Store) RenameSpecSession(ctx context.Context, owner ports.Owner, id, na
 
 // DeleteSpecSession deletes the owner's session with its inputs,
 // artifacts, digest, issue exports and exported issues, unless it is
-// generating (conflict, code ports.CodeSpecGenerating); not_found as
-// GetSpecSession.
+// generating (conflict, code ports.CodeSpecGenerating) or has an issue
+// export queued or running (code ports.CodeSpecExportRunning); not_found
+// as GetSpecSession.
 func (s *Store) DeleteSpecSession(ctx context.Context, owner ports.Owner, id string) (ports.SpecSession, error) {
 	defer s.lock()()
 	ss, err := s.ownedSpec(owner, id)
@@ -180,6 +181,12 @@ func (s *Store) DeleteSpecSession(ctx context.Context, owner ports.Owner, id str
 	if ss.Status == ports.SpecGenerating {
 		return ports.SpecSession{}, &ports.Error{Kind: ports.KindConflict, Code: ports.CodeSpecGenerating,
 			Message: fmt.Sprintf("spec session %s is generating", id)}
+	}
+	for _, e := range s.spec.exports {
+		if e.SessionID == id && (e.Status == ports.IssueExportQueued || e.Status == ports.IssueExportRunning) {
+			return ports.SpecSession{}, &ports.Error{Kind: ports.KindConflict, Code: ports.CodeSpecExportRunning,
+				Message: fmt.Sprintf("spec session %s has an issue export queued or running", id)}
+		}
 	}
 	for k, r := range s.spec.inputs {
 		if r.v.SessionID == id {

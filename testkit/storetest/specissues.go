@@ -204,8 +204,24 @@ func testIssueExportsDeletedWithSession(t *testing.T, s IssueExportStores) {
 			t.Fatalf("RecordExportedIssue: %v", err)
 		}
 	}
-	if _, err := s.Spec.Specs.DeleteSpecSession(ctx, owner, a.ID); err != nil {
-		t.Fatalf("DeleteSpecSession: %v", err)
+	// A queued export holds the session: its job would write into a
+	// deleted one.
+	_, err := s.Spec.Specs.DeleteSpecSession(ctx, owner, a.ID)
+	checkConflict(t, "DeleteSpecSession with a queued export", err)
+	if !errors.Is(err, ports.ErrSpecExportRunning) {
+		t.Errorf("DeleteSpecSession with a queued export = %v, want code %s", err, ports.CodeSpecExportRunning)
+	}
+	for _, status := range []string{ports.IssueExportRunning, ports.IssueExportDone} {
+		if err := s.Exports.SaveIssueExportProgress(ctx, exports[a.ID].ID, ports.IssueExportProgress{Status: status, Total: 1, Done: 1}, base.Add(time.Minute)); err != nil {
+			t.Fatalf("SaveIssueExportProgress(%s): %v", status, err)
+		}
+		_, err = s.Spec.Specs.DeleteSpecSession(ctx, owner, a.ID)
+		if status == ports.IssueExportRunning && !errors.Is(err, ports.ErrSpecExportRunning) {
+			t.Errorf("DeleteSpecSession with a running export = %v, want code %s", err, ports.CodeSpecExportRunning)
+		}
+	}
+	if err != nil {
+		t.Fatalf("DeleteSpecSession once the export is done: %v", err)
 	}
 	if _, err := s.Exports.GetIssueExport(ctx, owner, a.ID, exports[a.ID].ID); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("GetIssueExport of a deleted session = %v, want not_found", err)
