@@ -209,6 +209,9 @@ func TestConsoleSpecs(t *testing.T) {
 				t.Errorf("the page fetched the session %d times for five stages", gets)
 			}
 			b.do(chromedp.Evaluate[chromedp.Void](`location.reload()`))
+			// The reload has to land before the next page is opened: a hash
+			// set while it is pending is lost to the reload's own URL.
+			b.waitFor("the reloaded page", `window.__gets === undefined && document.readyState === 'complete' && document.querySelector('.spec-name')`, 15*time.Second)
 
 			// A stage document holding markup shows it as text.
 			xss := "<script>window.__xss=1</script> <img src=x onerror=window.__xss=2> [click](javascript:window.__xss=3)"
