@@ -215,7 +215,7 @@ func stageDocument(a ports.SpecArtifact) string {
 
 // index is the export's README: the session, each stage's status, and the
 // traceability summary; links to the files when linked.
-func (e *Export) index(linked bool, tr *traceMatrix) string {
+func (e *Export) index(linked bool, tr *Traceability) string {
 	s := e.Session
 	var b strings.Builder
 	name := ports.Line(s.Name, MaxNameLen)
@@ -282,215 +282,14 @@ func prettyJSON(data json.RawMessage) []byte {
 	return b.Bytes()
 }
 
-// The statuses of a traceability row.
-const (
-	// traceComplete: the requirement reaches a PRP.
-	traceComplete = "complete"
-	// tracePartial: the chain stops before a PRP (not broken down yet).
-	tracePartial = "partial"
-	// traceUncovered: a requirement no epic serves.
-	traceUncovered = "uncovered"
-	// tracePending: a requirement while no epics are generated.
-	tracePending = "pending"
-	// traceOrphan: an item whose parent reference names nothing.
-	traceOrphan = "orphan"
-)
-
-// traceItem is an id and its title.
-type traceItem struct{ id, title string }
-
-// traceRow is one chain requirement → epic → story → PRP of the matrix;
-// an empty item is a link the chain does not have.
-type traceRow struct {
-	req, epic, story, prp traceItem
-	status, note          string
-}
-
-// traceMatrix is the traceability of a session's current stages.
-type traceMatrix struct {
-	rows         []traceRow
-	requirements int
-	uncovered    []string
-	orphans      []string
-	stale        []string
-	// epics is whether the epics stage is generated.
-	epics bool
-}
-
-// trace derives the matrix from the stages' structured data: epics name the
-// requirements they serve, stories their epic (and requirements), PRPs
-// their story. It is nil until the PRD is generated.
-func (e *Export) trace() *traceMatrix {
-	var prd *prdDoc
-	var epics *epicsDoc
-	var stories *storiesDoc
-	var prps *prpsDoc
-	m := &traceMatrix{}
-	for _, a := range e.current {
-		switch d := decodeDoc(a.Stage, a.Data).(type) {
-		case *prdDoc:
-			prd = d
-		case *epicsDoc:
-			epics = d
-		case *storiesDoc:
-			stories = d
-		case *prpsDoc:
-			prps = d
-		}
-		if a.Stale {
-			m.stale = append(m.stale, stageTitles[a.Stage])
-		}
-	}
-	if prd == nil {
+// trace is the traceability of the exported stages (see traceOf); nil
+// until the PRD is generated.
+func (e *Export) trace() *Traceability {
+	m := traceOf(e.current)
+	if !m.PRD {
 		return nil
 	}
-	m.requirements = len(prd.Functional)
-	m.epics = epics != nil
-	if epics == nil {
-		epics = &epicsDoc{}
-	}
-	if stories == nil {
-		stories = &storiesDoc{}
-	}
-	if prps == nil {
-		prps = &prpsDoc{}
-	}
-	reqs := set(mapIDs(prd.Functional, func(r requirement) string { return r.ID }))
-	ordered := slices.Clone(epics.Epics)
-	slices.SortStableFunc(ordered, func(a, b epic) int { return a.Order - b.Order })
-	epicIDs := set(mapIDs(ordered, func(e epic) string { return e.ID }))
-	storyIDs := set(mapIDs(stories.Stories, func(s story) string { return s.ID }))
-
-	// status is a row's own status, else what its chain reaches.
-	status := func(r traceRow, reached string) string {
-		if r.status != "" {
-			return r.status
-		}
-		return reached
-	}
-	// storyRows adds the rows from a story down to its PRPs under head.
-	storyRows := func(head traceRow, s story) {
-		head.story = traceItem{s.ID, s.Title}
-		n := 0
-		for _, p := range prps.PRPs {
-			if p.StoryID == s.ID {
-				r := head
-				r.prp, r.status = traceItem{p.ID, p.Title}, status(head, traceComplete)
-				m.rows = append(m.rows, r)
-				n++
-			}
-		}
-		if n == 0 {
-			head.status = status(head, tracePartial)
-			m.rows = append(m.rows, head)
-		}
-	}
-	epicRows := func(head traceRow, ep epic, under func(story) bool) {
-		head.epic = traceItem{ep.ID, ep.Title}
-		n := 0
-		for _, s := range stories.Stories {
-			if s.EpicID == ep.ID && under(s) {
-				storyRows(head, s)
-				n++
-			}
-		}
-		if n == 0 {
-			head.status = status(head, tracePartial)
-			m.rows = append(m.rows, head)
-		}
-	}
-
-	for _, r := range prd.Functional {
-		head := traceRow{req: traceItem{r.ID, r.Title}}
-		n := 0
-		for _, ep := range ordered {
-			if !slices.Contains(ep.RequirementIDs, r.ID) {
-				continue
-			}
-			n++
-			// A story is listed under the requirement it names, or under
-			// each of its epic's when it names none of them.
-			epicRows(head, ep, func(s story) bool {
-				return slices.Contains(s.RequirementIDs, r.ID) ||
-					!slices.ContainsFunc(s.RequirementIDs, func(id string) bool { return slices.Contains(ep.RequirementIDs, id) })
-			})
-		}
-		if n == 0 {
-			head.status = traceUncovered
-			if !m.epics {
-				head.status = tracePending
-			} else {
-				m.uncovered = append(m.uncovered, r.ID)
-			}
-			m.rows = append(m.rows, head)
-		}
-	}
-	for _, ep := range ordered {
-		if slices.ContainsFunc(ep.RequirementIDs, func(id string) bool { return reqs[id] }) {
-			continue
-		}
-		note := ep.ID + " names no requirement"
-		if len(ep.RequirementIDs) > 0 {
-			note = fmt.Sprintf("%s names unknown requirement %s", ep.ID, strings.Join(ep.RequirementIDs, ", "))
-		}
-		m.orphans = append(m.orphans, ep.ID)
-		epicRows(traceRow{status: traceOrphan, note: note}, ep, func(story) bool { return true })
-	}
-	for _, s := range stories.Stories {
-		if epicIDs[s.EpicID] {
-			continue
-		}
-		m.orphans = append(m.orphans, s.ID)
-		storyRows(traceRow{epic: traceItem{s.EpicID, ""}, status: traceOrphan, note: fmt.Sprintf("%s names unknown epic %s", s.ID, s.EpicID)}, s)
-	}
-	for _, p := range prps.PRPs {
-		if storyIDs[p.StoryID] {
-			continue
-		}
-		m.orphans = append(m.orphans, p.ID)
-		m.rows = append(m.rows, traceRow{story: traceItem{p.StoryID, ""}, prp: traceItem{p.ID, p.Title}, status: traceOrphan,
-			note: fmt.Sprintf("%s names unknown story %s", p.ID, p.StoryID)})
-	}
-	return m
-}
-
-// summary says how the requirements are covered, in a few lines.
-func (m *traceMatrix) summary() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "- Requirements: %d\n", m.requirements)
-	switch {
-	case !m.epics:
-		b.WriteString("- Uncovered requirements: not known until the epics are generated\n")
-	case len(m.uncovered) == 0:
-		b.WriteString("- Uncovered requirements: none\n")
-	default:
-		fmt.Fprintf(&b, "- Uncovered requirements (no epic): %s\n", strings.Join(m.uncovered, ", "))
-	}
-	if len(m.orphans) == 0 {
-		b.WriteString("- Orphans: none\n")
-	} else {
-		fmt.Fprintf(&b, "- Orphans (parent reference missing): %s\n", strings.Join(m.orphans, ", "))
-	}
-	if len(m.stale) > 0 {
-		fmt.Fprintf(&b, "- Derived from stale stages: %s — regenerate them for a current matrix\n", strings.Join(m.stale, ", "))
-	}
-	return b.String()
-}
-
-// markdown is traceability.md: the summary and the matrix as a table.
-func (m *traceMatrix) markdown() string {
-	var b strings.Builder
-	b.WriteString("# Traceability\n\n")
-	b.WriteString("Each row is one chain requirement → epic → story → PRP, from the current stages' structured data. " +
-		"Status: `complete` reaches a PRP, `partial` stops before one, `uncovered` is a requirement no epic serves, " +
-		"`pending` a requirement before the epics are generated, `orphan` an item whose parent reference names nothing.\n\n")
-	b.WriteString(m.summary())
-	b.WriteString("\n| Requirement | Epic | Story | PRP | Status | Note |\n|---|---|---|---|---|---|\n")
-	for _, r := range m.rows {
-		cells := []string{mdCell(r.req), mdCell(r.epic), mdCell(r.story), mdCell(r.prp), r.status, tableText(r.note)}
-		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
-	}
-	return b.String()
+	return &m
 }
 
 // tableText is s on one line, safe inside a Markdown table cell.
@@ -498,25 +297,25 @@ func tableText(s string) string {
 	return strings.ReplaceAll(ports.Line(s, 500), "|", `\|`)
 }
 
-func mdCell(it traceItem) string {
+func mdCell(it TraceItem) string {
 	switch {
-	case it.id == "":
+	case it.ID == "":
 		return "—"
-	case it.title == "":
-		return tableText(it.id)
+	case it.Title == "":
+		return tableText(it.ID)
 	}
-	return tableText(it.id + ": " + it.title)
+	return tableText(it.ID + ": " + it.Title)
 }
 
 // csv is traceability.csv: one line per row, with a header.
-func (m *traceMatrix) csv() []byte {
+func (m *Traceability) csv() []byte {
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
 	_ = w.Write([]string{"requirement_id", "requirement", "epic_id", "epic", "story_id", "story", "prp_id", "prp", "status", "note"})
-	for _, r := range m.rows {
+	for _, r := range m.Rows {
 		_ = w.Write([]string{
-			csvCell(r.req.id), csvCell(r.req.title), csvCell(r.epic.id), csvCell(r.epic.title),
-			csvCell(r.story.id), csvCell(r.story.title), csvCell(r.prp.id), csvCell(r.prp.title), r.status, csvCell(r.note),
+			csvCell(r.Requirement.ID), csvCell(r.Requirement.Title), csvCell(r.Epic.ID), csvCell(r.Epic.Title),
+			csvCell(r.Story.ID), csvCell(r.Story.Title), csvCell(r.PRP.ID), csvCell(r.PRP.Title), r.Status, csvCell(r.Note),
 		})
 	}
 	w.Flush()

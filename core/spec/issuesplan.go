@@ -19,7 +19,7 @@ const (
 // planIssues lists the issues an export writes, in order: the stories (by
 // epic order), the PRPs when includePRPs, then the epics, whose bodies
 // list their stories' issues. The requirements of each story are those the
-// traceability matrix chains to it.
+// session's traceability (traceOf) chains to it.
 func planIssues(sess ports.SpecSession, cur map[ports.Stage]ports.SpecArtifact, includePRPs bool) []exportItem {
 	var epics epicsDoc
 	var stories storiesDoc
@@ -43,20 +43,14 @@ func planIssues(sess ports.SpecSession, cur map[ports.Stage]ports.SpecArtifact, 
 	if includePRPs {
 		decode(ports.StagePRPs, &prps)
 	}
-	ex := &Export{Session: sess}
+	var current []ports.SpecArtifact
 	for _, st := range ports.Stages {
 		if a, ok := cur[st]; ok {
-			ex.current = append(ex.current, a)
+			current = append(current, a)
 		}
 	}
-	reqs := map[string][]traceItem{} // by story id
-	if tr := ex.trace(); tr != nil {
-		for _, r := range tr.rows {
-			if r.story.id != "" && r.req.id != "" && !slices.Contains(reqs[r.story.id], r.req) {
-				reqs[r.story.id] = append(reqs[r.story.id], r.req)
-			}
-		}
-	}
+	tr := traceOf(current)
+	reqs, notes := tr.storyRequirements(), tr.storyNotes() // by story id
 	ordered := slices.Clone(epics.Epics)
 	slices.SortStableFunc(ordered, func(a, b epic) int { return a.Order - b.Order })
 	rank := map[string]int{}
@@ -107,15 +101,12 @@ func planIssues(sess ports.SpecSession, cur map[ports.Stage]ports.SpecArtifact, 
 					fmt.Fprintf(&b, "### Independent test\n\n%s\n\n", text(st.IndependentTest))
 				}
 				b.WriteString("### Traceability\n\n")
-				fmt.Fprintf(&b, "- Epic: %s\n", itemText(traceItem{st.EpicID, epicTitle}))
-				if rs := reqs[st.ID]; len(rs) > 0 {
-					for _, r := range rs {
-						fmt.Fprintf(&b, "- Requirement: %s\n", itemText(r))
-					}
-				} else {
-					for _, id := range st.RequirementIDs {
-						fmt.Fprintf(&b, "- Requirement: %s\n", text(id))
-					}
+				fmt.Fprintf(&b, "- Epic: %s\n", itemText(TraceItem{st.EpicID, epicTitle}))
+				for _, r := range reqs[st.ID] {
+					fmt.Fprintf(&b, "- Requirement: %s\n", itemText(r))
+				}
+				if n := notes[st.ID]; n != "" && len(reqs[st.ID]) == 0 {
+					fmt.Fprintf(&b, "- Requirement: none — %s\n", text(n))
 				}
 				if st.Estimate > 0 {
 					fmt.Fprintf(&b, "- Estimate: %d\n", st.Estimate)
@@ -241,11 +232,11 @@ var (
 	pathEscaper = strings.NewReplacer("`", "'", "<!--", "&lt;!--", "-->", "--&gt;")
 )
 
-func itemText(it traceItem) string {
-	if it.title == "" {
-		return text(it.id)
+func itemText(it TraceItem) string {
+	if it.Title == "" {
+		return text(it.ID)
 	}
-	return text(it.id) + " — " + text(it.title)
+	return text(it.ID) + " — " + text(it.Title)
 }
 
 // clipBody bounds a body so that, with its footer (which carries the
