@@ -32,6 +32,7 @@ type Spec interface {
 	WatchSession(ctx context.Context, sessionID string, emit func(ports.SpecSession) error) error
 	GetSession(ctx context.Context, id string) (spec.View, error)
 	ExportSession(ctx context.Context, id string, format spec.ExportFormat) (*spec.Export, error)
+	Traceability(ctx context.Context, id string) (spec.Traceability, error)
 	StartIssueExport(ctx context.Context, sessionID, repoID string, includePRPs bool) (ports.IssueExport, error)
 	GetIssueExport(ctx context.Context, sessionID, exportID string) (spec.IssueExportView, error)
 	ListSessions(ctx context.Context, page ports.Page) ([]ports.SpecSession, string, error)
@@ -61,6 +62,7 @@ func (s *Server) specRoutes() {
 		s.handle(http.MethodDelete, p+"/pse/sessions/:session_id", s.deleteSpecSession)
 		s.handle(http.MethodGet, p+"/pse/sessions/:session_id/events", s.specEvents, streaming)
 		s.handle(http.MethodGet, p+"/pse/sessions/:session_id/export", s.exportSpec)
+		s.handle(http.MethodGet, p+"/pse/sessions/:session_id/traceability", s.specTraceability)
 		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/export/github", s.startIssueExport)
 		s.handle(http.MethodGet, p+"/pse/sessions/:session_id/export/github/:export_id", s.getIssueExport)
 		s.handle(http.MethodPost, p+"/pse/sessions/:session_id/inputs", s.addSpecInput, maxBody(specUploadLimit))
