@@ -9,6 +9,7 @@ import { api, stream, download } from '../../api.js';
 import { h, mount, loading, empty, errorBox, toast, button, when, details, pretty } from '../../ui.js';
 import { render as md } from '../../md.js';
 import { traceView, latest } from './trace.js';
+import { linkIds } from './links.js';
 import { inputRow, addInput, size, KINDS } from './inputs.js';
 import { STAGES } from './standards.js';
 
@@ -192,7 +193,7 @@ export function sessionView(el, id, tab, onChange) {
     const key = [view, version[view], arts, (s.inputs || []).length, busy].join('|');
     if (key !== panelKey) {
       panelKey = key;
-      if (view === 'trace') mount(panel, traceView(s.artifacts));
+      if (view === 'trace') mount(panel, traceView(id, s.artifacts));
       else if (view === 'inputs') mount(panel, inputsPanel());
       else mount(panel, stagePanel(view, current));
     }
@@ -240,7 +241,7 @@ export function sessionView(el, id, tab, onChange) {
         h('small', { class: 'muted' }, later.length ? `Regenerating makes version ${cur.version + 1} and marks ${later.map((x) => STAGE_NAMES[x]).join(', ')} stale.` : `Regenerating makes version ${cur.version + 1}.`)),
       (chosen.checks || []).length ? h('div', { class: 'stage-checks', role: 'note' }, h('strong', {}, 'Traceability checks'),
         h('ul', {}, chosen.checks.map((c) => h('li', {}, '⚠ ', c)))) : null,
-      h('article', { class: 'doc spec-doc', 'aria-label': `${STAGE_NAMES[st]} document` }, md(chosen.content)),
+      linkIds(h('article', { class: 'doc spec-doc', 'aria-label': `${STAGE_NAMES[st]} document` }, md(chosen.content)), id),
       details('Structured data (JSON)', pretty(chosen.data), { class: 'stage-data' }));
   }
 

@@ -1,10 +1,14 @@
-// pages/specs/trace.js: the traceability view of a specification —
-// requirement → epic → story → PRP — built from the structured data of the
-// current prd, epics, stories and prps artifacts (core/spec/schemas), with
-// orphans (something nothing serves or delivers) and dangling references (an
-// id that does not exist) marked in words as well as colour.
+// pages/specs/trace.js: the traceability view of a specification — the
+// rows requirement → epic → story → PRP as GET /pse/sessions/{id}/traceability
+// answers them, which are the rows of the export's traceability.csv (the
+// relation is the server's, core/spec/trace.go: a story is listed under the
+// requirements it cites; one citing none of its epic's once, under its
+// epic). Uncovered requirements, orphans and dangling references are said
+// in words as well as colour; every id is a link to its place.
 
-import { h } from '../../ui.js';
+import { api } from '../../api.js';
+import { h, mount, loading, errorBox } from '../../ui.js';
+import { idLink } from './links.js';
 
 const arr = (v) => (Array.isArray(v) ? v : []);
 
@@ -17,144 +21,94 @@ export function latest(artifacts) {
   return cur;
 }
 
-// traceModel turns the current artifacts into the tree and its findings:
-// {reqs, nfrs, epics, stories, prps, orphans, dangling, unreachable, have}.
-// A stage without an artifact is not checked against (have says which exist).
-export function traceModel(current) {
-  const data = (s) => (current[s] && current[s].data) || null;
-  const prd = data('prd');
-  const have = { prd: !!prd, epics: !!data('epics'), stories: !!data('stories'), prps: !!data('prps') };
-  const reqs = arr(prd && prd.functional_requirements);
-  const nfrs = arr(prd && prd.non_functional_requirements);
-  const epics = arr(data('epics') && data('epics').epics);
-  const stories = arr(data('stories') && data('stories').stories);
-  const prps = arr(data('prps') && data('prps').prps);
+const STAGE_NAMES = { prd: 'PRD', epics: 'Epics', stories: 'Stories', prps: 'PRPs' };
 
-  const reqIds = new Set(reqs.map((r) => r.id));
-  const epicIds = new Set(epics.map((e) => e.id));
-  const storyIds = new Set(stories.map((s) => s.id));
+// STATUS says each row status in words (the badge's class gives the colour).
+const STATUS = {
+  complete: ['ok', '✔ Complete'],
+  partial: ['', '… Partial'],
+  uncovered: ['bad', '✖ Uncovered'],
+  pending: ['', '… Pending'],
+  orphan: ['warn', '⚠ Orphan'],
+};
 
-  const orphans = []; // {id, reason}
-  const dangling = []; // {from, ref, reason}
-  const mark = {}; // id → [{kind:'orphan'|'dangling', text}]
-  const note = (id, kind, text) => { (mark[id] = mark[id] || []).push({ kind, text }); };
+const COLUMNS = [['requirement', 'Requirement'], ['epic', 'Epic'], ['story', 'Story'], ['prp', 'PRP']];
 
-  if (have.prd && have.epics) {
-    for (const e of epics) {
-      for (const r of arr(e.requirement_ids)) {
-        if (!reqIds.has(r)) { dangling.push({ from: e.id, ref: r, reason: `${e.id} names ${r}, which is not a requirement of the PRD` }); note(e.id, 'dangling', `names unknown ${r}`); }
-      }
-      for (const d of arr(e.depends_on)) {
-        if (!epicIds.has(d)) { dangling.push({ from: e.id, ref: d, reason: `${e.id} depends on ${d}, which is not an epic` }); note(e.id, 'dangling', `depends on unknown ${d}`); }
-      }
-    }
-    for (const r of reqs) {
-      if (!epics.some((e) => arr(e.requirement_ids).includes(r.id))) { orphans.push({ id: r.id, reason: `${r.id} is served by no epic` }); note(r.id, 'orphan', 'no epic serves it'); }
-    }
+// cell is one link of a chain: its id as a link and its title; an id that
+// names nothing is marked dangling, in words.
+function cell(sessionId, it, label) {
+  if (!it) return h('td', { class: 'trace-none', dataset: { label } }, h('span', { 'aria-label': 'none' }, '—'));
+  if (!it.title) {
+    return h('td', { class: 'trace-dangling-cell', dataset: { label } },
+      h('strong', { class: 'trace-id' }, it.id), ' ',
+      h('span', { class: 'badge bad trace-flag', dataset: { flag: 'dangling' } }, '✖ Dangling: names nothing'));
   }
-  if (have.epics && have.stories) {
-    for (const s of stories) {
-      if (!epicIds.has(s.epic_id)) { dangling.push({ from: s.id, ref: s.epic_id, reason: `${s.id} belongs to ${s.epic_id}, which is not an epic` }); note(s.id, 'dangling', `belongs to unknown ${s.epic_id}`); }
-    }
-    for (const e of epics) {
-      if (!stories.some((s) => s.epic_id === e.id)) { orphans.push({ id: e.id, reason: `${e.id} has no story` }); note(e.id, 'orphan', 'no story delivers it'); }
-    }
+  return h('td', { dataset: { label } }, h('strong', { class: 'trace-id' }, idLink(sessionId, it.id)), ' ', h('span', { class: 'trace-title' }, it.title));
+}
+
+// traceRow is one row of the table, its ids in data attributes.
+function traceRow(sessionId, r) {
+  const [cls, words] = STATUS[r.status] || ['', r.status];
+  const ids = {};
+  for (const [k] of COLUMNS) ids[k] = r[k] ? r[k].id : '';
+  return h('tr', { class: `trace-row status-${r.status}`, dataset: { status: r.status, ...ids } },
+    COLUMNS.map(([k, label]) => cell(sessionId, r[k], label)),
+    h('td', { dataset: { label: 'Status' } }, h('span', { class: `badge ${cls} trace-status` }, words)),
+    h('td', { class: 'trace-note', dataset: { label: 'Note' } }, r.note || ''));
+}
+
+// renderTrace draws an answer of GET …/traceability (with the artifacts,
+// for the checks each stage reported).
+export function renderTrace(sessionId, t, artifacts) {
+  const title = h('h2', { id: 'trace-title' }, 'Traceability');
+  if (!t.prd_generated) {
+    return [title, h('p', { class: 'empty' }, 'Generate the PRD (and the stages after it) to trace requirements to epics, stories and PRPs.')];
   }
-  if (have.prd && have.stories) {
-    for (const s of stories) {
-      for (const r of arr(s.requirement_ids)) {
-        if (!reqIds.has(r)) { dangling.push({ from: s.id, ref: r, reason: `${s.id} names ${r}, which is not a requirement of the PRD` }); note(s.id, 'dangling', `names unknown ${r}`); }
-      }
-    }
-  }
-  if (have.stories && have.prps) {
-    for (const p of prps) {
-      if (!storyIds.has(p.story_id)) { dangling.push({ from: p.id, ref: p.story_id, reason: `${p.id} implements ${p.story_id}, which is not a story` }); note(p.id, 'dangling', `implements unknown ${p.story_id}`); }
-    }
-    for (const s of stories) {
-      if (!prps.some((p) => p.story_id === s.id)) { orphans.push({ id: s.id, reason: `${s.id} has no PRP` }); note(s.id, 'orphan', 'no PRP implements it'); }
-    }
-  }
-
-  // What the tree from the requirements cannot reach: epics serving no known
-  // requirement, stories of an unknown epic, PRPs of an unknown story.
-  const unreachable = [
-    ...epics.filter((e) => have.prd && !arr(e.requirement_ids).some((r) => reqIds.has(r))),
-    ...stories.filter((s) => have.epics && !epicIds.has(s.epic_id)),
-    ...prps.filter((p) => have.stories && !storyIds.has(p.story_id)),
-  ];
-  return { reqs, nfrs, epics, stories, prps, orphans, dangling, unreachable, mark, have };
-}
-
-function flags(model, id) {
-  return (model.mark[id] || []).map((f) => h('span', { class: 'badge ' + (f.kind === 'orphan' ? 'warn' : 'bad') + ' trace-flag', dataset: { flag: f.kind } },
-    f.kind === 'orphan' ? '⚠ Orphan: ' : '✖ Dangling: ', f.text));
-}
-
-function node(model, kind, item, label, children) {
-  const marked = (model.mark[item.id] || []).length > 0;
-  return h('li', { class: 'trace-node' + (marked ? ' flagged' : ''), dataset: { kind, id: item.id } },
-    h('div', { class: 'trace-item' },
-      h('span', { class: 'trace-kind' }, kind), ' ',
-      h('strong', { class: 'trace-id' }, item.id), ' ', h('span', {}, label || ''), ' ', flags(model, item.id)),
-    children && children.length ? h('ul', { class: 'trace-children' }, children) : null);
-}
-
-function prpNodes(model, story) {
-  return model.prps.filter((p) => p.story_id === story.id).map((p) => node(model, 'PRP', p, p.title));
-}
-
-function storyNodes(model, epic) {
-  return model.stories.filter((s) => s.epic_id === epic.id).map((s) => node(model, 'Story', s, s.title, prpNodes(model, s)));
-}
-
-function epicNodes(model, req) {
-  return model.epics.filter((e) => arr(e.requirement_ids).includes(req.id)).map((e) => node(model, 'Epic', e, e.title, storyNodes(model, e)));
-}
-
-// traceView renders the traceability of a session's artifacts.
-export function traceView(artifacts) {
+  const s = t.summary;
+  const rows = arr(t.rows);
+  const orphans = arr(s.orphans);
+  const dangling = arr(s.dangling);
+  const uncovered = arr(s.uncovered);
+  const findings = orphans.length + dangling.length + uncovered.length;
+  const complete = rows.filter((r) => r.status === 'complete').length;
+  // The reason an item is an orphan is the note of its row: notes begin
+  // with the id they are about.
+  const why = (id) => (rows.find((r) => r.status === 'orphan' && r.note.startsWith(id + ' ')) || {}).note || '';
   const current = latest(artifacts);
-  const model = traceModel(current);
-  if (!model.have.prd) {
-    return h('section', { class: 'trace', 'aria-labelledby': 'trace-title' },
-      h('h2', { id: 'trace-title' }, 'Traceability'),
-      h('p', { class: 'empty' }, 'Generate the PRD (and the stages after it) to trace requirements to epics, stories and PRPs.'));
-  }
-  const stale = ['prd', 'epics', 'stories', 'prps'].filter((s) => current[s] && current[s].stale);
-  const counts = `${model.reqs.length} requirements · ${model.epics.length} epics · ${model.stories.length} stories · ${model.prps.length} PRPs`;
-  const findings = model.orphans.length + model.dangling.length;
-  const missing = ['epics', 'stories', 'prps'].filter((s) => !model.have[s]);
+  const checks = ['prd', 'epics', 'stories', 'prps'].flatMap((st) => arr(current[st] && current[st].checks).map((c) => ({ stage: st, c })));
+  const missing = ['epics', 'stories', 'prps'].filter((st) => !current[st]);
 
-  const findingsList = findings === 0
-    ? h('p', { class: 'trace-clean' }, h('span', { class: 'badge ok' }, '✔ Complete'), ' Every requirement is served by an epic, every epic by a story and every story by a PRP; every id named exists.')
-    : h('div', { class: 'trace-findings' },
-      model.orphans.length ? h('div', {}, h('h3', {}, `Orphans (${model.orphans.length})`),
-        h('ul', { class: 'trace-orphans' }, model.orphans.map((o) => h('li', {}, h('span', { class: 'badge warn' }, '⚠ Orphan'), ' ', o.reason)))) : null,
-      model.dangling.length ? h('div', {}, h('h3', {}, `Dangling references (${model.dangling.length})`),
-        h('ul', { class: 'trace-dangling' }, model.dangling.map((d) => h('li', {}, h('span', { class: 'badge bad' }, '✖ Dangling'), ' ', d.reason)))) : null);
-
-  const checks = ['prd', 'epics', 'stories', 'prps'].flatMap((s) => arr(current[s] && current[s].checks).map((c) => ({ stage: s, c })));
-
-  return h('section', { class: 'trace', 'aria-labelledby': 'trace-title' },
-    h('h2', { id: 'trace-title' }, 'Traceability'),
-    h('p', { class: 'trace-summary' }, counts, ' · ',
+  return [title,
+    h('p', { class: 'trace-summary' },
+      `${s.requirements} requirement${s.requirements === 1 ? '' : 's'} · ${rows.length} row${rows.length === 1 ? '' : 's'}, ${complete} reaching a PRP · `,
       h('span', { class: 'badge ' + (findings ? 'warn' : 'ok') }, findings ? `${findings} finding${findings === 1 ? '' : 's'}` : 'no findings')),
-    missing.length ? h('p', { class: 'notice' }, `Not generated yet: ${missing.join(', ')}. The trace stops where the stages stop.`) : null,
-    stale.length ? h('p', { class: 'notice' }, `Stale: ${stale.join(', ')} (an earlier stage was regenerated after them); regenerate them to trace the current PRD.`) : null,
-    findingsList,
+    h('p', { class: 'muted trace-rule' }, 'An epic traces to the requirements it lists and a story to the requirements it cites; a story citing none of its epic’s is listed once, under its epic. These are the rows of traceability.csv in the download.'),
+    missing.length ? h('p', { class: 'notice' }, `Not generated yet: ${missing.map((m) => STAGE_NAMES[m]).join(', ')}. The trace stops where the stages stop.`) : null,
+    arr(s.stale).length ? h('p', { class: 'notice trace-stale' }, `Stale: ${s.stale.map((m) => STAGE_NAMES[m] || m).join(', ')} (an earlier stage changed after them); regenerate them to trace the current PRD.`) : null,
+    findings === 0
+      ? h('p', { class: 'trace-clean' }, h('span', { class: 'badge ok' }, '✔ Complete'), ' Every requirement is listed by an epic, every epic and story is reached from a requirement, and every id named exists.')
+      : h('div', { class: 'trace-findings' },
+        uncovered.length ? h('div', {}, h('h3', {}, `Uncovered requirements (${uncovered.length})`),
+          h('ul', { class: 'trace-uncovered' }, uncovered.map((id) => h('li', {}, h('span', { class: 'badge bad' }, '✖ Uncovered'), ' ', idLink(sessionId, id), ': no epic lists it')))) : null,
+        orphans.length ? h('div', {}, h('h3', {}, `Orphans (${orphans.length})`),
+          h('ul', { class: 'trace-orphans' }, orphans.map((id) => h('li', { dataset: { id } }, h('span', { class: 'badge warn' }, '⚠ Orphan'), ' ', idLink(sessionId, id), ': ', why(id).slice(id.length + 1) || 'reached from no requirement')))) : null,
+        dangling.length ? h('div', {}, h('h3', {}, `Dangling references (${dangling.length})`),
+          h('ul', { class: 'trace-dangling' }, dangling.map((d) => h('li', { dataset: { from: d.from, ref: d.ref } }, h('span', { class: 'badge bad' }, '✖ Dangling'), ' ', idLink(sessionId, d.from), d.note.slice(d.from.length))))) : null),
     checks.length ? h('details', { class: 'trace-checks' }, h('summary', {}, `Checks reported by devpilot (${checks.length})`),
-      h('ul', {}, checks.map((x) => h('li', {}, h('span', { class: 'badge' }, x.stage), ' ', x.c)))) : null,
-    h('h3', { id: 'trace-tree-title' }, 'Requirement → epic → story → PRP'),
-    h('ul', { class: 'trace-tree', 'aria-labelledby': 'trace-tree-title' },
-      model.reqs.map((r) => node(model, 'Requirement', r, r.title, epicNodes(model, r)))),
-    model.unreachable.length ? h('div', {},
-      h('h3', {}, 'Not reachable from a requirement'),
-      h('ul', { class: 'trace-tree trace-unreachable' }, model.unreachable.map((x) => {
-        const kind = /^EP-/.test(x.id) ? 'Epic' : /^ST-/.test(x.id) ? 'Story' : 'PRP';
-        const kids = kind === 'Epic' ? storyNodes(model, x) : kind === 'Story' ? prpNodes(model, x) : [];
-        return node(model, kind, x, x.title, kids);
-      }))) : null,
-    model.nfrs.length ? h('details', {}, h('summary', {}, `Non-functional requirements (${model.nfrs.length})`),
-      h('ul', {}, model.nfrs.map((n) => h('li', {}, h('strong', {}, n.id), ` (${n.category}) `, n.description)))) : null);
+      h('ul', {}, checks.map((x) => h('li', {}, h('span', { class: 'badge' }, STAGE_NAMES[x.stage]), ' ', x.c)))) : null,
+    h('h3', { id: 'trace-table-title' }, 'Requirement → epic → story → PRP'),
+    h('div', { class: 'table-wrap trace-wrap' }, h('table', { class: 'trace-table', 'aria-labelledby': 'trace-table-title' },
+      h('thead', {}, h('tr', {}, [...COLUMNS.map(([, label]) => label), 'Status', 'Note'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, rows.map((r) => traceRow(sessionId, r)))))];
+}
+
+// traceView is the traceability of session sessionId, fetched from the API;
+// artifacts are the session's (for the checks each stage reported).
+export function traceView(sessionId, artifacts) {
+  const el = h('section', { class: 'trace', 'aria-labelledby': 'trace-title', 'aria-busy': 'true' }, loading('Loading the traceability…'));
+  api('GET', `/pse/sessions/${encodeURIComponent(sessionId)}/traceability`)
+    .then((t) => mount(el, renderTrace(sessionId, t, artifacts)))
+    .catch((err) => mount(el, h('h2', { id: 'trace-title' }, 'Traceability'), errorBox(err)))
+    .finally(() => el.removeAttribute('aria-busy'));
+  return el;
 }
