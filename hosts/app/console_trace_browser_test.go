@@ -137,7 +137,7 @@ func TestConsoleTrace(t *testing.T) {
 			got, err := chromedp.Run(b.ctx, chromedp.Evaluate[linked](`(() => {
 				return Promise.all([import('/console/js/md.js'), import('/console/js/pages/specs/links.js')]).then(([md, links]) => {
 					const el = document.createElement('div');
-					el.append(md.render("## ST-1.1: Pay\n\nSee REQ-1, EP-2 and ST-1.2 but not ` + "`REQ-2`" + ` or NOPE-1 or REQ-1.5.\n\n` + "```" + `\nPRP-1.1 EP-1\n` + "```" + `\n\n<b onclick=\"x\">PRP-2.1</b>\n"));
+					el.append(md.render("## ST-1.1: Pay\n\nSee REQ-1, EP-2 and ST-1.2 but not `+"`REQ-2`"+` or NOPE-1 or REQ-1.5.\n\n`+"```"+`\nPRP-1.1 EP-1\n`+"```"+`\n\n<b onclick=\"x\">PRP-2.1</b>\n"));
 					links.linkIds(el, 'sid');
 					return {
 						links: [...el.querySelectorAll('a')].map(a => a.dataset.ref + ' ' + a.getAttribute('href')),
