@@ -57,8 +57,8 @@ function traceRow(sessionId, r) {
     h('td', { class: 'trace-note', dataset: { label: 'Note' } }, r.note || ''));
 }
 
-// renderTrace draws an answer of GET …/traceability (with the artifacts,
-// for the checks each stage reported).
+// renderTrace returns the nodes drawing an answer of GET …/traceability
+// (with the artifacts, for the checks each stage reported).
 export function renderTrace(sessionId, t, artifacts) {
   const title = h('h2', { id: 'trace-title' }, 'Traceability');
   if (!t.prd_generated) {
@@ -99,7 +99,7 @@ export function renderTrace(sessionId, t, artifacts) {
     h('h3', { id: 'trace-table-title' }, 'Requirement → epic → story → PRP'),
     h('div', { class: 'table-wrap trace-wrap' }, h('table', { class: 'trace-table', 'aria-labelledby': 'trace-table-title' },
       h('thead', {}, h('tr', {}, [...COLUMNS.map(([, label]) => label), 'Status', 'Note'].map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', {}, rows.map((r) => traceRow(sessionId, r)))))];
+      h('tbody', {}, rows.map((r) => traceRow(sessionId, r)))))].filter(Boolean);
 }
 
 // traceView is the traceability of session sessionId, fetched from the API;
