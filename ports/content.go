@@ -176,4 +176,30 @@ type ContentStore interface {
 	// DeleteContentItem deletes the org's content item; not_found as
 	// GetContentItem.
 	DeleteContentItem(ctx context.Context, orgID, id string) error
+
+	// CreateContentProject stores a new project (a zero Version as 1, a
+	// zero UpdatedAt as CreatedAt). Errors: conflict when the org has a
+	// project with p.ID, or one whose name has p.Name's
+	// ContentProjectNameKey (of concurrent creates of one name exactly one
+	// succeeds); not_found when the org does not exist. A refused create
+	// leaves the caller's transaction usable.
+	CreateContentProject(ctx context.Context, p ContentProject) error
+	// EnsureContentProject stores p as CreateContentProject does unless the
+	// org has a project with p.ID already, and says whether it stored p.
+	// Errors: conflict when p is not stored and another project of the org
+	// has p.Name's key; not_found when the org does not exist.
+	EnsureContentProject(ctx context.Context, p ContentProject) (bool, error)
+	// GetContentProject returns the org's project; not_found when absent or
+	// another org's.
+	GetContentProject(ctx context.Context, orgID, id string) (ContentProject, error)
+	// ListContentProjects returns the org's projects ordered by name key
+	// (ContentProjectNameKey, bytewise) then id, and the next page's cursor
+	// ("" at the end); invalid for a bad cursor.
+	ListContentProjects(ctx context.Context, orgID string, page Page) ([]ContentProject, string, error)
+	// UpdateContentProject replaces the name, description, version and
+	// updated_at of the org's project p.ID, only if the stored version is
+	// p.Version - 1. Errors: not_found as GetContentProject;
+	// precondition_failed when the stored version differs; conflict when
+	// another project of the org has p.Name's key.
+	UpdateContentProject(ctx context.Context, p ContentProject) error
 }

@@ -19,6 +19,22 @@ type memContent struct {
 	brands map[string]ports.Brand
 	briefs map[string]ports.Brief
 	items  map[string]ports.ContentItem
+	// projectStore answers the project methods this happy path does not
+	// use (nil: they would panic); EnsureContentProject is defined below.
+	projectStore
+}
+
+// projectStore is the project half of ports.ContentStore.
+type projectStore interface {
+	CreateContentProject(ctx context.Context, p ports.ContentProject) error
+	GetContentProject(ctx context.Context, orgID, id string) (ports.ContentProject, error)
+	ListContentProjects(ctx context.Context, orgID string, page ports.Page) ([]ports.ContentProject, string, error)
+	UpdateContentProject(ctx context.Context, p ports.ContentProject) error
+}
+
+// EnsureContentProject pretends every project exists.
+func (m *memContent) EnsureContentProject(context.Context, ports.ContentProject) (bool, error) {
+	return false, nil
 }
 
 func newMemContent() *memContent {

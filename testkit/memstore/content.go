@@ -16,12 +16,15 @@ type contentData struct {
 	brands map[brandKey]ports.Brand
 	briefs map[string]ports.Brief
 	items  map[string]ports.ContentItem
+	// projects are keyed by org and id, like brands.
+	projects map[brandKey]ports.ContentProject
 }
 
 func (d *contentData) init() {
 	d.brands = map[brandKey]ports.Brand{}
 	d.briefs = map[string]ports.Brief{}
 	d.items = map[string]ports.ContentItem{}
+	d.projects = map[brandKey]ports.ContentProject{}
 }
 
 // orEmpty returns a copy of v, empty rather than nil.

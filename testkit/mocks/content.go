@@ -122,6 +122,44 @@ func (c *MockContentStoreCreateContentItemsCall) DoAndReturn(f func(context.Cont
 	return c
 }
 
+// CreateContentProject mocks base method.
+func (m *MockContentStore) CreateContentProject(ctx context.Context, p ports.ContentProject) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "CreateContentProject", ctx, p)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// CreateContentProject indicates an expected call of CreateContentProject.
+func (mr *MockContentStoreMockRecorder) CreateContentProject(ctx, p any) *MockContentStoreCreateContentProjectCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "CreateContentProject", reflect.TypeOf((*MockContentStore)(nil).CreateContentProject), ctx, p)
+	return &MockContentStoreCreateContentProjectCall{Call: call}
+}
+
+// MockContentStoreCreateContentProjectCall wrap *gomock.Call
+type MockContentStoreCreateContentProjectCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockContentStoreCreateContentProjectCall) Return(arg0 error) *MockContentStoreCreateContentProjectCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockContentStoreCreateContentProjectCall) Do(f func(context.Context, ports.ContentProject) error) *MockContentStoreCreateContentProjectCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockContentStoreCreateContentProjectCall) DoAndReturn(f func(context.Context, ports.ContentProject) error) *MockContentStoreCreateContentProjectCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // DeleteContentItem mocks base method.
 func (m *MockContentStore) DeleteContentItem(ctx context.Context, orgID, id string) error {
 	m.ctrl.T.Helper()
@@ -156,6 +194,45 @@ func (c *MockContentStoreDeleteContentItemCall) Do(f func(context.Context, strin
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
 func (c *MockContentStoreDeleteContentItemCall) DoAndReturn(f func(context.Context, string, string) error) *MockContentStoreDeleteContentItemCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// EnsureContentProject mocks base method.
+func (m *MockContentStore) EnsureContentProject(ctx context.Context, p ports.ContentProject) (bool, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "EnsureContentProject", ctx, p)
+	ret0, _ := ret[0].(bool)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// EnsureContentProject indicates an expected call of EnsureContentProject.
+func (mr *MockContentStoreMockRecorder) EnsureContentProject(ctx, p any) *MockContentStoreEnsureContentProjectCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "EnsureContentProject", reflect.TypeOf((*MockContentStore)(nil).EnsureContentProject), ctx, p)
+	return &MockContentStoreEnsureContentProjectCall{Call: call}
+}
+
+// MockContentStoreEnsureContentProjectCall wrap *gomock.Call
+type MockContentStoreEnsureContentProjectCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockContentStoreEnsureContentProjectCall) Return(arg0 bool, arg1 error) *MockContentStoreEnsureContentProjectCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockContentStoreEnsureContentProjectCall) Do(f func(context.Context, ports.ContentProject) (bool, error)) *MockContentStoreEnsureContentProjectCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockContentStoreEnsureContentProjectCall) DoAndReturn(f func(context.Context, ports.ContentProject) (bool, error)) *MockContentStoreEnsureContentProjectCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }
@@ -277,6 +354,45 @@ func (c *MockContentStoreGetContentItemCall) DoAndReturn(f func(context.Context,
 	return c
 }
 
+// GetContentProject mocks base method.
+func (m *MockContentStore) GetContentProject(ctx context.Context, orgID, id string) (ports.ContentProject, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "GetContentProject", ctx, orgID, id)
+	ret0, _ := ret[0].(ports.ContentProject)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// GetContentProject indicates an expected call of GetContentProject.
+func (mr *MockContentStoreMockRecorder) GetContentProject(ctx, orgID, id any) *MockContentStoreGetContentProjectCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "GetContentProject", reflect.TypeOf((*MockContentStore)(nil).GetContentProject), ctx, orgID, id)
+	return &MockContentStoreGetContentProjectCall{Call: call}
+}
+
+// MockContentStoreGetContentProjectCall wrap *gomock.Call
+type MockContentStoreGetContentProjectCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockContentStoreGetContentProjectCall) Return(arg0 ports.ContentProject, arg1 error) *MockContentStoreGetContentProjectCall {
+	c.Call = c.Call.Return(arg0, arg1)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockContentStoreGetContentProjectCall) Do(f func(context.Context, string, string) (ports.ContentProject, error)) *MockContentStoreGetContentProjectCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockContentStoreGetContentProjectCall) DoAndReturn(f func(context.Context, string, string) (ports.ContentProject, error)) *MockContentStoreGetContentProjectCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // ListBriefs mocks base method.
 func (m *MockContentStore) ListBriefs(ctx context.Context, orgID, projectID string, page ports.Page) ([]ports.Brief, string, error) {
 	m.ctrl.T.Helper()
@@ -357,6 +473,46 @@ func (c *MockContentStoreListContentItemsCall) DoAndReturn(f func(context.Contex
 	return c
 }
 
+// ListContentProjects mocks base method.
+func (m *MockContentStore) ListContentProjects(ctx context.Context, orgID string, page ports.Page) ([]ports.ContentProject, string, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "ListContentProjects", ctx, orgID, page)
+	ret0, _ := ret[0].([]ports.ContentProject)
+	ret1, _ := ret[1].(string)
+	ret2, _ := ret[2].(error)
+	return ret0, ret1, ret2
+}
+
+// ListContentProjects indicates an expected call of ListContentProjects.
+func (mr *MockContentStoreMockRecorder) ListContentProjects(ctx, orgID, page any) *MockContentStoreListContentProjectsCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListContentProjects", reflect.TypeOf((*MockContentStore)(nil).ListContentProjects), ctx, orgID, page)
+	return &MockContentStoreListContentProjectsCall{Call: call}
+}
+
+// MockContentStoreListContentProjectsCall wrap *gomock.Call
+type MockContentStoreListContentProjectsCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockContentStoreListContentProjectsCall) Return(arg0 []ports.ContentProject, arg1 string, arg2 error) *MockContentStoreListContentProjectsCall {
+	c.Call = c.Call.Return(arg0, arg1, arg2)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockContentStoreListContentProjectsCall) Do(f func(context.Context, string, ports.Page) ([]ports.ContentProject, string, error)) *MockContentStoreListContentProjectsCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockContentStoreListContentProjectsCall) DoAndReturn(f func(context.Context, string, ports.Page) ([]ports.ContentProject, string, error)) *MockContentStoreListContentProjectsCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // PutBrand mocks base method.
 func (m *MockContentStore) PutBrand(ctx context.Context, b ports.Brand) error {
 	m.ctrl.T.Helper()
@@ -429,6 +585,44 @@ func (c *MockContentStoreUpdateContentItemCall) Do(f func(context.Context, ports
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
 func (c *MockContentStoreUpdateContentItemCall) DoAndReturn(f func(context.Context, ports.ContentItem) error) *MockContentStoreUpdateContentItemCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// UpdateContentProject mocks base method.
+func (m *MockContentStore) UpdateContentProject(ctx context.Context, p ports.ContentProject) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "UpdateContentProject", ctx, p)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// UpdateContentProject indicates an expected call of UpdateContentProject.
+func (mr *MockContentStoreMockRecorder) UpdateContentProject(ctx, p any) *MockContentStoreUpdateContentProjectCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "UpdateContentProject", reflect.TypeOf((*MockContentStore)(nil).UpdateContentProject), ctx, p)
+	return &MockContentStoreUpdateContentProjectCall{Call: call}
+}
+
+// MockContentStoreUpdateContentProjectCall wrap *gomock.Call
+type MockContentStoreUpdateContentProjectCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockContentStoreUpdateContentProjectCall) Return(arg0 error) *MockContentStoreUpdateContentProjectCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockContentStoreUpdateContentProjectCall) Do(f func(context.Context, ports.ContentProject) error) *MockContentStoreUpdateContentProjectCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockContentStoreUpdateContentProjectCall) DoAndReturn(f func(context.Context, ports.ContentProject) error) *MockContentStoreUpdateContentProjectCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

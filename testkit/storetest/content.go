@@ -44,9 +44,10 @@ type ContentStores struct {
 // version N, not M" (M = it.Version - 1) and invalid (field "status") for
 // an unknown status. ListContentItems is invalid (field "status") for an
 // unknown status in the filter. A refused conditional write inside a
-// transaction leaves the transaction usable.
+// transaction leaves the transaction usable. The content project cases are
+// described at contentProjectCases.
 func TestContent(t *testing.T, newStores func(t *testing.T) ContentStores) {
-	runSuite(t, newStores, []suiteCase[ContentStores]{
+	runSuite(t, newStores, append([]suiteCase[ContentStores]{
 		{"BrandRoundTrip", testBrandRoundTrip},
 		{"PutBrandVersions", testPutBrandVersions},
 		{"BrandOrgIsolation", testBrandOrgIsolation},
@@ -68,7 +69,7 @@ func TestContent(t *testing.T, newStores func(t *testing.T) ContentStores) {
 		{"DeleteContentItem", testDeleteContentItem},
 		{"ContentTxRollback", testContentTxRollback},
 		{"ContentTxCommit", testContentTxCommit},
-	})
+	}, contentProjectCases...))
 }
 
 // contentOwner is an org and one of its users, who authors its content.
