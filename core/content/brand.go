@@ -78,7 +78,8 @@ func (s *Service) brand(ctx context.Context, orgID, projectID string) (ports.Bra
 const maxBrandRaces = 3
 
 // PutBrand replaces the project's brand settings with in, as the next
-// version, recorded as updated by the caller, and returns what is stored.
+// version, recorded as updated by the caller, and returns what is stored. A
+// project id without a project record gets one, named after the id.
 // Errors: invalid (fields project_id, name, voice, tone, tone[i], audience,
 // values, values[i], banned_words, banned_words[i], preferred_terms,
 // preferred_terms["term"], style_guide, examples, examples[i], version);
@@ -101,6 +102,9 @@ func (s *Service) PutBrand(ctx context.Context, projectID string, in BrandInput)
 		return ports.Brand{}, err
 	}
 	b.OrgID, b.ProjectID, b.UpdatedBy = p.OrgID, projectID, p.UserID
+	if err := s.ensureProject(ctx, p, projectID); err != nil {
+		return ports.Brand{}, err
+	}
 	for race := 1; ; race++ {
 		cur, err := s.brand(ctx, p.OrgID, projectID)
 		if err != nil {

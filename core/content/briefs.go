@@ -26,7 +26,8 @@ type BriefInput struct {
 }
 
 // CreateBrief stores a new brief of the caller's organisation, created by
-// the caller, and returns it. Errors: invalid (fields project_id, title,
+// the caller, and returns it. A project id without a project record gets
+// one, named after the id. Errors: invalid (fields project_id, title,
 // goal, audience, channel, format, keywords, keywords[i], cta,
 // length.min_words, length.max_words, notes); the store's errors.
 func (s *Service) CreateBrief(ctx context.Context, in BriefInput) (ports.Brief, error) {
@@ -72,6 +73,9 @@ func (s *Service) CreateBrief(ctx context.Context, in BriefInput) (ports.Brief, 
 		return ports.Brief{}, err
 	}
 	b.ID, b.CreatedAt = s.d.IDs.NewID(), s.d.Clock.Now()
+	if err := s.ensureProject(ctx, p, b.ProjectID); err != nil {
+		return ports.Brief{}, err
+	}
 	if err := s.d.Store.CreateBrief(ctx, b); err != nil {
 		return ports.Brief{}, err
 	}
