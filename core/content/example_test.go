@@ -42,6 +42,8 @@ func ExampleService_PutBrand() {
 
 	stored := content.DefaultBrand("org-1", "web-site")
 	stored.Version = 2
+	// The project has its record already.
+	store.EXPECT().EnsureContentProject(gomock.Any(), gomock.Any()).Return(false, nil).AnyTimes()
 	gomock.InOrder(
 		store.EXPECT().GetBrand(gomock.Any(), "org-1", "web-site").Return(stored, nil),
 		store.EXPECT().PutBrand(gomock.Any(), gomock.Any()).DoAndReturn(
@@ -100,6 +102,7 @@ func ExampleService_CreateBrief() {
 	ctx := ports.WithPrincipal(context.Background(),
 		ports.Principal{UserID: "user-alice", OrgID: "org-1", Role: ports.RoleMember})
 
+	store.EXPECT().EnsureContentProject(gomock.Any(), gomock.Any()).Return(false, nil).Times(1)
 	store.EXPECT().CreateBrief(gomock.Any(), gomock.Any()).Times(1).DoAndReturn(
 		func(_ context.Context, b ports.Brief) error {
 			fmt.Printf("store: brief %s of %s/%s\n", b.ID, b.OrgID, b.ProjectID)
