@@ -32,6 +32,10 @@ type Content interface {
 	Publish(ctx context.Context, itemID, targetID string, at *time.Time, overrideReason *string) (ports.Publication, error)
 	Publications(ctx context.Context, itemID string) ([]ports.Publication, error)
 	CancelPublication(ctx context.Context, itemID, pubID string) (ports.Publication, error)
+	CreateProject(ctx context.Context, in content.ProjectInput) (ports.ContentProject, error)
+	Project(ctx context.Context, id string) (ports.ContentProject, error)
+	ListProjects(ctx context.Context, page ports.Page) ([]ports.ContentProject, string, error)
+	UpdateProject(ctx context.Context, id string, in content.ProjectPatch) (ports.ContentProject, error)
 }
 
 // contentRoutes serves §4.4 at /content/… and under /api/v1.
@@ -54,6 +58,7 @@ func (s *Server) contentRoutes() {
 			s.handle(m, p+"/content/:a/:b", s.contentDispatch)
 		}
 		s.handle(http.MethodDelete, p+"/content/:a/:b/:c", s.contentDispatch)
+		s.handle(http.MethodPatch, p+"/content/:a/:b", s.contentDispatch)
 	}
 }
 
@@ -79,6 +84,8 @@ func (s *Server) contentTable() map[contentKey]map[string]handlerFunc {
 		{"", 2, "publish"}:      {http.MethodPost: s.publishContent},
 		{"", 2, "publications"}: {http.MethodGet: s.listPublications},
 		{"", 3, "publications"}: {http.MethodDelete: s.cancelPublication},
+		{"projects", 1, ""}:     {http.MethodGet: s.listProjects, http.MethodPost: s.createProject},
+		{"projects", 2, ""}:     {http.MethodGet: s.getProject, http.MethodPatch: s.updateProject},
 	}
 }
 
@@ -95,10 +102,12 @@ var contentPatterns = map[contentKey]string{
 	{"", 2, "publish"}:      "/content/:content_id/publish",
 	{"", 2, "publications"}: "/content/:content_id/publications",
 	{"", 3, "publications"}: "/content/:content_id/publications/:publication_id",
+	{"projects", 1, ""}:     "/content/projects",
+	{"projects", 2, ""}:     "/content/projects/:project_id",
 }
 
 // contentReserved are the first segments that are not content ids.
-var contentReserved = []string{"briefs", "generate", "brands", "targets"}
+var contentReserved = []string{"briefs", "generate", "brands", "targets", "projects"}
 
 func (s *Server) contentDispatch(w http.ResponseWriter, r *http.Request) error {
 	key := contentKey{segments: 1}
