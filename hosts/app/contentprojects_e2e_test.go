@@ -168,7 +168,7 @@ func TestContentProjects(t *testing.T) {
 			var audit struct {
 				Items []struct {
 					Action, Resource, Outcome string
-					Arguments                map[string]any
+					Arguments                 map[string]any
 				}
 			}
 			if err := json.Unmarshal(body, &audit); code != 200 || err != nil {
