@@ -1,15 +1,16 @@
 // pages/content.js: the Content page (#/content/<project id>): a project
-// picker, the project's brand settings, its briefs with Generate, and its
+// picker by name (content/projects.js), the project's brand settings, its briefs with Generate, and its
 // content items as a board by lifecycle status. The page follows the items
 // being written on their progress streams (GET /content/{id}/events) and
 // reads the board again as each one is done.
 
 import { list, stream } from '../api.js';
-import { h, mount, field, button, errorBox, empty, toast } from '../ui.js';
+import { h, mount, button, errorBox, empty, toast } from '../ui.js';
 import { brandSection } from './content/brand.js';
 import { briefsSection } from './content/briefs.js';
 import { board, itemDialog } from './content/board.js';
-import { PROJECT_ID, newProjectID, recentProjects, rememberProject } from './content/util.js';
+import { PROJECT_ID, recentProjects, rememberProject } from './content/util.js';
+import { projectBar } from './content/projects.js';
 
 export const title = 'Content';
 
@@ -24,9 +25,9 @@ const MAX_STREAMS = 3;
 export function render(main, args) {
   const pid = args[0] && PROJECT_ID.test(args[0]) ? args[0] : recentProjects()[0] || '';
   if (pid) rememberProject(pid);
-  main.append(h('h1', {}, title), picker(pid));
+  main.append(h('h1', {}, title), projectBar(pid));
   if (!pid) {
-    main.append(h('section', { class: 'card' }, empty('Pick a project above, or start a new one: brand settings, briefs and drafts belong to a project.')));
+    main.append(h('section', { class: 'card' }, empty('Pick a project above, or create a new one with a name: brand settings, briefs and drafts belong to a project.')));
     return undefined;
   }
 
@@ -101,47 +102,4 @@ export function render(main, args) {
     following.forEach((ctl) => ctl.abort());
     if (dialog.el.open) dialog.el.close();
   };
-}
-
-// picker is the project bar: the current project, recent ones and those
-// that have content, another id typed in, or a new one.
-function picker(pid) {
-  const go = (id) => { location.hash = '#/content/' + encodeURIComponent(id); };
-  const select = h('select', { id: 'project-select' },
-    pid ? null : h('option', { value: '' }, 'Choose a project…'));
-  const known = new Set();
-  const add = (id, note) => {
-    if (known.has(id)) return;
-    known.add(id);
-    select.append(h('option', { value: id, selected: id === pid }, note ? `${id} (${note})` : id));
-  };
-  if (pid) add(pid);
-  recentProjects().forEach((p) => add(p));
-  select.addEventListener('change', () => { if (select.value) go(select.value); });
-  // Projects that already have content in the organisation.
-  list('/content', { limit: 200 }).then((r) => {
-    for (const i of r.items) add(i.project_id, 'has content');
-  }, () => { /* the board shows errors */ });
-
-  const other = h('input', { id: 'project-id', placeholder: 'acme or a UUID', spellcheck: 'false', autocomplete: 'off' });
-  const errEl = h('div', { 'aria-live': 'assertive' });
-  const open = () => {
-    const v = other.value.trim();
-    if (!PROJECT_ID.test(v)) {
-      mount(errEl, errorBox(new Error('A project id is 1 to 100 letters, digits or . _ : -')));
-      other.focus();
-      return;
-    }
-    go(v);
-  };
-  other.addEventListener('keydown', (ev) => { if (ev.key === 'Enter') { ev.preventDefault(); open(); } });
-  return h('section', { class: 'card project-bar', 'aria-label': 'Project' },
-    h('div', { class: 'row' },
-      field('Project', select),
-      field('Another project id', other),
-      h('div', { class: 'row project-actions' },
-        button('Open', open, { id: 'project-open' }),
-        button('New project', () => { const id = newProjectID(); rememberProject(id); toast('New project ' + id); go(id); },
-          { id: 'project-new' }))),
-    errEl);
 }
