@@ -135,7 +135,10 @@ func (s *Content) UpdateContentProject(ctx context.Context, p ports.ContentProje
 	c := s.db.write(ctx)
 	key := ports.ContentProjectNameKey(p.Name)
 	var other string
-	err := c.get(ctx, &other, "SELECT id FROM content_projects WHERE org_id = ? AND name_key = ? AND id <> ?", p.OrgID, key, p.ID)
+	// Only when p.ID exists, so an absent project is not_found whatever its
+	// name.
+	err := c.get(ctx, &other, `SELECT id FROM content_projects WHERE org_id = ? AND name_key = ? AND id <> ?
+		AND EXISTS (SELECT 1 FROM content_projects WHERE org_id = ? AND id = ?)`, p.OrgID, key, p.ID, p.OrgID, p.ID)
 	switch {
 	case err == nil:
 		return nameTaken(p.Name)

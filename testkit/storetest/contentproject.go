@@ -266,6 +266,11 @@ func testUpdateContentProject(t *testing.T, s ContentStores) {
 	theirs.OrgID, theirs.Version = other.org.ID, 4
 	err = s.Content.UpdateContentProject(ctx, theirs)
 	checkKind(t, "UpdateContentProject(another org)", err, ports.KindNotFound)
+	// An absent project is not_found, even with a name its org has.
+	absent := own
+	absent.ID, absent.Name, absent.Version = newID(), taken.Name, 2
+	err = s.Content.UpdateContentProject(ctx, absent)
+	checkKind(t, "UpdateContentProject(absent, taken name)", err, ports.KindNotFound)
 }
 
 func testRaceUpdateContentProject(t *testing.T, s ContentStores) {
