@@ -7,6 +7,16 @@ import (
 
 //go:generate go tool mockgen -typed -destination ../testkit/mocks/llm.go -package mocks . LLM
 
+// SandboxModel is the model name the sandbox's scripted model (devpilot's
+// demo model behind its fake OpenAI, or any other scripted responder there)
+// answers with, so that what devpilot records as a version's or an item's
+// model says it was not written by AI. A sandbox that keeps a real
+// provider (the eval's KeepModel) records that provider's model name.
+const SandboxModel = "devpilot-sandbox-model"
+
+// IsSandboxModel reports whether model is the sandbox's scripted model.
+func IsSandboxModel(model string) bool { return model == SandboxModel }
+
 // MessageRole says who speaks in a conversation with a model.
 type MessageRole string
 

@@ -111,6 +111,10 @@ type SpecArtifact struct {
 	// (SpecStore.SaveEditedArtifact); "" for a version a model generated.
 	// An edited version has no Model, PromptVersion or Generation.
 	EditedBy string
+	// EditorName is EditedBy's name as devpilot knows them (their email
+	// address), filled in by the specification engine when it reads versions
+	// for a caller of the same organisation; stores neither keep nor set it.
+	EditorName string
 }
 
 // SpecGeneration is the statistics of the generation of one artifact, all

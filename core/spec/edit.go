@@ -111,7 +111,37 @@ func (s *Service) EditStage(ctx context.Context, sessionID string, stage ports.S
 		return ports.SpecArtifact{}, err
 	}
 	s.log.InfoContext(ctx, "stage edited", "session_id", sessionID, "stage", stage, "version", saved.Version, "checks", len(checks))
-	return saved, nil
+	one := []ports.SpecArtifact{saved}
+	s.nameEditors(ctx, p, one)
+	return one[0], nil
+}
+
+// nameEditors fills in the EditorName of the artifacts edited by hand: the
+// editor's email, when they are a user of the caller's organisation (a
+// removed member included, as they did write the version). A user who
+// cannot be read leaves the name empty: the version still says who by id.
+func (s *Service) nameEditors(ctx context.Context, p ports.Principal, arts []ports.SpecArtifact) {
+	if s.d.Users == nil {
+		return
+	}
+	names := map[string]string{}
+	for i, a := range arts {
+		if a.EditedBy == "" {
+			continue
+		}
+		name, ok := names[a.EditedBy]
+		if !ok {
+			u, err := s.d.Users.GetUser(ctx, a.EditedBy)
+			switch {
+			case err == nil && u.OrgID == p.OrgID:
+				name = u.Email
+			case err != nil && !errors.Is(err, ports.ErrNotFound):
+				s.log.WarnContext(ctx, "naming a version's editor", "user_id", a.EditedBy, "err", err)
+			}
+			names[a.EditedBy] = name
+		}
+		arts[i].EditorName = name
+	}
 }
 
 func staleVersion(stage ports.Stage, base, latest int, cause error) error {
@@ -132,6 +162,9 @@ func (s *Service) StageVersions(ctx context.Context, sessionID string, stage por
 		return nil, err
 	}
 	slices.Reverse(arts)
+	if p, err := ports.RequirePrincipal(ctx); err == nil {
+		s.nameEditors(ctx, p, arts)
+	}
 	return arts, nil
 }
 

@@ -154,6 +154,9 @@ type Deps struct {
 	Observer ports.Observer
 	// Audit records renames and deletes of sessions (nil: not recorded).
 	Audit ports.AuditStore
+	// Users names the authors of versions edited by hand (EditorName);
+	// nil leaves them unnamed.
+	Users ports.UserStore
 }
 
 // Service is the specification engine's use cases. Every method but

@@ -267,6 +267,7 @@ func (s *Service) GetSession(ctx context.Context, id string) (View, error) {
 	if arts == nil {
 		arts = []ports.SpecArtifact{}
 	}
+	s.nameEditors(ctx, p, arts)
 	return View{Session: sess, Inputs: withoutContent(inputs), Artifacts: arts, NextStage: nextStage(sess.CurrentStage)}, nil
 }
 

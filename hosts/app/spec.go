@@ -43,6 +43,8 @@ type SpecParams struct {
 	Observer ports.Observer `optional:"true"`
 	// Audit records renames and deletes of sessions.
 	Audit ports.AuditStore `optional:"true"`
+	// Users names who edited a version by hand.
+	Users ports.UserStore
 }
 
 // NewSpec returns the specification engine.
@@ -52,6 +54,6 @@ func NewSpec(p SpecParams) *spec.Service {
 		Temperature: p.Config.Spec.Temperature, Seed: p.Config.Spec.Seed}, spec.Deps{
 		Specs: p.Specs, Standards: p.Standards, Digests: p.Digests, Tx: p.Tx, Jobs: p.Jobs, LLM: p.LLM,
 		Clock: p.Clock, IDs: p.IDs, Logger: p.Logger, Repos: p.Repos, SCM: p.SCM, Cipher: p.Cipher,
-		Exports: p.Exports, Observer: p.Observer, Audit: p.Audit,
+		Exports: p.Exports, Observer: p.Observer, Audit: p.Audit, Users: p.Users,
 	})
 }

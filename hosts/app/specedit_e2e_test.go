@@ -81,12 +81,15 @@ func TestSpecEditVersionsDiff(t *testing.T) {
 				Model       string
 				Content     string
 				GeneratedBy struct {
-					Kind   string
-					UserID string `json:"user_id"`
+					Kind     string
+					UserID   string `json:"user_id"`
+					UserName string `json:"user_name"`
+					Sandbox  *bool
 				} `json:"generated_by"`
 			}
 			if err := json.Unmarshal(resp, &art); code != 200 || err != nil || art.Version != 2 || art.Model != "" ||
-				art.GeneratedBy.Kind != "user" || art.GeneratedBy.UserID == "" || !strings.Contains(art.Content, "Edited by hand.") {
+				art.GeneratedBy.Kind != "user" || art.GeneratedBy.UserID == "" || art.GeneratedBy.UserName != "dev@example.com" ||
+				art.GeneratedBy.Sandbox != nil || !strings.Contains(art.Content, "Edited by hand.") {
 				t.Fatalf("PUT a valid document: %d %s", code, resp)
 			}
 			v := st.waitReady(member, id)
@@ -101,12 +104,20 @@ func TestSpecEditVersionsDiff(t *testing.T) {
 				Items []struct {
 					Version     int
 					Model       string
-					GeneratedBy struct{ Kind, Model string } `json:"generated_by"`
+					GeneratedBy struct {
+						Kind, Model string
+						UserName    string `json:"user_name"`
+						Sandbox     *bool
+					} `json:"generated_by"`
 				}
 			}
+			// The stack's model is a plain fake answering as the configured
+			// model: a real model's name, not the sandbox's.
 			if err := json.Unmarshal(resp, &versions); code != 200 || err != nil || len(versions.Items) != 2 ||
 				versions.Items[0].Version != 2 || versions.Items[0].GeneratedBy.Kind != "user" ||
-				versions.Items[1].GeneratedBy.Kind != "model" || versions.Items[1].GeneratedBy.Model == "" {
+				versions.Items[0].GeneratedBy.UserName != "dev@example.com" ||
+				versions.Items[1].GeneratedBy.Kind != "model" || versions.Items[1].GeneratedBy.Model == "" ||
+				versions.Items[1].GeneratedBy.Sandbox == nil || *versions.Items[1].GeneratedBy.Sandbox {
 				t.Fatalf("GET versions: %d %s", code, resp)
 			}
 

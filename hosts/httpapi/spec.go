@@ -436,19 +436,24 @@ type artifactJSON struct {
 }
 
 // generatedByJSON says who made an artifact's version: {"kind":"model",
-// "model":"gpt-4o-mini"} for one a model generated, {"kind":"user",
-// "user_id":"…"} for one a person wrote by hand.
+// "model":"gpt-4o-mini","sandbox":false} for one a model generated (sandbox
+// true when that model was the sandbox's scripted one, not AI),
+// {"kind":"user","user_id":"…","user_name":"…"} for one a person wrote by
+// hand.
 type generatedByJSON struct {
-	Kind   string `json:"kind"`
-	Model  string `json:"model,omitempty"`
-	UserID string `json:"user_id,omitempty"`
+	Kind     string `json:"kind"`
+	Model    string `json:"model,omitempty"`
+	Sandbox  *bool  `json:"sandbox,omitempty"`
+	UserID   string `json:"user_id,omitempty"`
+	UserName string `json:"user_name,omitempty"`
 }
 
 func generatedByOut(a ports.SpecArtifact) generatedByJSON {
 	if a.EditedBy != "" {
-		return generatedByJSON{Kind: "user", UserID: a.EditedBy}
+		return generatedByJSON{Kind: "user", UserID: a.EditedBy, UserName: a.EditorName}
 	}
-	return generatedByJSON{Kind: "model", Model: a.Model}
+	sandbox := ports.IsSandboxModel(a.Model)
+	return generatedByJSON{Kind: "model", Model: a.Model, Sandbox: &sandbox}
 }
 
 func artifactOut(a ports.SpecArtifact) artifactJSON {

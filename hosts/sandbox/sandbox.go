@@ -164,6 +164,9 @@ func Start(cfg app.Config, logger *slog.Logger, opts ...Option) (app.Config, *Sa
 		keepModel: o.keepModel,
 	}
 	sb.openai.SetResponder(o.responder)
+	// What answers behind the fake is a script, never a real model: its
+	// answers say so, and so does every version and item recorded from them.
+	sb.openai.SetModel(ports.SandboxModel)
 	seedSandboxAWS(sb.aws.Account(AWSAccountID), now)
 	sb.aws.BuildsFinishAfter(sandboxBuildTime)
 	seedSandboxGitHub(sb.github, now)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/devpilot/devpilot/hosts/app"
 	"github.com/devpilot/devpilot/hosts/sandbox"
+	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
@@ -131,7 +132,7 @@ func TestStartOptions(t *testing.T) {
 			if !tt.wantFake && got.LLM.APIKey != "sk-real" {
 				t.Errorf("KeepModel changed the API key to %q", got.LLM.APIKey)
 			}
-			if tt.wantReply == "" {
+			if !tt.wantFake {
 				return
 			}
 			body := strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
@@ -146,6 +147,10 @@ func TestStartOptions(t *testing.T) {
 			raw, _ := io.ReadAll(resp.Body)
 			if !strings.Contains(string(raw), tt.wantReply) {
 				t.Errorf("the fake answered %s, want the responder's %q", raw, tt.wantReply)
+			}
+			// A script answers, whatever model was asked for: it says so.
+			if want := `"model":"` + ports.SandboxModel + `"`; !strings.Contains(string(raw), want) {
+				t.Errorf("the fake answered %s, want it to name the sandbox model (%s)", raw, want)
 			}
 		})
 	}

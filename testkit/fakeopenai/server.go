@@ -54,8 +54,11 @@ type Server struct {
 	mu        sync.Mutex
 	chat      []Response
 	responder func(*Request) Response
-	requests  []Request
-	seq       int
+	// model is the model every chat answer names when its Response sets
+	// none (SetModel); "" echoes the request's.
+	model    string
+	requests []Request
+	seq      int
 	// history bounds each record of requests to its newest entries; 0 keeps
 	// them all.
 	history int
@@ -144,6 +147,26 @@ func (s *Server) SetResponder(f func(*Request) Response) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.responder = f
+}
+
+// SetModel makes every chat answer whose Response names no model
+// (WithModel) name model instead of echoing the request's: a sandbox sets
+// the name of its scripted model, so what devpilot records as the model is
+// what answered. "" echoes the request's model again.
+func (s *Server) SetModel(model string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.model = model
+}
+
+// named is resp naming the fake's model (SetModel) when it names none.
+func (s *Server) named(resp Response) Response {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if resp.model == "" {
+		resp.model = s.model
+	}
+	return resp
 }
 
 // errorf reports a test failure; a NewHandler fake has no test to fail.
@@ -314,7 +337,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if resp, over := s.overContextLimit(&req); over {
-		serveChat(w, r, &req, resp, seq)
+		serveChat(w, r, &req, s.named(resp), seq)
 		return
 	}
 	resp, ok := s.nextChat(&req)
@@ -324,7 +347,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("fakeopenai: no response scripted for request %d (%s %s)", seq, r.Method, r.URL.Path)))
 		return
 	}
-	serveChat(w, r, &req, s.offeredOnlyResponse(&req, resp), seq)
+	serveChat(w, r, &req, s.named(s.offeredOnlyResponse(&req, resp)), seq)
 }
 
 func (s *Server) handleUnknown(w http.ResponseWriter, r *http.Request) {
