@@ -12,6 +12,7 @@ import { traceView, latest } from './trace.js';
 import { linkIds } from './links.js';
 import { inputRow, addInput, size, KINDS } from './inputs.js';
 import { STAGES } from './standards.js';
+import { editor, historyView, madeBy, savedNote } from './edit.js';
 
 export const STAGE_NAMES = { scope: 'Scope', prd: 'PRD', epics: 'Epics', stories: 'Stories', prps: 'PRPs' };
 const RECONNECT_MS = 2000;
@@ -37,6 +38,8 @@ export function sessionView(el, id, tab, onChange) {
   let fetching = 0; // the number of the latest refresh, so that only it draws
   let panelKey = null; // what the panel shows (see draw)
   let stepperKey = null; // what the stepper shows
+  let editing = null; // the stage whose document is open in the editor
+  let saved = null; // the last edit saved: { stage, artifact, stale: [stage names] }
 
   const head = h('div', { class: 'spec-head' });
   const status = h('p', { class: 'spec-status', role: 'status', 'aria-live': 'polite' });
@@ -191,7 +194,9 @@ export function sessionView(el, id, tab, onChange) {
     // not close an open details or wipe a half-typed input.
     const arts = (s.artifacts || []).map((a) => `${a.stage}${a.version}${a.stale ? 's' : ''}`).join();
     const key = [view, version[view], arts, (s.inputs || []).length, busy].join('|');
-    if (key !== panelKey) {
+    // An open editor is never redrawn under its author: a newer version
+    // shows as a 412 when they save.
+    if (key !== panelKey && !(editing === view && panel.querySelector('.stage-edit'))) {
       panelKey = key;
       if (view === 'trace') mount(panel, traceView(id, s.artifacts));
       else if (view === 'inputs') mount(panel, inputsPanel());
@@ -229,20 +234,68 @@ export function sessionView(el, id, tab, onChange) {
     const regen = button(`Regenerate ${STAGE_NAMES[st]}`, () => generate(st), { id: 'stage-regenerate', errEl: actionErr });
     regen.disabled = busy;
     const later = STAGES.slice(STAGES.indexOf(st) + 1).filter((x) => current[x]);
+    if (editing === st) return editPanel(st, cur);
+    // Only the current version is edited; the editor opens on it.
+    const edit = button(`Edit ${STAGE_NAMES[st]}`, () => {
+      editing = st; saved = null; delete version[st]; panelKey = null; draw();
+      const first = panel.querySelector('.stage-edit input, .stage-edit textarea');
+      if (first) first.focus();
+    }, { id: 'stage-edit' });
+    edit.disabled = busy;
+    const history = details(`Versions (${all.length}) and compare`, h('div', {}), { class: 'stage-versions', id: 'stage-versions' });
+    history.addEventListener('toggle', () => {
+      if (!history.open || history.dataset.loaded) return;
+      history.dataset.loaded = '1';
+      history.lastChild.replaceWith(historyView(path, st, cur.version, (v) => { version[st] = v; draw(); }));
+    });
     return h('section', { class: 'stage', 'aria-labelledby': 'stage-title', dataset: { stage: st, version: chosen.version } },
       h('div', { class: 'row stage-head' }, title,
         h('span', { class: 'badge stage-version' }, `version ${chosen.version}`),
         chosen.stale ? h('span', { class: 'badge warn stage-stale' }, '⚠ stale') : chosen === cur ? h('span', { class: 'badge ok' }, 'current') : h('span', { class: 'badge' }, 'superseded'),
         picker),
-      h('p', { class: 'muted' }, `Generated ${when(chosen.created_at)} by ${chosen.model || 'the model'}.`),
+      h('p', { class: 'muted stage-madeby' }, `${madeBy(chosen)} · ${when(chosen.created_at)}`),
+      saved && saved.stage === st && saved.artifact.version === chosen.version ? savedNote(saved.artifact, saved.stale) : null,
       chosen.stale ? h('p', { class: 'notice stage-stale-note' }, 'Stale: an earlier stage was regenerated after this version, so it may not match it. Regenerate this stage (or use “Generate next”) to bring it up to date.') : null,
       chosen !== cur ? h('p', { class: 'notice' }, `An older version: the current one is v${cur.version}.`) : null,
-      h('div', { class: 'row' }, regen,
-        h('small', { class: 'muted' }, later.length ? `Regenerating makes version ${cur.version + 1} and marks ${later.map((x) => STAGE_NAMES[x]).join(', ')} stale.` : `Regenerating makes version ${cur.version + 1}.`)),
+      h('div', { class: 'row' }, regen, edit,
+        h('small', { class: 'muted' }, later.length ? `Regenerating or editing makes version ${cur.version + 1} and marks ${later.map((x) => STAGE_NAMES[x]).join(', ')} stale.` : `Regenerating or editing makes version ${cur.version + 1}.`)),
       (chosen.checks || []).length ? h('div', { class: 'stage-checks', role: 'note' }, h('strong', {}, 'Traceability checks'),
         h('ul', {}, chosen.checks.map((c) => h('li', {}, '⚠ ', c)))) : null,
       linkIds(h('article', { class: 'doc spec-doc', 'aria-label': `${STAGE_NAMES[st]} document` }, md(chosen.content)), id),
+      history,
       details('Structured data (JSON)', pretty(chosen.data), { class: 'stage-data' }));
+  }
+
+  // editPanel is stage st's current version in the editor (edit.js).
+  function editPanel(st, cur) {
+    const close = () => { editing = null; panelKey = null; draw(); };
+    return h('section', { class: 'stage', 'aria-labelledby': 'stage-title', dataset: { stage: st, version: cur.version, editing: 'true' } },
+      h('div', { class: 'row stage-head' }, h('h3', { id: 'stage-title' }, `Edit ${STAGE_NAMES[st]}`),
+        h('span', { class: 'badge stage-version' }, `from version ${cur.version}`)),
+      editor(path, st, cur.version, cur.data, {
+        onDone: async (art) => {
+          if (art) {
+            const later = STAGES.slice(STAGES.indexOf(st) + 1).filter((x) => latest(s.artifacts)[x]).map((x) => STAGE_NAMES[x]);
+            saved = { stage: st, artifact: art, stale: later };
+            delete version[st];
+            toast(`${STAGE_NAMES[st]} saved as version ${art.version}.`);
+            editing = null;
+            panelKey = null;
+            await refresh();
+            const h3 = document.getElementById('stage-title');
+            if (h3) h3.scrollIntoView({ block: 'start' });
+            return;
+          }
+          close();
+        },
+        onTheirs: async () => {
+          editing = null;
+          delete version[st];
+          panelKey = null;
+          await refresh();
+          toast(`Loaded the latest ${STAGE_NAMES[st]}.`);
+        },
+      }));
   }
 
   function inputsPanel() {
