@@ -72,6 +72,54 @@ func TestEditStage(t *testing.T) {
 	}
 }
 
+// TestEditStageNamesEditor: a version edited by hand names its editor (the
+// email of a user of the caller's org) wherever versions are read, and in
+// the export's header; without a user store it names no one.
+func TestEditStageNamesEditor(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, spec.Config{})
+	sid := e.newSession(alice)
+	e.seed(sid, ports.StageScope, ports.StagePRD)
+	data := edit(t, ports.StagePRD, func(doc map[string]any) { doc["summary"] = "Edited by hand." })
+	got, err := e.svc.EditStage(as(alice), sid, ports.StagePRD, json.RawMessage(data), version(1))
+	if err != nil {
+		t.Fatalf("EditStage: %v", err)
+	}
+	if got.EditorName != "" {
+		t.Errorf("without a user store the editor is named %q", got.EditorName)
+	}
+	e.rewire(func(d *spec.Deps) { d.Users = e.store })
+	want := alice.UserID + "@example.com"
+	versions, err := e.svc.StageVersions(as(alice), sid, ports.StagePRD)
+	if err != nil || len(versions) != 2 || versions[0].EditorName != want || versions[1].EditorName != "" {
+		t.Fatalf("StageVersions = %+v, %v; want v2 named %s, v1 (a model's) not", versions, err, want)
+	}
+	v, err := e.svc.GetSession(as(alice), sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, a := range v.Artifacts {
+		if a.EditedBy != "" && a.EditorName == want {
+			named++
+		}
+	}
+	if named != 1 {
+		t.Errorf("GetSession names %d edited versions, want 1", named)
+	}
+	ex, err := e.svc.ExportSession(as(alice), sid, spec.ExportMarkdown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	if err := ex.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "> PRD · version 2 · edited by hand ") || !strings.Contains(buf.String(), " by "+want) {
+		t.Errorf("the export does not say who edited the PRD:\n%s", buf.String())
+	}
+}
+
 func TestDiffVersionsItems(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, spec.Config{})

@@ -77,6 +77,7 @@ func (s *Service) ExportSession(ctx context.Context, id string, format ExportFor
 	if err != nil {
 		return nil, err
 	}
+	s.nameEditors(ctx, p, arts)
 	cur := currentArtifacts(arts)
 	e := &Export{Session: sess, Format: format}
 	for _, st := range ports.Stages {
@@ -194,13 +195,23 @@ func stageFile(st ports.Stage) string {
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // stageDocument is a stage's current Markdown under a header saying which
-// version it is (with the model and prompt version that made it) and, when
-// it is stale, that it should be regenerated.
+// version it is (with the model and prompt version that made it, or who
+// edited it by hand) and, when it is stale, that it should be regenerated.
 func stageDocument(a ports.SpecArtifact) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "> %s · version %d · generated %s", stageTitles[a.Stage], a.Version, stamp(a.CreatedAt))
+	if a.EditedBy != "" {
+		fmt.Fprintf(&b, "> %s · version %d · edited by hand %s", stageTitles[a.Stage], a.Version, stamp(a.CreatedAt))
+		if n := ports.Line(a.EditorName, 200); n != "" {
+			b.WriteString(" by " + n)
+		}
+	} else {
+		fmt.Fprintf(&b, "> %s · version %d · generated %s", stageTitles[a.Stage], a.Version, stamp(a.CreatedAt))
+	}
 	if m := ports.Line(a.Model, 100); m != "" {
 		b.WriteString(" · model " + m)
+		if ports.IsSandboxModel(m) {
+			b.WriteString(" (the sandbox's scripted model, not AI)")
+		}
 	}
 	if v := ports.Line(a.PromptVersion, 64); v != "" {
 		b.WriteString(" · prompt " + v)
