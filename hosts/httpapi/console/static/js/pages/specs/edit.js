@@ -282,8 +282,9 @@ export function editor(path, st, base, data, { onDone, onTheirs }) {
       let target = null;
       while (ptr !== null && ptr !== '' && ptr !== '/' && !(target = controls.get(ptr))) ptr = ptr.slice(0, ptr.lastIndexOf('/'));
       const where = target ? placeOf(target) : null;
-      items.push(h('li', {}, where ? h('strong', {}, `${where}: `) : null, msg));
-      if (!target) continue;
+      if (!target) { items.push(h('li', {}, msg)); continue; }
+      const goTo = (t) => () => { t.scrollIntoView({ block: 'center' }); (t.matches('input, textarea, select') ? t : t.querySelector('input, textarea, select') || t).focus({ preventScroll: true }); };
+      items.push(h('li', {}, h('button', { type: 'button', class: 'problem-link', onclick: goTo(target) }, `${where}:`), ' ', msg));
       const id = nextId();
       const note = h('p', { class: 'field-error', id, role: 'note' }, '⚠ ', msg);
       if (target.matches('input, textarea, select')) {
