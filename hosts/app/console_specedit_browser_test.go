@@ -86,6 +86,11 @@ func TestConsoleSpecEdit(t *testing.T) {
 				t.Errorf("the new requirement's id is %q, want %s", got, newID)
 			}
 			typeInto(b, fmt.Sprintf(`[data-path="%s/description"]`, added), "Customers can gift points to a friend.")
+			// A look at another view keeps the edits.
+			b.do(chromedp.Click(chromedp.ID("spec-view-trace"), chromedp.NodeVisible))
+			b.waitFor("the traceability view", `!document.querySelector('.stage-edit')`, 5*time.Second)
+			b.do(chromedp.Click(chromedp.ID("step-prd"), chromedp.NodeVisible))
+			b.waitFor("the editor back, as it was", fmt.Sprintf(`(e => e && e.value === 'Customers can gift points to a friend.')(document.querySelector('[data-path="%s/description"]'))`, added), 5*time.Second)
 			b.readmeShot("spec-edit")
 
 			// An empty title: 422, shown at the field.

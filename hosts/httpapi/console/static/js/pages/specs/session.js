@@ -39,6 +39,7 @@ export function sessionView(el, id, tab, onChange) {
   let panelKey = null; // what the panel shows (see draw)
   let stepperKey = null; // what the stepper shows
   let editing = null; // the stage whose document is open in the editor
+  let editorEl = null; // its panel, kept while the author looks at other views
   let saved = null; // the last edit saved: { stage, artifact, stale: [stage names] }
 
   const head = h('div', { class: 'spec-head' });
@@ -237,7 +238,7 @@ export function sessionView(el, id, tab, onChange) {
     if (editing === st) return editPanel(st, cur);
     // Only the current version is edited; the editor opens on it.
     const edit = button(`Edit ${STAGE_NAMES[st]}`, () => {
-      editing = st; saved = null; delete version[st]; panelKey = null; draw();
+      editing = st; editorEl = null; saved = null; delete version[st]; panelKey = null; draw();
       const first = panel.querySelector('.stage-edit input, .stage-edit textarea');
       if (first) first.focus();
     }, { id: 'stage-edit' });
@@ -268,8 +269,9 @@ export function sessionView(el, id, tab, onChange) {
 
   // editPanel is stage st's current version in the editor (edit.js).
   function editPanel(st, cur) {
-    const close = () => { editing = null; panelKey = null; draw(); };
-    return h('section', { class: 'stage', 'aria-labelledby': 'stage-title', dataset: { stage: st, version: cur.version, editing: 'true' } },
+    if (editorEl) return editorEl;
+    const close = () => { editing = null; editorEl = null; panelKey = null; draw(); };
+    editorEl = h('section', { class: 'stage', 'aria-labelledby': 'stage-title', dataset: { stage: st, version: cur.version, editing: 'true' } },
       h('div', { class: 'row stage-head' }, h('h3', { id: 'stage-title' }, `Edit ${STAGE_NAMES[st]}`),
         h('span', { class: 'badge stage-version' }, `from version ${cur.version}`)),
       editor(path, st, cur.version, cur.data, {
@@ -280,6 +282,7 @@ export function sessionView(el, id, tab, onChange) {
             delete version[st];
             toast(`${STAGE_NAMES[st]} saved as version ${art.version}.`);
             editing = null;
+            editorEl = null;
             panelKey = null;
             await refresh();
             const h3 = document.getElementById('stage-title');
@@ -290,12 +293,14 @@ export function sessionView(el, id, tab, onChange) {
         },
         onTheirs: async () => {
           editing = null;
+          editorEl = null;
           delete version[st];
           panelKey = null;
           await refresh();
           toast(`Loaded the latest ${STAGE_NAMES[st]}.`);
         },
       }));
+    return editorEl;
   }
 
   function inputsPanel() {
