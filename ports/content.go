@@ -113,6 +113,11 @@ type ContentItem struct {
 	// Override is the latest "publish anyway" given to approve or publish
 	// the item despite its brand findings; nil when none was needed.
 	Override *ContentOverride
+	// EditedBy is the id of the user who last changed the item's title or
+	// body by hand, and EditedByName their name (the email) at the time;
+	// both "" while the text is the model's.
+	EditedBy     string
+	EditedByName string
 }
 
 // How a content item was published (ContentItem.PublishedVia).

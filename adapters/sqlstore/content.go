@@ -288,6 +288,8 @@ type contentItemRow struct {
 	PublishedURL string     `db:"published_url"`
 	PublishedVia string     `db:"published_via"`
 	Override     jsonText   `db:"override"`
+	EditedBy     string     `db:"edited_by"`
+	EditedByName string     `db:"edited_by_name"`
 }
 
 func (r contentItemRow) item() (ports.ContentItem, error) {
@@ -300,7 +302,7 @@ func (r contentItemRow) item() (ports.ContentItem, error) {
 		Title: r.Title, Body: r.Body, Format: r.Format, Status: ports.ContentStatus(r.Status), Checks: checks,
 		Variant: r.Variant, Model: r.Model, Version: r.Version,
 		CreatedAt: time.Time(r.CreatedAt), UpdatedAt: time.Time(r.UpdatedAt), PublishedAt: r.PublishedAt.timePtr(),
-		PublishedURL: r.PublishedURL, PublishedVia: r.PublishedVia,
+		PublishedURL: r.PublishedURL, PublishedVia: r.PublishedVia, EditedBy: r.EditedBy, EditedByName: r.EditedByName,
 	}
 	if len(r.Override) > 0 {
 		it.Override = new(ports.ContentOverride)
@@ -343,7 +345,8 @@ func encodeContentFields(it ports.ContentItem) (checks string, contentErr, overr
 }
 
 const contentItemColumns = `id, org_id, project_id, brief_id, created_by, title, body, format, status, checks, error,
-	variant, model, version, created_at, updated_at, published_at, published_url, published_via, override`
+	variant, model, version, created_at, updated_at, published_at, published_url, published_via, override,
+	edited_by, edited_by_name`
 
 // CreateContentItems implements ports.ContentStore in one transaction. A
 // zero Status is stored as generating, a zero Version as 1 and a zero
@@ -393,10 +396,10 @@ func (s *Content) CreateContentItems(ctx context.Context, items ...ports.Content
 		for i, it := range items {
 			p := rows[i]
 			_, err := c.exec(ctx, "INSERT INTO content_items ("+contentItemColumns+`)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				it.ID, it.OrgID, it.ProjectID, it.BriefID, it.CreatedBy, it.Title, it.Body, it.Format, string(p.status),
 				p.checks, p.err, it.Variant, it.Model, p.version, timestamp(it.CreatedAt), timestamp(p.updated), timestampPtr(it.PublishedAt),
-				it.PublishedURL, it.PublishedVia, p.override)
+				it.PublishedURL, it.PublishedVia, p.override, it.EditedBy, it.EditedByName)
 			if err != nil {
 				return storeErr(err, "content item "+it.ID, "brief "+it.BriefID)
 			}
@@ -464,10 +467,11 @@ func (s *Content) UpdateContentItem(ctx context.Context, it ports.ContentItem) e
 	}
 	c := s.db.write(ctx)
 	n, err := c.exec(ctx, `UPDATE content_items SET title = ?, body = ?, format = ?, status = ?, checks = ?, error = ?,
-		model = ?, version = ?, updated_at = ?, published_at = ?, published_url = ?, published_via = ?, override = ?
+		model = ?, version = ?, updated_at = ?, published_at = ?, published_url = ?, published_via = ?, override = ?,
+		edited_by = ?, edited_by_name = ?
 		WHERE id = ? AND org_id = ? AND version = ?`,
 		it.Title, it.Body, it.Format, string(it.Status), checks, contentErr, it.Model, it.Version, timestamp(it.UpdatedAt), timestampPtr(it.PublishedAt),
-		it.PublishedURL, it.PublishedVia, override,
+		it.PublishedURL, it.PublishedVia, override, it.EditedBy, it.EditedByName,
 		it.ID, it.OrgID, it.Version-1)
 	if err != nil {
 		return storeErr(err, "content item "+it.ID, "")

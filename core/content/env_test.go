@@ -192,7 +192,7 @@ func newEnv(t *testing.T, cfg content.Config) *env {
 			e.queued = append(e.queued, enqueued{args: args, opts: opts, inTx: inTx(ctx), tx: tx})
 			return nil
 		})
-	e.svc = content.New(cfg, content.Deps{Store: e.content, Tx: marked{store, e}, Jobs: jobs, LLM: e.llm, Clock: e.clock, IDs: e.ids})
+	e.svc = content.New(cfg, content.Deps{Store: e.content, Tx: marked{store, e}, Jobs: jobs, LLM: e.llm, Clock: e.clock, IDs: e.ids, Users: store})
 	return e
 }
 

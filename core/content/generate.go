@@ -195,6 +195,7 @@ func (s *Service) generate(ctx context.Context, args GenerateContentArgs, log *s
 	}
 	it.Title, it.Body, it.Status, it.Error = d.title, d.body, ports.ContentDraft, nil
 	it.Model = cmp.Or(res.Model, s.cfg.Model)
+	it.EditedBy, it.EditedByName = "", "" // the model's text
 	it.Checks = checks
 	it.Version, it.UpdatedAt = it.Version+1, s.d.Clock.Now()
 	err = s.d.Store.UpdateContentItem(ctx, it)

@@ -184,6 +184,9 @@ func (s *Service) UpdateItem(ctx context.Context, id string, in UpdateInput) (po
 	}
 	next.Checks = Check(brand, brief, next.Title, next.Body)
 	next.Version, next.UpdatedAt = cur.Version+1, s.d.Clock.Now()
+	if next.Title != cur.Title || next.Body != cur.Body {
+		next.EditedBy, next.EditedByName = p.UserID, s.userName(ctx, p.UserID)
+	}
 	publishing := next.Status == ports.ContentPublished && from != ports.ContentPublished
 	approving := next.Status == ports.ContentApproved && from != ports.ContentApproved
 	switch {
@@ -317,4 +320,18 @@ func (s *Service) DeleteItem(ctx context.Context, id string) error {
 		return itemNotFound(id)
 	}
 	return s.d.Store.DeleteContentItem(ctx, p.OrgID, id)
+}
+
+// userName is how an item names the user with id: their email, or "" when
+// it cannot be read (the id is recorded all the same).
+func (s *Service) userName(ctx context.Context, id string) string {
+	if s.d.Users == nil {
+		return ""
+	}
+	u, err := s.d.Users.GetUser(ctx, id)
+	if err != nil {
+		s.log.WarnContext(ctx, "naming the editor of a content item", "user_id", id, "err", err)
+		return ""
+	}
+	return u.Email
 }

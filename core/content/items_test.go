@@ -143,6 +143,9 @@ func TestEdits(t *testing.T) {
 				want.Format = *in.Format
 			}
 			want.Status, want.Version, want.Checks = tt.status, it.Version+1, []ports.ContentCheck{}
+			if want.Title != it.Title || want.Body != it.Body {
+				want.EditedBy, want.EditedByName = alice.UserID, "user-alice@example.com"
+			}
 			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(e.mustItem(it.ID), want) {
 				t.Errorf("UpdateItem =\n%+v\nwant\n%+v", got, want)
 			}

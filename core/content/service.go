@@ -151,6 +151,9 @@ type Deps struct {
 	Repos     ports.RepoFiles
 	Audit     ports.AuditStore
 	Random    io.Reader
+	// Users names the person who edits an item's text by hand (their
+	// email, recorded on the item); nil records only their id.
+	Users ports.UserStore
 }
 
 // Service is the content engine's use cases. Everything belongs to the

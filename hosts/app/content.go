@@ -41,6 +41,7 @@ type ContentParams struct {
 	Publisher ports.ContentPublisher
 	Cipher    ports.Cipher
 	Audit     ports.AuditStore
+	Users     ports.UserStore
 	// SCM writes the files of github_file targets.
 	SCM *scm.Service
 }
@@ -56,6 +57,6 @@ func NewContentPublisher(cfg Config) *publish.Client {
 func NewContent(p ContentParams) *content.Service {
 	return content.New(content.Config{Model: p.Config.LLMModel, AllowPrivateTargets: p.Config.PublishAllowPrivate}, content.Deps{
 		Store: p.Store, Tx: p.Tx, Jobs: p.Jobs, LLM: p.LLM, Clock: p.Clock, IDs: p.IDs, Logger: p.Logger,
-		Publish: p.Publish, Publisher: p.Publisher, Cipher: p.Cipher, Audit: p.Audit, Repos: p.SCM,
+		Publish: p.Publish, Publisher: p.Publisher, Cipher: p.Cipher, Audit: p.Audit, Repos: p.SCM, Users: p.Users,
 	})
 }

@@ -368,6 +368,9 @@ type contentItemJSON struct {
 	PublishedVia string `json:"published_via,omitempty"`
 	// Override is the latest "publish anyway" despite brand findings.
 	Override *overrideJSON `json:"override,omitempty"`
+	// GeneratedBy says who made the text: the person who last edited its
+	// title or body, else the model; null while none has written it.
+	GeneratedBy *generatedByJSON `json:"generated_by"`
 }
 
 // overrideJSON is a recorded override of brand findings.
@@ -398,7 +401,8 @@ func contentItemOut(it ports.ContentItem) contentItemJSON {
 	out := contentItemJSON{ID: it.ID, ProjectID: it.ProjectID, BriefID: it.BriefID, Title: it.Title, Body: it.Body,
 		Format: it.Format, Status: it.Status, Checks: nonNil(it.Checks), Error: it.Error, Variant: it.Variant,
 		Model: it.Model, CreatedBy: it.CreatedBy, Version: it.Version, CreatedAt: it.CreatedAt.UTC(), UpdatedAt: it.UpdatedAt.UTC(),
-		PublishedAt: utc(it.PublishedAt), PublishedURL: it.PublishedURL, PublishedVia: it.PublishedVia}
+		PublishedAt: utc(it.PublishedAt), PublishedURL: it.PublishedURL, PublishedVia: it.PublishedVia,
+		GeneratedBy: contentGeneratedBy(it)}
 	if it.Override != nil {
 		out.Override = &overrideJSON{Reason: it.Override.Reason, By: it.Override.By, At: it.Override.At.UTC()}
 	}

@@ -450,10 +450,9 @@ type generatedByJSON struct {
 
 func generatedByOut(a ports.SpecArtifact) generatedByJSON {
 	if a.EditedBy != "" {
-		return generatedByJSON{Kind: "user", UserID: a.EditedBy, UserName: a.EditorName}
+		return userMade(a.EditedBy, a.EditorName)
 	}
-	sandbox := ports.IsSandboxModel(a.Model)
-	return generatedByJSON{Kind: "model", Model: a.Model, Sandbox: &sandbox}
+	return modelMade(a.Model)
 }
 
 func artifactOut(a ports.SpecArtifact) artifactJSON {

@@ -231,6 +231,7 @@ func (s *Store) UpdateContentItem(ctx context.Context, it ports.ContentItem) err
 	old.Title, old.Body, old.Format, old.Status = it.Title, it.Body, it.Format, it.Status
 	old.Checks, old.Error, old.Model, old.Version, old.UpdatedAt = it.Checks, it.Error, it.Model, it.Version, it.UpdatedAt
 	old.PublishedAt, old.PublishedURL, old.PublishedVia, old.Override = it.PublishedAt, it.PublishedURL, it.PublishedVia, it.Override
+	old.EditedBy, old.EditedByName = it.EditedBy, it.EditedByName
 	put(ctx, s, s.content.items, it.ID, copyItem(old))
 	return nil
 }

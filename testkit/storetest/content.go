@@ -649,6 +649,7 @@ func testContentItemRoundTrip(t *testing.T, s ContentStores) {
 	full.Status, full.PublishedAt = ports.ContentPublished, ptr(base.Add(time.Minute))
 	full.PublishedURL, full.PublishedVia = "https://example.com/hooks/1", ports.PublishedViaTarget
 	full.Override = &ports.ContentOverride{Reason: "approved by legal", By: o.user.ID, At: base.Add(time.Minute)}
+	full.EditedBy, full.EditedByName = o.user.ID, "ëditor+«x»@example.com"
 	failed := newContentItem(b, 2)
 	failed.Title, failed.Body, failed.Status, failed.Checks = "", "", ports.ContentFailed, nil
 	failed.Error = &ports.ContentError{Code: "upstream", Message: "the model answered 502 — «retry later» ✓"}
@@ -914,6 +915,7 @@ func testUpdateContentItem(t *testing.T, s ContentStores) {
 	v2.PublishedURL, v2.PublishedVia = "https://blog.example.com/posts/«launch»?a=1&b=2", ports.PublishedViaElsewhere
 	v2.Override = &ports.ContentOverride{Reason: "Legal approved «synergy» ✓", By: o.user.ID, At: base.Add(time.Minute).In(time.FixedZone("CET", 3600))}
 	v2.Checks = []ports.ContentCheck{{Kind: "preferred_term", Term: "utilize", Message: "say «use»"}}
+	v2.EditedBy, v2.EditedByName = o.user.ID, "Zoë «editor» <zoe@example.com>"
 	// Kept whatever the update says.
 	v2.ProjectID, v2.BriefID, v2.CreatedBy, v2.Variant, v2.CreatedAt = newProjectID(), newID(), newID(), 9, base.Add(time.Hour)
 	if err := s.Content.UpdateContentItem(ctx, v2); err != nil {
@@ -926,6 +928,7 @@ func testUpdateContentItem(t *testing.T, s ContentStores) {
 	v3 := want
 	v3.Status, v3.Checks, v3.Version, v3.UpdatedAt = ports.ContentFailed, nil, 3, base.Add(2*time.Minute)
 	v3.PublishedURL, v3.PublishedVia, v3.Override = "", "", nil
+	v3.EditedBy, v3.EditedByName = "", "" // the model wrote it again
 	v3.Error = &ports.ContentError{Code: "timeout", Message: "no answer in 60 s"}
 	if err := s.Content.UpdateContentItem(ctx, v3); err != nil {
 		t.Fatalf("UpdateContentItem(version 3): %v", err)
