@@ -24,7 +24,9 @@ func TestContentGeneratedBy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out struct{ GeneratedBy json.RawMessage `json:"generated_by"` }
+		var out struct {
+			GeneratedBy json.RawMessage `json:"generated_by"`
+		}
 		if err := json.Unmarshal(raw, &out); err != nil {
 			t.Fatal(err)
 		}
