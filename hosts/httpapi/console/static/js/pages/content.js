@@ -9,6 +9,7 @@ import { h, mount, button, errorBox, empty, toast } from '../ui.js';
 import { brandSection } from './content/brand.js';
 import { briefsSection } from './content/briefs.js';
 import { board, itemDialog } from './content/board.js';
+import { targetsSection } from './content/targets.js';
 import { PROJECT_ID, recentProjects, rememberProject } from './content/util.js';
 import { projectBar } from './content/projects.js';
 
@@ -94,6 +95,7 @@ export function render(main, args) {
     h('div', { class: 'content-top' },
       briefsSection(pid, () => refresh()),
       brandSection(pid)),
+    targetsSection(pid),
     dialog.el);
   refresh();
   return () => {

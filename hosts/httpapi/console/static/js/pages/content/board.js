@@ -7,6 +7,8 @@ import { api } from '../../api.js';
 import { h, mount, field, button, errorBox, toast, when } from '../../ui.js';
 import { render as md } from '../../md.js';
 import { STATUSES, MOVES, statusLabel, checkLabel, ifMatch, isConflict } from './util.js';
+import { publishPanel } from './publish.js';
+import { madeBy } from './who.js';
 
 // checkBadges are an item's brand checks as badges ("checks passed" when none).
 function checkBadges(item) {
@@ -36,7 +38,10 @@ export function board(open) {
     return h('li', { class: 'content-card', dataset: { id: item.id, status: item.status } },
       h('button', { type: 'button', class: 'card-open', onclick: () => open(item) }, item.title || 'Untitled draft'),
       h('div', { class: 'checks' }, checkBadges(item)),
-      h('small', { title: `Updated ${when(item.updated_at)}` }, item.variant ? `Variant ${item.variant} · ` : '', `version ${item.version}`));
+      h('small', { title: `Updated ${when(item.updated_at)}` }, item.variant ? `Variant ${item.variant} · ` : '', `version ${item.version}`),
+      madeBy(item) ? h('small', { class: 'made-by' }, madeBy(item)) : null,
+      item.published_via ? h('small', { class: 'card-published', dataset: { via: item.published_via } },
+        item.published_via === 'elsewhere' ? 'Published elsewhere' : 'Published via a target') : null);
   }
 
   function show(items) {
@@ -55,6 +60,8 @@ export function board(open) {
 export function itemDialog(onChanged) {
   const dlg = h('dialog', { class: 'content-item', 'aria-labelledby': 'item-title' });
   let item = null;
+  let panel = null; // the publishing panel, which polls while a publication runs
+  dlg.addEventListener('close', () => { if (panel) panel.stop(); });
 
   function conflict() {
     return h('div', { class: 'error conflict', role: 'alert' },
@@ -109,6 +116,13 @@ export function itemDialog(onChanged) {
 
   function show(it) {
     item = it;
+    if (panel) panel.stop();
+    panel = it.status === 'generating' || it.status === 'failed' ? null : publishPanel(it, async () => {
+      onChanged();
+      if (dlg.open && item && item.id === it.id) {
+        try { show(await api('GET', `/content/${it.id}`)); } catch (_) { /* the board shows errors */ }
+      }
+    });
     const errEl = h('div', { class: 'item-errors', 'aria-live': 'assertive' });
     const editable = ['draft', 'in_review', 'approved'].includes(it.status);
     const title = h('input', { name: 'title', value: it.title, maxlength: 200 });
@@ -134,9 +148,8 @@ export function itemDialog(onChanged) {
       h('p', { class: 'row item-meta' },
         h('span', { class: 'badge status' }, statusLabel(it.status)),
         h('small', {}, `Version ${it.version}`),
-        it.model ? h('small', {}, `Written by ${it.model}`) : null,
-        it.published_url ? h('small', {}, 'Published ', it.published_via === 'elsewhere' ? 'elsewhere' : 'through a target', ': ',
-          h('a', { href: it.published_url, target: '_blank', rel: 'noopener noreferrer' }, it.published_url)) : null,
+        madeBy(it) ? h('small', { class: 'made-by' }, madeBy(it)) : null,
+        panel ? h('small', {}, panel.line) : null,
         it.override ? h('small', {}, `Brand findings overridden: ${it.override.reason}`) : null,
         h('small', {}, `Updated ${when(it.updated_at)}`)),
       it.error ? h('div', { class: 'error', role: 'alert' }, h('strong', {}, 'Generation failed: '), it.error.message, ` (${it.error.code})`) : null,
@@ -150,6 +163,7 @@ export function itemDialog(onChanged) {
       moves.length ? h('div', { class: 'row item-moves', role: 'group', 'aria-label': 'Move to' },
         moves.map(([to, label]) => button(label, () => put({ status: to }, errEl, (n) => `Moved to ${statusLabel(n.status)}.`),
           { class: to === 'archived' ? '' : 'primary', dataset: { to } }))) : null,
+      panel ? panel.el : null,
       it.status === 'approved' ? elsewhere(errEl) : null,
       editable ? h('details', { class: 'item-edit' }, h('summary', {}, 'Edit title and body'),
         h('form', { 'aria-label': 'Edit item' },
