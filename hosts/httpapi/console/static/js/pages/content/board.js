@@ -179,9 +179,17 @@ export function itemDialog(onChanged) {
     el: dlg,
     // open shows item in the dialog, fetched afresh.
     async open(it) {
+      delete dlg.dataset.loaded;
       show(it);
       if (!dlg.open) dlg.showModal();
-      try { show(await api('GET', `/content/${it.id}`)); } catch (e) {
+      const shown = item;
+      try {
+        const fresh = await api('GET', `/content/${it.id}`);
+        // Redrawn only when it changed since the board was read, and no
+        // write redrew it meanwhile: a redraw drops what was typed.
+        if (item === shown && fresh.version !== shown.version) show(fresh);
+        dlg.dataset.loaded = it.id;
+      } catch (e) {
         mount(dlg, errorBox(e), h('button', { type: 'button', onclick: () => dlg.close() }, 'Close'));
       }
     },

@@ -92,11 +92,17 @@ export function publishPanel(item, onChanged) {
     pubs = r.items;
     draw();
     if (pubs.some(settling)) timer = setTimeout(load, POLL_MS);
-    // A publication that was queued or running has settled: the item may
-    // be published now.
-    if (before && before.some((b) => settling(b) && pubs.some((p) => p.id === b.id && !settling(p)))) {
-      const done = pubs.find((p) => before.some((b) => b.id === p.id && settling(b)));
-      toast(done.status === 'succeeded' ? `Published via ${done.target_name}.` : `Publishing via ${done.target_name} ${done.status}.`);
+    for (const p of pubs) {
+      if (before && before.some((b) => b.id === p.id && settling(b)) && !settling(p)) {
+        toast(p.status === 'succeeded' ? `Published via ${p.target_name}.` : `Publishing via ${p.target_name} ${p.status}.`);
+      }
+    }
+    // A publication that succeeded after the item was read has published
+    // it: the item is read again (once: then it is published).
+    if (item.status === 'approved' && pubs.some((p) => p.status === 'succeeded' && p.finished_at &&
+        new Date(p.finished_at) > new Date(item.updated_at))) {
+      stopped = true;
+      clearTimeout(timer);
       onChanged();
     }
   }
