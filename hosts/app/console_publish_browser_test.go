@@ -208,13 +208,19 @@ func TestConsolePublish(t *testing.T) {
 			b.do(chromedp.Click(chromedp.CSS(`dialog.content-item .item-head .close`), chromedp.NodeVisible))
 			b.waitFor("item A's card published via a target", `document.querySelector('.board-col[data-status="published"] `+cardA+` .card-published[data-via="target"]')`, 30*time.Second)
 
-			// Item B, approved elsewhere, is scheduled for later from the
-			// page and cancelled there.
+			// Item B uses a banned word (not blocking yet) and is approved
+			// with a reason elsewhere; scheduled for later from the page,
+			// it asks for a reason to publish anyway, and is cancelled there.
+			code, body = crAPI(b, "PUT", "/content/brands/"+project, map[string]any{"name": "Spring", "banned_words": []string{"synergy"}})
+			if code != 200 {
+				t.Fatalf("PUT brand: %d %s", code, body)
+			}
+			moveItem(b, idB, map[string]any{"body": "Spring plans full of synergy, for every team that wants more storage, faster support and a simpler price this year."})
 			moveItem(b, idB, map[string]any{"status": "in_review"})
-			moveItem(b, idB, map[string]any{"status": "approved"})
+			moveItem(b, idB, map[string]any{"status": "approved", "override": map[string]any{"reason": "Checked with marketing"}})
 			cardB := fmt.Sprintf(`.content-card[data-id=%q]`, idB)
 			b.do(chromedp.Click(chromedp.ID("board-refresh"), chromedp.NodeVisible))
-			b.waitFor("item B approved", `document.querySelector('.board-col[data-status="approved"] `+cardB+`')`, 15*time.Second)
+			b.waitFor("item B approved", `document.querySelector('.board-col[data-status="approved"] `+cardB+` .check[data-kind="banned_word"]')`, 15*time.Second)
 			b.do(chromedp.Click(chromedp.CSS(cardB+" .card-open"), chromedp.NodeVisible))
 			b.waitFor("item B's publish form", `document.querySelector('dialog.content-item[open][data-loaded] details.item-publish') && document.querySelector('dialog.content-item .pubs .empty')`, 15*time.Second)
 			b.do(chromedp.Click(chromedp.CSS(`dialog.content-item details.item-publish > summary`), chromedp.NodeVisible))
@@ -229,9 +235,18 @@ func TestConsolePublish(t *testing.T) {
 				t.Errorf("the schedule does not say its time zone: %q", got)
 			}
 			b.do(chromedp.Click(chromedp.ID("item-publish"), chromedp.NodeVisible))
+			b.waitFor("the request for a reason", `document.querySelector('#publish-override')`, 15*time.Second)
+			if got := b.text("dialog.content-item .publish-errors"); !strings.Contains(got, "brand checks found problems") || !strings.Contains(got, "synergy") {
+				t.Errorf("the request for a reason reads %q", got)
+			}
+			b.do(chromedp.SetValue(chromedp.CSS(`dialog.content-item input[name="publish-override-reason"]`), "The partner asked for this wording", chromedp.NodeVisible),
+				chromedp.Click(chromedp.ID("publish-override")))
 			b.waitFor("the scheduled publication", `document.querySelector('dialog.content-item .pub[data-status="scheduled"] .pub-cancel')`, 15*time.Second)
 			if got := b.text(`dialog.content-item .pub[data-status="scheduled"]`); !strings.Contains(got, "Scheduled") || !strings.Contains(got, "10:30") {
 				t.Errorf("the scheduled publication reads %q", got)
+			}
+			if got := b.text("dialog.content-item .item-meta"); !strings.Contains(got, "The partner asked for this wording") {
+				t.Errorf("the dialog does not show the override: %q", got)
 			}
 			publishShots(b, "scheduled")
 			b.do(chromedp.Click(chromedp.CSS(`dialog.content-item .pub[data-status="scheduled"] .pub-cancel`), chromedp.NodeVisible))
@@ -244,25 +259,13 @@ func TestConsolePublish(t *testing.T) {
 				t.Errorf("item B after the cancel is %s", it.Status)
 			}
 
-			// A banned word that the brand makes blocking: publishing is
-			// refused, in words.
-			code, body = crAPI(b, "PUT", "/content/brands/"+project, map[string]any{"name": "Spring", "banned_words": []string{"synergy"}})
-			if code != 200 {
-				t.Fatalf("PUT brand: %d %s", code, body)
-			}
-			moveItem(b, idB, map[string]any{"body": "Spring plans full of synergy."})
-			moveItem(b, idB, map[string]any{"status": "in_review"})
-			moveItem(b, idB, map[string]any{"status": "approved", "override": map[string]any{"reason": "Checked with marketing"}})
+			// The brand makes banned words blocking: publishing is refused,
+			// in words, whatever the reason.
 			code, body = crAPI(b, "PUT", "/content/brands/"+project, map[string]any{"name": "Spring", "banned_words": []string{"synergy"},
 				"banned_words_blocking": true}, "If-Match", `"1"`)
 			if code != 200 {
 				t.Fatalf("PUT brand (blocking): %d %s", code, body)
 			}
-			b.do(chromedp.Click(chromedp.CSS(`dialog.content-item .item-head .close`), chromedp.NodeVisible))
-			b.do(chromedp.Click(chromedp.ID("board-refresh"), chromedp.NodeVisible))
-			b.waitFor("item B approved again", `document.querySelector('.board-col[data-status="approved"] `+cardB+` .check[data-kind="banned_word"]')`, 15*time.Second)
-			b.do(chromedp.Click(chromedp.CSS(cardB+" .card-open"), chromedp.NodeVisible))
-			b.waitFor("item B's publish form", `document.querySelector('dialog.content-item[open][data-loaded] details.item-publish')`, 15*time.Second)
 			b.do(chromedp.Click(chromedp.CSS(`dialog.content-item details.item-publish > summary`), chromedp.NodeVisible))
 			b.waitFor("the target chosen", `document.querySelector('dialog.content-item select[name="publish-target"]').value !== ''`, 15*time.Second)
 			b.do(chromedp.Click(chromedp.ID("item-publish"), chromedp.NodeVisible))
