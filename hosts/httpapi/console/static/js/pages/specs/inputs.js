@@ -1,5 +1,7 @@
 // pages/specs/inputs.js: the raw material of a specification — notes,
-// transcripts (a title and text) and uploaded documents (.md, .txt) — as
+// transcripts (an optional title and text) and uploaded documents (.md,
+// .txt, a PDF with a text layer, a Word .docx: the server extracts their
+// text) — as
 // form rows, and sending them: a new session's files go as multipart, its
 // text inputs as JSON; an input added later goes alone, either way.
 
@@ -7,7 +9,7 @@ import { api } from '../../api.js';
 import { h, field } from '../../ui.js';
 
 export const KINDS = { note: 'Note', transcript: 'Transcript', document: 'Document upload' };
-const ACCEPT = '.md,.markdown,.txt,text/markdown,text/plain';
+const ACCEPT = '.md,.markdown,.txt,.pdf,.docx,text/markdown,text/plain,application/pdf,application/vnd.openxmlformats-officedocument.wordprocessingml.document';
 
 let seq = 0;
 
@@ -21,21 +23,23 @@ export function inputRow(kind, label, onRemove) {
   let value;
   if (kind === 'document') {
     const file = h('input', { type: 'file', id: id('file'), name: 'file', accept: ACCEPT, class: 'spec-file' });
-    controls = [field('File', file, '.md or .txt, UTF-8, up to 1 MiB.')];
+    controls = [field('File', file, 'Markdown or text (.md, .txt; UTF-8, up to 1 MiB), a PDF with a text layer (.pdf) or a Word document (.docx), up to 20 MiB: their text is extracted, with page and paragraph markers. A scanned PDF (no text layer) is refused.')];
     value = () => {
       if (!file.files || file.files.length === 0) throw new Error(`${label}: choose a file to upload.`);
       return { kind, file: file.files[0] };
     };
   } else {
-    const title = h('input', { id: id('title'), name: 'title', maxlength: 200, class: 'spec-in-title', placeholder: kind === 'note' ? 'e.g. Goals from the kickoff' : 'e.g. Call with the support team' });
+    const title = h('input', { id: id('title'), name: 'title', maxlength: 200, class: 'spec-in-title', placeholder: 'Left empty: taken from the first line' });
     const text = h('textarea', { id: id('content'), name: 'content', rows: 5, class: 'spec-in-content' });
     controls = [
-      field('Title', title, 'Optional.'),
+      field('Title (optional)', title, `Left empty, the title is the first line of the ${kind === 'note' ? 'note' : 'transcript'}.`),
       field(kind === 'note' ? 'Note (Markdown or text)' : 'Transcript text', text),
     ];
     value = () => {
       if (!text.value.trim()) throw new Error(`${label}: the text is empty.`);
-      return { kind, title: title.value.trim(), content: text.value };
+      const v = { kind, content: text.value };
+      if (title.value.trim()) v.title = title.value.trim(); // left out: the server derives it
+      return v;
     };
   }
   const el = h('fieldset', { class: 'spec-input', dataset: { kind } },
@@ -82,7 +86,7 @@ export function addInput(id, v) {
     form.append('file', v.file, v.file.name);
     return api('POST', path, form);
   }
-  return api('POST', path, { kind: v.kind, title: v.title, content: v.content });
+  return api('POST', path, v.title ? { kind: v.kind, title: v.title, content: v.content } : { kind: v.kind, content: v.content });
 }
 
 // size formats a byte count for people.
