@@ -32,7 +32,7 @@ func TestConsoleSpecManage(t *testing.T) {
 			t.Parallel()
 			b := startBrowser(t, d, 1440, 900)
 			shots := os.Getenv("DEVPILOT_SPECMANAGE_SHOTS") // a folder to save the pages in, to look at them
-			shot := func(name string) { // the window as it shows, scrolled to the page's top
+			shot := func(name string) {                     // the window as it shows, scrolled to the page's top
 				if shots == "" {
 					return
 				}
@@ -153,7 +153,26 @@ func TestConsoleSpecManage(t *testing.T) {
 				t.Errorf("the repository line says %q", line)
 			}
 
-			// 4. Link the repository from the page, by its owner/name.
+			// 4. Link the repository from the page. Without GitHub, or
+			// without a connected repository, the page says so plainly (the
+			// API's answers are stood in for in the page).
+			for _, tc := range []struct{ answer, says string }{
+				{`new Response(JSON.stringify({type: 'about:blank', title: 'Service Unavailable', status: 503, code: 'not_configured', detail: 'GitHub is not configured'}), {status: 503, headers: {'Content-Type': 'application/problem+json'}})`, "GitHub is not configured on this server"},
+				{`new Response(JSON.stringify({type: 'about:blank', title: 'Precondition Failed', status: 412, code: 'not_connected', detail: 'connect GitHub first'}), {status: 412, headers: {'Content-Type': 'application/problem+json'}})`, "GitHub is not connected yet"},
+				{`new Response(JSON.stringify({items: [], next_cursor: null}), {status: 200, headers: {'Content-Type': 'application/json'}})`, "No repositories are connected"},
+			} {
+				b.do(chromedp.Evaluate[chromedp.Void](`(() => {
+					window.__fetch = window.__fetch || window.fetch;
+					window.fetch = (u, init) => String(u).startsWith('/scm/repos') ? Promise.resolve(` + tc.answer + `) : window.__fetch(u, init);
+				})()`))
+				b.do(chromedp.Click(chromedp.ID("spec-repo-open"), chromedp.NodeVisible))
+				b.waitFor(tc.says, fmt.Sprintf(`(e => e && e.textContent.includes(%q))(document.querySelector('#spec-repo-form .spec-no-repos'))`, tc.says), 10*time.Second)
+				b.do(chromedp.Click(chromedp.ID("spec-repo-open"), chromedp.NodeVisible)) // closes it
+				b.waitFor("the panel closed", `!document.querySelector('#spec-repo-form')`, 10*time.Second)
+			}
+			b.do(chromedp.Evaluate[chromedp.Void](`window.fetch = window.__fetch`))
+
+			// Linked by its owner/name (an unknown one refused in words).
 			b.do(chromedp.Click(chromedp.ID("spec-repo-open"), chromedp.NodeVisible))
 			b.waitFor("the connected repositories", `[...document.querySelectorAll('#spec-link-repo-select option')].some(o => o.textContent === 'demo/storefront')`, 10*time.Second)
 			b.do(chromedp.SendKeys(chromedp.ID("spec-link-repo-name"), "demo/nonexistent", chromedp.NodeVisible),
@@ -183,6 +202,23 @@ func TestConsoleSpecManage(t *testing.T) {
 				t.Errorf("the session's repo_id is %v, want demo/storefront's %q", v.RepoID, storefront)
 			}
 			shot("linked")
+
+			// Unlinked, then linked again with the picker.
+			b.do(chromedp.Click(chromedp.ID("spec-repo-open"), chromedp.NodeVisible))
+			b.waitFor("the unlink button", `document.querySelector('#spec-link-repo-unlink')`, 10*time.Second)
+			b.do(chromedp.Click(chromedp.ID("spec-link-repo-unlink"), chromedp.NodeVisible))
+			b.waitFor("the repository unlinked", `document.querySelector('#spec-repo-line').textContent.includes('none linked') && document.querySelector('.spec-prps-repo').textContent.includes('No repository is linked')`, 10*time.Second)
+			if get(); v.RepoID != nil {
+				t.Errorf("the session's repo_id after unlinking is %q", *v.RepoID)
+			}
+			b.do(chromedp.Click(chromedp.ID("spec-repo-link-one"), chromedp.NodeVisible))
+			b.waitFor("the connected repositories", `[...document.querySelectorAll('#spec-link-repo-select option')].some(o => o.textContent === 'demo/storefront')`, 10*time.Second)
+			b.do(chromedp.Evaluate[chromedp.Void](`(s => { s.value = [...s.options].find(o => o.textContent === 'demo/storefront').value; })(document.querySelector('#spec-link-repo-select'))`),
+				chromedp.Click(chromedp.ID("spec-link-repo-save"), chromedp.NodeVisible))
+			b.waitFor("the repository shown again", `(e => e && e.textContent.includes('demo/storefront'))(document.querySelector('#spec-repo-line .spec-repo-name'))`, 10*time.Second)
+			if get(); v.RepoID == nil || *v.RepoID != storefront {
+				t.Errorf("the session's repo_id after linking again is %v", v.RepoID)
+			}
 
 			// 5. Export to GitHub issues. GitHub's secondary rate limit
 			// holds the export queued or running, so that a second start

@@ -193,7 +193,7 @@ export function manageBar(id, refresh) {
       h('h3', {}, s.repo_id ? 'Change the repository' : 'Link a repository'),
       h('p', { class: 'muted' }, 'PRPs generated afterwards name its real files and the commands it shows (Makefile, package scripts, CI); regenerate the PRPs to ground them in it.'),
       body, err);
-    connectedRepos().then((r) => {
+    connectedRepos(true).then((r) => { // listed afresh: a repository may have been connected since
       if (r.state !== 'ok') {
         mount(body, noRepos(r), s.repo_id ? h('div', { class: 'row' },
           button('Unlink the repository', () => save(''), { id: 'spec-link-repo-unlink', errEl: err }),
@@ -238,7 +238,7 @@ export function manageBar(id, refresh) {
       body, err, progress);
     const arts = s.artifacts || [];
     const has = (st) => arts.some((a) => a.stage === st);
-    connectedRepos().then((r) => {
+    connectedRepos(true).then((r) => {
       if (r.state !== 'ok') { mount(body, noRepos(r)); return; }
       const picker = repoPicker(r, s.repo_id || (r.items[0] && r.items[0].id), 'spec-export-repo', null);
       const prps = h('input', { type: 'checkbox', id: 'spec-export-prps', checked: has('prps'), disabled: !has('prps') });
