@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/sandbox"
+	"github.com/devpilot/devpilot/testkit/demomodel"
+	"github.com/devpilot/devpilot/testkit/fakeopenai"
 	"github.com/devpilot/devpilot/testkit/fixture"
 )
 
@@ -302,11 +305,33 @@ func TestConsoleSpecManage(t *testing.T) {
 				t.Errorf("the page with the delete confirmation is %d px wide at 390", w)
 			}
 			shot("delete-390")
-			b.do(chromedp.EmulateViewport(1440, 900))
+			b.do(chromedp.Click(chromedp.ID("spec-delete-cancel"), chromedp.NodeVisible),
+				chromedp.EmulateViewport(1440, 900))
+
+			// A delete while a stage generates is refused in words: the
+			// model holds its answer until released. The PRPs regenerated
+			// are grounded in the linked repository.
+			release := make(chan struct{})
+			releaseOnce := sync.OnceFunc(func() { close(release) })
+			t.Cleanup(releaseOnce)
+			model := demomodel.New()
+			b.h.sb.Model().SetResponder(func(r *fakeopenai.Request) fakeopenai.Response { <-release; return model.Respond(r) })
+			b.do(chromedp.Click(chromedp.ID("stage-regenerate"), chromedp.NodeVisible))
+			b.waitFor("the PRPs generating", `document.querySelector('.spec-status-badge').dataset.status === 'generating'`, 10*time.Second)
+			b.do(chromedp.Click(chromedp.ID("spec-delete-open"), chromedp.NodeVisible))
+			b.waitFor("the delete confirmation", `document.querySelector('#spec-delete-confirm-btn')`, 10*time.Second)
+			b.do(chromedp.Click(chromedp.ID("spec-delete-confirm-btn"), chromedp.NodeVisible))
+			b.waitFor("the delete refused while generating", `(e => e && e.textContent.includes('being generated'))(document.querySelector('#spec-delete-confirm .spec-conflict[data-code="generation_running"]'))`, 10*time.Second)
+			releaseOnce()
+			b.waitFor("the PRPs regenerated", `(s => s && s.dataset.state === 'done' && s.textContent.includes('v2'))(document.querySelector('.step[data-stage="prps"]')) && document.querySelector('.spec-status-badge').dataset.status === 'ready'`, 90*time.Second)
+			b.waitFor("the PRPs grounded", `(e => e && e.textContent.includes('grounded in it'))(document.querySelector('.spec-prps-repo'))`, 10*time.Second)
+			if code, _ := crAPI(b, "GET", "/pse/sessions/"+id, nil); code != http.StatusOK {
+				t.Fatalf("the session is gone after a refused delete: %d", code)
+			}
 
 			// 6. Delete, confirmed in the page, which names what goes.
 			what := b.text("#spec-delete-confirm")
-			for _, want := range []string{"Gift card checkout", "2 inputs", "5 stage versions", "digests", "exports to GitHub issues"} {
+			for _, want := range []string{"Gift card checkout", "2 inputs", "6 stage versions", "digests", "exports to GitHub issues"} {
 				if !strings.Contains(what, want) {
 					t.Errorf("the delete confirmation %q does not name %q", what, want)
 				}

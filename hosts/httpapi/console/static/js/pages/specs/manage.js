@@ -351,6 +351,9 @@ export function manageBar(id, refresh) {
       const was = s;
       s = next;
       if (!was || was.repo_id !== s.repo_id) drawRepoLine();
+      // The delete confirmation names what goes: drawn again when that changes.
+      const owned = (x) => [x.name, (x.inputs || []).length, (x.artifacts || []).length].join('|');
+      if (open === 'delete' && was && owned(was) !== owned(s)) mount(slot, deletePanel());
     },
     // stop stops following an export (the page is left).
     stop() { if (exportCtl) exportCtl.abort(); },
