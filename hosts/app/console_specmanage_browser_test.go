@@ -57,6 +57,7 @@ func TestConsoleSpecManage(t *testing.T) {
 			if !strings.Contains(placeholder, "first line") {
 				t.Errorf("the title's placeholder %q does not say it is taken from the first line", placeholder)
 			}
+			shot("new")
 			b.do(chromedp.SendKeys(chromedp.ID("spec-name"), "Gift cards", chromedp.NodeVisible),
 				chromedp.SendKeys(chromedp.CSS(`.spec-input[data-kind="note"] .spec-in-content`), "## Checkout with gift cards\n- Customers buy a gift card online\n- Customers redeem a gift card at checkout\n"),
 				chromedp.Click(chromedp.ID("spec-create-submit"), chromedp.NodeVisible))
@@ -94,6 +95,14 @@ func TestConsoleSpecManage(t *testing.T) {
 					t.Errorf("the file picker (accept %q, hint %q) does not offer %s", accept, hint, want)
 				}
 			}
+			b.do(chromedp.EmulateViewport(390, 844))
+			b.waitFor("a narrow layout", `window.innerWidth === 390`, 10*time.Second)
+			if w := eval[int](b, `document.documentElement.scrollWidth`); w > 390 {
+				t.Errorf("the page with the upload form is %d px wide at 390", w)
+			}
+			b.do(chromedp.ScrollIntoView(chromedp.CSS(`.spec-add`)))
+			shot("upload-390")
+			b.do(chromedp.EmulateViewport(1440, 900))
 			upload(pdf)
 			b.waitFor("the PDF listed", `document.querySelectorAll('.spec-inputs-table tbody tr').length === 2`, 15*time.Second)
 			if rows := b.text(".spec-inputs-table tbody"); !strings.Contains(rows, "pricing-brief") || !strings.Contains(rows, "text/plain") {
@@ -107,6 +116,23 @@ func TestConsoleSpecManage(t *testing.T) {
 			if n := eval[int](b, `document.querySelectorAll('.spec-inputs-table tbody tr').length`); n != 2 {
 				t.Errorf("%d inputs after the refused scan, want 2", n)
 			}
+
+			// A Word document, and a note added without a title, through
+			// the add-input form.
+			docx := filepath.Join(dir, "meeting-notes.docx")
+			if err := os.WriteFile(docx, fixture.DOCX("Support wants to see a card's balance", "Finance wants a monthly report"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			upload(docx)
+			b.waitFor("the Word document listed", `document.querySelectorAll('.spec-inputs-table tbody tr').length === 3`, 15*time.Second)
+			b.do(chromedp.Click(chromedp.CSS(`.spec-add-kind[data-kind="note"]`), chromedp.NodeVisible))
+			b.waitFor("the note form", `document.querySelector('.spec-add .spec-in-content')`, 10*time.Second)
+			if ph := eval[string](b, `document.querySelector('.spec-add .spec-in-title').placeholder`); !strings.Contains(ph, "first line") {
+				t.Errorf("the add-input form's title placeholder is %q", ph)
+			}
+			b.do(chromedp.SendKeys(chromedp.CSS(`.spec-add .spec-in-content`), "\n  Refund rules from finance  \nRefunds are paid back to the card.\n"),
+				chromedp.Click(chromedp.ID("spec-add-submit"), chromedp.NodeVisible))
+			b.waitFor("the untitled note listed", `document.querySelectorAll('.spec-inputs-table tbody tr').length === 4`, 15*time.Second)
 			var v struct {
 				Name   string  `json:"name"`
 				RepoID *string `json:"repo_id"`
@@ -122,7 +148,8 @@ func TestConsoleSpecManage(t *testing.T) {
 				}
 			}
 			get()
-			if len(v.Inputs) != 2 || v.Inputs[0].Title != "Checkout with gift cards" || v.Inputs[1].Title != "pricing-brief" {
+			if len(v.Inputs) != 4 || v.Inputs[0].Title != "Checkout with gift cards" || v.Inputs[1].Title != "pricing-brief" ||
+				v.Inputs[2].Title != "meeting-notes" || v.Inputs[3].Title != "Refund rules from finance" {
 				t.Errorf("inputs %+v", v.Inputs)
 			}
 
@@ -331,7 +358,7 @@ func TestConsoleSpecManage(t *testing.T) {
 
 			// 6. Delete, confirmed in the page, which names what goes.
 			what := b.text("#spec-delete-confirm")
-			for _, want := range []string{"Gift card checkout", "2 inputs", "6 stage versions", "digests", "exports to GitHub issues"} {
+			for _, want := range []string{"Gift card checkout", "4 inputs", "6 stage versions", "digests", "exports to GitHub issues"} {
 				if !strings.Contains(what, want) {
 					t.Errorf("the delete confirmation %q does not name %q", what, want)
 				}

@@ -23,16 +23,16 @@ export function inputRow(kind, label, onRemove) {
   let value;
   if (kind === 'document') {
     const file = h('input', { type: 'file', id: id('file'), name: 'file', accept: ACCEPT, class: 'spec-file' });
-    controls = [field('File', file, 'Markdown or text (.md, .txt; UTF-8, up to 1 MiB), a PDF with a text layer (.pdf) or a Word document (.docx), up to 20 MiB: their text is extracted, with page and paragraph markers. A scanned PDF (no text layer) is refused.')];
+    controls = [field('File', file, '.md or .txt (UTF-8, up to 1 MiB), or a PDF with a text layer (.pdf) or a Word document (.docx) up to 20 MiB, whose text is extracted. A scanned PDF without text is refused.')];
     value = () => {
       if (!file.files || file.files.length === 0) throw new Error(`${label}: choose a file to upload.`);
       return { kind, file: file.files[0] };
     };
   } else {
-    const title = h('input', { id: id('title'), name: 'title', maxlength: 200, class: 'spec-in-title', placeholder: 'Left empty: taken from the first line' });
+    const title = h('input', { id: id('title'), name: 'title', maxlength: 200, class: 'spec-in-title', placeholder: `Derived from the ${kind === 'note' ? 'note' : 'transcript'}’s first line when left empty` });
     const text = h('textarea', { id: id('content'), name: 'content', rows: 5, class: 'spec-in-content' });
     controls = [
-      field('Title (optional)', title, `Left empty, the title is the first line of the ${kind === 'note' ? 'note' : 'transcript'}.`),
+      field('Title (optional)', title),
       field(kind === 'note' ? 'Note (Markdown or text)' : 'Transcript text', text),
     ];
     value = () => {
