@@ -90,6 +90,7 @@ export function manageBar(id, refresh) {
   const slot = h('div', { class: 'spec-manage-panel', id: 'spec-manage-panel' });
   const bar = h('div', { class: 'row spec-manage', role: 'group', 'aria-label': 'Manage this specification' });
   const el = h('div', { class: 'spec-manage-wrap' }, repoLine, bar, slot);
+  slot.addEventListener('keydown', (ev) => { if (ev.key === 'Escape' && open) { ev.preventDefault(); close(); } });
 
   const panels = {
     rename: { label: 'Rename', draw: renamePanel },
@@ -137,7 +138,8 @@ export function manageBar(id, refresh) {
     const name = repoName(r, want);
     mount(repoLine, 'Repository: ', name
       ? h('a', { href: `#/repos/${encodeURIComponent(want)}`, class: 'spec-repo-name' }, name)
-      : h('span', { class: 'spec-repo-name' }, 'a repository that is no longer connected'));
+      : h('span', { class: 'spec-repo-name' }, r.state === 'ok' || r.state === 'none'
+        ? 'a repository that is no longer connected' : 'linked (the connected repositories cannot be listed now)'));
   }
 
   // repoPicker is a select of the connected repositories (with "none"
