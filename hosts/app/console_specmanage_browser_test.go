@@ -211,7 +211,7 @@ func TestConsoleSpecManage(t *testing.T) {
 			b.do(chromedp.SetValue(chromedp.ID("spec-link-repo-name"), "demo/storefront", chromedp.NodeVisible),
 				chromedp.Click(chromedp.ID("spec-link-repo-save"), chromedp.NodeVisible))
 			b.waitFor("the repository shown", `(e => e && e.textContent.includes('demo/storefront'))(document.querySelector('#spec-repo-line .spec-repo-name'))`, 10*time.Second)
-			b.waitFor("the PRPs naming it", `(e => e && e.textContent.includes('demo/storefront') && e.textContent.includes('before it was linked'))(document.querySelector('.spec-prps-repo'))`, 10*time.Second)
+			b.waitFor("the PRPs naming it", `(e => e && e.textContent.includes('demo/storefront') && e.textContent.includes('before the repository was linked'))(document.querySelector('.spec-prps-repo'))`, 10*time.Second)
 			get()
 			var repos struct {
 				Items []struct {
@@ -351,7 +351,7 @@ func TestConsoleSpecManage(t *testing.T) {
 			b.waitFor("the delete refused while generating", `(e => e && e.textContent.includes('being generated'))(document.querySelector('#spec-delete-confirm .spec-conflict[data-code="generation_running"]'))`, 10*time.Second)
 			releaseOnce()
 			b.waitFor("the PRPs regenerated", `(s => s && s.dataset.state === 'done' && s.textContent.includes('v2'))(document.querySelector('.step[data-stage="prps"]')) && document.querySelector('.spec-status-badge').dataset.status === 'ready'`, 90*time.Second)
-			b.waitFor("the PRPs grounded", `(e => e && e.textContent.includes('grounded in it'))(document.querySelector('.spec-prps-repo'))`, 10*time.Second)
+			b.waitFor("the PRPs grounded", `(e => e && e.textContent.includes('grounded in the files and commands of demo/storefront'))(document.querySelector('.spec-prps-repo'))`, 10*time.Second)
 			if code, _ := crAPI(b, "GET", "/pse/sessions/"+id, nil); code != http.StatusOK {
 				t.Fatalf("the session is gone after a refused delete: %d", code)
 			}

@@ -75,10 +75,11 @@ function failure(err, doing) {
     h('strong', {}, words), ' ', h('small', {}, `(${err.status}: ${err.message})`));
 }
 
-// manageBar returns {el, update(session), prpsNote(session)} for session id:
-// el holds the session's repository and the Rename, Repository, Export to
-// GitHub issues and Delete buttons, each opening its form in the page;
-// refresh() fetches the session again (after a change).
+// manageBar returns {el, update(session, view), stop()} for session id: el
+// holds the session's repository (and, on the PRPs view, what it means for
+// them) and the Rename, Repository, Export to GitHub issues and Delete
+// buttons, each opening its form in the page; refresh() fetches the session
+// again (after a change).
 export function manageBar(id, refresh) {
   const path = `/pse/sessions/${encodeURIComponent(id)}`;
   let s = null;
@@ -86,10 +87,12 @@ export function manageBar(id, refresh) {
   let exportCtl = null; // stops following an export when the page is left
   let lastExport = null; // {e, repo}: the export started from this page, shown again when the panel reopens
   const repoLine = h('p', { class: 'spec-repo-line', id: 'spec-repo-line' });
+  const prpsLine = h('div', { class: 'spec-prps-slot' });
+  let prpsKey = null; // what prpsLine says
   const buttons = {};
   const slot = h('div', { class: 'spec-manage-panel', id: 'spec-manage-panel' });
   const bar = h('div', { class: 'row spec-manage', role: 'group', 'aria-label': 'Manage this specification' });
-  const el = h('div', { class: 'spec-manage-wrap' }, repoLine, bar, slot);
+  const el = h('div', { class: 'spec-manage-wrap' }, repoLine, prpsLine, bar, slot);
   slot.addEventListener('keydown', (ev) => { if (ev.key === 'Escape' && open) { ev.preventDefault(); close(); } });
 
   const panels = {
@@ -346,34 +349,46 @@ export function manageBar(id, refresh) {
     return box;
   }
 
+  // currentPRPs is the session's latest PRPs artifact, or null.
+  function currentPRPs() {
+    return (s.artifacts || []).filter((a) => a.stage === 'prps').sort((x, y) => y.version - x.version)[0] || null;
+  }
+
+  // prpsNote says what the repository means for the PRPs of artifact: none
+  // linked (link one); linked, but the PRPs name no validation command (as
+  // those written before it was linked: regenerate them); or grounded in it.
+  function prpsNote(artifact) {
+    const list = (artifact.data && Array.isArray(artifact.data.prps)) ? artifact.data.prps : [];
+    const ungrounded = list.length > 0 && list.every((p) => !(p && p.validation && (p.validation.commands || []).length));
+    if (!s.repo_id) {
+      return h('p', { class: 'notice spec-prps-repo' }, 'No repository is linked, so these PRPs name no real files or commands: ',
+        h('button', { type: 'button', class: 'link-button', id: 'spec-prps-link-one', onclick: () => { if (open !== 'repo') toggle('repo'); } }, 'link one'),
+        ', then regenerate the PRPs.');
+    }
+    const want = s.repo_id;
+    const label = h('span', {}, '…');
+    connectedRepos().then((r) => { label.textContent = repoName(r, want) || 'the linked repository'; });
+    return ungrounded
+      ? h('p', { class: 'notice spec-prps-repo' }, 'These PRPs name none of the test or build commands of ', label,
+        '. If they were written before the repository was linked, regenerate the PRPs to ground them in its files and commands.')
+      : h('p', { class: 'notice spec-prps-repo ok' }, 'The PRPs are grounded in the files and commands of ', label, '.');
+  }
+
   return {
     el,
-    // update takes a new state of the session.
-    update(next) {
+    // update takes a new state of the session, shown on view.
+    update(next, view) {
       const was = s;
       s = next;
       if (!was || was.repo_id !== s.repo_id) drawRepoLine();
       // The delete confirmation names what goes: drawn again when that changes.
       const owned = (x) => [x.name, (x.inputs || []).length, (x.artifacts || []).length].join('|');
       if (open === 'delete' && was && owned(was) !== owned(s)) mount(slot, deletePanel());
+      const prps = view === 'prps' ? currentPRPs() : null;
+      const key = prps ? `${s.repo_id || ''}|${prps.version}` : '';
+      if (key !== prpsKey) { prpsKey = key; mount(prpsLine, prps ? prpsNote(prps) : null); }
     },
     // stop stops following an export (the page is left).
     stop() { if (exportCtl) exportCtl.abort(); },
-    // prpsNote is what the PRPs stage shows about the repository: none
-    // linked (link one), or linked after these PRPs were written.
-    prpsNote(artifact) {
-      if (!s) return null;
-      const ungrounded = JSON.stringify((artifact && artifact.data) || {}).includes('No repository is linked');
-      if (!s.repo_id) {
-        return h('p', { class: 'notice spec-prps-repo' }, 'No repository is linked, so these PRPs name no real files or commands: ',
-          h('button', { type: 'button', class: 'link-button', onclick: () => { el.scrollIntoView({ block: 'nearest' }); if (open !== 'repo') toggle('repo'); } }, 'link one'),
-          ', then regenerate the PRPs.');
-      }
-      const want = s.repo_id;
-      const label = h('span', { class: 'spec-repo-name' }, '…');
-      connectedRepos().then((r) => { label.textContent = repoName(r, want) || 'a repository that is no longer connected'; });
-      return h('p', { class: `notice spec-prps-repo${ungrounded ? '' : ' ok'}` }, 'Repository: ', label, '. ',
-        ungrounded ? 'These PRPs were written before it was linked: regenerate the PRPs to ground them in its files and commands.' : 'The PRPs are grounded in it.');
-    },
   };
 }

@@ -6,6 +6,7 @@
 // sessionView returns hangs up.
 
 import { api, stream, download } from '../../api.js';
+import { manageBar } from './manage.js';
 import { h, mount, loading, empty, errorBox, toast, button, when, details, pretty } from '../../ui.js';
 import { render as md } from '../../md.js';
 import { traceView, latest } from './trace.js';
@@ -13,7 +14,6 @@ import { linkIds } from './links.js';
 import { inputRow, addInput, size, KINDS } from './inputs.js';
 import { STAGES } from './standards.js';
 import { editor, historyView, madeBy, savedNote } from './edit.js';
-import { manageBar } from './manage.js';
 
 export const STAGE_NAMES = { scope: 'Scope', prd: 'PRD', epics: 'Epics', stories: 'Stories', prps: 'PRPs' };
 const RECONNECT_MS = 2000;
@@ -133,7 +133,7 @@ export function sessionView(el, id, tab, onChange) {
     const current = latest(s.artifacts);
     if (!view) view = s.current_stage || 'inputs';
     if (!el.contains(head)) mount(el, head, manage.el, status, stepper, actions, actionErr, panel);
-    manage.update(s);
+    manage.update(s, view);
 
     mount(head,
       h('h2', { class: 'spec-name' }, s.name), ' ', statusBadge(s.status),
@@ -197,7 +197,7 @@ export function sessionView(el, id, tab, onChange) {
     // The panel is redrawn only when what it shows changes, so polling does
     // not close an open details or wipe a half-typed input.
     const arts = (s.artifacts || []).map((a) => `${a.stage}${a.version}${a.stale ? 's' : ''}`).join();
-    const key = [view, version[view], arts, (s.inputs || []).length, busy, s.repo_id].join('|');
+    const key = [view, version[view], arts, (s.inputs || []).length, busy].join('|');
     // An open editor is never redrawn under its author: a newer version
     // shows as a 412 when they save.
     if (key !== panelKey && !(editing === view && panel.querySelector('.stage-edit'))) {
@@ -265,7 +265,6 @@ export function sessionView(el, id, tab, onChange) {
         h('small', { class: 'muted' }, later.length ? `Regenerating or editing makes version ${cur.version + 1} and marks ${later.map((x) => STAGE_NAMES[x]).join(', ')} stale.` : `Regenerating or editing makes version ${cur.version + 1}.`)),
       (chosen.checks || []).length ? h('div', { class: 'stage-checks', role: 'note' }, h('strong', {}, 'Traceability checks'),
         h('ul', {}, chosen.checks.map((c) => h('li', {}, '⚠ ', c)))) : null,
-      st === 'prps' ? manage.prpsNote(chosen) : null,
       linkIds(h('article', { class: 'doc spec-doc', 'aria-label': `${STAGE_NAMES[st]} document` }, md(chosen.content)), id),
       history,
       details('Structured data (JSON)', pretty(chosen.data), { class: 'stage-data' }));
