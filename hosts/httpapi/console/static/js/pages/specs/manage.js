@@ -246,7 +246,7 @@ export function manageBar(id, refresh) {
     connectedRepos(true).then((r) => {
       if (r.state !== 'ok') { mount(body, noRepos(r)); return; }
       const picker = repoPicker(r, s.repo_id || (r.items[0] && r.items[0].id), 'spec-export-repo', null);
-      const prps = h('input', { type: 'checkbox', id: 'spec-export-prps', checked: has('prps'), disabled: !has('prps') });
+      const prps = h('input', { type: 'checkbox', id: 'spec-export-prps', disabled: !has('prps') }); // off, as the API's default
       mount(body, picker.nodes,
         h('label', { class: 'check' }, prps, ' Also one issue per PRP', has('prps') ? null : h('small', { class: 'muted' }, ' (generate the PRPs first)')),
         !has('stories') ? h('p', { class: 'notice' }, 'The stories are not generated yet: generate them first, there is nothing to export before.') : null,
