@@ -102,6 +102,9 @@ var consoleTypes = map[string]string{
 	".png":  "image/png",
 	".svg":  "image/svg+xml",
 	".json": "application/json",
+	// The web app manifest (the console's name, icons and colours, for
+	// installing it): its registered type.
+	".webmanifest": "application/manifest+json",
 }
 
 // consoleHeaders are the security headers of a console response.

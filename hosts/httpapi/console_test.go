@@ -21,6 +21,10 @@ func TestConsoleFiles(t *testing.T) {
 		{"/", "text/html; charset=utf-8", 200},
 		{"/console/js/app.js", "text/javascript; charset=utf-8", 200},
 		{"/console/app.css", "text/css; charset=utf-8", 200},
+		{"/console/favicon.svg", "image/svg+xml", 200},
+		{"/console/favicon-32.png", "image/png", 200},
+		{"/console/icon-192.png", "image/png", 200},
+		{"/console/manifest.webmanifest", "application/manifest+json", 200},
 		{"/console/index.html", "", 404},
 		{"/console/js/", "", 404},
 		{"/console/../../go.mod", "", 404},
@@ -91,6 +95,44 @@ func TestSandboxEndpoint(t *testing.T) {
 		}
 		if rr.Code != 200 || json.Unmarshal(rr.Body.Bytes(), &got) != nil || !got.Sandbox || got.DemoToken != "dp_demo" {
 			t.Errorf("%s: %d %s", tc.name, rr.Code, rr.Body)
+		}
+	}
+}
+
+// The console has a favicon and a web app manifest, linked from its page
+// (issue 34): the manifest names the app, its icons (each served), its
+// colours, where it starts and that it runs standalone.
+func TestConsoleManifest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	index := e.do(request(http.MethodGet, "/", "", nil)).Body.String()
+	for _, link := range []string{`rel="icon" href="/console/favicon.svg"`, `rel="manifest" href="/console/manifest.webmanifest"`} {
+		if !strings.Contains(index, link) {
+			t.Errorf("index.html does not link %s", link)
+		}
+	}
+	rr := e.do(request(http.MethodGet, "/console/manifest.webmanifest", "", nil))
+	var m struct {
+		Name            string `json:"name"`
+		ShortName       string `json:"short_name"`
+		StartURL        string `json:"start_url"`
+		Display         string `json:"display"`
+		ThemeColor      string `json:"theme_color"`
+		BackgroundColor string `json:"background_color"`
+		Icons           []struct {
+			Src, Sizes, Type string
+		} `json:"icons"`
+	}
+	if rr.Code != 200 || json.Unmarshal(rr.Body.Bytes(), &m) != nil {
+		t.Fatalf("manifest: %d %s", rr.Code, rr.Body)
+	}
+	if m.Name != "devpilot" || m.ShortName == "" || m.StartURL == "" || m.Display != "standalone" || m.ThemeColor == "" || m.BackgroundColor == "" || len(m.Icons) < 2 {
+		t.Errorf("manifest: %+v", m)
+	}
+	for _, icon := range m.Icons {
+		got := e.do(request(http.MethodGet, icon.Src, "", nil))
+		if got.Code != 200 || got.Header().Get("Content-Type") != icon.Type {
+			t.Errorf("icon %s: %d %q, want 200 %q", icon.Src, got.Code, got.Header().Get("Content-Type"), icon.Type)
 		}
 	}
 }
