@@ -18,6 +18,7 @@ import * as join from './pages/join.js';
 const pages = { chat, specs, cloud, content, repos, tokens, members };
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
+const menuToggle = document.getElementById('menu-toggle');
 let leave = null;
 
 // me is the signed-in caller ({user, org}), or null.
@@ -47,6 +48,7 @@ async function signIn(value) {
 
 async function signInPage(failure) {
   nav.hidden = true;
+  signedOutShell();
   document.getElementById('signout').hidden = true;
   document.getElementById('who').textContent = '';
   const err = h('div', { 'aria-live': 'assertive' });
@@ -91,6 +93,7 @@ async function signInPage(failure) {
 // navigation of a signed-in user.
 function joinPage(args) {
   nav.hidden = true;
+  signedOutShell();
   document.getElementById('signout').hidden = true;
   document.getElementById('who').textContent = '';
   document.title = `${join.title} · devpilot`;
@@ -100,6 +103,7 @@ function joinPage(args) {
 
 function renderNav(current) {
   nav.hidden = false;
+  menuToggle.hidden = false;
   document.getElementById('signout').hidden = false;
   mount(nav, Object.entries(pages).map(([name, p]) =>
     h('a', { href: '#/' + name, 'aria-current': name === current ? 'page' : null }, p.title)));
@@ -138,6 +142,32 @@ async function route() {
   }
   main.focus({ preventScroll: true });
 }
+
+// The menu under 640 px: the header shows the Menu button, which opens the
+// navigation below it (app.css); Escape, choosing a page, or a click
+// elsewhere closes it, and focus returns to the button.
+function openMenu(open, focusButton = false) {
+  const top = menuToggle.closest('.top');
+  top.classList.toggle('open', open);
+  menuToggle.setAttribute('aria-expanded', String(open));
+  if (open) { const first = nav.querySelector('a[aria-current="page"]') || nav.querySelector('a'); if (first) first.focus(); }
+  else if (focusButton) menuToggle.focus();
+}
+
+// signedOutShell hides what only a signed-in user has: the menu.
+function signedOutShell() {
+  openMenu(false);
+  menuToggle.hidden = true;
+}
+
+menuToggle.addEventListener('click', () => openMenu(menuToggle.getAttribute('aria-expanded') !== 'true'));
+document.addEventListener('keydown', (ev) => {
+  if (ev.key === 'Escape' && menuToggle.getAttribute('aria-expanded') === 'true') { ev.preventDefault(); openMenu(false, true); }
+});
+document.addEventListener('click', (ev) => {
+  if (menuToggle.getAttribute('aria-expanded') === 'true' && !ev.target.closest('.top')) openMenu(false);
+});
+nav.addEventListener('click', (ev) => { if (ev.target.closest('a')) openMenu(false); });
 
 document.getElementById('signout').addEventListener('click', async () => { await signOut(); toast('Signed out.'); });
 window.addEventListener('hashchange', route);
