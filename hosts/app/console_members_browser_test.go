@@ -39,8 +39,8 @@ func TestConsoleMembers(t *testing.T) {
 			b.do(chromedp.Evaluate[chromedp.Void](row("ana@example.com") + `.querySelector('button.set-role').click()`))
 			b.waitFor("ana an admin", `(r => r && r.dataset.role === 'admin')(`+row("ana@example.com")+`)`, 10*time.Second)
 
-			b.do(chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`))
 			b.do(chromedp.Evaluate[chromedp.Void](row("dan@example.com") + `.querySelector('button.remove').click()`))
+			b.confirmInPage()
 			b.waitFor("dan removed", `document.querySelectorAll('.members tbody tr').length === 2 && !`+row("dan@example.com"), 10*time.Second)
 			req, _ := http.NewRequest(http.MethodGet, b.base+"/api/v1/me", nil)
 			req.Header.Set("Authorization", "Bearer "+dan)

@@ -92,8 +92,8 @@ func TestConsoleTeammateJourney(t *testing.T) {
 			b.goTo("#/members")
 			row := `[...document.querySelectorAll('.members tbody tr')].find(r => r.textContent.includes('nia@partner.net'))`
 			b.waitFor("the teammate listed", row, 10*time.Second)
-			b.do(chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`))
 			b.do(chromedp.Evaluate[chromedp.Void](row + `.querySelector('button.remove').click()`))
+			b.confirmInPage()
 			b.waitFor("the teammate removed", `!`+row, 10*time.Second)
 			mate.goTo("#/tokens")
 			mate.waitFor("back at sign-in", `location.hash === '#/signin' && document.querySelector('form.signin')`, 10*time.Second)

@@ -47,8 +47,8 @@ func TestConsoleTokens(t *testing.T) {
 			}
 			b.readmeShot("tokens")
 
-			b.do(chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`))
 			b.do(chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll('.tokens tbody tr')].find(r => r.textContent.includes('CI deploys')).querySelector('button.revoke').click()`))
+			b.confirmInPage()
 			b.waitFor("the token revoked", `[...document.querySelectorAll('.tokens tbody tr')].some(r => r.textContent.includes('CI deploys') && r.dataset.status === 'revoked')`, 10*time.Second)
 			if code := me(); code != 401 {
 				t.Fatalf("the revoked token: %d, want 401", code)

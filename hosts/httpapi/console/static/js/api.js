@@ -7,7 +7,7 @@
 // restart, a network blip) is tried again with backoff until it does, while
 // the page shows "Reconnecting…": pages recover without a reload.
 
-import { reconnecting } from './ui.js';
+import { reconnecting, actionSucceeded } from './ui.js';
 
 const KEY = 'devpilot.token';
 
@@ -44,14 +44,26 @@ export async function endCookieSession() {
   }
 }
 
-// ProblemError is a failed call: status, the problem's detail as the message,
-// and the whole problem (code, errors[]).
+// ProblemError is a failed call: status, the problem's detail as the message
+// (a sentence; without a problem, one saying what the status means), and
+// the whole problem (code, errors[]).
 export class ProblemError extends Error {
   constructor(status, problem) {
-    super((problem && (problem.detail || problem.title)) || `HTTP ${status}`);
+    super((problem && (problem.detail || problem.title)) || statusSentence(status));
     this.status = status;
     this.problem = problem || {};
   }
+}
+
+// statusSentence says what an answer of status without a problem means.
+function statusSentence(status) {
+  if (status === 401) return 'You are not signed in, or your session ended.';
+  if (status === 403) return 'You may not do this.';
+  if (status === 404) return 'It is not there (any more).';
+  if (status === 413) return 'That is too large to send.';
+  if (status === 429) return 'Too many requests: wait a moment and try again.';
+  if (status >= 500) return 'The server could not do this; try again in a moment.';
+  return 'The server refused the request.';
 }
 
 // Answers that say the server is not there yet (a proxy in front of a
@@ -125,6 +137,7 @@ export async function api(method, path, body, opts = {}) {
   const init = { method, headers: h, body: payload, signal: opts.signal };
   const resp = await (method === 'GET' ? fetchRetrying(path, init) : fetch(path, init));
   if (!resp.ok) throw await failure(resp);
+  if (method !== 'GET' && method !== 'HEAD') actionSucceeded();
   if (resp.status === 204) return null;
   const text = await resp.text();
   return text ? JSON.parse(text) : null;

@@ -34,12 +34,50 @@ export function mount(el, ...children) {
 // loading, empty and errorBox are the three states of a view with no data.
 export const loading = (what = 'Loading…') => h('p', { class: 'loading', role: 'status' }, what);
 export const empty = (what) => h('p', { class: 'empty' }, what);
+// errorBox shows a failure as the server wrote it: the problem's detail as
+// a sentence, the reason for each field it names as a list, and the HTTP
+// status only small and muted at the end (not as an "Error 409:" prefix).
+// It marks itself as the failure of the action under way (see
+// actionSucceeded), so that the next success of that action clears it.
 export function errorBox(err) {
   const p = (err && err.problem) || {};
-  return h('div', { class: 'error', role: 'alert' },
-    h('strong', {}, err && err.status ? `Error ${err.status}: ` : 'Error: '),
-    (err && err.message) || String(err),
-    (p.errors || []).length ? h('ul', {}, p.errors.map((e) => h('li', {}, `${e.field}: ${e.reason}`))) : null);
+  const status = err && err.status;
+  const box = h('div', { class: 'error', role: 'alert' },
+    h('span', { class: 'error-text' }, (err && err.message) || String(err)),
+    (p.errors || []).length ? h('ul', { class: 'error-fields' }, p.errors.map((e) => h('li', {}, `${e.field}: ${e.reason}`))) : null,
+    status ? h('small', { class: 'error-status', title: `HTTP status ${status}${p.code ? ' (' + p.code + ')' : ''}` }, String(status)) : null);
+  return box;
+}
+
+// The action under way: the form last submitted or the container of the
+// button last clicked. When a write to the API succeeds (api.js calls
+// actionSucceeded), the error boxes that action's earlier failures left
+// are removed: an error does not outlive the next success.
+let acting = null;
+function scopeOf(el) {
+  if (!el || !el.closest) return null;
+  return el.closest('form, dialog, [role="dialog"], [role="alertdialog"], section, .card, tr') || null;
+}
+document.addEventListener('submit', (ev) => { acting = scopeOf(ev.target); }, true);
+document.addEventListener('click', (ev) => {
+  const b = ev.target && ev.target.closest ? ev.target.closest('button, [role="button"], input[type="submit"]') : null;
+  if (b) acting = scopeOf(b);
+}, true);
+
+// clearErrors removes the error boxes inside el (or el itself's).
+export function clearErrors(el) {
+  if (!el || !el.isConnected) return;
+  for (const e of el.querySelectorAll('.error[role="alert"]')) e.remove();
+}
+
+// actionSucceeded says a write of the action under way succeeded: its
+// error boxes go (api.js calls it after every successful write).
+export function actionSucceeded() {
+  if (!acting) return;
+  // The row of a table is too small a scope: its errors are shown beside
+  // the table, in the table's section.
+  const scope = acting.tagName === 'TR' ? (scopeOf(acting.parentElement) || acting) : acting;
+  clearErrors(scope);
 }
 
 // problemText is a failure as one line: the server's detail and the reason
@@ -51,12 +89,26 @@ export function problemText(err) {
   return fields.length ? `${msg} (${fields.join('; ')})` : msg;
 }
 
-// toast says something briefly in the page's polite live region.
+// toast says something briefly in the page's polite live region. The
+// region is moved into the top-most open modal dialog while one is open: a
+// modal dialog sits in the top layer, above everything else in the page,
+// and makes the rest of it inert. The toast never takes focus and lets
+// clicks through (pointer-events: none).
+let toastEl = null;
 export function toast(msg) {
-  const t = document.getElementById('toast');
-  t.textContent = msg;
+  if (!toastEl) toastEl = document.getElementById('toast');
+  if (!toastEl) return;
+  const modals = [...document.querySelectorAll('dialog[open]')].filter((d) => d.matches(':modal'));
+  const host = modals.length ? modals[modals.length - 1] : document.body;
+  if (toastEl.parentNode !== host) {
+    host.append(toastEl);
+    if (host !== document.body) {
+      host.addEventListener('close', () => { document.body.append(toastEl); }, { once: true });
+    }
+  }
+  toastEl.textContent = msg;
   clearTimeout(toast.timer);
-  toast.timer = setTimeout(() => { t.textContent = ''; }, 5000);
+  toast.timer = setTimeout(() => { toastEl.textContent = ''; }, 5000);
 }
 
 // reconnecting counts what is waiting for the server (requests tried again,
@@ -87,20 +139,91 @@ export function field(label, control, hint) {
 }
 
 // button makes a button that shows busy while its async handler runs, and
-// shows the handler's error in errEl (or a toast).
+// shows the handler's error in errEl (or a toast); a later success clears
+// that error. Focus stays on the button when it is still there; when the
+// handler redrew it away (a row deleted, a list refreshed), focus goes to
+// the control now where it was (the next row's), else to the nearest
+// control that is left: never lost to the page's body.
 export function button(label, handler, props = {}) {
   const { errEl, ...attrs } = props;
   const b = h('button', { type: 'button', ...attrs }, label);
   b.addEventListener('click', async (ev) => {
     ev.preventDefault();
     if (b.disabled) return;
+    const place = placeOf(b);
     b.disabled = true;
     b.setAttribute('aria-busy', 'true');
-    try { await handler(ev); } catch (err) {
+    try {
+      await handler(ev);
+      if (errEl) clearErrors(errEl);
+    } catch (err) {
       if (errEl) mount(errEl, errorBox(err)); else toast(err.message || String(err));
-    } finally { b.disabled = false; b.removeAttribute('aria-busy'); }
+    } finally {
+      b.disabled = false;
+      b.removeAttribute('aria-busy');
+      refocus(b, place);
+    }
   });
   return b;
+}
+
+const FOCUSABLE = 'a[href], button:not([disabled]), input:not([disabled]):not([type="hidden"]), select:not([disabled]), textarea:not([disabled]), summary, [tabindex]:not([tabindex="-1"])';
+
+function visible(el) { return el.getClientRects().length > 0; }
+
+// placeOf remembers where el is: its ancestors, and its index among the
+// controls of each.
+function placeOf(el) {
+  const out = [];
+  for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+    out.push([a, [...a.querySelectorAll(FOCUSABLE)].indexOf(el)]);
+  }
+  return out;
+}
+
+// refocus gives focus back after el's action, when focus was lost (on the
+// body, or on an element no longer in the page).
+export function refocus(el, place = []) {
+  const f = document.activeElement;
+  if (f && f !== document.body && f.isConnected && f !== el) return; // the action put it somewhere
+  if (el.isConnected && visible(el)) { if (f !== el) el.focus(); return; }
+  for (const [a, i] of place) {
+    if (!a.isConnected) continue;
+    const cs = [...a.querySelectorAll(FOCUSABLE)].filter(visible);
+    if (cs.length) { cs[Math.min(Math.max(i, 0), cs.length - 1)].focus(); return; }
+  }
+  const m = document.getElementById('main');
+  if (m) m.focus({ preventScroll: true });
+}
+
+// confirmAction asks in the page, in a modal dialog, before something is
+// destroyed: title, text naming what goes, Cancel (focused first) and a
+// danger button labelled confirmLabel. Escape cancels. It resolves to true
+// when confirmed, false otherwise; focus goes back to the control that
+// opened it.
+let dialogs = 0;
+export function confirmAction({ title, text, confirmLabel = 'Delete', danger = true }) {
+  const opener = document.activeElement;
+  const id = `confirm-${++dialogs}`;
+  const cancel = h('button', { type: 'button', class: 'confirm-cancel', value: 'cancel' }, 'Cancel');
+  const ok = h('button', { type: 'submit', class: `confirm-ok ${danger ? 'danger' : 'primary'}`, value: 'ok' }, confirmLabel);
+  const form = h('form', { method: 'dialog' },
+    h('h2', { id: id + '-title' }, title),
+    h('p', { id: id + '-text', class: 'confirm-text' }, text),
+    h('div', { class: 'row confirm-actions' }, cancel, ok));
+  const dlg = h('dialog', { class: 'confirm-dialog', role: 'alertdialog', 'aria-labelledby': id + '-title', 'aria-describedby': id + '-text' }, form);
+  document.body.append(dlg);
+  return new Promise((resolve) => {
+    cancel.addEventListener('click', () => dlg.close('cancel'));
+    dlg.addEventListener('close', () => {
+      const yes = dlg.returnValue === 'ok';
+      dlg.remove();
+      if (opener && opener.isConnected && typeof opener.focus === 'function') opener.focus();
+      resolve(yes);
+    });
+    dlg.showModal();
+    cancel.focus();
+  });
 }
 
 // details is a collapsed card: summary line, and body shown when opened.

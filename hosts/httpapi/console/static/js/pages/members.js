@@ -6,7 +6,7 @@
 // Revoke. Members see that only admins may.
 
 import { api, list } from '../api.js';
-import { h, mount, button, errorBox, loading, empty, field, toast, when } from '../ui.js';
+import { h, mount, button, errorBox, loading, empty, field, toast, when, confirmAction } from '../ui.js';
 import { me } from '../app.js';
 
 export const title = 'Members';
@@ -57,7 +57,7 @@ export function render(main) {
               await refresh();
             }, { class: 'set-role', errEl }),
             self ? null : button('Remove', async () => {
-              if (!window.confirm(`Remove ${m.email} from the organisation? Their tokens stop working at once.`)) return;
+              if (!await confirmAction({ title: 'Remove the member?', text: `Remove ${m.email} from the organisation? Their tokens stop working at once.`, confirmLabel: 'Remove' })) return;
               await api('DELETE', `/api/v1/members/${encodeURIComponent(m.id)}`);
               toast(`${m.email} is removed.`);
               await refresh();
@@ -91,7 +91,7 @@ export function render(main) {
         h('td', {}, h('code', {}, i.prefix + '…')),
         h('td', {}, when(i.expires_at)),
         h('td', {}, button('Revoke', async () => {
-          if (!window.confirm(`Revoke the invitation${i.email ? ' for ' + i.email : ''}? Its link stops working at once.`)) return;
+          if (!await confirmAction({ title: 'Revoke the invitation?', text: `Revoke the invitation${i.email ? ' for ' + i.email : ''}? Its link stops working at once.`, confirmLabel: 'Revoke' })) return;
           await api('DELETE', `/api/v1/invitations/${encodeURIComponent(i.id)}`);
           if (made.dataset.id === i.id) mount(made);
           toast('The invitation is revoked.');

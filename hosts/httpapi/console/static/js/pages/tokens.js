@@ -5,7 +5,7 @@
 // and offered to prove it with the identity provider (POST /auth/oidc/verify).
 
 import { api, list, token } from '../api.js';
-import { h, mount, button, errorBox, loading, empty, field, toast, when } from '../ui.js';
+import { h, mount, button, errorBox, loading, empty, field, toast, when, confirmAction } from '../ui.js';
 import { me } from '../app.js';
 
 // verifyNotice tells a user whose email is unverified what that means and,
@@ -59,7 +59,7 @@ export function render(main) {
             const mine = (token.get() || '').startsWith(t.prefix);
             const warning = mine ? ' This console is signed in with it: you will be signed out.'
               : t.kind === 'session' ? ' If it is this browser’s sign-in, you will be signed out.' : '';
-            if (!window.confirm(`Revoke “${t.name}”? Whatever uses it stops working at once.${warning}`)) return;
+            if (!await confirmAction({ title: 'Revoke the token?', text: `Revoke “${t.name}”? Whatever uses it stops working at once.${warning}`, confirmLabel: 'Revoke' })) return;
             await api('DELETE', `/api/v1/tokens/${encodeURIComponent(t.id)}`);
             if (made.dataset.id === t.id) mount(made);
             toast(`“${t.name}” is revoked.`);
