@@ -169,8 +169,8 @@ func TestConsoleContent(t *testing.T) {
 			b.waitFor("the item in review", `document.querySelector('.board-col[data-status="in_review"] `+card+`')`, 15*time.Second)
 
 			// Delete asks first.
-			b.do(chromedp.Click(chromedp.ID("item-delete"), chromedp.NodeVisible),
-				chromedp.Click(chromedp.ID("item-delete-confirm"), chromedp.NodeVisible))
+			b.do(chromedp.Click(chromedp.ID("item-delete"), chromedp.NodeVisible))
+			b.confirmInPage()
 			b.waitFor("the item gone", `!document.querySelector('dialog.content-item[open]') && !document.querySelector('`+card+`')`, 15*time.Second)
 			if code, _ := crAPI(b, "GET", "/content/"+id, nil); code != 404 {
 				t.Errorf("deleted item: GET = %d", code)

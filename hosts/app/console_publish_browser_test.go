@@ -281,8 +281,7 @@ func TestConsolePublish(t *testing.T) {
 
 			// The target is deleted after a confirmation in the page.
 			b.do(chromedp.Click(chromedp.CSS(`#targets .target-delete`), chromedp.NodeVisible))
-			b.waitFor("the confirmation", `document.querySelector('#targets .target .confirm-delete:not([hidden])')`, 15*time.Second)
-			b.do(chromedp.Click(chromedp.CSS(`#targets .target-delete-confirm`), chromedp.NodeVisible))
+			b.confirmInPage()
 			b.waitFor("no targets", `document.querySelector('#targets .targets-list .empty') && !document.querySelector('#targets .target')`, 15*time.Second)
 			code, body = crAPI(b, "GET", "/content/targets?project_id="+project, nil)
 			if code != 200 || strings.Contains(string(body), "Hooks fake") {

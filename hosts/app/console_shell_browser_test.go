@@ -12,6 +12,8 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
+	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/hosts/sandbox"
 )
 
 // confirmInPage confirms the console's one in-page confirmation dialog
@@ -218,6 +220,26 @@ func TestConsoleShell(t *testing.T) {
 			if eval[bool](b, `window.__nativeConfirm === true`) {
 				t.Error("the browser's confirm() was called")
 			}
+
+			// Members: the only admin may not make themself a member; the
+			// refusal is the server's sentence, and it goes when the next
+			// role change succeeds.
+			if _, err := b.h.id.IssueToken(t.Context(), identity.IssueTokenInput{Email: "ana@example.com", OrgName: sandbox.Org}); err != nil {
+				t.Fatal(err)
+			}
+			b.goTo("#/members")
+			member := func(email string) string {
+				return `[...document.querySelectorAll('.members tbody tr')].find(r => r.textContent.includes('` + email + `'))`
+			}
+			b.waitFor("ana listed", member("ana@example.com"), 10*time.Second)
+			b.do(chromedp.Evaluate[chromedp.Void](member("demo@example.com") + `.querySelector('button.set-role').click()`))
+			b.waitFor("the refusal", `document.querySelector('#main .error')`, 10*time.Second)
+			if msg := b.text("#main .error"); regexpStatus.MatchString(msg) || len(msg) < 12 {
+				t.Errorf("the refusal reads %q", msg)
+			}
+			b.do(chromedp.Evaluate[chromedp.Void](member("ana@example.com") + `.querySelector('button.set-role').click()`))
+			b.waitFor("ana an admin", `(r => r && r.dataset.role === 'admin')(`+member("ana@example.com")+`)`, 10*time.Second)
+			b.waitFor("the refusal gone", `!document.querySelector('#main .error')`, 5*time.Second)
 
 			// Sign out: the menu goes.
 			b.click("#menu-toggle")

@@ -274,8 +274,8 @@ func TestConsoleSpecs(t *testing.T) {
 			b.do(chromedp.SetValue(chromedp.CSS(`.std-form input[name="std-title"]`), "Accessibility first"),
 				chromedp.Click(chromedp.CSS(`.std-form button[type="submit"]`)))
 			b.waitFor("the edited standard", `(e => e && e.textContent === 'Accessibility first')(document.querySelector('.std-items .std-name'))`, 10*time.Second)
-			b.do(chromedp.Click(chromedp.CSS(".std-items .std-delete"), chromedp.NodeVisible),
-				chromedp.Click(chromedp.CSS(".std-items button.danger"), chromedp.NodeVisible))
+			b.do(chromedp.Click(chromedp.CSS(".std-items .std-delete"), chromedp.NodeVisible))
+			b.confirmInPage()
 			b.waitFor("the standard deleted", `!document.querySelector('.std-items') && document.querySelector('.std-list .empty')`, 10*time.Second)
 		})
 	}

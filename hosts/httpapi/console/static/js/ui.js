@@ -50,34 +50,35 @@ export function errorBox(err) {
 }
 
 // The action under way: the form last submitted or the container of the
-// button last clicked. When a write to the API succeeds (api.js calls
-// actionSucceeded), the error boxes that action's earlier failures left
-// are removed: an error does not outlive the next success.
+// button last clicked, and the error boxes it showed then. When a write to
+// the API succeeds (api.js calls actionSucceeded), those error boxes go:
+// an error does not outlive the next success of the same action. Error
+// boxes drawn since (the action's own new failure) stay.
 let acting = null;
 function scopeOf(el) {
   if (!el || !el.closest) return null;
-  return el.closest('form, dialog, [role="dialog"], [role="alertdialog"], section, .card, tr') || null;
+  const s = el.closest('form, dialog, [role="dialog"], [role="alertdialog"], section, .card, tr');
+  // A table's row is too small: its errors are shown beside the table.
+  return s && s.tagName === 'TR' ? (scopeOf(s.parentElement) || s) : s;
 }
-document.addEventListener('submit', (ev) => { acting = scopeOf(ev.target); }, true);
+function startAction(scope) { acting = scope ? { scope, stale: errorsIn(scope) } : null; }
+document.addEventListener('submit', (ev) => startAction(scopeOf(ev.target)), true);
 document.addEventListener('click', (ev) => {
   const b = ev.target && ev.target.closest ? ev.target.closest('button, [role="button"], input[type="submit"]') : null;
-  if (b) acting = scopeOf(b);
+  if (b) startAction(scopeOf(b));
 }, true);
 
-// clearErrors removes the error boxes inside el (or el itself's).
-export function clearErrors(el) {
-  if (!el || !el.isConnected) return;
-  for (const e of el.querySelectorAll('.error[role="alert"]')) e.remove();
-}
+// errorsIn lists the error boxes shown in el.
+function errorsIn(el) { return el && el.isConnected ? [...el.querySelectorAll('.error[role="alert"]')] : []; }
 
-// actionSucceeded says a write of the action under way succeeded: its
-// error boxes go (api.js calls it after every successful write).
+// removeAll removes those of els still in the page.
+function removeAll(els) { for (const e of els) if (e.isConnected) e.remove(); }
+
+// actionSucceeded says a write of the action under way succeeded: the error
+// boxes shown when it began go (api.js calls it after every successful
+// write).
 export function actionSucceeded() {
-  if (!acting) return;
-  // The row of a table is too small a scope: its errors are shown beside
-  // the table, in the table's section.
-  const scope = acting.tagName === 'TR' ? (scopeOf(acting.parentElement) || acting) : acting;
-  clearErrors(scope);
+  if (acting) removeAll(acting.stale);
 }
 
 // problemText is a failure as one line: the server's detail and the reason
@@ -151,11 +152,12 @@ export function button(label, handler, props = {}) {
     ev.preventDefault();
     if (b.disabled) return;
     const place = placeOf(b);
+    const stale = errorsIn(errEl);
     b.disabled = true;
     b.setAttribute('aria-busy', 'true');
     try {
       await handler(ev);
-      if (errEl) clearErrors(errEl);
+      removeAll(stale); // the errors shown before this success (not any the handler showed itself)
     } catch (err) {
       if (errEl) mount(errEl, errorBox(err)); else toast(err.message || String(err));
     } finally {

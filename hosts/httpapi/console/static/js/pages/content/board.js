@@ -4,7 +4,7 @@
 // If-Match so that a stale one shows as a conflict.
 
 import { api } from '../../api.js';
-import { h, mount, field, button, errorBox, toast, when } from '../../ui.js';
+import { h, mount, field, button, errorBox, toast, when, confirmAction } from '../../ui.js';
 import { render as md } from '../../md.js';
 import { STATUSES, MOVES, statusLabel, checkLabel, ifMatch, isConflict } from './util.js';
 import { publishPanel } from './publish.js';
@@ -127,18 +127,13 @@ export function itemDialog(onChanged) {
     const editable = ['draft', 'in_review', 'approved'].includes(it.status);
     const title = h('input', { name: 'title', value: it.title, maxlength: 200 });
     const body = h('textarea', { name: 'body', rows: 12, value: it.body });
-    const confirmBox = h('div', { class: 'confirm-delete', hidden: true, role: 'group', 'aria-label': 'Confirm deletion' },
-      h('p', {}, 'Delete this item for good? This cannot be undone.'),
-      h('div', { class: 'row' },
-        button('Yes, delete it', async () => {
-          await api('DELETE', `/content/${it.id}`);
-          dlg.close();
-          toast(`Deleted “${it.title || 'the item'}”.`);
-          onChanged();
-        }, { class: 'danger', id: 'item-delete-confirm', errEl }),
-        button('Keep it', () => { confirmBox.hidden = true; delBtn.focus(); })));
-    const delBtn = button('Delete…', () => { confirmBox.hidden = false; confirmBox.querySelector('button').focus(); },
-      { class: 'danger', id: 'item-delete' });
+    const delBtn = button('Delete…', async () => {
+      if (!await confirmAction({ title: 'Delete the item?', text: `Delete “${it.title || 'this item'}” for good? This cannot be undone.` })) return;
+      await api('DELETE', `/content/${it.id}`);
+      dlg.close();
+      toast(`Deleted “${it.title || 'the item'}”.`);
+      onChanged();
+    }, { class: 'danger', id: 'item-delete', errEl });
 
     const moves = [...(MOVES[it.status] || []), ...(it.status !== 'archived' ? [['archived', 'Archive']] : [])];
     mount(dlg,
@@ -172,7 +167,7 @@ export function itemDialog(onChanged) {
           h('div', { class: 'row' }, button('Save changes', () => put({ title: title.value, body: body.value }, errEl,
             (n) => `Saved (version ${n.version}).`), { class: 'primary', id: 'item-save' })))) : null,
       errEl,
-      h('div', { class: 'row item-foot' }, delBtn), confirmBox);
+      h('div', { class: 'row item-foot' }, delBtn));
   }
 
   return {

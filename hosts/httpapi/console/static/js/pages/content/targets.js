@@ -8,7 +8,7 @@
 
 import { api, list } from '../../api.js';
 import { me } from '../../app.js';
-import { h, mount, field, button, errorBox, empty, toast, when } from '../../ui.js';
+import { h, mount, field, button, errorBox, empty, toast, when, confirmAction } from '../../ui.js';
 import { kindLabel } from './publish.js';
 
 // KINDS are the kinds of target with the settings each takes: [key,
@@ -85,17 +85,12 @@ export function targetsSection(pid) {
   function row(t) {
     const [ok, why] = mayDelete(t);
     const errEl = h('div', { 'aria-live': 'assertive' });
-    const confirmBox = h('div', { class: 'confirm-delete', hidden: true, role: 'group', 'aria-label': `Confirm deleting ${t.name}` },
-      h('p', {}, `Delete the target “${t.name}”? Its past publications stay listed; one scheduled through it will fail when its time comes.`),
-      h('div', { class: 'row' },
-        button('Yes, delete it', async () => {
-          await api('DELETE', `/content/targets/${encodeURIComponent(t.id)}`);
-          toast(`Deleted the target “${t.name}”.`);
-          refresh();
-        }, { class: 'danger target-delete-confirm', errEl }),
-        button('Keep it', () => { confirmBox.hidden = true; del.focus(); })));
-    const del = button('Delete…', () => { confirmBox.hidden = false; confirmBox.querySelector('button').focus(); },
-      { class: 'danger target-delete', disabled: !ok, title: why || null, 'aria-describedby': why ? `why-${t.id}` : null });
+    const del = button('Delete…', async () => {
+      if (!await confirmAction({ title: 'Delete the target?', text: `Delete the target “${t.name}”? Its past publications stay listed; one scheduled through it will fail when its time comes.` })) return;
+      await api('DELETE', `/content/targets/${encodeURIComponent(t.id)}`);
+      toast(`Deleted the target “${t.name}”.`);
+      refresh();
+    }, { class: 'danger target-delete', disabled: !ok, title: why || null, 'aria-describedby': why ? `why-${t.id}` : null, errEl });
     return h('li', { class: 'target', dataset: { id: t.id, kind: t.kind } },
       h('div', { class: 'target-text' },
         h('div', { class: 'target-title' }, h('strong', { class: 'target-name' }, t.name), ' ', h('span', { class: 'badge' }, kindLabel(t.kind))),
@@ -103,7 +98,7 @@ export function targetsSection(pid) {
         h('small', {}, `Added ${when(t.created_at)}`),
         why ? h('small', { id: `why-${t.id}`, class: 'target-why' }, why) : null),
       h('div', { class: 'target-actions' }, del),
-      confirmBox, errEl);
+      errEl);
   }
 
   // form adds a target; its settings follow the kind chosen.

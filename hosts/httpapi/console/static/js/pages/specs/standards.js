@@ -3,7 +3,7 @@
 // delete them; members read them.
 
 import { api, list } from '../../api.js';
-import { h, mount, loading, empty, errorBox, toast, field, button, when } from '../../ui.js';
+import { h, mount, loading, empty, errorBox, toast, field, button, when, confirmAction } from '../../ui.js';
 import { render as md } from '../../md.js';
 import { me } from '../../app.js';
 
@@ -51,19 +51,14 @@ export function standardsView(el) {
       actions);
   }
 
-  // deleteButton asks once more in place (no window.confirm) before deleting.
+  // deleteButton asks once more in the page (no window.confirm) before deleting.
   function deleteButton(s) {
-    const slot = h('span', { class: 'row' });
-    const ask = () => mount(slot,
-      h('span', {}, `Delete “${s.title}”?`),
-      button('Yes, delete', async () => {
-        await api('DELETE', `/pse/standards/${encodeURIComponent(s.id)}`);
-        toast(`Standard “${s.title}” deleted.`);
-        await reload();
-      }, { class: 'danger' }),
-      h('button', { type: 'button', onclick: () => mount(slot, first()) }, 'Cancel'));
-    const first = () => h('button', { type: 'button', class: 'std-delete', onclick: () => { ask(); slot.querySelector('button').focus(); } }, 'Delete');
-    return mount(slot, first());
+    return button('Delete', async () => {
+      if (!await confirmAction({ title: 'Delete the standard?', text: `Delete the standard “${s.title}”? Specifications stop being checked against it.` })) return;
+      await api('DELETE', `/pse/standards/${encodeURIComponent(s.id)}`);
+      toast(`Standard “${s.title}” deleted.`);
+      await reload();
+    }, { class: 'std-delete' });
   }
 
   function showForm(existing) {
