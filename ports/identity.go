@@ -28,6 +28,9 @@ type Principal struct {
 	// Session is true when the call was authenticated by a console sign-in
 	// session (a cookie) rather than an API token.
 	Session bool
+	// Scopes are the API token's scopes (see ValidScope); nil when the
+	// call is not bound by any (a console session, an unscoped token).
+	Scopes []string
 }
 
 // IsAdmin reports whether the principal administers its organisation.
@@ -94,7 +97,10 @@ type APIToken struct {
 	Hash   []byte
 	// Kind says what the secret is for: an API token ("" or TokenAPI) or a
 	// console sign-in session (TokenSession).
-	Kind       TokenKind
+	Kind TokenKind
+	// Scopes bound what an API token may do (see ValidScope); none (nil)
+	// is DefaultScopes. Console sessions are not scoped.
+	Scopes     []string
 	CreatedAt  time.Time
 	ExpiresAt  *time.Time
 	LastUsedAt *time.Time

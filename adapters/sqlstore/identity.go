@@ -240,6 +240,7 @@ type tokenRow struct {
 	Prefix     string     `db:"prefix"`
 	Hash       []byte     `db:"hash"`
 	Kind       string     `db:"kind"`
+	Scopes     string     `db:"scopes"`
 	CreatedAt  timestamp  `db:"created_at"`
 	ExpiresAt  *timestamp `db:"expires_at"`
 	LastUsedAt *timestamp `db:"last_used_at"`
@@ -250,6 +251,7 @@ func (r tokenRow) token() ports.APIToken {
 	return ports.APIToken{
 		ID: r.ID, UserID: r.UserID, OrgID: r.OrgID, Name: r.Name, Prefix: r.Prefix, Hash: r.Hash,
 		Kind:       ports.TokenKind(r.Kind),
+		Scopes:     tokenScopes(r.Scopes),
 		CreatedAt:  time.Time(r.CreatedAt),
 		ExpiresAt:  r.ExpiresAt.timePtr(),
 		LastUsedAt: r.LastUsedAt.timePtr(),
@@ -257,7 +259,25 @@ func (r tokenRow) token() ports.APIToken {
 	}
 }
 
-const tokenColumns = "id, user_id, org_id, name, prefix, hash, kind, created_at, expires_at, last_used_at, revoked_at"
+const tokenColumns = "id, user_id, org_id, name, prefix, hash, kind, scopes, created_at, expires_at, last_used_at, revoked_at"
+
+// tokenScopes are the scopes of a stored token: its column splits on
+// spaces; an empty one is nil, the default.
+func tokenScopes(col string) []string {
+	if f := strings.Fields(col); len(f) > 0 {
+		return f
+	}
+	return nil
+}
+
+// scopesColumn is how a token's scopes are stored: space-separated, the
+// default's when there are none.
+func scopesColumn(scopes []string) string {
+	if len(scopes) == 0 {
+		scopes = ports.DefaultScopes
+	}
+	return strings.Join(scopes, " ")
+}
 
 // tokenKind is the stored kind of a token: the zero Kind is an API token.
 func tokenKind(k ports.TokenKind) string {
@@ -270,8 +290,8 @@ func tokenKind(k ports.TokenKind) string {
 // CreateToken implements ports.TokenStore.
 func (s *Identity) CreateToken(ctx context.Context, t ports.APIToken) error {
 	_, err := s.db.write(ctx).exec(ctx,
-		"INSERT INTO api_tokens ("+tokenColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		t.ID, t.UserID, t.OrgID, t.Name, t.Prefix, t.Hash, tokenKind(t.Kind), timestamp(t.CreatedAt),
+		"INSERT INTO api_tokens ("+tokenColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		t.ID, t.UserID, t.OrgID, t.Name, t.Prefix, t.Hash, tokenKind(t.Kind), scopesColumn(t.Scopes), timestamp(t.CreatedAt),
 		timestampPtr(t.ExpiresAt), timestampPtr(t.LastUsedAt), timestampPtr(t.RevokedAt))
 	return storeErr(err, "token "+t.ID, "user "+t.UserID)
 }
@@ -320,7 +340,7 @@ func (s *Identity) GetTokenByHash(ctx context.Context, hash []byte) (ports.APITo
 		UserCreatedAt timestamp  `db:"user_created_at"`
 		UserRemovedAt *timestamp `db:"user_removed_at"`
 	}
-	err := s.db.read(ctx).get(ctx, &r, `SELECT t.id, t.user_id, t.org_id, t.name, t.prefix, t.hash, t.kind, t.created_at,
+	err := s.db.read(ctx).get(ctx, &r, `SELECT t.id, t.user_id, t.org_id, t.name, t.prefix, t.hash, t.kind, t.scopes, t.created_at,
 			t.expires_at, t.last_used_at, t.revoked_at,
 			u.org_id AS user_org_id, u.email AS user_email, u.email_verified AS user_email_verified, u.role AS user_role, u.created_at AS user_created_at,
 			u.removed_at AS user_removed_at

@@ -231,6 +231,7 @@ func (s *Store) RemoveUser(ctx context.Context, orgID, userID string, at time.Ti
 
 func cloneToken(t ports.APIToken) ports.APIToken {
 	t.Hash = bytes.Clone(t.Hash)
+	t.Scopes = slices.Clone(t.Scopes)
 	t.ExpiresAt, t.LastUsedAt, t.RevokedAt = utcPtr(t.ExpiresAt), utcPtr(t.LastUsedAt), utcPtr(t.RevokedAt)
 	return t
 }
@@ -280,6 +281,9 @@ func (s *Store) createToken(ctx context.Context, token ports.APIToken) error {
 	token.CreatedAt = utc(token.CreatedAt)
 	if token.Kind == "" {
 		token.Kind = ports.TokenAPI
+	}
+	if len(token.Scopes) == 0 {
+		token.Scopes = slices.Clone(ports.DefaultScopes)
 	}
 	put(ctx, s, s.identity.tokens, token.ID, token)
 	return nil

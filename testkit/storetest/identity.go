@@ -155,6 +155,9 @@ func normToken(tok ports.APIToken) ports.APIToken {
 	if tok.Kind == "" {
 		tok.Kind = ports.TokenAPI // stored and read back as an API token
 	}
+	if len(tok.Scopes) == 0 {
+		tok.Scopes = ports.DefaultScopes // stored and read back as the default scopes
+	}
 	tok.CreatedAt = ms(tok.CreatedAt)
 	tok.ExpiresAt, tok.LastUsedAt, tok.RevokedAt = msPtr(tok.ExpiresAt), msPtr(tok.LastUsedAt), msPtr(tok.RevokedAt)
 	return tok
@@ -457,6 +460,16 @@ func testTokenRoundTrip(t *testing.T, s IdentityStores) {
 			tok.ExpiresAt = ptr(base.Add(12 * time.Hour))
 			return tok
 		}(),
+		func() ports.APIToken {
+			tok := newToken(user)
+			tok.Scopes = []string{"read"}
+			return tok
+		}(),
+		func() ports.APIToken {
+			tok := newToken(user)
+			tok.Scopes = []string{"cloud:read", "spec:write", "content"}
+			return tok
+		}(),
 	} {
 		mustCreateToken(t, s, tok)
 		checkToken(t, "GetToken", mustGetToken(t, s, tok.ID), tok)
@@ -500,6 +513,7 @@ func testListTokens(t *testing.T, s IdentityStores) {
 	for i, u := range []ports.User{ann, bob, ann, cat, bob, ann} {
 		tok := newToken(u)
 		tok.CreatedAt = base.Add(time.Duration(i) * time.Second)
+		tok.Scopes = [][]string{nil, {"read"}, {"scm:read", "voice"}}[i%3]
 		created = append(created, mustCreateToken(t, s, tok))
 	}
 	newestFirst := func(keep func(ports.APIToken) bool) []ports.APIToken {
