@@ -246,8 +246,12 @@ func (s *Service) Authenticate(ctx context.Context, token string) (ports.Princip
 	if rec.Status(now) != ports.TokenActive || user.RemovedAt != nil {
 		return ports.Principal{}, errBadToken
 	}
+	p := ports.Principal{UserID: user.ID, OrgID: user.OrgID, Role: user.Role, TokenID: rec.ID, Session: rec.IsSession()}
+	if !p.Session {
+		p.Scopes = rec.Scopes
+	}
 	e := cachedPrincipal{
-		p:     ports.Principal{UserID: user.ID, OrgID: user.OrgID, Role: user.Role, TokenID: rec.ID, Session: rec.IsSession()},
+		p:     p,
 		until: now.Add(s.d.CacheFor),
 	}
 	if rec.LastUsedAt != nil {

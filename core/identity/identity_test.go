@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -265,7 +266,7 @@ func TestAuthenticate(t *testing.T) {
 			case tt.wantErr == nil && err != nil:
 				t.Fatalf("Authenticate: %v", err)
 			case tt.wantErr == nil:
-				if p != (ports.Principal{UserID: "u1", OrgID: "o1", Role: ports.RoleMember, TokenID: "t1"}) {
+				if want := (ports.Principal{UserID: "u1", OrgID: "o1", Role: ports.RoleMember, TokenID: "t1", Scopes: ports.DefaultScopes}); !reflect.DeepEqual(p, want) {
 					t.Fatalf("principal = %+v", p)
 				}
 			case errors.Is(tt.wantErr, ports.ErrUnauthenticated) && !errors.Is(err, ports.ErrUnauthenticated):
@@ -283,7 +284,7 @@ func TestAuthenticate(t *testing.T) {
 func TestAuthenticateCache(t *testing.T) {
 	t.Parallel()
 	const token = "dp_0000000000000000000000000000000000000000abc"
-	want := ports.Principal{UserID: "u1", OrgID: "o1", Role: ports.RoleMember, TokenID: "t1"}
+	want := ports.Principal{UserID: "u1", OrgID: "o1", Role: ports.RoleMember, TokenID: "t1", Scopes: ports.DefaultScopes}
 	cached := func(t *testing.T, cacheFor time.Duration) env {
 		return newEnvWith(t, func(d *identity.Deps) { d.CacheFor = cacheFor })
 	}
@@ -295,7 +296,7 @@ func TestAuthenticateCache(t *testing.T) {
 			t.Fatalf("Authenticate: %v, want %v", err, wantErr)
 		case wantErr == nil && err != nil:
 			t.Fatalf("Authenticate: %v", err)
-		case wantErr == nil && p != want:
+		case wantErr == nil && !reflect.DeepEqual(p, want):
 			t.Fatalf("principal = %+v", p)
 		}
 	}

@@ -48,12 +48,14 @@ func (s *Service) OwnTokens(ctx context.Context) ([]ports.APIToken, error) {
 }
 
 // CreateOwnToken issues the caller a new token named name that expires
-// after ttl; the returned Token is the only copy of its secret. It is
-// audited. Errors: invalid (fields name: 1 to 100 characters of clean
-// text; expires_in: from MinOwnTokenTTL to MaxOwnTokenTTL); conflict
-// (code too_many_tokens) when the caller has MaxOwnTokens that still
-// authenticate.
-func (s *Service) CreateOwnToken(ctx context.Context, name string, ttl time.Duration) (IssuedToken, error) {
+// after ttl, with scopes (none: ports.DefaultScopes); the returned Token is
+// the only copy of its secret. It is audited. Errors: invalid (fields
+// name: 1 to 100 characters of clean text; expires_in: from MinOwnTokenTTL
+// to MaxOwnTokenTTL; scopes or scopes[i]: see ports.CheckScopes);
+// forbidden (code insufficient_scope) when the caller's own token has
+// narrower scopes than it asks for; conflict (code too_many_tokens) when
+// the caller has MaxOwnTokens that still authenticate.
+func (s *Service) CreateOwnToken(ctx context.Context, name string, ttl time.Duration, scopes []string) (IssuedToken, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
 		return IssuedToken{}, err
@@ -69,8 +71,17 @@ func (s *Service) CreateOwnToken(ctx context.Context, name string, ttl time.Dura
 	if ttl < MinOwnTokenTTL || ttl > MaxOwnTokenTTL {
 		fields = append(fields, ports.FieldError{Field: "expires_in", Reason: "must be from 1 hour to 366 days"})
 	}
+	scopes, err = ports.CheckScopes(scopes)
+	var bad *ports.Error
+	if errors.As(err, &bad) {
+		fields = append(fields, bad.Fields...)
+	}
 	if len(fields) > 0 {
 		return IssuedToken{}, ports.Invalid("invalid token request", fields...)
+	}
+	if !p.Session && !ports.ScopesWithin(scopes, p.Scopes) {
+		return IssuedToken{}, &ports.Error{Kind: ports.KindForbidden, Code: ports.CodeInsufficientScope,
+			Message: fmt.Sprintf("a token may only create tokens that can do no more than itself: this one has the scopes %s", strings.Join(p.Scopes, " "))}
 	}
 	secret, err := s.newSecret()
 	if err != nil {
@@ -90,6 +101,7 @@ func (s *Service) CreateOwnToken(ctx context.Context, name string, ttl time.Dura
 		// The store counts and creates in one atomic step, so concurrent
 		// creations cannot pass the limit together.
 		rec := s.tokenRecord(secret, user, name, now, ttl)
+		rec.Scopes = scopes
 		if err := s.d.Tokens.CreateTokenWithin(ctx, rec, MaxOwnTokens); err != nil {
 			if errors.Is(err, ports.ErrTooManyTokens) {
 				return &ports.Error{Kind: ports.KindConflict, Code: ports.CodeTooManyTokens,
@@ -97,7 +109,7 @@ func (s *Service) CreateOwnToken(ctx context.Context, name string, ttl time.Dura
 			}
 			return err
 		}
-		args, _ := json.Marshal(map[string]any{"name": name, "expires_at": rec.ExpiresAt.UTC()})
+		args, _ := json.Marshal(map[string]any{"name": name, "expires_at": rec.ExpiresAt.UTC(), "scopes": scopes})
 		if err := s.audit(ctx, p, AuditTokenCreate, "token/"+rec.ID, args, now); err != nil {
 			return err
 		}

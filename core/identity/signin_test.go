@@ -141,7 +141,7 @@ func TestSessionsDoNotCountAsTokens(t *testing.T) {
 		}
 		p = ports.Principal{UserID: in.User.ID, OrgID: in.User.OrgID, Role: in.User.Role}
 	}
-	if _, err := e.svc.CreateOwnToken(ports.WithPrincipal(t.Context(), p), "ci", 24*time.Hour); err != nil {
+	if _, err := e.svc.CreateOwnToken(ports.WithPrincipal(t.Context(), p), "ci", 24*time.Hour, nil); err != nil {
 		t.Fatalf("CreateOwnToken beside %d sessions: %v", identity.MaxOwnTokens+1, err)
 	}
 }

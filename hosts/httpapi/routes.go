@@ -90,6 +90,8 @@ type route struct {
 	timeout time.Duration
 	// bodyTimeout bounds reading the request body, from the request's start.
 	bodyTimeout time.Duration
+	// scope is what a token's scopes must allow (see routeAreas).
+	scope routeScope
 }
 
 type routeOption func(*route)
@@ -133,6 +135,7 @@ func (s *Server) handle(method, pattern string, h handlerFunc, opts ...routeOpti
 	if !rt.streaming {
 		rt.bodyTimeout = min(rt.bodyTimeout, rt.timeout) // never past the request's own deadline
 	}
+	rt.scope, _ = scopeForRoute(method, pattern)
 	s.registered = append(s.registered, rt)
 	wrapped := s.wrap(rt)
 	s.router.Handle(method, pattern, wrapped)
@@ -178,6 +181,10 @@ func (s *Server) wrap(rt route) httprouter.Handle {
 				return
 			}
 			info.userID = p.UserID
+			if err := checkScope(w, p, rt.method, rt.pattern, rt.scope); err != nil {
+				s.writeError(w, r.WithContext(ctx), err)
+				return
+			}
 			ctx = ports.WithPrincipal(ctx, p)
 		}
 		r = r.WithContext(ctx)

@@ -12,7 +12,7 @@ import (
 // Tokens is what /api/v1/tokens calls: each user's own API tokens.
 type Tokens interface {
 	OwnTokens(ctx context.Context) ([]ports.APIToken, error)
-	CreateOwnToken(ctx context.Context, name string, ttl time.Duration) (identity.IssuedToken, error)
+	CreateOwnToken(ctx context.Context, name string, ttl time.Duration, scopes []string) (identity.IssuedToken, error)
 	RevokeOwnToken(ctx context.Context, id string) error
 }
 
@@ -47,6 +47,7 @@ type tokenJSON struct {
 	Name       string     `json:"name"`
 	Prefix     string     `json:"prefix"`
 	Kind       string     `json:"kind"`
+	Scopes     []string   `json:"scopes"`
 	Status     string     `json:"status"`
 	CreatedAt  time.Time  `json:"created_at"`
 	ExpiresAt  *time.Time `json:"expires_at"`
@@ -66,7 +67,11 @@ func tokenOut(t ports.APIToken, now time.Time) tokenJSON {
 	if t.IsSession() {
 		kind = ports.TokenSession
 	}
-	return tokenJSON{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Kind: string(kind), Status: string(t.Status(now)), CreatedAt: t.CreatedAt.UTC(),
+	scopes := t.Scopes
+	if len(scopes) == 0 {
+		scopes = ports.DefaultScopes
+	}
+	return tokenJSON{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Kind: string(kind), Scopes: scopes, Status: string(t.Status(now)), CreatedAt: t.CreatedAt.UTC(),
 		ExpiresAt: utc(t.ExpiresAt), LastUsedAt: utc(t.LastUsedAt), RevokedAt: utc(t.RevokedAt)}
 }
 
@@ -82,6 +87,8 @@ func (s *Server) listOwnTokens(w http.ResponseWriter, r *http.Request) error {
 type createTokenRequest struct {
 	Name          *string `json:"name"`
 	ExpiresInDays *int    `json:"expires_in_days"`
+	// Scopes are what the token may do; absent or empty is read and write.
+	Scopes []string `json:"scopes"`
 }
 
 // createdTokenJSON is a new token: the only time its secret is shown.
@@ -109,7 +116,7 @@ func (s *Server) createOwnToken(w http.ResponseWriter, r *http.Request) error {
 	if days < 1 || days > 366 {
 		return ports.Invalid("invalid token request", ports.FieldError{Field: "expires_in_days", Reason: "must be from 1 to 366"})
 	}
-	issued, err := s.d.Tokens.CreateOwnToken(r.Context(), *req.Name, time.Duration(days)*24*time.Hour)
+	issued, err := s.d.Tokens.CreateOwnToken(r.Context(), *req.Name, time.Duration(days)*24*time.Hour, req.Scopes)
 	if err != nil {
 		return err
 	}
