@@ -67,6 +67,13 @@ func (s *Service) Confirm(ctx context.Context, in ConfirmInput) (ConfirmResult, 
 	if c.Status != ports.ConfirmationPending { // decided already: spare the store the attempt
 		return ConfirmResult{Confirmation: c}, decideError(c, nil)
 	}
+	if in.Approved { // an approval runs the tool: the caller's token must allow it (it stays pending)
+		if def, ok := s.d.Registry.Lookup(c.ToolName); ok {
+			if err := toolScopeError(p, def); err != nil {
+				return ConfirmResult{Confirmation: c}, err
+			}
+		}
+	}
 	d := ports.Decision{Status: ports.ConfirmationRejected, By: p.UserID, Reason: reason, At: s.d.Clock.Now()}
 	if in.Approved {
 		d.Status = ports.ConfirmationApproved
@@ -176,6 +183,11 @@ func (s *Service) runTool(ctx context.Context, def tool.Tool, args json.RawMessa
 			out = failed(ports.InternalMessage)
 		}
 	}()
+	if p, ok := ports.PrincipalFrom(ctx); ok {
+		if err := toolScopeError(p, def); err != nil {
+			return failed(ports.Public(err).Message)
+		}
+	}
 	v, err := def.Run(ctx, args)
 	if err != nil {
 		pub := ports.Public(err)
