@@ -1,5 +1,6 @@
 // pages/tokens.js: the Tokens page (#/tokens): the signed-in user's API
-// tokens and console sign-ins (GET /api/v1/tokens), a form to create one (named, expiring; its
+// tokens and console sign-ins (GET /api/v1/tokens) with each token's scopes, a form to create
+// one (named, expiring, scoped: read and write, read only, or per area; its
 // secret is shown once, to copy), and Revoke on each that still works. A user
 // whose email is unverified (they joined through an invitation) is told so,
 // and offered to prove it with the identity provider (POST /auth/oidc/verify).
@@ -30,6 +31,49 @@ export const title = 'Tokens';
 
 const EXPIRIES = [[7, '7 days'], [30, '30 days'], [90, '90 days'], [366, 'a year']];
 
+// The areas a token's scope may name (the API's Scope), with their names here.
+const AREAS = [['assistant', 'Assistant'], ['spec', 'Specs'], ['cloud', 'Cloud'], ['content', 'Content'], ['voice', 'Voice'], ['scm', 'Repositories']];
+
+// scopePicker is the form's choice of scopes: read and write (what the
+// token's user can do), read only, or per area; value() is the scopes to
+// send, or null when per area names none.
+function scopePicker() {
+  const kinds = [['all', 'Read and write', 'Everything you can do.'], ['read', 'Read only', 'Reads everything, changes nothing.'],
+    ['areas', 'Per area', 'Choose what it may do in each area.']];
+  const radios = kinds.map(([v]) => h('input', { type: 'radio', name: 'token-scope', value: v, id: `token-scope-${v}`, checked: v === 'all' }));
+  const selects = AREAS.map(([a, label]) => h('select', { id: `token-scope-${a}`, 'aria-label': `${label} access` },
+    h('option', { value: '' }, 'none'), h('option', { value: `${a}:read` }, 'read'), h('option', { value: `${a}:write` }, 'read and write')));
+  const note = h('p', { class: 'token-areas-note', 'aria-live': 'polite' });
+  const grid = h('div', { class: 'token-areas', hidden: true },
+    AREAS.map(([, label], i) => h('label', { class: 'token-area' }, h('span', {}, label), selects[i])), note);
+  const fs = h('fieldset', { class: 'token-scopes' }, h('legend', {}, 'What it may do'),
+    kinds.map(([, label, hint], i) => h('label', { class: 'token-scope', for: radios[i].id }, radios[i], h('span', {}, h('strong', {}, label), ' ', h('small', {}, hint)))),
+    grid);
+  const kind = () => radios.find((r) => r.checked).value;
+  radios.forEach((r) => r.addEventListener('change', () => { grid.hidden = kind() !== 'areas'; }));
+  selects.forEach((sel) => sel.addEventListener('change', () => mount(note)));
+  return {
+    el: fs,
+    value() {
+      if (kind() === 'all') return ['read', 'write'];
+      if (kind() === 'read') return ['read'];
+      const picked = selects.map((s) => s.value).filter(Boolean);
+      mount(note, picked.length ? '' : 'Choose what it may do in at least one area.');
+      if (!picked.length) selects[0].focus();
+      return picked.length ? picked : null;
+    },
+    reset() { radios[0].checked = true; grid.hidden = true; mount(note); selects.forEach((s) => { s.value = ''; }); },
+  };
+}
+
+// scopesCell shows a token's scopes; a console sign-in is not scoped.
+function scopesCell(t) {
+  if (t.kind === 'session') return h('span', { class: 'muted' }, 'all (sign-in)');
+  const scopes = t.scopes || ['read', 'write'];
+  if (scopes.includes('write')) return h('code', { class: 'scope' }, 'read and write');
+  return h('span', { class: 'scopes' }, scopes.map((sc) => h('code', { class: 'scope' }, sc === 'read' ? 'read only' : sc)));
+}
+
 // render draws the page.
 export function render(main) {
   const errEl = h('div', { 'aria-live': 'assertive' });
@@ -37,6 +81,7 @@ export function render(main) {
   const table = h('div', { class: 'tokens-list' }, loading('Loading your tokens…'));
   const name = h('input', { id: 'token-name', maxlength: 100, required: true, placeholder: 'CI deploys', autocomplete: 'off' });
   const expiry = h('select', { id: 'token-expiry' }, EXPIRIES.map(([d, label]) => h('option', { value: d, selected: d === 30 }, label)));
+  const scopes = scopePicker();
 
   async function refresh() {
     try {
@@ -49,9 +94,10 @@ export function render(main) {
 
   function tokensTable(items) {
     return h('table', { class: 'tokens' },
-      h('thead', {}, h('tr', {}, ['Name', 'Begins with', 'Status', 'Created', 'Expires', 'Last used', ''].map((t) => h('th', { scope: 'col' }, t)))),
+      h('thead', {}, h('tr', {}, ['Name', 'Begins with', 'Scopes', 'Status', 'Created', 'Expires', 'Last used', ''].map((t) => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, items.map((t) => h('tr', { dataset: { id: t.id, status: t.status } },
         h('td', {}, t.name, t.kind === 'session' ? h('span', { class: 'badge' }, 'sign-in') : null), h('td', {}, h('code', {}, t.prefix + '…')),
+        h('td', { class: 'token-scopes-cell' }, scopesCell(t)),
         h('td', {}, h('span', { class: `badge ${t.status === 'active' ? 'ok' : ''}` }, t.status)),
         h('td', {}, when(t.created_at)), h('td', {}, t.expires_at ? when(t.expires_at) : 'never'), h('td', {}, t.last_used_at ? when(t.last_used_at) : '—'),
         h('td', {}, t.status === 'active'
@@ -72,13 +118,16 @@ export function render(main) {
     h('h2', { id: 'token-create-title' }, 'Create a token'),
     field('Name', name, 'What it is for, to know it again.'),
     field('Expires after', expiry),
+    scopes.el,
     h('button', { type: 'submit', class: 'primary', id: 'token-create' }, 'Create token'),
     made);
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     mount(errEl);
+    const picked = scopes.value();
+    if (!picked) return;
     try {
-      const t = await api('POST', '/api/v1/tokens', { name: name.value, expires_in_days: Number(expiry.value) });
+      const t = await api('POST', '/api/v1/tokens', { name: name.value, expires_in_days: Number(expiry.value), scopes: picked });
       const secret = h('input', { id: 'token-secret', readonly: true, value: t.token, spellcheck: 'false', size: 50 });
       made.dataset.id = t.id;
       mount(made, h('div', { class: 'notice token-made', role: 'status' },
@@ -87,6 +136,7 @@ export function render(main) {
         button('Copy', async () => { await navigator.clipboard.writeText(t.token); toast('Copied.'); })));
       secret.select();
       name.value = '';
+      scopes.reset();
       await refresh();
     } catch (e) {
       mount(errEl, errorBox(e));
