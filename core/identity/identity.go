@@ -93,6 +93,9 @@ type IssueTokenInput struct {
 	Role    ports.Role // for a new user; "" means member
 	Name    string     // a label for the token
 	TTL     time.Duration
+	// Scopes bound what the token may do (see ports.ValidScope); none is
+	// ports.DefaultScopes.
+	Scopes []string
 }
 
 // IssuedToken is a freshly issued token. Token is the only copy of the secret.
@@ -134,6 +137,11 @@ func (s *Service) IssueToken(ctx context.Context, in IssueTokenInput) (IssuedTok
 	if in.TTL < 0 {
 		fields = append(fields, ports.FieldError{Field: "ttl", Reason: "must not be negative"})
 	}
+	scopes, err := ports.CheckScopes(in.Scopes)
+	var bad *ports.Error
+	if errors.As(err, &bad) {
+		fields = append(fields, bad.Fields...)
+	}
 	if len(fields) > 0 {
 		return IssuedToken{}, ports.Invalid("invalid token request", fields...)
 	}
@@ -154,6 +162,7 @@ func (s *Service) IssueToken(ctx context.Context, in IssueTokenInput) (IssuedTok
 			return err
 		}
 		rec := s.tokenRecord(secret, user, in.Name, now, in.TTL)
+		rec.Scopes = scopes
 		if err := s.d.Tokens.CreateToken(ctx, rec); err != nil {
 			return err
 		}

@@ -54,3 +54,22 @@ func TestCreateOwnTokenScopes(t *testing.T) {
 		t.Errorf("a cloud:read spec token making a narrower one: %v", err)
 	}
 }
+
+// TestIssueTokenScopes: the operator's token create takes scopes too.
+func TestIssueTokenScopes(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(d *identity.Deps) { d.Random = nil })
+	issued, err := e.svc.IssueToken(t.Context(), identity.IssueTokenInput{Email: "ops@example.com", OrgName: "acme", Scopes: []string{"scm:read", "read"}})
+	if err != nil || !reflect.DeepEqual(issued.Record.Scopes, []string{"scm:read", "read"}) {
+		t.Fatalf("IssueToken with scopes: %v %v", issued.Record.Scopes, err)
+	}
+	issued, err = e.svc.IssueToken(t.Context(), identity.IssueTokenInput{Email: "ops@example.com", OrgName: "acme"})
+	if err != nil || !reflect.DeepEqual(issued.Record.Scopes, ports.DefaultScopes) {
+		t.Fatalf("IssueToken without scopes: %v %v", issued.Record.Scopes, err)
+	}
+	_, err = e.svc.IssueToken(t.Context(), identity.IssueTokenInput{Email: "ops@example.com", OrgName: "acme", Scopes: []string{"root"}})
+	var pe *ports.Error
+	if !errors.As(err, &pe) || pe.Kind != ports.KindInvalid || len(pe.Fields) != 1 || pe.Fields[0].Field != "scopes[0]" {
+		t.Fatalf("IssueToken with an unknown scope: %v", err)
+	}
+}

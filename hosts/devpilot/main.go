@@ -144,7 +144,7 @@ Takes no flags.
 
 Prints the version: the release, or the commit the binary was built from.
 `,
-	"token create": `usage: devpilot token create --email E --org O [--role admin|member] [--name N] [--ttl 720h]
+	"token create": `usage: devpilot token create --email E --org O [--role admin|member] [--name N] [--ttl 720h] [--scopes "read cloud:read"]
 
 Creates the org and user if needed and prints a new API token once.
 `,
@@ -386,7 +386,7 @@ func (c cli) token(ctx context.Context, args []string) error {
 	}
 	fs := newFlags("token " + sub)
 	var email, org *string
-	var role, name string
+	var role, name, scopes string
 	var ttl time.Duration
 	switch sub {
 	case "create":
@@ -395,6 +395,7 @@ func (c cli) token(ctx context.Context, args []string) error {
 		fs.StringVar(&role, "role", "member", "admin or member (for a new user)")
 		fs.StringVar(&name, "name", "", "a label for the token")
 		fs.DurationVar(&ttl, "ttl", 0, "lifetime, such as 720h (default: no expiry)")
+		fs.StringVar(&scopes, "scopes", "", `what the token may do, space- or comma-separated: read, write, or an area (assistant, spec, cloud, content, voice, scm) alone or with :read or :write (default: "read write")`)
 	case "list":
 		email = fs.String("email", "", "only this user's tokens")
 		org = fs.String("org", "", "only this organisation's tokens")
@@ -433,6 +434,7 @@ func (c cli) token(ctx context.Context, args []string) error {
 	case "create":
 		issued, err := svc.IssueToken(ctx, identity.IssueTokenInput{
 			Email: *email, OrgName: *org, Role: ports.Role(role), Name: name, TTL: ttl,
+			Scopes: strings.FieldsFunc(scopes, func(r rune) bool { return r == ',' || r == ' ' }),
 		})
 		if err != nil {
 			return asUsage(err)

@@ -166,6 +166,12 @@ func TestMigrateThenToken(t *testing.T) {
 	if code, _, errOut := h.cli("token", "create", "--email", "bob@example.com", "--org", "other"); code != 2 || !strings.Contains(errOut, "another organisation") {
 		t.Fatalf("token for a user of another org: exit %d %q", code, errOut)
 	}
+	if code, _, errOut := h.cli("token", "create", "--email", "bob@example.com", "--org", "acme", "--scopes", "read,cloud:write"); code != 0 {
+		t.Fatalf("token create --scopes: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := h.cli("token", "create", "--email", "bob@example.com", "--org", "acme", "--scopes", "read root"); code != 2 || !strings.Contains(errOut, "scopes[1]") {
+		t.Fatalf("token create with an unknown scope: exit %d %q", code, errOut)
+	}
 }
 
 func TestBadInvocationsExitTwoWithOneLine(t *testing.T) {
