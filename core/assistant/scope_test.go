@@ -54,3 +54,28 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// TestChatReadToolNeedsItsAreasScope: a token that may chat but not read
+// the cloud gets a failed result for a cloud read the model asks for; the
+// tool never runs.
+func TestChatReadToolNeedsItsAreasScope(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, assistant.Config{})
+	var runs counter
+	list := readTool("list_services", &runs, []string{"web"})
+	list.Area = tool.AreaCloud
+	e.register(list)
+	e.script(call("c1", "list_services", projectArgs), say("I cannot."))
+	chatter := alice
+	chatter.TokenID, chatter.Scopes = "tok-1", []string{"assistant"}
+	_, evs := e.chat(as(chatter), assistant.ChatInput{Message: "list the services"})
+	var tr assistant.ToolResultData
+	for _, ev := range evs {
+		if ev.Name == "tool_result" {
+			tr = decode[assistant.ToolResultData](t, ev)
+		}
+	}
+	if tr.OK || !strings.Contains(tr.Error, "cloud:read") || runs.runs() != 0 {
+		t.Fatalf("tool_result %+v, runs %d", tr, runs.runs())
+	}
+}
