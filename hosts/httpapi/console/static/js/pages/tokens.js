@@ -58,7 +58,7 @@ function scopePicker() {
       if (kind() === 'all') return ['read', 'write'];
       if (kind() === 'read') return ['read'];
       const picked = selects.map((s) => s.value).filter(Boolean);
-      mount(note, picked.length ? '' : 'Choose what it may do in at least one area.');
+      mount(note, picked.length ? null : 'Choose what it may do in at least one area.');
       if (!picked.length) selects[0].focus();
       return picked.length ? picked : null;
     },
