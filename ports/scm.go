@@ -296,6 +296,9 @@ type SCMConnection struct {
 	UserID      string
 	Provider    string
 	Login       string
+	// Scopes are the OAuth scopes the provider granted the token, as it
+	// named them ("repo,read:user"); "" when it named none.
+	Scopes      string
 	SealedToken string
 	Status      string
 	Error       string
@@ -360,7 +363,8 @@ type SCMStore interface {
 	// expired before now (it is removed all the same).
 	ConsumeOAuthState(ctx context.Context, state string, now time.Time) (OAuthState, error)
 	// SaveConnection stores the owner's connection to c.Provider, replacing
-	// an earlier one (keeping its id), and returns it.
+	// an earlier one (keeping its id, taking its login, scopes, token,
+	// status and error from c), and returns it.
 	SaveConnection(ctx context.Context, c SCMConnection) (SCMConnection, error)
 	// GetConnection returns the owner's connection to the provider; not_found
 	// when there is none.

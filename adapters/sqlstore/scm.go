@@ -84,6 +84,7 @@ type scmConnectionRow struct {
 	UserID      string    `db:"user_id"`
 	Provider    string    `db:"provider"`
 	Login       string    `db:"login"`
+	Scopes      string    `db:"scopes"`
 	SealedToken string    `db:"sealed_token"`
 	Status      string    `db:"status"`
 	Error       string    `db:"error"`
@@ -93,18 +94,18 @@ type scmConnectionRow struct {
 
 func (r scmConnectionRow) connection() ports.SCMConnection {
 	return ports.SCMConnection{
-		ID: r.ID, OrgID: r.OrgID, UserID: r.UserID, Provider: r.Provider, Login: r.Login,
+		ID: r.ID, OrgID: r.OrgID, UserID: r.UserID, Provider: r.Provider, Login: r.Login, Scopes: r.Scopes,
 		SealedToken: r.SealedToken, Status: r.Status, Error: r.Error,
 		CreatedAt: time.Time(r.CreatedAt), UpdatedAt: time.Time(r.UpdatedAt),
 	}
 }
 
-const scmConnectionColumns = "id, org_id, user_id, provider, login, sealed_token, status, error, created_at, updated_at"
+const scmConnectionColumns = "id, org_id, user_id, provider, login, scopes, sealed_token, status, error, created_at, updated_at"
 
 // SaveConnection implements ports.SCMStore with one upsert on the owner and
 // provider. A zero Status is stored as active and a zero UpdatedAt as
 // CreatedAt. Replacing a connection keeps its id and creation time and sets
-// its login, sealed token, status, error and UpdatedAt from c. It is a
+// its login, scopes, sealed token, status, error and UpdatedAt from c. It is a
 // conflict when c.ID is another connection's, not_found when the owner does
 // not exist, and invalid for an unknown status.
 func (s *SCM) SaveConnection(ctx context.Context, c ports.SCMConnection) (ports.SCMConnection, error) {
@@ -121,12 +122,12 @@ func (s *SCM) SaveConnection(ctx context.Context, c ports.SCMConnection) (ports.
 	}
 	var r scmConnectionRow
 	err := s.db.write(ctx).get(ctx, &r, "INSERT INTO scm_connections ("+scmConnectionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (org_id, user_id, provider) DO UPDATE SET login = excluded.login,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (org_id, user_id, provider) DO UPDATE SET login = excluded.login, scopes = excluded.scopes,
 			sealed_token = excluded.sealed_token, status = excluded.status, error = excluded.error,
 			updated_at = excluded.updated_at
 		RETURNING `+scmConnectionColumns,
-		c.ID, c.OrgID, c.UserID, c.Provider, c.Login, c.SealedToken, status, c.Error,
+		c.ID, c.OrgID, c.UserID, c.Provider, c.Login, c.Scopes, c.SealedToken, status, c.Error,
 		timestamp(c.CreatedAt), timestamp(updated))
 	if err != nil {
 		return ports.SCMConnection{}, storeErr(err, "scm connection "+c.ID, "user "+c.UserID)

@@ -176,7 +176,7 @@ func (s *Service) Callback(ctx context.Context, in CallbackInput) (CallbackResul
 		return CallbackResult{}, ports.Redact(err, token)
 	}
 	owner := ports.Owner{OrgID: st.OrgID, UserID: st.UserID}
-	conn, err := s.saveConnection(ctx, owner, user.Login, token)
+	conn, err := s.saveConnection(ctx, owner, user.Login, tok.Scope, token)
 	if err != nil {
 		return CallbackResult{}, err
 	}
@@ -202,10 +202,10 @@ func badState(cause error) error {
 
 // saveConnection stores the owner's connection with the token sealed,
 // reusing the id of the one it replaces, since the seal is bound to it.
-func (s *Service) saveConnection(ctx context.Context, owner ports.Owner, login, token string) (ports.SCMConnection, error) {
+func (s *Service) saveConnection(ctx context.Context, owner ports.Owner, login, scopes, token string) (ports.SCMConnection, error) {
 	now := s.d.Clock.Now()
 	conn := ports.SCMConnection{OrgID: owner.OrgID, UserID: owner.UserID, Provider: s.cfg.Provider, Login: login,
-		Status: ports.SCMActive, CreatedAt: now, UpdatedAt: now}
+		Scopes: ports.Line(scopes, 500), Status: ports.SCMActive, CreatedAt: now, UpdatedAt: now}
 	switch old, err := s.d.Store.GetConnection(ctx, owner, s.cfg.Provider); {
 	case err == nil:
 		conn.ID, conn.CreatedAt = old.ID, old.CreatedAt

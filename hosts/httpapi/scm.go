@@ -15,6 +15,7 @@ import (
 type SCM interface {
 	Authorize(ctx context.Context, redirectAfter string) (scm.Authorization, error)
 	Callback(ctx context.Context, in scm.CallbackInput) (scm.CallbackResult, error)
+	Connection(ctx context.Context) (scm.ConnectionState, error)
 	ListRepos(ctx context.Context, page ports.Page) ([]ports.Repository, string, error)
 	ListCommits(ctx context.Context, repoID string, page ports.Page) ([]ports.SCMCommit, string, error)
 	ListPulls(ctx context.Context, repoID string, page ports.Page) ([]ports.SCMPull, string, error)
@@ -35,6 +36,7 @@ func (s *Server) scmRoutes() {
 	for _, p := range []string{"", "/api/v1"} {
 		s.handle(http.MethodGet, p+"/scm-oauth/authorize", s.scmAuthorize)
 		s.handle(http.MethodGet, p+"/scm-oauth/callback", s.scmCallback, public)
+		s.handle(http.MethodGet, p+"/scm/connection", s.scmConnection)
 		s.handle(http.MethodGet, p+"/scm/repos", s.listRepos)
 		s.handle(http.MethodGet, p+"/scm/repos/:repo_id/commits", s.listCommits)
 		s.handle(http.MethodGet, p+"/scm/repos/:repo_id/pulls", s.listPulls)
@@ -122,6 +124,39 @@ func (s *Server) scmCallback(w http.ResponseWriter, r *http.Request) error {
 		"connection":   map[string]string{"provider": res.Connection.Provider, "login": res.Connection.Login, "status": res.Connection.Status},
 		"repositories": res.Repositories,
 	})
+}
+
+// connectionJSON is GET /scm/connection's answer. Setup (what an admin
+// must set) is there only when not configured; Status and Error only when
+// connected.
+type connectionJSON struct {
+	Configured   bool     `json:"configured"`
+	Setup        string   `json:"setup,omitempty"`
+	Connected    bool     `json:"connected"`
+	Status       string   `json:"status,omitempty"`
+	Error        string   `json:"error,omitempty"`
+	Login        *string  `json:"login"`
+	Scopes       []string `json:"scopes"`
+	Repositories int      `json:"repositories"`
+}
+
+// scmConnection answers the state of the caller's GitHub connection: one of
+// not configured, not connected and connected (login, scopes, how many
+// repositories).
+func (s *Server) scmConnection(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.d.SCM.Connection(r.Context())
+	if err != nil {
+		return err
+	}
+	out := connectionJSON{Configured: st.Configured, Setup: st.Setup, Connected: st.Connected, Status: st.Status,
+		Error: st.Error, Scopes: st.Scopes, Repositories: st.Repositories}
+	if st.Connected {
+		out.Login = &st.Login
+	}
+	if out.Scopes == nil {
+		out.Scopes = []string{}
+	}
+	return writeJSON(w, http.StatusOK, out)
 }
 
 func repoOut(r ports.Repository) map[string]any {

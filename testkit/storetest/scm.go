@@ -256,7 +256,7 @@ func newConnection(owner ports.Owner, provider string) ports.SCMConnection {
 	id := newID()
 	return ports.SCMConnection{
 		ID: id, OrgID: owner.OrgID, UserID: owner.UserID, Provider: provider, Login: "octo-" + id[:8],
-		SealedToken: "v1.k1.c2VhbGVk_" + id, Status: ports.SCMActive, CreatedAt: base, UpdatedAt: base,
+		Scopes: "repo,read:user", SealedToken: "v1.k1.c2VhbGVk_" + id, Status: ports.SCMActive, CreatedAt: base, UpdatedAt: base,
 	}
 }
 
@@ -348,7 +348,7 @@ func testSaveConnectionReplaces(t *testing.T, s SCMStores) {
 	repos := mustSaveRepositories(t, s, first.ID, base, newRepo(1001, "acme/api"))
 
 	again := newConnection(owner, "github")
-	again.Login, again.SealedToken = "renamed-login", "v1.k2.bmV3X3Rva2Vu"
+	again.Login, again.Scopes, again.SealedToken = "renamed-login", "read:user", "v1.k2.bmV3X3Rva2Vu"
 	again.CreatedAt, again.UpdatedAt = base.Add(time.Hour), base.Add(2*time.Hour)
 	want := again
 	want.ID, want.CreatedAt = first.ID, first.CreatedAt
