@@ -291,11 +291,11 @@ const (
 // SCMConnection is a user's link to a provider account, holding the sealed
 // token.
 type SCMConnection struct {
-	ID          string
-	OrgID       string
-	UserID      string
-	Provider    string
-	Login       string
+	ID       string
+	OrgID    string
+	UserID   string
+	Provider string
+	Login    string
 	// Scopes are the OAuth scopes the provider granted the token, as it
 	// named them ("repo,read:user"); "" when it named none.
 	Scopes      string
