@@ -295,7 +295,11 @@ func (s *Server) routes() *http.ServeMux {
 	rest("PATCH /repos/{owner}/{repo}/issues/{number}", "core", s.handleUpdateIssue)
 	rest("GET /repos/{owner}/{repo}/labels", "core", s.handleListLabels)
 	rest("POST /repos/{owner}/{repo}/labels", "core", s.handleCreateLabel)
-	mux.Handle("/", route(func(c *call) { c.errorf(http.StatusNotFound, docREST, "Not Found") }))
+	mux.Handle("/", route(func(c *call) {
+		if !s.serveWeb(c) {
+			c.errorf(http.StatusNotFound, docREST, "Not Found")
+		}
+	}))
 	return mux
 }
 
