@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,13 +197,19 @@ func startSandboxWith(t *testing.T, dataDir, dbURL string, extra map[string]stri
 		t.Fatal(err)
 	}
 	h.sb = sb
-	fxApp := fx.New(app.Options(cfg, logger), fx.Populate(&h.id))
+	opts := []fx.Option{app.Options(cfg, logger), fx.Populate(&h.id)}
+	var gitHubGone atomic.Bool
+	if extra[sandboxWithoutGitHub] != "" {
+		opts = append(opts, unconfiguredGitHubOnce(&gitHubGone))
+	}
+	fxApp := fx.New(opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := fxApp.Start(ctx); err != nil {
 		sb.Close()
 		t.Fatalf("start: %v\n%s", err, h.logs)
 	}
+	gitHubGone.Store(true)
 	var once sync.Once
 	h.stop = func() {
 		once.Do(func() {

@@ -13,9 +13,10 @@ import * as content from './pages/content.js';
 import * as repos from './pages/repos.js';
 import * as tokens from './pages/tokens.js';
 import * as members from './pages/members.js';
+import * as admin from './pages/admin.js';
 import * as join from './pages/join.js';
 
-const pages = { chat, specs, cloud, content, repos, tokens, members };
+const pages = { chat, specs, cloud, content, repos, tokens, members, admin };
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
 const menuToggle = document.getElementById('menu-toggle');
@@ -105,7 +106,9 @@ function renderNav(current) {
   nav.hidden = false;
   menuToggle.hidden = false;
   document.getElementById('signout').hidden = false;
-  mount(nav, Object.entries(pages).map(([name, p]) =>
+  // A page that exports adminOnly is in an admin's menu only.
+  const isAdmin = me && me.user && me.user.role === 'admin';
+  mount(nav, Object.entries(pages).filter(([, p]) => isAdmin || !p.adminOnly).map(([name, p]) =>
     h('a', { href: '#/' + name, 'aria-current': name === current ? 'page' : null }, p.title)));
   if (me) document.getElementById('who').textContent = `${me.user.email} · ${me.org.name}`;
 }

@@ -10,6 +10,8 @@ import { h, mount, button, errorBox, loading, empty, field, toast, when, confirm
 import { me } from '../app.js';
 
 export const title = 'Members';
+// adminOnly keeps the page out of a member's menu.
+export const adminOnly = true;
 
 const INVITE_EXPIRIES = [[1, '1 day'], [7, '7 days'], [14, '14 days'], [30, '30 days']];
 

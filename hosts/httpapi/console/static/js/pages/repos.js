@@ -13,21 +13,29 @@ const CONNECTING = 'devpilot.repos.connecting';
 const PAGE = 20;
 
 // notConfigured reports whether err says the server has no GitHub settings.
-const notConfigured = (err) => err && err.status === 503 && err.problem.code === 'not_configured';
+const notConfigured = (err) => err && err.status === 503 && err.problem && err.problem.code === 'not_configured';
+
+// adminMust turns the server's "GitHub is not configured: set X and Y"
+// into what an admin must do.
+function adminMust(setup) {
+  const what = String(setup || '').replace(/^.*?not configured:\s*/i, '').replace(/\.$/, '');
+  if (!what) return 'An admin must set GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (a GitHub OAuth app).';
+  return /^set /i.test(what) ? `An admin must ${what} (a GitHub OAuth app).` : `An admin must fix this: ${what}.`;
+}
+
+const plural = (n) => `${n} repositor${n === 1 ? 'y' : 'ies'}`;
 
 // connect starts the OAuth round trip: the authorize call sets the cookie
 // that binds the flow to this browser, then the window goes to GitHub,
 // which sends it back to the callback and from there to #/repos.
-async function connect(errEl) {
+// onNotConfigured is called when the server says GitHub is not configured.
+async function connect(onNotConfigured) {
   let r;
   try {
     r = await api('GET', '/scm-oauth/authorize?redirect_after=' + encodeURIComponent('/#/repos'), undefined,
       { headers: { Accept: 'application/json' } });
   } catch (e) {
-    if (notConfigured(e)) {
-      mount(errEl, h('div', { class: 'error', role: 'alert' }, 'GitHub is not configured on this server.'));
-      return;
-    }
+    if (notConfigured(e)) { onNotConfigured(e.problem.detail); return; }
     throw e;
   }
   if (!/^https?:\/\//i.test(r.authorize_url || '')) throw new Error('The server answered an authorize URL that is not http(s).');
@@ -36,39 +44,58 @@ async function connect(errEl) {
 }
 
 // render draws the page, with the repository args[0] (or the first) open.
+// The connection card shows exactly one state, from GET /scm/connection:
+// not configured (what an admin must set), not connected (Connect), or
+// connected (login, scopes, how many repositories; broken says reconnect).
 export function render(main, args) {
   const errEl = h('div', { 'aria-live': 'assertive' });
-  const state = h('p', { class: 'gh-state', role: 'status' }, loading('Checking the GitHub connection…'));
-  const connectBtn = button('Connect GitHub', () => connect(errEl), { class: 'primary', id: 'gh-connect', errEl });
+  const state = h('div', { class: 'gh-state', role: 'status', 'data-state': 'loading' }, loading('Checking the GitHub connection…'));
   const body = h('div', { class: 'repos-body' });
   main.append(h('h1', {}, title),
-    h('section', { class: 'card gh-connection', 'aria-label': 'GitHub connection' },
-      h('div', { class: 'row' }, state, connectBtn), errEl),
+    h('section', { class: 'card gh-connection', 'aria-label': 'GitHub connection' }, state, errEl),
     body);
 
   const justConnected = sessionStorage.getItem(CONNECTING);
   sessionStorage.removeItem(CONNECTING);
 
-  list('/scm/repos', { limit: 200 }).then((r) => {
-    const n = r.items.length;
-    mount(state, h('span', { class: 'badge ok' }, 'Connected'), ` to GitHub: ${n} repositor${n === 1 ? 'y' : 'ies'}.`);
-    connectBtn.textContent = 'Reconnect GitHub';
-    connectBtn.classList.remove('primary');
-    if (justConnected) toast(`GitHub connected: ${n} repositor${n === 1 ? 'y' : 'ies'}.`);
-    mount(body, search(), repositories(r.items, args[0]));
-  }, (e) => {
-    if (e.status === 412) {
-      mount(state, 'GitHub is not connected yet: connect it to see your repositories.');
-    } else if (notConfigured(e)) {
-      mount(state, 'GitHub is not configured on this server.');
-      connectBtn.hidden = true;
-    } else if (e.status === 502 && e.problem.code === 'connection_broken') {
-      mount(state, h('span', { class: 'badge bad' }, 'Broken'), ' GitHub refused the connection: reconnect it.');
-      mount(errEl, errorBox(e));
-    } else {
-      mount(state, '');
-      mount(errEl, errorBox(e));
+  const show = (name, ...children) => {
+    state.dataset.state = name;
+    mount(state, h('div', { class: 'row' }, ...children));
+  };
+  const showNotConfigured = (setup) => {
+    mount(errEl);
+    mount(body);
+    show('not-configured', h('span', { class: 'badge warn', id: 'gh-badge' }, 'Not configured'),
+      h('span', {}, 'GitHub is not configured on this server. ',
+        h('span', { class: 'hint', id: 'gh-setup' }, adminMust(setup))));
+  };
+  const connectBtn = (label, primary) =>
+    button(label, () => connect(showNotConfigured), { class: primary ? 'primary' : '', id: 'gh-connect', errEl });
+
+  api('GET', '/scm/connection').then((c) => {
+    if (!c.configured) { showNotConfigured(c.setup); return; }
+    if (!c.connected) {
+      show('not-connected', h('span', { class: 'badge', id: 'gh-badge' }, 'Not connected'),
+        h('span', {}, 'Connect your GitHub account to see your repositories.'), connectBtn('Connect GitHub', true));
+      return;
     }
+    const scopes = (c.scopes || []).length ? c.scopes.join(', ') : 'none named';
+    if (c.status === 'broken') {
+      show('broken', h('span', { class: 'badge bad', id: 'gh-badge' }, 'Broken'),
+        h('span', {}, `GitHub no longer accepts the connection of ${c.login}: reconnect it.`), connectBtn('Reconnect GitHub', true));
+      return;
+    }
+    show('connected', h('span', { class: 'badge ok', id: 'gh-badge' }, 'Connected'),
+      h('span', {}, 'GitHub as ', h('strong', { id: 'gh-login' }, c.login), ` · ${plural(c.repositories)} · scopes: `,
+        h('code', { id: 'gh-scopes' }, scopes)),
+      connectBtn('Reconnect GitHub', false));
+    if (justConnected) toast(`GitHub connected: ${plural(c.repositories)}.`);
+    mount(body, loading('Loading the repositories…'));
+    list('/scm/repos', { limit: 200 }).then((r) => mount(body, search(), repositories(r.items, args[0])),
+      (e) => { mount(body); mount(errEl, errorBox(e)); });
+  }, (e) => {
+    show('error', '');
+    mount(errEl, errorBox(e));
   });
 }
 
