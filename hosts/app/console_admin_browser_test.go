@@ -306,9 +306,7 @@ func TestConsoleAdmin(t *testing.T) {
 			if !strings.HasSuffix(left, " tokens") || left == "5,000,000 tokens" {
 				t.Errorf("left of the budget: %q (used %d)", left, budget.Used)
 			}
-			if got := b.text("#usage-total"); !strings.Contains(got, "left of the budget") {
-				t.Errorf("usage total: %q", got)
-			}
+			b.waitFor("the usage beside the new budget", `document.querySelector('#usage-total')?.textContent.includes('left of the budget')`, 10*time.Second)
 
 			// Mark a read tool "always confirm".
 			var tools struct {

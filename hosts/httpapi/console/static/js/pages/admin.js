@@ -46,7 +46,7 @@ export function render(main) {
       return;
     }
     drawBudget(b);
-    drawUsage(b);
+    await drawUsage(b);
   }
 
   function drawBudget(b) {
