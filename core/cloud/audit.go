@@ -19,6 +19,14 @@ type op struct {
 // account is read-only, otherwise fn runs with the account's credentials.
 // Either way the audit log records who did what, and how it ended.
 func write[T any](ctx context.Context, s *Service, p ports.Principal, a ports.CloudAccount, o op, fn func(context.Context, ports.CloudCredentials) (T, error)) (T, error) {
+	return writeChecked(ctx, s, p, a, o, fn, nil)
+}
+
+// writeChecked is write whose result may itself say that the operation
+// failed: failed, when set, returns why ("" when it did not), and the audit
+// log records the call as failed with that reason, though it is returned
+// as a result, not an error (a function that raised an error, say).
+func writeChecked[T any](ctx context.Context, s *Service, p ports.Principal, a ports.CloudAccount, o op, fn func(context.Context, ports.CloudCredentials) (T, error), failed func(T) string) (T, error) {
 	var zero T
 	at := s.d.Clock.Now()
 	if a.ReadOnly {
@@ -30,6 +38,12 @@ func write[T any](ctx context.Context, s *Service, p ports.Principal, a ports.Cl
 	if err != nil {
 		s.audit(ctx, p, a, o, at, ports.AuditFailed, message(err))
 		return zero, err
+	}
+	if failed != nil {
+		if why := failed(v); why != "" {
+			s.audit(ctx, p, a, o, at, ports.AuditFailed, why)
+			return v, nil
+		}
 	}
 	s.audit(ctx, p, a, o, at, ports.AuditOK, "")
 	return v, nil

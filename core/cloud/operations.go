@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/devpilot/devpilot/ports"
@@ -23,11 +24,29 @@ type ServiceRef struct {
 }
 
 // ScaleInput asks to set a service's desired task count. DesiredCount is
-// required; 0 stops the service, and needs ConfirmScaleToZero.
+// required; 0 stops the service, and needs ConfirmScaleToZero. A large
+// change (see LargeScale) needs ConfirmName, the service's name typed.
 type ScaleInput struct {
 	ServiceRef
 	DesiredCount       *int
 	ConfirmScaleToZero bool
+	ConfirmName        string
+}
+
+// LargeScale says whether setting a service's desired count from current to
+// next needs the service's name typed: next is above the size above, or it
+// multiplies or divides the count by more than ScaleConfirmFactor (a count
+// of 0 counting as 1). Scaling to 0 has its own confirmation
+// (confirm_scale_to_zero) and is not large by the factor.
+func LargeScale(current, next, above int) bool {
+	if next > above {
+		return true
+	}
+	if next == 0 || next == current {
+		return false
+	}
+	base := max(current, 1)
+	return next > base*ScaleConfirmFactor || next*ScaleConfirmFactor < current
 }
 
 // LogsInput selects log events: Since, RFC 3339, optional; Limit 1..1000,
@@ -191,7 +210,8 @@ func (s *Service) DeployService(ctx context.Context, in ServiceRef) (ports.Deplo
 // service. The account and cluster may be left out where only one fits (see
 // ServiceLogs). Errors: malformed (service, desired_count required;
 // account_id or cluster when several fit, naming them); invalid
-// (desired_count 0..1000; confirm_scale_to_zero must be true to scale to 0);
+// (desired_count 0..1000; confirm_scale_to_zero must be true to scale to 0;
+// confirm_name must be the service's name for a large change, LargeScale);
 // not_found for the account or the service; forbidden when the account is
 // read-only; the provider's errors.
 func (s *Service) ScaleService(ctx context.Context, in ScaleInput) (ports.ContainerService, error) {
@@ -217,11 +237,42 @@ func (s *Service) ScaleService(ctx context.Context, in ScaleInput) (ports.Contai
 	if err != nil {
 		return ports.ContainerService{}, err
 	}
+	cur, err := s.currentService(ctx, a, cluster, in.Service)
+	if err != nil {
+		return ports.ContainerService{}, err
+	}
+	if LargeScale(cur.Desired, n, s.cfg.ScaleConfirmAbove) && in.ConfirmName != cur.Name && in.ConfirmName != in.Service {
+		reason := fmt.Sprintf("must be the service's name, %s, to change its desired count from %d to %d (more than %d times, or above %d)",
+			cur.Name, cur.Desired, n, ScaleConfirmFactor, s.cfg.ScaleConfirmAbove)
+		if in.ConfirmName != "" {
+			reason = "does not match the service's name; " + reason
+		}
+		return ports.ContainerService{}, &ports.Error{Kind: ports.KindInvalid,
+			Message: fmt.Sprintf("scaling %s from %d to %d tasks is a large change: type the service's name in confirm_name", cur.Name, cur.Desired, n),
+			Fields:  []ports.FieldError{{Field: "confirm_name", Reason: reason}}}
+	}
 	o := op{action: "ecs.scale_service", resource: cluster + "/" + in.Service,
-		args: map[string]any{"cluster": cluster, "service": in.Service, "desired_count": n, "confirm_scale_to_zero": in.ConfirmScaleToZero}}
+		args: map[string]any{"cluster": cluster, "service": in.Service, "desired_count": n, "previous_desired_count": cur.Desired, "confirm_scale_to_zero": in.ConfirmScaleToZero}}
 	return write(ctx, s, p, a, o, func(ctx context.Context, c ports.CloudCredentials) (ports.ContainerService, error) {
 		return s.d.Provider.ScaleService(ctx, c, cluster, in.Service, n)
 	})
+}
+
+// currentService reads a service of an account's cluster as it is now.
+// Errors: not_found for the service; the provider's errors.
+func (s *Service) currentService(ctx context.Context, a ports.CloudAccount, cluster, service string) (ports.ContainerService, error) {
+	list, err := call(ctx, s, a, func(ctx context.Context, c ports.CloudCredentials) ([]ports.ContainerService, error) {
+		return s.d.Provider.ListServices(ctx, c, cluster)
+	})
+	if err != nil {
+		return ports.ContainerService{}, err
+	}
+	for _, v := range list {
+		if v.Name == service || v.ARN == service {
+			return v, nil
+		}
+	}
+	return ports.ContainerService{}, ports.NotFound("container service", service)
 }
 
 // ServiceLogs returns a service's newest log events. The account and the
@@ -270,6 +321,7 @@ func (s *Service) ListFunctions(ctx context.Context, accountID string) ([]ports.
 // JSON; account_id when several accounts fit, naming them);
 // payload_too_large (payload over 256 KiB); not_found for the account or the
 // function; forbidden when the account is read-only; the provider's errors.
+// An invocation whose function failed is audited as failed, with why.
 func (s *Service) InvokeFunction(ctx context.Context, in InvokeInput) (ports.Invocation, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
@@ -299,9 +351,28 @@ func (s *Service) InvokeFunction(ctx context.Context, in InvokeInput) (ports.Inv
 	sum := sha256.Sum256(payload)
 	o := op{action: "lambda.invoke_function", resource: in.Name,
 		args: map[string]any{"name": in.Name, "dry_run": in.DryRun, "payload_bytes": len(payload), "payload_sha256": hex.EncodeToString(sum[:])}}
-	return write(ctx, s, p, a, o, func(ctx context.Context, c ports.CloudCredentials) (ports.Invocation, error) {
+	return writeChecked(ctx, s, p, a, o, func(ctx context.Context, c ports.CloudCredentials) (ports.Invocation, error) {
 		return s.d.Provider.InvokeFunction(ctx, c, in.Name, payload, in.DryRun)
-	})
+	}, invocationFailed)
+}
+
+// invocationFailed says why an invocation failed, for the audit log: the
+// function's error (its errorType and errorMessage when its answer has
+// them), or a status code of 400 or more; "" when it succeeded.
+func invocationFailed(inv ports.Invocation) string {
+	if inv.FunctionError == "" && inv.StatusCode < 400 {
+		return ""
+	}
+	var answer struct {
+		ErrorType    string `json:"errorType"`
+		ErrorMessage string `json:"errorMessage"`
+	}
+	_ = json.Unmarshal(inv.Payload, &answer)
+	why := fmt.Sprintf("the function failed (%s, status %d)", cmp.Or(inv.FunctionError, "error"), inv.StatusCode)
+	if answer.ErrorType != "" || answer.ErrorMessage != "" {
+		why += ": " + strings.TrimPrefix(answer.ErrorType+": "+answer.ErrorMessage, ": ")
+	}
+	return ports.Line(why, 1000)
 }
 
 // FunctionLogs returns a function's newest log events. accountID may be "":

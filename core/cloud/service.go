@@ -29,6 +29,11 @@ type Config struct {
 	// MaxCostLookback bounds how far before today a cost query may start
 	// (13 calendar months when zero, as far back as Cost Explorer goes).
 	MaxCostLookback time.Duration
+	// ScaleConfirmAbove is the desired count above which a scale needs the
+	// service's name typed (confirm_name), as does one that changes the count
+	// by more than ScaleConfirmFactor either way (DefaultScaleConfirmAbove
+	// when zero).
+	ScaleConfirmAbove int
 }
 
 // The defaults and limits of the cloud core.
@@ -43,6 +48,11 @@ const (
 	DefaultLogLimit       = 100
 	MaxLogLimit           = 1000
 	MaxDesiredCount       = 1000
+	// DefaultScaleConfirmAbove is Config.ScaleConfirmAbove's default.
+	DefaultScaleConfirmAbove = 10
+	// ScaleConfirmFactor is how many times larger or smaller a desired count
+	// may become without the service's name typed.
+	ScaleConfirmFactor = 2
 	// MaxPayloadBytes bounds a function invocation's payload, as Lambda does.
 	MaxPayloadBytes = 256 << 10
 )
@@ -53,6 +63,9 @@ const ProviderAWS = "aws"
 func (c Config) withDefaults() Config {
 	if c.CostTTL <= 0 {
 		c.CostTTL = DefaultCostTTL
+	}
+	if c.ScaleConfirmAbove <= 0 {
+		c.ScaleConfirmAbove = DefaultScaleConfirmAbove
 	}
 	return c
 }

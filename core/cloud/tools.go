@@ -147,7 +147,7 @@ func (s *Service) Tools() []tool.Tool {
 			Schema:      json.RawMessage(scaleSchema),
 			Effect:      tool.EffectWrite,
 			Summary:     summariseScaleService,
-			Describe:    tool.NamedSummary(summariseScaleService, s.nameOf),
+			Describe:    s.describeScale,
 			Run:         run(s.runScaleService),
 		},
 		{
@@ -307,8 +307,11 @@ func (s *Service) runDeployService(ctx context.Context, a toolArgs) (any, error)
 	return map[string]any{"deployment_id": d.ID, "status": d.Status}, err
 }
 
+// runScaleService runs once a human approved it, on a card that said when
+// the change is large (describeScale): that approval stands for the typed
+// name, so the service's name is passed as confirm_name.
 func (s *Service) runScaleService(ctx context.Context, a toolArgs) (any, error) {
-	v, err := s.ScaleService(ctx, ScaleInput{ServiceRef: a.service(), DesiredCount: a.DesiredCount, ConfirmScaleToZero: a.ConfirmScaleToZero})
+	v, err := s.ScaleService(ctx, ScaleInput{ServiceRef: a.service(), DesiredCount: a.DesiredCount, ConfirmScaleToZero: a.ConfirmScaleToZero, ConfirmName: a.Service})
 	return serviceView(v), err
 }
 
@@ -324,6 +327,31 @@ func (s *Service) runInvoke(ctx context.Context, a toolArgs) (any, error) {
 func (s *Service) runDeployApp(ctx context.Context, a toolArgs) (any, error) {
 	b, err := s.DeployApp(ctx, AppDeployInput{AccountID: a.AccountID, AppID: a.AppID, Branch: a.Branch})
 	return map[string]any{"build_id": b.ID, "account_id": b.AccountID, "app_id": b.AppID, "branch": b.Branch, "job_id": b.JobID, "status": b.Status}, err
+}
+
+// describeScale is scale_service's approval card: its summary with the
+// account named, and, when the service's current count can be read and the
+// change is large (LargeScale), a warning that says so first.
+func (s *Service) describeScale(ctx context.Context, raw json.RawMessage) string {
+	sum := tool.NamedSummary(summariseScaleService, s.nameOf)(ctx, raw)
+	a, err := decodeArgs(raw)
+	if err != nil || a.DesiredCount == nil || a.Service == "" {
+		return sum
+	}
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return sum
+	}
+	acct, cluster, err := s.locateService(ctx, p, a.service())
+	if err != nil {
+		return sum
+	}
+	cur, err := s.currentService(ctx, acct, cluster, a.Service)
+	if err != nil || !LargeScale(cur.Desired, *a.DesiredCount, s.cfg.ScaleConfirmAbove) {
+		return sum
+	}
+	return fmt.Sprintf("Large change: %s has %d desired tasks now, so this is more than %d times as many or as few, or above %d. %s",
+		cur.Name, cur.Desired, ScaleConfirmFactor, s.cfg.ScaleConfirmAbove, sum)
 }
 
 // The summaries use only the arguments: the account by its id.
