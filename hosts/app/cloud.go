@@ -49,11 +49,12 @@ type CloudParams struct {
 	Cipher   ports.Cipher
 	Clock    ports.Clock
 	IDs      ports.IDs
+	Config   Config
 }
 
 // NewCloud returns the cloud management service.
 func NewCloud(p CloudParams) *cloud.Service {
-	return cloud.New(cloud.Config{}, cloud.Deps{
+	return cloud.New(cloud.Config{ScaleConfirmAbove: p.Config.CloudScaleConfirmAbove}, cloud.Deps{
 		Accounts: p.Accounts, Costs: p.Costs, Audit: p.Audit, Provider: p.Provider, Cipher: p.Cipher,
 		Clock: p.Clock, IDs: p.IDs, Logger: p.Logger,
 	})

@@ -24,6 +24,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/secretbox"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/telemetry"
+	"github.com/devpilot/devpilot/core/cloud"
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/core/spec"
 	"github.com/devpilot/devpilot/hosts/httpapi"
@@ -113,6 +114,11 @@ type Config struct {
 	// not public (loopback, private and the other ranges ports.PublicAddr
 	// refuses) (DEVPILOT_PUBLISH_ALLOW_PRIVATE=1); off by default.
 	PublishAllowPrivate bool
+	// CloudScaleConfirmAbove is the desired count above which scaling a
+	// container service needs its name typed
+	// (DEVPILOT_CLOUD_SCALE_CONFIRM_ABOVE, default 10, 1 to 1000;
+	// cloud.Config.ScaleConfirmAbove).
+	CloudScaleConfirmAbove int
 	// RateLimit is how many requests a user may make to the costly routes
 	// per RateWindow, across replicas (httpapi.Config.RateLimit); 0 sets no
 	// limit. Default 30 per minute.
@@ -378,6 +384,8 @@ const (
 	// WordPress sites) be loopback and private addresses: for tests and
 	// sandboxes only. Default 0.
 	EnvPublishAllowPrivate = "DEVPILOT_PUBLISH_ALLOW_PRIVATE"
+	// EnvCloudScaleConfirmAbove is Config.CloudScaleConfirmAbove.
+	EnvCloudScaleConfirmAbove = "DEVPILOT_CLOUD_SCALE_CONFIRM_ABOVE"
 )
 
 // The variables of SignInConfig.
@@ -572,6 +580,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	c.AuthCacheTTL = r.durationOrOff(EnvAuthCacheTTL, 5*time.Second, time.Minute)
 	c.BodyLimit = r.number(EnvBodyLimit, 1<<20, 1, 1<<40)
 	c.PublishAllowPrivate = r.oneOf(EnvPublishAllowPrivate, "0", "0", "1") == "1"
+	c.CloudScaleConfirmAbove = int(r.number(EnvCloudScaleConfirmAbove, cloud.DefaultScaleConfirmAbove, 1, cloud.MaxDesiredCount))
 	c.RateLimit = int(r.number(EnvRateRequests, 30, 0, 1_000_000))
 	c.RateWindow = r.duration(EnvRateWindow, time.Minute)
 	c.WebhookReadsPerClient = int(r.number(EnvWebhookReadsPerClient, httpapi.DefaultWebhookReadsPerClient, 1, 1000))

@@ -261,6 +261,7 @@ type scaleRequest struct {
 	Cluster            string `json:"cluster"`
 	DesiredCount       *int   `json:"desired_count"`
 	ConfirmScaleToZero bool   `json:"confirm_scale_to_zero"`
+	ConfirmName        string `json:"confirm_name"`
 }
 
 // deployRequest is a service deploy's body: only the service's address.
@@ -288,7 +289,7 @@ func (s *Server) scaleService(w http.ResponseWriter, r *http.Request) error {
 	}
 	svc, err := s.d.Cloud.ScaleService(r.Context(), cloud.ScaleInput{
 		ServiceRef:   cloud.ServiceRef{AccountID: req.AccountID, Cluster: req.Cluster, Service: pathParam(r, "service")},
-		DesiredCount: req.DesiredCount, ConfirmScaleToZero: req.ConfirmScaleToZero,
+		DesiredCount: req.DesiredCount, ConfirmScaleToZero: req.ConfirmScaleToZero, ConfirmName: req.ConfirmName,
 	})
 	if err != nil {
 		return err
