@@ -146,6 +146,39 @@ type ContainerService struct {
 	Running        int
 	Pending        int
 	Deployments    []ServiceDeployment
+	// Events are the service's newest events, newest first (at most
+	// MaxServiceEvents), such as why tasks fail to start.
+	Events []ServiceEvent
+	// StoppedTasks are some of its recently stopped tasks with why they
+	// stopped, newest first (at most MaxStoppedTasks); read only for a
+	// service running fewer tasks than it wants.
+	StoppedTasks []StoppedTask
+}
+
+// Bounds on what a ContainerService carries.
+const (
+	MaxServiceEvents = 10
+	MaxStoppedTasks  = 5
+)
+
+// ServiceEvent is an event of a container service.
+type ServiceEvent struct {
+	ID        string
+	CreatedAt time.Time
+	Message   string
+}
+
+// StoppedTask is a task of a service that stopped, and why.
+type StoppedTask struct {
+	ARN           string
+	TaskID        string
+	LastStatus    string
+	StopCode      string
+	StoppedReason string
+	StoppedAt     time.Time
+	// Containers' reasons and exit codes, such as "app: exit 137
+	// (OutOfMemoryError)".
+	ContainerReasons []string
 }
 
 // Deployment is a deployment just started.

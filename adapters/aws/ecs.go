@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
@@ -87,7 +88,56 @@ func (p *Provider) ListServices(ctx context.Context, c ports.CloudCredentials, c
 			services = append(services, containerService(svc, cluster))
 		}
 	}
+	for i := range services {
+		if services[i].Running >= services[i].Desired {
+			continue
+		}
+		stopped, err := stoppedTasks(ctx, client, cluster, services[i].Name)
+		if err != nil {
+			return nil, p.fail(ctx, s, err, res)
+		}
+		services[i].StoppedTasks = stopped
+	}
 	return services, nil
+}
+
+// stoppedTasks returns up to ports.MaxStoppedTasks recently stopped tasks
+// of a service, newest first, with why they stopped.
+func stoppedTasks(ctx context.Context, client *ecs.Client, cluster, service string) ([]ports.StoppedTask, error) {
+	list, err := client.ListTasks(ctx, &ecs.ListTasksInput{Cluster: sdkaws.String(cluster), ServiceName: sdkaws.String(service),
+		DesiredStatus: ecstypes.DesiredStatusStopped, MaxResults: sdkaws.Int32(ports.MaxStoppedTasks)})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.TaskArns) == 0 {
+		return []ports.StoppedTask{}, nil
+	}
+	out, err := client.DescribeTasks(ctx, &ecs.DescribeTasksInput{Cluster: sdkaws.String(cluster), Tasks: list.TaskArns})
+	if err != nil {
+		return nil, err
+	}
+	tasks := make([]ports.StoppedTask, 0, len(out.Tasks))
+	for _, t := range out.Tasks {
+		arn := sdkaws.ToString(t.TaskArn)
+		st := ports.StoppedTask{ARN: arn, TaskID: arn[strings.LastIndex(arn, "/")+1:], LastStatus: sdkaws.ToString(t.LastStatus),
+			StopCode: string(t.StopCode), StoppedReason: ports.Line(sdkaws.ToString(t.StoppedReason), 500),
+			StoppedAt: sdkaws.ToTime(t.StoppedAt).UTC(), ContainerReasons: []string{}}
+		for _, ct := range t.Containers {
+			why := sdkaws.ToString(ct.Name) + ":"
+			if ct.ExitCode != nil {
+				why += fmt.Sprintf(" exit %d", *ct.ExitCode)
+			}
+			if r := sdkaws.ToString(ct.Reason); r != "" {
+				why += " (" + ports.Line(r, 300) + ")"
+			}
+			if why != sdkaws.ToString(ct.Name)+":" {
+				st.ContainerReasons = append(st.ContainerReasons, why)
+			}
+		}
+		tasks = append(tasks, st)
+	}
+	slices.SortStableFunc(tasks, func(a, b ports.StoppedTask) int { return b.StoppedAt.Compare(a.StoppedAt) })
+	return tasks, nil
 }
 
 // DeployService forces a new deployment of an ECS service and returns the
@@ -219,6 +269,11 @@ func containerService(svc ecstypes.Service, cluster string) ports.ContainerServi
 		Running:        int(svc.RunningCount),
 		Pending:        int(svc.PendingCount),
 		Deployments:    make([]ports.ServiceDeployment, 0, len(svc.Deployments)),
+		Events:         make([]ports.ServiceEvent, 0, min(len(svc.Events), ports.MaxServiceEvents)),
+	}
+	for _, e := range svc.Events[:min(len(svc.Events), ports.MaxServiceEvents)] {
+		out.Events = append(out.Events, ports.ServiceEvent{ID: sdkaws.ToString(e.Id), CreatedAt: sdkaws.ToTime(e.CreatedAt).UTC(),
+			Message: ports.Line(sdkaws.ToString(e.Message), 1000)})
 	}
 	for _, d := range svc.Deployments {
 		out.Deployments = append(out.Deployments, ports.ServiceDeployment{

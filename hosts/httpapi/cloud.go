@@ -245,6 +245,17 @@ func serviceOut(svc ports.ContainerService) map[string]any {
 		"deployments": mapSlice(svc.Deployments, func(d ports.ServiceDeployment) map[string]any {
 			return map[string]any{"id": d.ID, "status": d.Status, "rollout_state": d.RolloutState, "task_definition": d.TaskDefinition,
 				"desired_count": d.Desired, "running_count": d.Running, "pending_count": d.Pending, "created_at": d.CreatedAt.UTC()}
+		}),
+		"events": mapSlice(svc.Events, func(e ports.ServiceEvent) map[string]any {
+			return map[string]any{"id": e.ID, "created_at": e.CreatedAt.UTC(), "message": e.Message}
+		}),
+		"stopped_tasks": mapSlice(svc.StoppedTasks, func(t ports.StoppedTask) map[string]any {
+			reasons := t.ContainerReasons
+			if reasons == nil {
+				reasons = []string{}
+			}
+			return map[string]any{"task_id": t.TaskID, "arn": t.ARN, "stop_code": t.StopCode, "stopped_reason": t.StoppedReason,
+				"stopped_at": t.StoppedAt.UTC(), "containers": reasons}
 		})}
 }
 

@@ -644,7 +644,7 @@ const sandboxCostDays = 60
 
 // seedSandboxAWS fills the demo AWS account: an IAM user with the sandbox
 // access key, clusters production (checkout, search, payments) and staging
-// (checkout) with task definitions and recent logs, Lambda functions
+// (checkout; production's checkout one task short, see shortOfTasks) with task definitions and recent logs, Lambda functions
 // resize-image and send-receipt, the Amplify app storefront (branch main,
 // two builds), and sandboxCostDays days of costs by service. The amounts
 // depend on the date only, so a date costs the same after a restart.
@@ -661,14 +661,18 @@ func seedSandboxAWS(a *fakeaws.Account, now time.Time) {
 			{Name: s.name, Image: s.image, LogConfiguration: fakeaws.AWSLogs(group, "ecs")},
 		}})
 		taskDef := fmt.Sprintf("%s:%d", s.name, s.revision)
-		byCluster[s.cluster] = append(byCluster[s.cluster], fakeaws.Service{
+		svc := fakeaws.Service{
 			Name: s.name, TaskDefinition: taskDef, Desired: s.tasks, Running: s.tasks,
 			Deployments: []fakeaws.Deployment{{
 				ID: fmt.Sprintf("ecs-svc/%019d", 4817305521930000000+int64(i)), Status: "PRIMARY", RolloutState: "COMPLETED",
 				TaskDefinition: taskDef, Desired: s.tasks, Running: s.tasks,
 				CreatedAt: now.Add(-time.Duration(i+1) * 26 * time.Hour).Truncate(time.Minute),
 			}},
-		})
+		}
+		if s.cluster == "production" && s.name == "checkout" {
+			shortOfTasks(&svc, now)
+		}
+		byCluster[s.cluster] = append(byCluster[s.cluster], svc)
 		task := fmt.Sprintf("%08x%024x", 0x5a1d0000+i, 0x3c9e7f1b2a4d)
 		a.LogEvents(group, "ecs/"+s.name+"/"+task, serviceLog(s.name, now)...)
 	}
@@ -724,6 +728,31 @@ func seedSandboxAWS(a *fakeaws.Account, now time.Time) {
 			}
 			a.Cost(day.Format(time.DateOnly), c.service, fmt.Sprintf("%d.%02d", cents/100, cents%100))
 		}
+	}
+}
+
+// shortOfTasks makes svc (production's checkout) want one task more than it
+// runs, with the events and stopped tasks that say why: its third task
+// keeps running out of memory.
+func shortOfTasks(svc *fakeaws.Service, now time.Time) {
+	svc.Desired++
+	svc.Deployments[0].Desired++
+	svc.Deployments[0].RolloutState = "IN_PROGRESS"
+	at := now.Add(-4 * time.Minute).Truncate(time.Second)
+	exit := 137
+	svc.Events = []fakeaws.ServiceEvent{
+		{ID: "3f1a9c0e-0001-4d6b-9a51-5e2f0c7d1b01", CreatedAt: at, Message: "(service checkout) has started 1 tasks: (task 9b2e4c71d0f84a6f8e3b5c2a1d7f6e90)."},
+		{ID: "3f1a9c0e-0002-4d6b-9a51-5e2f0c7d1b02", CreatedAt: at.Add(-30 * time.Second), Message: "(service checkout) task 5c8d1e2f3a4b4c5d9e6f7a8b9c0d1e2f stopped: Essential container in task exited (OutOfMemoryError: Container killed due to memory usage)."},
+		{ID: "3f1a9c0e-0003-4d6b-9a51-5e2f0c7d1b03", CreatedAt: at.Add(-6 * time.Minute), Message: "(service checkout) has started 1 tasks: (task 5c8d1e2f3a4b4c5d9e6f7a8b9c0d1e2f)."},
+		{ID: "3f1a9c0e-0004-4d6b-9a51-5e2f0c7d1b04", CreatedAt: now.Add(-26 * time.Hour).Truncate(time.Minute), Message: "(service checkout) has reached a steady state."},
+	}
+	svc.StoppedTasks = []fakeaws.StoppedTask{
+		{ID: "5c8d1e2f3a4b4c5d9e6f7a8b9c0d1e2f", StopCode: "EssentialContainerExited",
+			StoppedReason: "Essential container in task exited", StoppedAt: at.Add(-30 * time.Second),
+			Container: "checkout", ExitCode: &exit, Reason: "OutOfMemoryError: Container killed due to memory usage"},
+		{ID: "1a2b3c4d5e6f4a7b8c9d0e1f2a3b4c5d", StopCode: "EssentialContainerExited",
+			StoppedReason: "Essential container in task exited", StoppedAt: at.Add(-7 * time.Minute),
+			Container: "checkout", ExitCode: &exit, Reason: "OutOfMemoryError: Container killed due to memory usage"},
 	}
 }
 

@@ -109,7 +109,7 @@ func ecsServiceJSON(rq *request, c *cluster, svc *Service) map[string]any {
 			"minimumHealthyPercent":    100,
 		},
 		"deployments":          deployments,
-		"events":               []any{},
+		"events":               ecsEventsJSON(svc),
 		"createdAt":            epochSeconds(seedTime),
 		"placementConstraints": []any{},
 		"placementStrategy":    []any{},
@@ -315,4 +315,104 @@ func ecsDescribeTaskDefinition(rq *request) (*reply, *apiError) {
 		"compatibilities":      []any{"EC2", "FARGATE"},
 		"registeredAt":         epochSeconds(seedTime),
 	}}}, nil
+}
+
+func ecsEventsJSON(svc *Service) []any {
+	out := []any{}
+	for _, e := range svc.Events {
+		out = append(out, map[string]any{"id": e.ID, "createdAt": epochSeconds(e.CreatedAt), "message": e.Message})
+	}
+	return out
+}
+
+func ecsTaskARN(rq *request, cluster, id string) string {
+	return fmt.Sprintf("arn:aws:ecs:%s:%s:task/%s/%s", rq.region, rq.account().id, cluster, id)
+}
+
+// ecsListTasks lists a cluster's tasks: only stopped tasks of services are
+// kept, so a request for another desiredStatus lists none.
+func ecsListTasks(rq *request) (*reply, *apiError) {
+	limit, _, aerr := num(rq.input, "maxResults")
+	if aerr != nil {
+		return nil, aerr
+	}
+	if limit < 0 || limit > 100 {
+		return nil, invalidParameter("maxResults must be between 1 and 100")
+	}
+	rq.s.mu.Lock()
+	defer rq.s.mu.Unlock()
+	c, aerr := ecsCluster(rq)
+	if aerr != nil {
+		return nil, aerr
+	}
+	var tasks []StoppedTask
+	if str(rq.input, "desiredStatus") == "STOPPED" {
+		name := lastSegment(str(rq.input, "serviceName"))
+		for _, svc := range c.sortedServices() {
+			if name == "" || svc.Name == name {
+				tasks = append(tasks, svc.StoppedTasks...)
+			}
+		}
+	}
+	start, end, next, aerr := rq.s.page("ListTasks", str(rq.input, "nextToken"), len(tasks), int(limit), 100)
+	if aerr != nil {
+		return nil, aerr
+	}
+	arns := []string{}
+	for _, t := range tasks[start:end] {
+		arns = append(arns, ecsTaskARN(rq, c.name, t.ID))
+	}
+	out := map[string]any{"taskArns": arns}
+	if next != "" {
+		out["nextToken"] = next
+	}
+	return &reply{body: out}, nil
+}
+
+func ecsDescribeTasks(rq *request) (*reply, *apiError) {
+	names, aerr := strList(rq.input, "tasks")
+	if aerr != nil {
+		return nil, aerr
+	}
+	if len(names) == 0 || len(names) > 100 {
+		return nil, invalidParameter("tasks must have between 1 and 100 items.")
+	}
+	rq.s.mu.Lock()
+	defer rq.s.mu.Unlock()
+	c, aerr := ecsCluster(rq)
+	if aerr != nil {
+		return nil, aerr
+	}
+	byID := map[string]StoppedTask{}
+	group := map[string]string{}
+	for _, svc := range c.services {
+		for _, t := range svc.StoppedTasks {
+			byID[t.ID] = t
+			group[t.ID] = "service:" + svc.Name
+		}
+	}
+	tasks, failures := []any{}, []any{}
+	for _, n := range names {
+		t, ok := byID[lastSegment(n)]
+		if !ok {
+			failures = append(failures, map[string]any{"arn": n, "reason": "MISSING"})
+			continue
+		}
+		arn := ecsTaskARN(rq, c.name, t.ID)
+		ct := map[string]any{"name": t.Container, "taskArn": arn, "lastStatus": "STOPPED"}
+		if t.ExitCode != nil {
+			ct["exitCode"] = *t.ExitCode
+		}
+		if t.Reason != "" {
+			ct["reason"] = t.Reason
+		}
+		tasks = append(tasks, map[string]any{
+			"taskArn": arn, "clusterArn": ecsClusterARN(rq, c.name), "group": group[t.ID],
+			"lastStatus": "STOPPED", "desiredStatus": "STOPPED", "launchType": "FARGATE",
+			"stopCode": t.StopCode, "stoppedReason": t.StoppedReason,
+			"stoppedAt": epochSeconds(t.StoppedAt), "createdAt": epochSeconds(t.StoppedAt.Add(-time.Minute)),
+			"containers": []any{ct},
+		})
+	}
+	return &reply{body: map[string]any{"tasks": tasks, "failures": failures}}, nil
 }

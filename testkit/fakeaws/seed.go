@@ -29,6 +29,33 @@ type Service struct {
 	// Deployments are the service's deployments; when empty, one PRIMARY
 	// deployment with the service's task definition and counts.
 	Deployments []Deployment
+	// Events are the service's events, newest first, as DescribeServices
+	// returns them.
+	Events []ServiceEvent
+	// StoppedTasks are tasks of the service that stopped, listed by
+	// ListTasks with desiredStatus STOPPED and described by DescribeTasks.
+	StoppedTasks []StoppedTask
+}
+
+// ServiceEvent is an event of a Service.
+type ServiceEvent struct {
+	ID        string
+	CreatedAt time.Time
+	Message   string
+}
+
+// StoppedTask is a stopped task of a Service.
+type StoppedTask struct {
+	// ID is the task's id, the last part of its ARN.
+	ID            string
+	StopCode      string // such as "TaskFailedToStart" or "EssentialContainerExited"
+	StoppedReason string
+	StoppedAt     time.Time
+	// Container, ExitCode and Reason describe its one container; ExitCode
+	// nil leaves it out.
+	Container string
+	ExitCode  *int
+	Reason    string
 }
 
 // Deployment is an ECS service deployment to seed.
@@ -303,6 +330,8 @@ func (a *Account) Cluster(name string, services ...Service) *Account {
 			} else {
 				svc.Deployments = append([]Deployment(nil), svc.Deployments...)
 			}
+			svc.Events = append([]ServiceEvent(nil), svc.Events...)
+			svc.StoppedTasks = append([]StoppedTask(nil), svc.StoppedTasks...)
 			c.services[svc.Name] = &svc
 		}
 	})

@@ -309,6 +309,8 @@ var jsonOperations = map[string]map[string]handler{
 		"DescribeServices":       ecsDescribeServices,
 		"UpdateService":          ecsUpdateService,
 		"DescribeTaskDefinition": ecsDescribeTaskDefinition,
+		"ListTasks":              ecsListTasks,
+		"DescribeTasks":          ecsDescribeTasks,
 	},
 	targetLogs: {"FilterLogEvents": logsFilterLogEvents},
 	targetCost: {"GetCostAndUsage": ceGetCostAndUsage},
