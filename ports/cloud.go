@@ -251,13 +251,19 @@ type BuildStep struct {
 	Log    string
 }
 
-// Build is a build (and deployment) of an app's branch.
+// Build is a build (and deployment) of an app's branch. The commit, type
+// and times are set by ListBuilds (EndedAt zero while it runs).
 type Build struct {
-	ID     string
-	AppID  string
-	Branch string
-	Status string
-	Steps  []BuildStep
+	ID            string
+	AppID         string
+	Branch        string
+	Status        string
+	Steps         []BuildStep
+	CommitID      string
+	CommitMessage string
+	JobType       string
+	StartedAt     time.Time
+	EndedAt       time.Time
 }
 
 // CloudProvider operates a cloud account with the credentials given to each
@@ -299,6 +305,11 @@ type CloudProvider interface {
 	DeployApp(ctx context.Context, c CloudCredentials, appID, branch string) (Build, error)
 	// BuildLogs returns a build with each step's log text.
 	BuildLogs(ctx context.Context, c CloudCredentials, appID, branch, buildID string) (Build, error)
+	// ListBuilds returns a page of at most limit builds of an app's branch,
+	// newest first, without steps, and the next page's token ("" at the
+	// end); token "" is the first page. not_found for a missing app or
+	// branch; invalid for a bad token.
+	ListBuilds(ctx context.Context, c CloudCredentials, appID, branch string, limit int, token string) ([]Build, string, error)
 }
 
 // CloudAccountStore keeps cloud accounts.

@@ -159,6 +159,37 @@ func (p *Provider) BuildLogs(ctx context.Context, c ports.CloudCredentials, appI
 	return b, nil
 }
 
+// ListBuilds returns a page of an Amplify branch's jobs, newest first.
+// Errors: not_found for a missing app or branch, invalid for a bad token,
+// else as CloudProvider.
+func (p *Provider) ListBuilds(ctx context.Context, c ports.CloudCredentials, appID, branch string, limit int, token string) ([]ports.Build, string, error) {
+	if appID == "" || branch == "" || limit < 1 || limit > 50 {
+		return nil, "", ports.Invalid("aws: an app id, a branch and a limit of 1 to 50 are required")
+	}
+	ctx, cancel, s, err := p.start(ctx, c)
+	if err != nil {
+		return nil, "", err
+	}
+	defer cancel()
+	in := &amplify.ListJobsInput{AppId: sdkaws.String(appID), BranchName: sdkaws.String(branch), MaxResults: int32(limit)}
+	if token != "" {
+		in.NextToken = sdkaws.String(token)
+	}
+	out, err := amplify.NewFromConfig(s.cfg).ListJobs(ctx, in)
+	if err != nil {
+		return nil, "", p.fail(ctx, s, err, resources{"": fmt.Sprintf("branch %s of app %s", branch, appID)})
+	}
+	builds := make([]ports.Build, 0, len(out.JobSummaries))
+	for _, j := range out.JobSummaries {
+		builds = append(builds, ports.Build{
+			ID: sdkaws.ToString(j.JobId), AppID: appID, Branch: branch, Status: string(j.Status), Steps: []ports.BuildStep{},
+			CommitID: sdkaws.ToString(j.CommitId), CommitMessage: ports.Line(sdkaws.ToString(j.CommitMessage), 500),
+			JobType: string(j.JobType), StartedAt: sdkaws.ToTime(j.StartTime).UTC(), EndedAt: sdkaws.ToTime(j.EndTime).UTC(),
+		})
+	}
+	return builds, sdkaws.ToString(out.NextToken), nil
+}
+
 // stepLog downloads a step's log within the remaining budget and returns it
 // with what is left of the budget. The URL is presigned, so it is never
 // quoted: it carries credentials.

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -98,6 +99,33 @@ type BuildQuery struct {
 	BuildID   string
 	Branch    string
 }
+
+// BuildListInput asks for a page of an app's builds: of Branch (the app's
+// only, or only production, branch when ""), of the account named (the one
+// holding the app when ""). Limit 1..50, 0 meaning 20; Cursor the previous
+// page's NextCursor.
+type BuildListInput struct {
+	AccountID string
+	AppID     string
+	Branch    string
+	Limit     int
+	Cursor    string
+}
+
+// BuildList is a page of an app branch's builds, newest first.
+type BuildList struct {
+	AccountID  string
+	Branch     string
+	Items      []ports.Build
+	NextCursor string
+}
+
+// Bounds of ListBuilds.
+const (
+	DefaultBuildLimit = 20
+	MaxBuildLimit     = 50
+	maxCursorLen      = 4096
+)
 
 // AccountApp is a hosted app with the id of the account it is in.
 type AccountApp struct {
@@ -557,6 +585,70 @@ func (s *Service) BuildLogs(ctx context.Context, in BuildQuery) (ports.Build, er
 		return ports.Build{}, ports.NotFound("build", in.BuildID)
 	}
 	return build, nil
+}
+
+// ListBuilds returns a page of the builds of an app's branch, newest first,
+// without their steps (BuildLogs, given a build's id and branch, has them).
+// Errors: malformed (app_id required; account_id or branch when several
+// fit, naming them); invalid (limit 1..50; a cursor that is not one a page
+// returned); not_found for the account, the app or the branch; the
+// provider's errors.
+func (s *Service) ListBuilds(ctx context.Context, in BuildListInput) (BuildList, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return BuildList{}, err
+	}
+	if err := ports.FieldsError(ports.KindMalformed, required("app_id", in.AppID)...); err != nil {
+		return BuildList{}, err
+	}
+	limit := in.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultBuildLimit
+	case limit < 1 || limit > MaxBuildLimit:
+		return BuildList{}, ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxBuildLimit)})
+	}
+	if len(in.Cursor) > maxCursorLen || strings.IndexFunc(in.Cursor, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0 {
+		return BuildList{}, ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "cursor", Reason: "must be the next_cursor of a page"})
+	}
+	homes, err := s.locateApp(ctx, p, in.AccountID, in.AppID)
+	if err != nil {
+		return BuildList{}, err
+	}
+	if len(homes) > 1 {
+		choices := make([]choice, len(homes))
+		for i, h := range homes {
+			choices[i] = choice{account: h.account}
+		}
+		return BuildList{}, ambiguous(fmt.Sprintf("app %s exists in %d cloud accounts; pass account_id", in.AppID, len(homes)), choices)
+	}
+	h := homes[0]
+	branch := in.Branch
+	if branch == "" {
+		if branch, err = releaseBranch(h, in.AppID); err != nil {
+			return BuildList{}, err
+		}
+	} else if !slices.ContainsFunc(h.branches, func(b ports.AppBranch) bool { return b.Name == branch }) {
+		return BuildList{}, ports.NotFound("branch", branch)
+	}
+	type page struct {
+		builds []ports.Build
+		next   string
+	}
+	pg, err := call(ctx, s, h.account, func(ctx context.Context, c ports.CloudCredentials) (page, error) {
+		b, next, err := s.d.Provider.ListBuilds(ctx, c, in.AppID, branch, limit, in.Cursor)
+		return page{b, next}, err
+	})
+	if err != nil {
+		if in.Cursor != "" && ports.IsKind(err, ports.KindInvalid) {
+			return BuildList{}, ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "cursor", Reason: "must be the next_cursor of a page"})
+		}
+		return BuildList{}, err
+	}
+	if pg.builds == nil {
+		pg.builds = []ports.Build{}
+	}
+	return BuildList{AccountID: h.account.ID, Branch: branch, Items: pg.builds, NextCursor: pg.next}, nil
 }
 
 // rememberedBuild returns a build DeployApp started, by devpilot's id of it.

@@ -30,6 +30,7 @@ type Cloud interface {
 	ListApps(ctx context.Context, accountID string) (cloud.AppList, error)
 	DeployApp(ctx context.Context, in cloud.AppDeployInput) (cloud.StartedBuild, error)
 	BuildLogs(ctx context.Context, in cloud.BuildQuery) (ports.Build, error)
+	ListBuilds(ctx context.Context, in cloud.BuildListInput) (cloud.BuildList, error)
 	ListAudit(ctx context.Context, accountID string, page ports.Page) ([]ports.AuditEntry, string, error)
 	ExternalID(ctx context.Context) (string, error)
 }
@@ -58,6 +59,7 @@ func (s *Server) cloudRoutes() {
 		s.handle(http.MethodGet, p+"/deployments/apps", s.listApps)
 		s.handle(http.MethodPost, p+"/deployments/apps/:app_id/deploy", s.deployApp)
 		s.handle(http.MethodGet, p+"/deployments/apps/:app_id/builds/:build_id/logs", s.buildLogs)
+		s.handle(http.MethodGet, p+"/deployments/apps/:app_id/builds", s.listBuilds)
 	}
 }
 
@@ -435,6 +437,39 @@ func (s *Server) buildLogs(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, map[string]any{"status": b.Status, "steps": mapSlice(b.Steps, func(st ports.BuildStep) map[string]string {
 		return map[string]string{"name": st.Name, "status": st.Status, "log": st.Log}
 	})})
+}
+
+func (s *Server) listBuilds(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	in := cloud.BuildListInput{AccountID: q.Get("account_id"), AppID: pathParam(r, "app_id"), Branch: q.Get("branch"), Cursor: q.Get("cursor")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return ports.Invalid("limit must be a whole number", ports.FieldError{Field: "limit", Reason: "must be a whole number"})
+		}
+		in.Limit = n
+	}
+	page, err := s.d.Cloud.ListBuilds(r.Context(), in)
+	if err != nil {
+		return err
+	}
+	var next any
+	if page.NextCursor != "" {
+		next = page.NextCursor
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"account_id": page.AccountID, "branch": page.Branch, "next_cursor": next,
+		"items": mapSlice(page.Items, func(b ports.Build) map[string]any {
+			return map[string]any{"id": b.ID, "branch": b.Branch, "status": b.Status, "job_type": b.JobType,
+				"commit_id": b.CommitID, "commit_message": b.CommitMessage, "started_at": timeOrNil(b.StartedAt), "ended_at": timeOrNil(b.EndedAt)}
+		})})
+}
+
+// timeOrNil is t in UTC, or nil when it is zero.
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return utc(&t)
 }
 
 // mapSlice returns f applied to each element, never nil.

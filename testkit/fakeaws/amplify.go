@@ -259,11 +259,26 @@ func amplifyListJobs(rq *request) (*reply, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
+	limit, _, aerr := num(rq.input, "maxResults")
+	if aerr != nil {
+		return nil, aerr
+	}
+	if limit < 0 || limit > 50 {
+		return nil, amplifyBadRequest("maxResults must be between 0 and 50")
+	}
+	start, end, next, aerr := rq.s.page("ListJobs", str(rq.input, "nextToken"), len(br.jobs), int(limit), 50)
+	if aerr != nil {
+		return nil, aerr
+	}
 	out := []any{}
-	for i := len(br.jobs) - 1; i >= 0; i-- {
+	for i := len(br.jobs) - 1 - start; i > len(br.jobs)-1-end; i-- {
 		out = append(out, amplifyJobSummary(rq, ap, br, br.jobs[i]))
 	}
-	return &reply{body: map[string]any{"jobSummaries": out}}, nil
+	body := map[string]any{"jobSummaries": out}
+	if next != "" {
+		body["nextToken"] = next
+	}
+	return &reply{body: body}, nil
 }
 
 func amplifyGetJob(rq *request) (*reply, *apiError) {

@@ -394,6 +394,46 @@ func (c_2 *MockCloudProviderListBranchesCall) DoAndReturn(f func(context.Context
 	return c_2
 }
 
+// ListBuilds mocks base method.
+func (m *MockCloudProvider) ListBuilds(ctx context.Context, c ports.CloudCredentials, appID, branch string, limit int, token string) ([]ports.Build, string, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "ListBuilds", ctx, c, appID, branch, limit, token)
+	ret0, _ := ret[0].([]ports.Build)
+	ret1, _ := ret[1].(string)
+	ret2, _ := ret[2].(error)
+	return ret0, ret1, ret2
+}
+
+// ListBuilds indicates an expected call of ListBuilds.
+func (mr *MockCloudProviderMockRecorder) ListBuilds(ctx, c, appID, branch, limit, token any) *MockCloudProviderListBuildsCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ListBuilds", reflect.TypeOf((*MockCloudProvider)(nil).ListBuilds), ctx, c, appID, branch, limit, token)
+	return &MockCloudProviderListBuildsCall{Call: call}
+}
+
+// MockCloudProviderListBuildsCall wrap *gomock.Call
+type MockCloudProviderListBuildsCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c_2 *MockCloudProviderListBuildsCall) Return(arg0 []ports.Build, arg1 string, arg2 error) *MockCloudProviderListBuildsCall {
+	c_2.Call = c_2.Call.Return(arg0, arg1, arg2)
+	return c_2
+}
+
+// Do rewrite *gomock.Call.Do
+func (c_2 *MockCloudProviderListBuildsCall) Do(f func(context.Context, ports.CloudCredentials, string, string, int, string) ([]ports.Build, string, error)) *MockCloudProviderListBuildsCall {
+	c_2.Call = c_2.Call.Do(f)
+	return c_2
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c_2 *MockCloudProviderListBuildsCall) DoAndReturn(f func(context.Context, ports.CloudCredentials, string, string, int, string) ([]ports.Build, string, error)) *MockCloudProviderListBuildsCall {
+	c_2.Call = c_2.Call.DoAndReturn(f)
+	return c_2
+}
+
 // ListClusters mocks base method.
 func (m *MockCloudProvider) ListClusters(ctx context.Context, c ports.CloudCredentials) ([]ports.Cluster, error) {
 	m.ctrl.T.Helper()
