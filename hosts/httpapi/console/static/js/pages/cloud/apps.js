@@ -1,6 +1,7 @@
 // pages/cloud/apps.js: the Apps section: the hosted (Amplify) apps of every
-// account of the org, deploying one behind a confirmation dialog, and a
-// build's status and step logs, refreshed while the build runs.
+// account of the org, deploying one behind a confirmation dialog, each
+// branch's builds (paged), and a build's status and step logs, refreshed
+// while the build runs.
 
 import { api } from '../../api.js';
 import { h, mount, loading, empty, errorBox, field, toast, when, details } from '../../ui.js';
@@ -45,23 +46,56 @@ function appCard(a, ctx, names, buildId) {
       a.updated_at ? h('div', {}, h('dt', {}, 'Updated'), h('dd', {}, when(a.updated_at))) : null),
     h('div', { class: 'row actions' },
       h('button', { type: 'button', class: 'primary', 'data-action': 'deploy', onClick: () => deployDialog(a, ctx, names, builds) }, 'Deploy…')),
-    lookupForm(a, ctx, builds),
+    buildLists(a, ctx, builds),
     builds);
   if (buildId) showBuild(builds, a, ctx, buildId);
   return card;
 }
 
-// lookupForm opens a build by devpilot's build id or Amplify's job id: the
-// API has no list of an app's builds.
-function lookupForm(a, ctx, builds) {
-  const input = h('input', { name: 'build_id', required: true, spellcheck: 'false', placeholder: 'e.g. 12' });
-  const form = h('form', { class: 'row lookup', 'aria-label': `Open a build of ${a.name || a.id}` },
-    field('Build id or Amplify job id', input), h('button', { type: 'submit' }, 'Open build'));
-  form.addEventListener('submit', (ev) => {
-    ev.preventDefault();
-    if (input.value.trim()) showBuild(builds, a, ctx, input.value.trim());
-  });
-  return form;
+// buildLists shows the builds of each of the app's branches, newest first,
+// a page at a time; Open shows one in builds.
+function buildLists(a, ctx, builds) {
+  const branches = a.branches || [];
+  if (branches.length === 0) return h('p', { class: 'empty' }, 'No branches, so no builds.');
+  return h('div', { class: 'branch-builds' }, branches.map((b) => branchBuilds(a, ctx, b, builds)));
+}
+
+function branchBuilds(a, ctx, branch, builds) {
+  const rows = h('tbody', {});
+  const more = h('div', { class: 'row more' });
+  const state = h('div', { 'aria-live': 'polite' }, loading('Loading builds…'));
+  const table = h('div', { class: 'table-scroll' }, h('table', { class: 'builds-table' },
+    h('caption', { class: 'sr-only' }, `Builds of ${a.name || a.id}, branch ${branch}`),
+    h('thead', {}, h('tr', {}, ['Build', 'Status', 'Commit', 'Started', 'Ended', ''].map((c) => h('th', { scope: 'col' }, c)))),
+    rows));
+  const load = async (cursor) => {
+    mount(more);
+    let r;
+    try {
+      r = await api('GET', url(`/deployments/apps/${seg(a.id)}/builds`, { account_id: a.account_id, branch, limit: 10, cursor }), undefined, { signal: ctx.signal });
+    } catch (e) {
+      if (e.name !== 'AbortError') mount(state, errorBox(e));
+      return;
+    }
+    mount(state);
+    for (const b of r.items || []) {
+      rows.append(h('tr', { 'data-build': b.id },
+        h('td', {}, h('code', {}, b.id)),
+        h('td', {}, badge(b.status)),
+        h('td', { class: 'commit' }, h('code', {}, String(b.commit_id || '').slice(0, 12)), b.commit_message ? ' ' + b.commit_message : ''),
+        h('td', {}, when(b.started_at)),
+        h('td', {}, b.ended_at ? when(b.ended_at) : '–'),
+        h('td', {}, h('button', { type: 'button', 'data-action': 'open-build', onClick: () => showBuild(builds, a, ctx, b.id, null, branch) }, 'Open'))));
+    }
+    if (!rows.firstChild) mount(state, h('p', { class: 'empty' }, 'No builds of this branch yet.'));
+    if (r.next_cursor) {
+      const btn = h('button', { type: 'button', 'data-action': 'more-builds' }, 'More builds');
+      btn.addEventListener('click', () => { load(r.next_cursor).then(() => rows.lastElementChild?.querySelector('button')?.focus()); });
+      mount(more, btn);
+    }
+  };
+  load();
+  return details(`Builds of ${branch}`, [table, state, more], { class: 'branch-builds-list', open: true, dataset: { branch } });
 }
 
 function deployDialog(a, ctx, names, builds) {
@@ -90,16 +124,16 @@ function deployDialog(a, ctx, names, builds) {
 
 // showBuild shows build buildId of app a in el, polling every 2 s until it
 // finishes (or the page is left).
-function showBuild(el, a, ctx, buildId, started) {
+function showBuild(el, a, ctx, buildId, started, branch) {
   const status = h('span', { class: 'build-status' }, badge('PENDING', started ? started.status : '…'));
   const steps = h('div', { class: 'steps', 'aria-live': 'polite' }, loading('Loading the build…'));
   const box = h('section', { class: 'build', 'data-build': buildId, 'aria-label': `Build ${buildId}` },
-    h('h4', {}, 'Build ', h('code', {}, buildId), started && started.job_id ? ` (job ${started.job_id}, branch ${started.branch})` : ''),
+    h('h4', {}, 'Build ', h('code', {}, buildId), started && started.job_id ? ` (job ${started.job_id}, branch ${started.branch})` : branch ? ` (branch ${branch})` : ''),
     h('p', { role: 'status' }, 'Status ', status),
     steps);
-  // The newest build on top; the same build is not shown twice.
-  for (const old of el.querySelectorAll('section.build')) if (old.dataset.build === buildId) old.remove();
-  el.prepend(box);
+  // One build at a time: opening another replaces it, so failed look-ups do
+  // not stack up.
+  el.replaceChildren(box);
   let timer = null;
   let stopped = false;
   ctx.onCleanup(() => { stopped = true; clearTimeout(timer); });
@@ -108,7 +142,7 @@ function showBuild(el, a, ctx, buildId, started) {
     if (stopped || !box.isConnected) return;
     let r;
     try {
-      r = await api('GET', url(`/deployments/apps/${seg(a.id)}/builds/${seg(buildId)}/logs`), undefined, { signal: ctx.signal });
+      r = await api('GET', url(`/deployments/apps/${seg(a.id)}/builds/${seg(buildId)}/logs`, { account_id: branch ? a.account_id : undefined, branch }), undefined, { signal: ctx.signal });
     } catch (e) {
       if (e.name !== 'AbortError') mount(steps, errorBox(e));
       return;

@@ -71,7 +71,9 @@ function serviceCard(s, ctx, cluster, reload) {
       h('div', {}, h('dt', {}, 'Desired'), h('dd', { class: 'desired' }, String(s.desired_count ?? 0))),
       h('div', {}, h('dt', {}, 'Running'), h('dd', { class: 'running' }, String(s.running_count ?? 0))),
       h('div', {}, h('dt', {}, 'Pending'), h('dd', { class: 'pending' }, String(s.pending_count ?? 0)))),
+    whyShort(s),
     h('p', { class: 'taskdef' }, 'Task definition ', h('code', {}, short(s.task_definition))),
+    serviceEvents(s),
     details(`Deployments (${deps.length})`, h('ul', { class: 'deployments' }, deps.map((d) => h('li', {},
       badge(d.status), ' ', badge(d.rollout_state || 'unknown'), ' ',
       h('code', {}, short(d.task_definition)),
@@ -82,18 +84,61 @@ function serviceCard(s, ctx, cluster, reload) {
     logBox);
 }
 
+// whyShort says why a service runs fewer tasks than it wants: its stopped
+// tasks' reasons, else its newest event; nothing when it is not short.
+function whyShort(s) {
+  const short = (s.desired_count ?? 0) - (s.running_count ?? 0) - (s.pending_count ?? 0);
+  if (short <= 0) return null;
+  const stopped = s.stopped_tasks || [];
+  const events = s.events || [];
+  const head = h('strong', {}, `${short} task${short === 1 ? '' : 's'} short of the desired count.`);
+  if (stopped.length === 0 && events.length === 0) return h('div', { class: 'notice why-short', role: 'status' }, head, ' ECS gives no reason yet.');
+  return h('div', { class: 'notice why-short', role: 'status' }, head,
+    stopped.length ? h('ul', { class: 'stopped-tasks' }, stopped.map((t) => h('li', {},
+      `Task ${t.task_id.slice(0, 8)} stopped ${when(t.stopped_at)}: `, h('span', { class: 'reason' }, t.stopped_reason || t.stop_code || 'no reason given'),
+      t.stop_code ? ` (${t.stop_code})` : '',
+      (t.containers || []).length ? h('small', { class: 'sub' }, ' — ' + t.containers.join('; ')) : null)))
+      : h('p', {}, 'Latest event: ', h('span', { class: 'reason' }, events[0].message)));
+}
+
+// serviceEvents lists a service's newest ECS events, closed by default.
+function serviceEvents(s) {
+  const events = s.events || [];
+  if (events.length === 0) return null;
+  return details(`Events (${events.length})`, h('ul', { class: 'events' }, events.map((e) => h('li', {},
+    h('time', { datetime: e.created_at }, when(e.created_at)), ' ', e.message)))), { class: 'svc-events' });
+}
+
+// largeScale mirrors the server's rule for the counts it can see: more than
+// twice or less than half the desired count (0 counting as 1; scaling to 0
+// has its own box). The server also asks above a configured size; its 422
+// naming confirm_name shows the name field then.
+function largeScale(from, to) {
+  if (to === 0 || to === from) return false;
+  const base = Math.max(from, 1);
+  return to > base * 2 || to * 2 < from;
+}
+
 function scaleDialog(s, ctx, cluster, reload) {
   const count = h('input', { type: 'number', name: 'desired_count', min: '0', max: '1000', step: '1', required: true, value: String(s.desired_count ?? 0), inputmode: 'numeric' });
   const zero = h('input', { type: 'checkbox', name: 'confirm_scale_to_zero' });
   const zeroField = h('div', { class: 'check', hidden: true }, h('label', {}, zero, ' Yes, stop every task of this service (scale to 0)'));
-  const sync = () => { zeroField.hidden = count.value !== '0'; };
+  const name = h('input', { name: 'confirm_name', autocomplete: 'off', spellcheck: 'false', placeholder: s.name });
+  const nameField = h('div', { class: 'confirm-name', hidden: true },
+    h('p', { class: 'notice' }, 'This is a large change. Type the service name ', h('code', {}, s.name), ' to confirm.'),
+    field('Service name', name));
+  let askName = false;
+  const sync = () => {
+    zeroField.hidden = count.value !== '0';
+    nameField.hidden = !(askName || largeScale(s.desired_count ?? 0, Number(count.value)));
+  };
   count.addEventListener('input', sync);
   confirmDialog({
     id: 'scale-dialog',
     title: `Scale ${s.name}`,
     body: [
       h('p', {}, `Service ${s.name} in cluster ${cluster} (account ${ctx.account.name}) runs ${s.running_count ?? 0} of ${s.desired_count ?? 0} desired tasks.`),
-      field('Desired tasks (0–1000)', count), zeroField],
+      field('Desired tasks (0–1000)', count), zeroField, nameField],
     confirmLabel: 'Scale',
     onConfirm: async () => {
       const n = Number(count.value);
@@ -101,7 +146,21 @@ function scaleDialog(s, ctx, cluster, reload) {
       if (n === 0 && !zero.checked) throw new Error('Scaling to 0 stops the service: tick the box to confirm.');
       const body = { account_id: ctx.account.id, cluster, desired_count: n };
       if (n === 0) body.confirm_scale_to_zero = true;
-      const r = await api('POST', url(`/infrastructure/containers/services/${seg(s.name)}/scale`), body);
+      if (!nameField.hidden) {
+        if (name.value.trim() !== s.name) { name.focus(); throw new Error(`Type the service name, ${s.name}, to make this large change.`); }
+        body.confirm_name = name.value.trim();
+      }
+      let r;
+      try {
+        r = await api('POST', url(`/infrastructure/containers/services/${seg(s.name)}/scale`), body);
+      } catch (e) {
+        if (!body.confirm_name && (e.problem?.errors || []).some((f) => f.field === 'confirm_name')) {
+          askName = true;
+          sync();
+          name.focus();
+        }
+        throw e;
+      }
       toast(`${s.name} in ${cluster}: desired count is now ${r.desired_count}.`);
       return r;
     },

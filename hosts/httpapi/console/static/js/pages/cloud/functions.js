@@ -5,6 +5,7 @@
 import { api } from '../../api.js';
 import { h, mount, loading, empty, errorBox, field, toast, when, button, details, pretty } from '../../ui.js';
 import { url, seg, badge, logLines } from './common.js';
+import { confirmDialog } from './dialog.js';
 
 // renderFunctions shows the functions of ctx.account in el, with the
 // invoke panel of fn (the first function when not given).
@@ -53,6 +54,19 @@ function showFunction(body, ctx, f) {
     ev.preventDefault();
     const p = check();
     if (!p.ok) { payload.focus(); return; }
+    // A real invocation runs the function: it is confirmed first, like a
+    // scale or a deploy; a dry run runs nothing.
+    if (!dry.checked) {
+      const size = new Blob([JSON.stringify(p.value)]).size;
+      const go = await confirmDialog({
+        id: 'invoke-dialog',
+        title: `Invoke ${f.name}`,
+        body: h('p', {}, `Run function ${f.name} (account ${ctx.account.name}) now with a ${size}-byte payload? It does whatever the function does, for real.`),
+        confirmLabel: 'Invoke',
+        onConfirm: async () => true,
+      });
+      if (!go) return;
+    }
     const btn = form.querySelector('button[type=submit]');
     btn.disabled = true;
     btn.setAttribute('aria-busy', 'true');
