@@ -110,7 +110,7 @@ func stoppedTasks(ctx context.Context, client *ecs.Client, cluster, service stri
 		return nil, err
 	}
 	if len(list.TaskArns) == 0 {
-		return []ports.StoppedTask{}, nil
+		return nil, nil
 	}
 	out, err := client.DescribeTasks(ctx, &ecs.DescribeTasksInput{Cluster: sdkaws.String(cluster), Tasks: list.TaskArns})
 	if err != nil {
@@ -269,7 +269,6 @@ func containerService(svc ecstypes.Service, cluster string) ports.ContainerServi
 		Running:        int(svc.RunningCount),
 		Pending:        int(svc.PendingCount),
 		Deployments:    make([]ports.ServiceDeployment, 0, len(svc.Deployments)),
-		Events:         make([]ports.ServiceEvent, 0, min(len(svc.Events), ports.MaxServiceEvents)),
 	}
 	for _, e := range svc.Events[:min(len(svc.Events), ports.MaxServiceEvents)] {
 		out.Events = append(out.Events, ports.ServiceEvent{ID: sdkaws.ToString(e.Id), CreatedAt: sdkaws.ToTime(e.CreatedAt).UTC(),

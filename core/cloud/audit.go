@@ -3,6 +3,7 @@ package cloud
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/devpilot/devpilot/ports"
@@ -35,6 +36,11 @@ func writeChecked[T any](ctx context.Context, s *Service, p ports.Principal, a p
 		return zero, err
 	}
 	v, err := call(ctx, s, a, fn)
+	var r refusal
+	if errors.As(err, &r) {
+		s.audit(ctx, p, a, o, at, ports.AuditRefused, message(r.err))
+		return zero, r.err
+	}
 	if err != nil {
 		s.audit(ctx, p, a, o, at, ports.AuditFailed, message(err))
 		return zero, err
@@ -48,6 +54,14 @@ func writeChecked[T any](ctx context.Context, s *Service, p ports.Principal, a p
 	s.audit(ctx, p, a, o, at, ports.AuditOK, "")
 	return v, nil
 }
+
+// refusal is an error a write's fn returns when it refuses to go on (a
+// large scale without the name typed, say): audited as refused, and
+// returned unwrapped.
+type refusal struct{ err error }
+
+func (r refusal) Error() string { return r.err.Error() }
+func (r refusal) Unwrap() error { return r.err }
 
 // audit records an entry. The operation has happened (or been refused) by
 // now, so a failure to record it is logged rather than returned, and the

@@ -265,33 +265,44 @@ func (s *Service) ScaleService(ctx context.Context, in ScaleInput) (ports.Contai
 	if err != nil {
 		return ports.ContainerService{}, err
 	}
-	cur, err := s.currentService(ctx, a, cluster, in.Service)
-	if err != nil {
-		return ports.ContainerService{}, err
-	}
-	if LargeScale(cur.Desired, n, s.cfg.ScaleConfirmAbove) && in.ConfirmName != cur.Name && in.ConfirmName != in.Service {
-		reason := fmt.Sprintf("must be the service's name, %s, to change its desired count from %d to %d (more than %d times, or above %d)",
-			cur.Name, cur.Desired, n, ScaleConfirmFactor, s.cfg.ScaleConfirmAbove)
-		if in.ConfirmName != "" {
-			reason = "does not match the service's name; " + reason
-		}
-		return ports.ContainerService{}, &ports.Error{Kind: ports.KindInvalid,
-			Message: fmt.Sprintf("scaling %s from %d to %d tasks is a large change: type the service's name in confirm_name", cur.Name, cur.Desired, n),
-			Fields:  []ports.FieldError{{Field: "confirm_name", Reason: reason}}}
-	}
 	o := op{action: "ecs.scale_service", resource: cluster + "/" + in.Service,
-		args: map[string]any{"cluster": cluster, "service": in.Service, "desired_count": n, "previous_desired_count": cur.Desired, "confirm_scale_to_zero": in.ConfirmScaleToZero}}
+		args: map[string]any{"cluster": cluster, "service": in.Service, "desired_count": n, "confirm_scale_to_zero": in.ConfirmScaleToZero}}
 	return write(ctx, s, p, a, o, func(ctx context.Context, c ports.CloudCredentials) (ports.ContainerService, error) {
+		// The count now decides whether the change is large: a large one
+		// without the name typed is refused, and audited so.
+		cur, err := s.currentService(ctx, c, cluster, in.Service)
+		if err != nil {
+			return ports.ContainerService{}, err
+		}
+		if err := s.confirmScale(in, cur, n); err != nil {
+			return ports.ContainerService{}, refusal{err}
+		}
 		return s.d.Provider.ScaleService(ctx, c, cluster, in.Service, n)
 	})
 }
 
-// currentService reads a service of an account's cluster as it is now.
-// Errors: not_found for the service; the provider's errors.
-func (s *Service) currentService(ctx context.Context, a ports.CloudAccount, cluster, service string) (ports.ContainerService, error) {
-	list, err := call(ctx, s, a, func(ctx context.Context, c ports.CloudCredentials) ([]ports.ContainerService, error) {
-		return s.d.Provider.ListServices(ctx, c, cluster)
-	})
+// confirmScale is nil unless setting cur's desired count to n is a large
+// change (LargeScale) and in.ConfirmName is not the service's name: then
+// invalid, naming confirm_name.
+func (s *Service) confirmScale(in ScaleInput, cur ports.ContainerService, n int) error {
+	if !LargeScale(cur.Desired, n, s.cfg.ScaleConfirmAbove) || in.ConfirmName == cur.Name || (in.ConfirmName != "" && in.ConfirmName == in.Service) {
+		return nil
+	}
+	reason := fmt.Sprintf("must be the service's name, %s, to change its desired count from %d to %d (more than %d times, or above %d)",
+		cur.Name, cur.Desired, n, ScaleConfirmFactor, s.cfg.ScaleConfirmAbove)
+	if in.ConfirmName != "" {
+		reason = "does not match the service's name; " + reason
+	}
+	return &ports.Error{Kind: ports.KindInvalid,
+		Message: fmt.Sprintf("scaling %s from %d to %d tasks is a large change: type the service's name in confirm_name", cur.Name, cur.Desired, n),
+		Fields:  []ports.FieldError{{Field: "confirm_name", Reason: reason}}}
+}
+
+// currentService reads a service of a cluster as it is now, with the
+// credentials given. Errors: not_found for the service; the provider's
+// errors.
+func (s *Service) currentService(ctx context.Context, c ports.CloudCredentials, cluster, service string) (ports.ContainerService, error) {
+	list, err := s.d.Provider.ListServices(ctx, c, cluster)
 	if err != nil {
 		return ports.ContainerService{}, err
 	}

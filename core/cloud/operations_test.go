@@ -206,6 +206,7 @@ var writeCases = []writeCase{
 		name: "scale service", action: "ecs.scale_service", resource: "prod/checkout",
 		args: `{"cluster":"prod","confirm_scale_to_zero":false,"desired_count":3,"service":"checkout"}`,
 		expect: func(e *env, c ports.CloudCredentials, err error) {
+			e.prov.EXPECT().ListServices(gomock.Any(), c, "prod").Return([]ports.ContainerService{{Name: "checkout", Desired: 2}}, nil)
 			e.prov.EXPECT().ScaleService(gomock.Any(), c, "prod", "checkout", 3).Return(ports.ContainerService{Name: "checkout", Desired: 3}, err)
 		},
 		do: func(e *env, id string) error {
@@ -368,8 +369,19 @@ func TestScaleValidation(t *testing.T) {
 		{"zero unconfirmed", cloud.ScaleInput{ServiceRef: ref, DesiredCount: intp(0)}, ports.KindInvalid, "confirm_scale_to_zero", 0},
 		{"missing", cloud.ScaleInput{ServiceRef: ref}, ports.KindMalformed, "desired_count", 0},
 		{"zero confirmed", cloud.ScaleInput{ServiceRef: ref, DesiredCount: intp(0), ConfirmScaleToZero: true}, "", "", 0},
-		{"the most", cloud.ScaleInput{ServiceRef: ref, DesiredCount: intp(1000)}, "", "", 1000},
+		{"the most, named", cloud.ScaleInput{ServiceRef: ref, DesiredCount: intp(1000), ConfirmName: "checkout"}, "", "", 1000},
+		// From 4 tasks now: more than twice, less than half, or above 10
+		// needs the name typed; a small change does not.
+		{"the most, unnamed", cloud.ScaleInput{ServiceRef: ref, DesiredCount: intp(1000)}, ports.KindInvalid, "confirm_name", 0},
+		{"more than twice", cloud.ScaleInput{ServiceRef: ref, DesiredCount: intp(9)}, ports.KindInvalid, "confirm_name", 0},
+		{"less than half", cloud.ScaleInput{ServiceRef: ref, DesiredCount: intp(1)}, ports.KindInvalid, "confirm_name", 0},
+		{"above the size", cloud.ScaleInput{ServiceRef: cloud.ServiceRef{AccountID: id, Cluster: "prod", Service: "search"}, DesiredCount: intp(11)}, ports.KindInvalid, "confirm_name", 0},
+		{"a wrong name", cloud.ScaleInput{ServiceRef: ref, DesiredCount: intp(9), ConfirmName: "Checkout"}, ports.KindInvalid, "confirm_name", 0},
+		{"twice", cloud.ScaleInput{ServiceRef: ref, DesiredCount: intp(8)}, "", "", 8},
+		{"half", cloud.ScaleInput{ServiceRef: ref, DesiredCount: intp(2)}, "", "", 2},
+		{"more than twice, named", cloud.ScaleInput{ServiceRef: ref, DesiredCount: intp(9), ConfirmName: "checkout"}, "", "", 9},
 	}
+	e.prov.EXPECT().ListServices(gomock.Any(), gomock.Any(), "prod").Return([]ports.ContainerService{{Name: "checkout", Desired: 4}, {Name: "search", Desired: 8}}, nil).AnyTimes()
 	for _, tt := range tests {
 		if tt.kind == "" {
 			e.prov.EXPECT().ScaleService(gomock.Any(), gomock.Any(), "prod", "checkout", tt.desired).Return(ports.ContainerService{}, nil)
@@ -379,8 +391,17 @@ func TestScaleValidation(t *testing.T) {
 			t.Errorf("%s: %v (fields %v), want %s %s", tt.name, err, fieldsOf(err), tt.kind, tt.field)
 		}
 	}
-	if log := e.auditOf("ecs.scale_service"); len(log) != 2 {
-		t.Errorf("invalid requests were audited: %+v", log)
+	// Invalid counts are not audited; large changes without the name are,
+	// as refused, with why.
+	outcomes := map[string]int{}
+	for _, en := range e.auditOf("ecs.scale_service") {
+		outcomes[en.Outcome]++
+		if en.Outcome == ports.AuditRefused && !strings.Contains(en.Error, "confirm_name") {
+			t.Errorf("refusal without its reason: %+v", en)
+		}
+	}
+	if outcomes[ports.AuditOK] != 5 || outcomes[ports.AuditRefused] != 5 || len(outcomes) != 2 {
+		t.Errorf("audit outcomes %v, want 5 ok and 5 refused", outcomes)
 	}
 }
 

@@ -346,7 +346,9 @@ func (s *Service) describeScale(ctx context.Context, raw json.RawMessage) string
 	if err != nil {
 		return sum
 	}
-	cur, err := s.currentService(ctx, acct, cluster, a.Service)
+	cur, err := call(ctx, s, acct, func(ctx context.Context, c ports.CloudCredentials) (ports.ContainerService, error) {
+		return s.currentService(ctx, c, cluster, a.Service)
+	})
 	if err != nil || !LargeScale(cur.Desired, *a.DesiredCount, s.cfg.ScaleConfirmAbove) {
 		return sum
 	}

@@ -196,9 +196,14 @@ func TestWriteToolsAskFirst(t *testing.T) {
 	t.Parallel()
 	e, _, asst := toolEnv(t)
 	id := e.add(roleAccount("Production"))
+	// The approval card of a scale reads the service's count now (2): reads only.
+	e.prov.EXPECT().ListClusters(gomock.Any(), gomock.Any()).Return([]ports.Cluster{{Name: "prod"}}, nil).AnyTimes()
+	e.prov.EXPECT().ListServices(gomock.Any(), gomock.Any(), "prod").Return([]ports.ContainerService{{Name: "checkout", Desired: 2}}, nil).AnyTimes()
 	tests := []struct{ tl, args, summary string }{
 		{"scale_service", `{"account_id":%q,"cluster":"prod","service":"checkout","desired_count":3}`,
 			"Scale service checkout in cluster prod to 3 tasks (account %s)."},
+		{"scale_service", `{"account_id":%q,"cluster":"prod","service":"checkout","desired_count":24}`,
+			"Large change: checkout has 2 desired tasks now, so this is more than 2 times as many or as few, or above 10. Scale service checkout in cluster prod to 24 tasks (account %s)."},
 		{"scale_service", `{"account_id":%q,"cluster":"prod","service":"checkout","desired_count":1}`,
 			"Scale service checkout in cluster prod to 1 task (account %s)."},
 		{"scale_service", `{"account_id":%q,"cluster":"prod","service":"checkout","desired_count":0,"confirm_scale_to_zero":true}`,
@@ -241,6 +246,7 @@ func TestWriteToolsRun(t *testing.T) {
 	in := roleAccount("Production")
 	id := e.add(in)
 	c := creds(in)
+	e.prov.EXPECT().ListServices(gomock.Any(), c, "prod").Return([]ports.ContainerService{{Name: "checkout", Desired: 2}}, nil).AnyTimes()
 	e.prov.EXPECT().ScaleService(gomock.Any(), c, "prod", "checkout", 3).Return(ports.ContainerService{Name: "checkout", Cluster: "prod", Desired: 3, Running: 1}, nil)
 	e.prov.EXPECT().DeployService(gomock.Any(), c, "prod", "checkout").Return(ports.Deployment{ID: "ecs-svc/2", Status: "PRIMARY"}, nil)
 	e.prov.EXPECT().InvokeFunction(gomock.Any(), c, "resize", json.RawMessage(`{"image":"cat.png"}`), false).
