@@ -432,7 +432,7 @@ func TestCloudEndToEnd(t *testing.T) {
 			if web := listServices()["web"]; len(web.Deployments) != 2 || web.Deployments[0].ID != dep.DeploymentID || web.Deployments[0].RolloutState != "IN_PROGRESS" {
 				t.Fatalf("web after the deploy: %+v", web)
 			}
-			code, _, body = c.do(t, member, "POST", "/infrastructure/containers/services/web/scale", map[string]any{"account_id": rw.ID, "cluster": "prod", "desired_count": 5})
+			code, _, body = c.do(t, member, "POST", "/infrastructure/containers/services/web/scale", map[string]any{"account_id": rw.ID, "cluster": "prod", "desired_count": 5, "confirm_name": "web"})
 			if svc := decodeOK[cloudService](t, "scale", code, 200, body); svc.Name != "web" || svc.DesiredCount != 5 {
 				t.Fatalf("scale: %s", body)
 			}
@@ -672,7 +672,7 @@ func TestCloudEndToEnd(t *testing.T) {
 				{"ecs.scale_service", "staging/web", memberID, 1},
 				{"ecs.scale_service", "prod/worker", memberID, 1}, // by the assistant, for the member who approved it
 				{"lambda.invoke_function", cloudFunction, memberID, 2},
-				{"lambda.invoke_function", "crash", memberID, 1},
+				{"lambda.invoke_function", "crash", memberID, 1}, // failed: see below
 				{"amplify.deploy_app", cloudApp + "/main", memberID, 1},
 			} {
 				got := findAudit(entries, want.action, want.resource)
@@ -680,7 +680,16 @@ func TestCloudEndToEnd(t *testing.T) {
 					t.Fatalf("%d audit entries %s %s, want %d: %+v", len(got), want.action, want.resource, want.n, entries)
 				}
 				for _, e := range got {
-					if e.UserID != want.user || e.Outcome != "ok" || e.AccountID != rw.ID || e.At.IsZero() {
+					outcome := "ok"
+					if want.resource == "crash" {
+						// The function raised an error: the call answered 200, but the
+						// audit log records the real outcome, with the function's error.
+						outcome = "failed"
+						if !strings.Contains(e.Error, "Unhandled") || !strings.Contains(e.Error, "boom") {
+							t.Errorf("failed invoke audited with error %q, want the function's error", e.Error)
+						}
+					}
+					if e.UserID != want.user || e.Outcome != outcome || e.AccountID != rw.ID || e.At.IsZero() {
 						t.Fatalf("audit entry %+v", e)
 					}
 				}
@@ -893,7 +902,7 @@ func TestCloudBadInput(t *testing.T) {
 	t.Run("throttled write", func(t *testing.T) {
 		before := len(st.aws.CallsTo(fakeaws.ServiceECS, "UpdateService"))
 		st.aws.Inject(fakeaws.ServiceECS, "UpdateService", fakeaws.Throttling().Times(3))
-		code, h, body := c.do(t, member, "POST", "/infrastructure/containers/services/worker/scale", scale(rw, map[string]any{"desired_count": 4}))
+		code, h, body := c.do(t, member, "POST", "/infrastructure/containers/services/worker/scale", scale(rw, map[string]any{"desired_count": 4, "confirm_name": "worker"}))
 		if p := decodeOK[cloudProblem](t, "throttled scale", code, 429, body); p.Code != "rate_limited" || h.Get("Retry-After") == "" {
 			t.Fatalf("throttled scale: Retry-After %q, %s", h.Get("Retry-After"), body)
 		}
