@@ -132,13 +132,13 @@ func TestConsoleCloud(t *testing.T) {
 			}
 			b.readmeShot("costs")
 
-			// Containers: scale production/checkout to 3 through the
+			// Containers: scale production/checkout to 4 through the
 			// dialog; a scale to 0 is refused without the extra confirmation.
 			b.goTo("#/cloud/containers/production")
 			checkout := `article.service[data-service="checkout"]`
 			b.waitFor("the services of production", `document.querySelector('`+checkout+` .desired')`, 20*time.Second)
-			if got := b.text(checkout + " .desired"); got != "2" {
-				t.Errorf("checkout desired %q, want the sandbox's 2", got)
+			if got := b.text(checkout + " .desired"); got != "3" {
+				t.Errorf("checkout desired %q, want the sandbox's 3", got)
 			}
 			b.readmeShot("containers")
 			b.click(checkout + ` button[data-action="scale"]`)
@@ -147,10 +147,10 @@ func TestConsoleCloud(t *testing.T) {
 			b.waitFor("the scale-to-zero box", `!document.querySelector('#scale-dialog .check').hidden`, 5*time.Second)
 			b.click(`#scale-dialog button[type=submit]`)
 			b.waitFor("the refusal of 0", `document.querySelector('#scale-dialog .error')`, 10*time.Second)
-			b.typeInto(`#scale-dialog input[name=desired_count]`, "3")
+			b.typeInto(`#scale-dialog input[name=desired_count]`, "4")
 			b.click(`#scale-dialog button[type=submit]`)
 			b.waitFor("the dialog to close", `!document.querySelector('#scale-dialog')`, 15*time.Second)
-			b.waitFor("the new desired count", `document.querySelector('`+checkout+` .desired')?.textContent === '3'`, 15*time.Second)
+			b.waitFor("the new desired count", `document.querySelector('`+checkout+` .desired')?.textContent === '4'`, 15*time.Second)
 			if !eval[bool](b, `document.activeElement.dataset.action === 'scale'`) {
 				t.Errorf("focus is not back on the Scale button")
 			}
@@ -162,7 +162,7 @@ func TestConsoleCloud(t *testing.T) {
 			}
 			b.apiGet("/api/v1/infrastructure/containers/clusters/production/services", &svcs)
 			for _, s := range svcs.Items {
-				if s.Name == "checkout" && s.DesiredCount != 3 {
+				if s.Name == "checkout" && s.DesiredCount != 4 {
 					t.Errorf("the API says checkout wants %d tasks", s.DesiredCount)
 				}
 			}
@@ -216,8 +216,8 @@ func TestConsoleCloud(t *testing.T) {
 			}
 			// The sandbox's Amplify leaves a new build pending, without
 			// steps: its finished build 12 shows its steps and their logs.
-			b.typeInto(app+` input[name=build_id]`, "12")
-			b.click(app + ` form.lookup button[type=submit]`)
+			b.waitFor("build 12 in main's builds", `document.querySelector('`+app+` .branch-builds-list tr[data-build="12"] button')`, 15*time.Second)
+			b.click(app + ` .branch-builds-list tr[data-build="12"] button[data-action="open-build"]`)
 			b.waitFor("build 12's steps", `document.querySelectorAll('`+app+` section.build[data-build="12"] .step-list li').length === 3`, 15*time.Second)
 			b.click(app + ` section.build[data-build="12"] .step-list li:first-child summary`)
 			if log := b.text(app + ` section.build[data-build="12"] .step-list li:first-child pre`); !strings.Contains(log, "npm ci") {

@@ -106,7 +106,7 @@ function serviceEvents(s) {
   const events = s.events || [];
   if (events.length === 0) return null;
   return details(`Events (${events.length})`, h('ul', { class: 'events' }, events.map((e) => h('li', {},
-    h('time', { datetime: e.created_at }, when(e.created_at)), ' ', e.message)))), { class: 'svc-events' });
+    h('time', { datetime: e.created_at }, when(e.created_at)), ' ', e.message))), { class: 'svc-events' });
 }
 
 // largeScale mirrors the server's rule for the counts it can see: more than
