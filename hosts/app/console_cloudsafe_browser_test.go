@@ -50,7 +50,7 @@ func TestConsoleCloudSafe(t *testing.T) {
 			if eval[bool](b, `Boolean(document.querySelector('article.service[data-service="search"] .why-short'))`) {
 				t.Errorf("search runs all its tasks, yet says why it is short")
 			}
-			b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('`+checkout+` .svc-events').open = true`, nil))
+			b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('`+checkout+` .svc-events').open = true`))
 			shot("short")
 
 			// Scaling payments from 2 to 24 asks for its name; a wrong one is
@@ -89,7 +89,7 @@ func TestConsoleCloudSafe(t *testing.T) {
 			}
 			// The server holds the same rule: asked without the name, it
 			// answers 422 naming confirm_name, and the field shows.
-			b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#scale-dialog .confirm-name').hidden = true`, nil))
+			b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#scale-dialog .confirm-name').hidden = true`))
 			b.click(`#scale-dialog button[type=submit]`)
 			b.waitFor("the server's refusal", `!document.querySelector('#scale-dialog .confirm-name').hidden && document.querySelector('#scale-dialog .error')?.textContent.includes('confirm_name')`, 10*time.Second)
 			b.typeInto(`#scale-dialog input[name=confirm_name]`, "payments")

@@ -66,7 +66,7 @@ function branchBuilds(a, ctx, branch, builds) {
   const state = h('div', { 'aria-live': 'polite' }, loading('Loading builds…'));
   const table = h('div', { class: 'table-scroll' }, h('table', { class: 'builds-table' },
     h('caption', { class: 'sr-only' }, `Builds of ${a.name || a.id}, branch ${branch}`),
-    h('thead', {}, h('tr', {}, ['Build', 'Status', 'Commit', 'Started', 'Ended', ''].map((c) => h('th', { scope: 'col' }, c)))),
+    h('thead', {}, h('tr', {}, ['Build', 'Status', 'Commit', 'Started', 'Ended'].map((c) => h('th', { scope: 'col' }, c)))),
     rows));
   const load = async (cursor) => {
     mount(more);
@@ -80,17 +80,21 @@ function branchBuilds(a, ctx, branch, builds) {
     mount(state);
     for (const b of r.items || []) {
       rows.append(h('tr', { 'data-build': b.id },
-        h('td', {}, h('code', {}, b.id)),
+        // The build's id opens it: first, so it stays on screen on a phone.
+        h('td', {}, h('button', { type: 'button', 'data-action': 'open-build', 'aria-label': `Open build ${b.id} of ${branch}`,
+          onClick: () => showBuild(builds, a, ctx, b.id, null, branch) }, `Open ${b.id}`)),
         h('td', {}, badge(b.status)),
         h('td', { class: 'commit' }, h('code', {}, String(b.commit_id || '').slice(0, 12)), b.commit_message ? ' ' + b.commit_message : ''),
         h('td', {}, when(b.started_at)),
-        h('td', {}, b.ended_at ? when(b.ended_at) : '–'),
-        h('td', {}, h('button', { type: 'button', 'data-action': 'open-build', onClick: () => showBuild(builds, a, ctx, b.id, null, branch) }, 'Open'))));
+        h('td', {}, b.ended_at ? when(b.ended_at) : '–')));
     }
     if (!rows.firstChild) mount(state, h('p', { class: 'empty' }, 'No builds of this branch yet.'));
     if (r.next_cursor) {
       const btn = h('button', { type: 'button', 'data-action': 'more-builds' }, 'More builds');
-      btn.addEventListener('click', () => { load(r.next_cursor).then(() => rows.lastElementChild?.querySelector('button')?.focus()); });
+      btn.addEventListener('click', () => {
+        const last = rows.lastElementChild;
+        load(r.next_cursor).then(() => (last?.nextElementSibling || last)?.querySelector('button')?.focus());
+      });
       mount(more, btn);
     }
   };
