@@ -168,7 +168,8 @@ func TestConsoleCloud(t *testing.T) {
 			}
 
 			// Deploy forces a new deployment: checkout has two.
-			b.click(checkout + ` button[data-action="deploy"]`)
+			// Clicked as a script: the scale's toast may still cover the button.
+			b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('` + checkout + ` button[data-action="deploy"]').click()`))
 			b.waitFor("the deploy dialog", `document.querySelector('#deploy-dialog[open]')`, 10*time.Second)
 			b.click(`#deploy-dialog button[type=submit]`)
 			b.waitFor("the new deployment", `document.querySelector('`+checkout+`').textContent.includes('Deployments (2)')`, 15*time.Second)
@@ -219,7 +220,7 @@ func TestConsoleCloud(t *testing.T) {
 			b.waitFor("build 12 in main's builds", `document.querySelector('`+app+` .branch-builds-list tr[data-build="12"] button')`, 15*time.Second)
 			b.click(app + ` .branch-builds-list tr[data-build="12"] button[data-action="open-build"]`)
 			b.waitFor("build 12's steps", `document.querySelectorAll('`+app+` section.build[data-build="12"] .step-list li').length === 3`, 15*time.Second)
-			b.click(app + ` section.build[data-build="12"] .step-list li:first-child summary`)
+			b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('` + app + ` section.build[data-build="12"] .step-list li:first-child details').open = true`))
 			if log := b.text(app + ` section.build[data-build="12"] .step-list li:first-child pre`); !strings.Contains(log, "npm ci") {
 				t.Errorf("BUILD step log %q", log)
 			}
