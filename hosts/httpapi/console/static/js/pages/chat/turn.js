@@ -254,8 +254,18 @@ export class Turn {
       };
       const reasonId = `reason-${id}`;
       reason.id = reasonId;
+      // A large scale (the server's summary says so) is approved only once
+      // the service's name is typed, as on the Cloud page.
+      const named = largeScaleName(conf);
+      const approve = h('button', { type: 'button', class: 'primary approve', onclick: decide(true), disabled: named ? true : null }, 'Approve');
+      if (named) {
+        const typed = h('input', { type: 'text', id: `confirm-name-${id}`, class: 'confirm-name', autocomplete: 'off', spellcheck: 'false', placeholder: named });
+        typed.addEventListener('input', () => { approve.disabled = typed.value.trim() !== named; });
+        card.append(h('div', { class: 'confirm-name-row' },
+          h('label', { for: typed.id }, 'Large change: type the service name ', h('code', {}, named), ' to approve'), ' ', typed));
+      }
       card.append(h('div', { class: 'confirm-actions' },
-        h('button', { type: 'button', class: 'primary approve', onclick: decide(true) }, 'Approve'),
+        approve,
         h('button', { type: 'button', class: 'danger reject', onclick: decide(false) }, 'Reject'),
         h('label', { for: reasonId, class: 'confirm-reason-label' }, 'Reason for rejecting'), reason));
       card.dataset.expires = conf.expires_at;
@@ -300,4 +310,13 @@ export class Turn {
 
   // plainText is the turn's text as streamed (for tests and copying).
   plainText() { return [...this.segments.values()].map((s) => s.src).join(''); }
+}
+
+// largeScaleName is the service a scale_service confirmation names when its
+// summary marks it a large change, else ''.
+function largeScaleName(conf) {
+  if (conf.name !== 'scale_service' || !String(conf.summary || '').startsWith('Large change:')) return '';
+  let args = conf.arguments;
+  if (typeof args === 'string') { try { args = JSON.parse(args); } catch (_) { return ''; } }
+  return (args && typeof args.service === 'string') ? args.service : '';
 }
