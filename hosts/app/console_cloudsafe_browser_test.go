@@ -14,7 +14,8 @@ import (
 // TestConsoleCloudSafe walks issue 34's cloud you can act on safely in the
 // console: production's checkout says why it runs fewer tasks than it
 // wants; a large scale asks for the service's name and refuses a wrong
-// one; Invoke asks first; the Apps view lists a branch's builds and opens
+// one, on the Cloud page and on the assistant's approval card; Invoke asks
+// first; the Apps view lists a branch's builds and opens
 // one. Screenshots at 1440 and 390 px go to /tmp/devpilot-cloudsafe.
 func TestConsoleCloudSafe(t *testing.T) {
 	for _, d := range sqlstoretest.Dialects() {
@@ -50,7 +51,7 @@ func TestConsoleCloudSafe(t *testing.T) {
 			if eval[bool](b, `Boolean(document.querySelector('article.service[data-service="search"] .why-short'))`) {
 				t.Errorf("search runs all its tasks, yet says why it is short")
 			}
-			b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('`+checkout+` .svc-events').open = true`))
+			b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('` + checkout + ` .svc-events').open = true`))
 			shot("short")
 
 			// Scaling payments from 2 to 24 asks for its name; a wrong one is
@@ -98,6 +99,39 @@ func TestConsoleCloudSafe(t *testing.T) {
 			b.waitFor("the new count", `document.querySelector('`+payments+` .desired')?.textContent === '24'`, 15*time.Second)
 			if n := desired("payments"); n != 24 {
 				t.Errorf("payments wants %d tasks, want 24", n)
+			}
+
+			// The assistant's large scale (search, 3 to 30) says so on its
+			// approval card, which approves only once the name is typed.
+			var call struct {
+				SessionID      string `json:"session_id"`
+				ConfirmationID string `json:"confirmation_id"`
+			}
+			postJSON(b, "/api/v1/voice/tool-calls", map[string]any{"name": "scale_service", "arguments": map[string]any{
+				"account_id": b.h.sb.CloudAccountID(), "cluster": "production", "service": "search", "desired_count": 30}}, &call)
+			if call.ConfirmationID == "" {
+				t.Fatalf("voice scale_service: %+v", call)
+			}
+			b.goTo("#/chat/" + call.SessionID)
+			card := fmt.Sprintf(`.confirm[data-confirmation-id=%q]`, call.ConfirmationID)
+			b.waitFor("the large change's card", `document.querySelector('`+card+` input.confirm-name')`, 30*time.Second)
+			if sum := b.text(card + " .confirm-summary"); !strings.HasPrefix(sum, "Large change: search has 3 desired tasks now") {
+				t.Errorf("the approval card reads %q", sum)
+			}
+			if !eval[bool](b, `document.querySelector('`+card+` button.approve').disabled`) {
+				t.Errorf("a large change can be approved without the name")
+			}
+			b.typeInto(card+` input.confirm-name`, "serch")
+			if !eval[bool](b, `document.querySelector('`+card+` button.approve').disabled`) {
+				t.Errorf("a wrong name enables Approve")
+			}
+			shot("chat-large")
+			b.typeInto(card+` input.confirm-name`, "search")
+			b.waitFor("Approve enabled", `!document.querySelector('`+card+` button.approve').disabled`, 5*time.Second)
+			b.click(card + ` button.approve`)
+			b.waitFor("the approval", `document.querySelector('`+card+`').dataset.status === 'approved'`, 30*time.Second)
+			if n := desired("search"); n != 30 {
+				t.Errorf("search wants %d tasks after the approval, want 30", n)
 			}
 
 			// Invoke asks first: Cancel runs nothing; Invoke in the dialog does.
