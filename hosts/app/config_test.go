@@ -49,7 +49,7 @@ func TestLoadDefaults(t *testing.T) {
 				t.Errorf("addr %q log %q keyfile %q; want %q %q %q", cfg.HTTPAddr, cfg.LogFormat, cfg.SecretKeyFile, tt.addr, tt.log, tt.keyFile)
 			}
 			if cfg.DatabaseURL != "sqlite:data/devpilot.db" || cfg.RequestTimeout != 30*time.Second || cfg.LogLevel != slog.LevelInfo ||
-				cfg.AuthCacheTTL != 5*time.Second || cfg.WebhookReadsPerClient != 4 {
+				cfg.AuthCacheTTL != 5*time.Second || cfg.WebhookReadsPerClient != 4 || cfg.CloudScaleConfirmAbove != 10 {
 				t.Errorf("db %q timeout %v level %v auth cache %v", cfg.DatabaseURL, cfg.RequestTimeout, cfg.LogLevel, cfg.AuthCacheTTL)
 			}
 		})
@@ -95,6 +95,7 @@ func TestLoadNamesEveryBadVariable(t *testing.T) {
 		{"auth cache negative", app.ModeRun, map[string]string{app.EnvAuthCacheTTL: "-1s"}, []string{app.EnvAuthCacheTTL}},
 		{"one database connection", app.ModeRun, map[string]string{app.EnvDatabaseConns: "1"}, []string{app.EnvDatabaseConns}},
 		{"no webhook reads per client", app.ModeRun, map[string]string{app.EnvWebhookReadsPerClient: "0"}, []string{app.EnvWebhookReadsPerClient}},
+		{"no scale confirmation size", app.ModeRun, map[string]string{app.EnvCloudScaleConfirmAbove: "0"}, []string{app.EnvCloudScaleConfirmAbove}},
 		{"an unknown trace exporter", app.ModeRun, map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, []string{"OTEL_TRACES_EXPORTER"}},
 		{"traces over gRPC", app.ModeRun, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, []string{"OTEL_EXPORTER_OTLP_PROTOCOL"}},
 		{"oidc issuer without a client", app.ModeServe, map[string]string{app.EnvSecretKey: validKey, app.EnvOIDCIssuer: "https://id.example", app.EnvPublicURL: "https://dp.example"}, []string{app.EnvOIDCIssuer + " needs " + app.EnvOIDCClientID}},
@@ -140,7 +141,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		app.EnvMaxToolRounds: "3", app.EnvMaxTokens: "100", app.EnvConfirmTTL: "5m", app.EnvWorkerJobs: "40", app.EnvMaxTurnsPerUser: "0", app.EnvAutoTitle: "0",
 		app.EnvTurnLease: "30s", app.EnvAuthCacheTTL: "0", app.EnvBodyTimeout: "7s", app.EnvLLMStructured: "json_object",
 		app.EnvCORSOrigins: "https://app.example.com, http://localhost:5173", app.EnvWorkerAddr: "127.0.0.1:9999",
-		app.EnvDatabaseConns: "12", app.EnvWebhookReadsPerClient: "16",
+		app.EnvDatabaseConns: "12", app.EnvWebhookReadsPerClient: "16", app.EnvCloudScaleConfirmAbove: "25",
 		app.EnvSpecMaxTokens: "2048", app.EnvSpecTimeout: "90s", app.EnvSpecParallel: "0",
 		app.EnvSpecTemperature: "0.2", app.EnvSpecSeed: "42",
 		app.EnvOIDCIssuer: "https://id.example/realms/team/", app.EnvOIDCClientID: "dp", app.EnvOIDCClientSecret: "s",
@@ -157,7 +158,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		cfg.LLM.StructuredOutput != openai.StructuredJSONObject || cfg.LLM.StructuredOutputByModel != nil ||
 		cfg.Assistant != (app.AssistantConfig{MaxToolRounds: 3, MaxTokens: 100, ConfirmationTTL: 5 * time.Minute, TurnLease: 30 * time.Second}) ||
 		cfg.WorkerJobs != 40 || cfg.AuthCacheTTL != 0 || cfg.BodyReadTimeout != 7*time.Second ||
-		cfg.WorkerAddr != "127.0.0.1:9999" || cfg.DatabaseMaxConns != 12 || cfg.WebhookReadsPerClient != 16 || !slices.Equal(cfg.CORSOrigins, []string{"https://app.example.com", "http://localhost:5173"}) {
+		cfg.WorkerAddr != "127.0.0.1:9999" || cfg.DatabaseMaxConns != 12 || cfg.WebhookReadsPerClient != 16 || cfg.CloudScaleConfirmAbove != 25 || !slices.Equal(cfg.CORSOrigins, []string{"https://app.example.com", "http://localhost:5173"}) {
 		t.Fatalf("config = %+v", cfg)
 	}
 	if sc := cfg.Spec; sc.MaxTokens != 2048 || sc.CallTimeout != 90*time.Second || sc.Concurrency != 0 ||

@@ -87,11 +87,11 @@ function serviceCard(s, ctx, cluster, reload) {
 // whyShort says why a service runs fewer tasks than it wants: its stopped
 // tasks' reasons, else its newest event; nothing when it is not short.
 function whyShort(s) {
-  const short = (s.desired_count ?? 0) - (s.running_count ?? 0) - (s.pending_count ?? 0);
-  if (short <= 0) return null;
+  const missing = (s.desired_count ?? 0) - (s.running_count ?? 0) - (s.pending_count ?? 0);
+  if (missing <= 0) return null;
   const stopped = s.stopped_tasks || [];
   const events = s.events || [];
-  const head = h('strong', {}, `${short} task${short === 1 ? '' : 's'} short of the desired count.`);
+  const head = h('strong', {}, `${missing} task${missing === 1 ? '' : 's'} short of the desired count.`);
   if (stopped.length === 0 && events.length === 0) return h('div', { class: 'notice why-short', role: 'status' }, head, ' ECS gives no reason yet.');
   return h('div', { class: 'notice why-short', role: 'status' }, head,
     stopped.length ? h('ul', { class: 'stopped-tasks' }, stopped.map((t) => h('li', {},
