@@ -83,13 +83,28 @@ type CallerIdentity struct {
 }
 
 // CostQuery asks for costs over [Start, End): End is exclusive, as the
-// provider wants it. Granularity is "DAILY" or "MONTHLY"; GroupBy is "" or
-// "SERVICE".
+// provider wants it. Granularity is "DAILY" or "MONTHLY"; GroupBy is "",
+// a dimension ("SERVICE", "LINKED_ACCOUNT", "REGION", "USAGE_TYPE") or "TAG",
+// with TagKey the tag's key (a group's key is then the tag's value, "" for
+// costs without the tag).
 type CostQuery struct {
 	Start       time.Time
 	End         time.Time
 	Granularity string
 	GroupBy     string
+	TagKey      string
+}
+
+// CostForecast is the provider's forecast of the cost over [Start, End):
+// Amount, and the prediction interval Lower..Upper when known ("" if not),
+// as decimal strings in Currency.
+type CostForecast struct {
+	Start    time.Time
+	End      time.Time
+	Currency string
+	Amount   string
+	Lower    string
+	Upper    string
 }
 
 // CostGroup is one group's cost in a period. Amounts are decimal strings,
@@ -188,17 +203,24 @@ type Deployment struct {
 }
 
 // LogQuery selects log events: the newest up to Limit, not before Since
-// (zero: the provider's recent window).
+// (zero: the provider's recent window). Filter, when set, is the provider's
+// filter pattern (CloudWatch Logs syntax), passed through. Oldest asks for
+// the oldest events from Since instead (up to Limit, oldest first): what a
+// reader following the log wants next.
 type LogQuery struct {
-	Since time.Time
-	Limit int
+	Since  time.Time
+	Limit  int
+	Filter string
+	Oldest bool
 }
 
-// LogEvent is one log line.
+// LogEvent is one log line. ID is the provider's id of the event, unique
+// within its log group ("" when the provider gives none).
 type LogEvent struct {
 	Timestamp time.Time
 	Message   string
 	Stream    string
+	ID        string
 }
 
 // Function is a serverless function.
@@ -279,6 +301,10 @@ type CloudProvider interface {
 	Probe(ctx context.Context, c CloudCredentials) error
 	// Costs returns the cost report for q, following every page.
 	Costs(ctx context.Context, c CloudCredentials, q CostQuery) (CostReport, error)
+	// CostForecast forecasts the cost over [start, end); start must not be
+	// before today (UTC). Errors: invalid for a malformed range; upstream
+	// when the provider has too little history to forecast.
+	CostForecast(ctx context.Context, c CloudCredentials, start, end time.Time) (CostForecast, error)
 	// ListClusters returns the clusters with their counts.
 	ListClusters(ctx context.Context, c CloudCredentials) ([]Cluster, error)
 	// ListServices returns a cluster's services with their deployments.

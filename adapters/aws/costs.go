@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"math/big"
+	"strings"
 	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
@@ -31,8 +32,19 @@ func (p *Provider) Costs(ctx context.Context, c ports.CloudCredentials, q ports.
 		return ports.CostReport{}, ports.Invalid("aws: granularity must be DAILY or MONTHLY",
 			ports.FieldError{Field: "granularity", Reason: "unsupported"})
 	}
-	if q.GroupBy != "" && q.GroupBy != "SERVICE" {
-		return ports.CostReport{}, ports.Invalid("aws: costs can be grouped only by SERVICE",
+	var group *cetypes.GroupDefinition
+	switch q.GroupBy {
+	case "":
+	case "SERVICE", "LINKED_ACCOUNT", "REGION", "USAGE_TYPE":
+		group = &cetypes.GroupDefinition{Type: cetypes.GroupDefinitionTypeDimension, Key: sdkaws.String(q.GroupBy)}
+	case "TAG":
+		if q.TagKey == "" {
+			return ports.CostReport{}, ports.Invalid("aws: grouping by tag needs a tag key",
+				ports.FieldError{Field: "group_by", Reason: "tag key required"})
+		}
+		group = &cetypes.GroupDefinition{Type: cetypes.GroupDefinitionTypeTag, Key: sdkaws.String(q.TagKey)}
+	default:
+		return ports.CostReport{}, ports.Invalid("aws: costs can be grouped only by SERVICE, LINKED_ACCOUNT, REGION, USAGE_TYPE or a tag",
 			ports.FieldError{Field: "group_by", Reason: "unsupported"})
 	}
 	start, end := q.Start.UTC().Format(time.DateOnly), q.End.UTC().Format(time.DateOnly)
@@ -50,12 +62,16 @@ func (p *Provider) Costs(ctx context.Context, c ports.CloudCredentials, q ports.
 		Granularity: cetypes.Granularity(granularity),
 		Metrics:     []string{costMetric},
 	}
-	grouped := q.GroupBy != ""
+	grouped := group != nil
 	if grouped {
-		in.GroupBy = []cetypes.GroupDefinition{{Type: cetypes.GroupDefinitionTypeDimension, Key: sdkaws.String("SERVICE")}}
+		in.GroupBy = []cetypes.GroupDefinition{*group}
 	}
 	client := costexplorer.NewFromConfig(s.cfg)
 	b := costBuilder{index: map[string]int{}}
+	if q.GroupBy == "TAG" {
+		// Cost Explorer names a tag group "key$value" ("key$" untagged).
+		b.trim = q.TagKey + "$"
+	}
 	for range maxCostPage {
 		out, err := client.GetCostAndUsage(ctx, in)
 		if err != nil {
@@ -74,6 +90,58 @@ func (p *Provider) Costs(ctx context.Context, c ports.CloudCredentials, q ports.
 	return ports.CostReport{}, ports.Errorf(ports.KindUpstream, "aws: Cost Explorer returned more than %d pages", maxCostPage)
 }
 
+// CostForecast forecasts the unblended cost over [start, end) with Cost
+// Explorer's GetCostForecast (monthly, so Total is the whole range's). Errors:
+// invalid for a range that does not start before it ends, else as
+// CloudProvider (a DataUnavailableException is upstream).
+func (p *Provider) CostForecast(ctx context.Context, c ports.CloudCredentials, start, end time.Time) (ports.CostForecast, error) {
+	from, to := start.UTC().Format(time.DateOnly), end.UTC().Format(time.DateOnly)
+	if start.IsZero() || end.IsZero() || from >= to {
+		return ports.CostForecast{}, ports.Invalid("aws: the forecast range must start before it ends")
+	}
+	ctx, cancel, s, err := p.start(ctx, c)
+	if err != nil {
+		return ports.CostForecast{}, err
+	}
+	defer cancel()
+	out, err := costexplorer.NewFromConfig(s.cfg).GetCostForecast(ctx, &costexplorer.GetCostForecastInput{
+		TimePeriod:  &cetypes.DateInterval{Start: sdkaws.String(from), End: sdkaws.String(to)},
+		Granularity: cetypes.GranularityMonthly,
+		Metric:      cetypes.MetricUnblendedCost,
+	})
+	if err != nil {
+		return ports.CostForecast{}, p.fail(ctx, s, err, nil)
+	}
+	f := ports.CostForecast{Start: start.UTC(), End: end.UTC(), Currency: "USD", Amount: "0"}
+	if out.Total != nil {
+		if a := sdkaws.ToString(out.Total.Amount); a != "" {
+			f.Amount = a
+		}
+		if u := sdkaws.ToString(out.Total.Unit); u != "" {
+			f.Currency = u
+		}
+	}
+	lower, upper := new(big.Rat), new(big.Rat)
+	bounds := len(out.ForecastResultsByTime) > 0
+	for _, r := range out.ForecastResultsByTime {
+		l, ok1 := new(big.Rat).SetString(sdkaws.ToString(r.PredictionIntervalLowerBound))
+		u, ok2 := new(big.Rat).SetString(sdkaws.ToString(r.PredictionIntervalUpperBound))
+		if !ok1 || !ok2 {
+			bounds = false
+			break
+		}
+		lower.Add(lower, l)
+		upper.Add(upper, u)
+	}
+	if bounds {
+		f.Lower, f.Upper = decimal(lower), decimal(upper)
+	}
+	if _, ok := new(big.Rat).SetString(f.Amount); !ok {
+		return ports.CostForecast{}, ports.Errorf(ports.KindUpstream, "aws: Cost Explorer forecast a malformed amount %q", ports.Clip(f.Amount, 40))
+	}
+	return f, nil
+}
+
 // costBuilder merges the results of every page: a period whose groups span
 // pages appears on each of them.
 type costBuilder struct {
@@ -81,6 +149,7 @@ type costBuilder struct {
 	periods  []ports.CostPeriod
 	sums     []*big.Rat
 	index    map[string]int
+	trim     string // the prefix of each group key to drop
 }
 
 func (b *costBuilder) add(r cetypes.ResultByTime, grouped bool) error {
@@ -124,7 +193,7 @@ func (b *costBuilder) add(r cetypes.ResultByTime, grouped bool) error {
 		b.sums[i].Add(b.sums[i], v)
 		key := ""
 		if len(g.Keys) > 0 {
-			key = g.Keys[0]
+			key = strings.TrimPrefix(g.Keys[0], b.trim)
 		}
 		period.Groups = append(period.Groups, ports.CostGroup{Key: key, Amount: amount})
 	}

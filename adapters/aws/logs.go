@@ -20,9 +20,11 @@ const (
 
 // filterLogs returns the newest events (up to q.Limit, oldest first) of a
 // log group since q.Since (default: the last hour), from streams starting
-// with prefix. FilterLogEvents returns the oldest events first, so the
-// window is read in pages as large as the API allows (at most maxLogPages
-// of them) and only the newest events are kept.
+// with prefix, matching q.Filter (a CloudWatch filter pattern) when set.
+// FilterLogEvents returns the oldest events first, so the window is read in
+// pages as large as the API allows (at most maxLogPages of them) and only
+// the newest events are kept; with q.Oldest, reading stops at the first
+// q.Limit events instead.
 // region, when set, is the log group's region.
 func (p *Provider) filterLogs(ctx context.Context, s *session, region, group, prefix string, q ports.LogQuery) ([]ports.LogEvent, error) {
 	limit := q.Limit
@@ -47,6 +49,12 @@ func (p *Provider) filterLogs(ctx context.Context, s *session, region, group, pr
 	if prefix != "" {
 		in.LogStreamNamePrefix = sdkaws.String(prefix)
 	}
+	if q.Filter != "" {
+		in.FilterPattern = sdkaws.String(q.Filter)
+	}
+	if q.Oldest {
+		in.Limit = sdkaws.Int32(int32(limit))
+	}
 	ring := make([]ports.LogEvent, 0, limit)
 	next := 0 // where the next event goes once ring is full
 	pages := cloudwatchlogs.NewFilterLogEventsPaginator(cloudwatchlogs.NewFromConfig(cfg), in)
@@ -60,13 +68,20 @@ func (p *Provider) filterLogs(ctx context.Context, s *session, region, group, pr
 				Timestamp: time.UnixMilli(sdkaws.ToInt64(ev.Timestamp)).UTC(),
 				Message:   sdkaws.ToString(ev.Message),
 				Stream:    sdkaws.ToString(ev.LogStreamName),
+				ID:        sdkaws.ToString(ev.EventId),
 			}
 			if len(ring) < limit {
 				ring = append(ring, e)
 				continue
 			}
+			if q.Oldest {
+				return ring, nil
+			}
 			ring[next] = e
 			next = (next + 1) % limit
+		}
+		if q.Oldest && len(ring) == limit {
+			return ring, nil
 		}
 	}
 	events := make([]ports.LogEvent, 0, len(ring))

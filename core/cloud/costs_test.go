@@ -3,6 +3,7 @@ package cloud_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,7 +42,12 @@ func TestCostsValidation(t *testing.T) {
 		{"too far back", func(in *cloud.CostInput) { in.StartDate = "2024-12-01" }, []string{"start_date"}},
 		{"hourly", func(in *cloud.CostInput) { in.Granularity = "HOURLY" }, []string{"granularity"}},
 		{"lower case", func(in *cloud.CostInput) { in.Granularity = "daily" }, []string{"granularity"}},
-		{"by region", func(in *cloud.CostInput) { in.GroupBy = "REGION" }, []string{"group_by"}},
+		{"by operation", func(in *cloud.CostInput) { in.GroupBy = "OPERATION" }, []string{"group_by"}},
+		{"lower case dimension", func(in *cloud.CostInput) { in.GroupBy = "region" }, []string{"group_by"}},
+		{"empty tag key", func(in *cloud.CostInput) { in.GroupBy = "tag:" }, []string{"group_by"}},
+		{"tag key with a control character", func(in *cloud.CostInput) { in.GroupBy = "tag:te\x01am" }, []string{"group_by"}},
+		{"tag key of invalid UTF-8", func(in *cloud.CostInput) { in.GroupBy = "tag:te\xffam" }, []string{"group_by"}},
+		{"tag key too long", func(in *cloud.CostInput) { in.GroupBy = "tag:" + strings.Repeat("k", 129) }, []string{"group_by"}},
 		{"all wrong", func(in *cloud.CostInput) { *in = cloud.CostInput{StartDate: "x", Granularity: "x", GroupBy: "x"} },
 			[]string{"start_date", "end_date", "granularity", "group_by"}},
 	}

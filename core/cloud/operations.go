@@ -55,6 +55,9 @@ func LargeScale(current, next, above int) bool {
 type LogsInput struct {
 	Since string
 	Limit int
+	// Filter is a CloudWatch Logs filter pattern, passed through: at most
+	// MaxLogFilterLen characters of valid UTF-8 without control characters.
+	Filter string
 }
 
 // InvokeInput asks to invoke a function with Payload, any JSON of at most
@@ -158,6 +161,10 @@ func (q LogsInput) logQuery(fields []ports.FieldError) (ports.LogQuery, error) {
 		}
 		lq.Since = t.UTC()
 	}
+	if reason := filterProblem(q.Filter); reason != "" {
+		fields = append(fields, ports.FieldError{Field: "filter", Reason: reason})
+	}
+	lq.Filter = q.Filter
 	if err := ports.FieldsError(ports.KindMalformed, fields...); err != nil {
 		return lq, err
 	}

@@ -124,6 +124,12 @@ type Config struct {
 	// limit. Default 30 per minute.
 	RateLimit  int
 	RateWindow time.Duration
+	// LogPoll is the interval between two polls of a followed log
+	// (DEVPILOT_LOG_FOLLOW_INTERVAL, 2s to 1m, default 2s); LogFollowFor how
+	// long one log stream lasts before it asks its client to reconnect
+	// (DEVPILOT_LOG_FOLLOW_MAX, 1s to 1h, default 15m).
+	LogPoll      time.Duration
+	LogFollowFor time.Duration
 	// WebhookReadsPerClient bounds the webhook bodies read at once from one
 	// client address (DEVPILOT_WEBHOOK_READS_PER_CLIENT, default
 	// httpapi.DefaultWebhookReadsPerClient; httpapi.Config.WebhookReadsPerClient).
@@ -349,6 +355,8 @@ const (
 	EnvCORSOrigins    = "DEVPILOT_CORS_ORIGINS"
 	EnvRateRequests   = "DEVPILOT_RATE_LIMIT_REQUESTS"
 	EnvRateWindow     = "DEVPILOT_RATE_LIMIT_WINDOW"
+	EnvLogPoll        = "DEVPILOT_LOG_FOLLOW_INTERVAL"
+	EnvLogFollowFor   = "DEVPILOT_LOG_FOLLOW_MAX"
 	EnvOpenAIKey      = "OPENAI_API_KEY"
 	EnvOpenAIBaseURL  = "OPENAI_BASE_URL"
 	EnvLLMTimeout     = "DEVPILOT_LLM_TIMEOUT"
@@ -583,6 +591,8 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	c.CloudScaleConfirmAbove = int(r.number(EnvCloudScaleConfirmAbove, cloud.DefaultScaleConfirmAbove, 1, cloud.MaxDesiredCount))
 	c.RateLimit = int(r.number(EnvRateRequests, 30, 0, 1_000_000))
 	c.RateWindow = r.duration(EnvRateWindow, time.Minute)
+	c.LogPoll = r.durationIn(EnvLogPoll, cloud.DefaultLogPoll, cloud.MinLogPoll, time.Minute)
+	c.LogFollowFor = r.durationIn(EnvLogFollowFor, cloud.DefaultLogFollowFor, time.Second, time.Hour)
 	c.WebhookReadsPerClient = int(r.number(EnvWebhookReadsPerClient, httpapi.DefaultWebhookReadsPerClient, 1, 1000))
 	if tc, err := telemetry.TracingFromEnv(getenv); err != nil {
 		r.errs = append(r.errs, err)
@@ -943,6 +953,20 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
 		r.fail(name, fmt.Sprintf("%q must be a positive duration such as 30s", v))
+		return def
+	}
+	return d
+}
+
+// durationIn is a duration from lo to hi.
+func (r *reader) durationIn(name string, def, lo, hi time.Duration) time.Duration {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < lo || d > hi {
+		r.fail(name, fmt.Sprintf("%q must be a duration from %s to %s", v, lo, hi))
 		return def
 	}
 	return d

@@ -391,6 +391,8 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		RateLimit:             p.Config.RateLimit,
 		RateWindow:            p.Config.RateWindow,
 		WebhookReadsPerClient: p.Config.WebhookReadsPerClient,
+		LogPoll:               p.Config.LogPoll,
+		LogFollowFor:          p.Config.LogFollowFor,
 	}, httpapi.Deps{Identity: p.Identity, Tokens: p.Identity, Members: p.Identity, Invitations: p.Identity, AuditLog: p.Identity,
 		SignIn: p.Identity, SignInSeal: p.Cipher, Assistant: p.Assistant, Spec: p.Spec, Documents: doctext.New(), Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),

@@ -1,10 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/devpilot/devpilot/core/cloud"
@@ -27,6 +31,7 @@ type Cloud interface {
 	ListFunctions(ctx context.Context, accountID string) ([]ports.Function, error)
 	InvokeFunction(ctx context.Context, in cloud.InvokeInput) (ports.Invocation, error)
 	FunctionLogs(ctx context.Context, accountID, name string, q cloud.LogsInput) ([]ports.LogEvent, error)
+	FollowLogs(ctx context.Context, in cloud.FollowInput) (*cloud.LogFollow, error)
 	ListApps(ctx context.Context, accountID string) (cloud.AppList, error)
 	DeployApp(ctx context.Context, in cloud.AppDeployInput) (cloud.StartedBuild, error)
 	BuildLogs(ctx context.Context, in cloud.BuildQuery) (ports.Build, error)
@@ -53,9 +58,11 @@ func (s *Server) cloudRoutes() {
 		s.handle(http.MethodPost, p+"/infrastructure/containers/services/:service/deploy", s.deployService)
 		s.handle(http.MethodPost, p+"/infrastructure/containers/services/:service/scale", s.scaleService)
 		s.handle(http.MethodGet, p+"/infrastructure/containers/services/:service/logs", s.serviceLogs)
+		s.handle(http.MethodGet, p+"/infrastructure/containers/services/:service/logs/stream", s.serviceLogStream, streaming)
 		s.handle(http.MethodGet, p+"/infrastructure/serverless/functions", s.listFunctions)
 		s.handle(http.MethodPost, p+"/infrastructure/serverless/functions/:name/invoke", s.invokeFunction)
 		s.handle(http.MethodGet, p+"/infrastructure/serverless/functions/:name/logs", s.functionLogs)
+		s.handle(http.MethodGet, p+"/infrastructure/serverless/functions/:name/logs/stream", s.functionLogStream, streaming)
 		s.handle(http.MethodGet, p+"/deployments/apps", s.listApps)
 		s.handle(http.MethodPost, p+"/deployments/apps/:app_id/deploy", s.deployApp)
 		s.handle(http.MethodGet, p+"/deployments/apps/:app_id/builds/:build_id/logs", s.buildLogs)
@@ -202,12 +209,32 @@ func auditOut(e ports.AuditEntry) auditJSON {
 
 func (s *Server) costs(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	view, err := s.d.Cloud.Costs(r.Context(), cloud.CostInput{
-		AccountID: q.Get("account_id"), StartDate: q.Get("start_date"), EndDate: q.Get("end_date"),
-		Granularity: q.Get("granularity"), GroupBy: q.Get("group_by"),
-	})
+	csvOut, err := wantsCSV(r)
 	if err != nil {
 		return err
+	}
+	in := cloud.CostInput{
+		AccountID: q.Get("account_id"), StartDate: q.Get("start_date"), EndDate: q.Get("end_date"),
+		Granularity: q.Get("granularity"), GroupBy: q.Get("group_by"),
+	}
+	if v := q.Get("include"); v != "" {
+		for _, part := range strings.Split(v, ",") {
+			switch strings.TrimSpace(part) {
+			case "previous":
+				in.Previous = true
+			case "forecast":
+				in.Forecast = true
+			default:
+				return ports.FieldsError(ports.KindMalformed, ports.FieldError{Field: "include", Reason: "must list previous and/or forecast, comma-separated"})
+			}
+		}
+	}
+	view, err := s.d.Cloud.Costs(r.Context(), in)
+	if err != nil {
+		return err
+	}
+	if csvOut {
+		return writeCostsCSV(w, view)
 	}
 	periods := make([]map[string]any, len(view.Periods))
 	for i, p := range view.Periods {
@@ -219,9 +246,127 @@ func (s *Server) costs(w http.ResponseWriter, r *http.Request) error {
 		end := p.End.UTC().AddDate(0, 0, -1).Format(time.DateOnly)
 		periods[i] = map[string]any{"start": p.Start.UTC().Format(time.DateOnly), "end": end, "total": json.Number(p.Total), "groups": groupsOut(groups)}
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{
+	out := map[string]any{
 		"currency": view.Currency, "total": json.Number(view.Total), "start_date": view.StartDate, "end_date": view.EndDate, "periods": periods,
-	})
+		"group_by": nilIfEmpty(view.GroupBy), "groups": mapSlice(view.Groups, func(g cloud.GroupTotal) map[string]any {
+			m := map[string]any{"key": g.Key, "amount": json.Number(g.Amount)}
+			if view.Previous != nil {
+				changeOut(m, g.Change)
+			}
+			return m
+		}), "previous": nil, "forecast": nil,
+	}
+	if p := view.Previous; p != nil {
+		m := map[string]any{"start_date": p.StartDate, "end_date": p.EndDate, "total": json.Number(p.Total)}
+		changeOut(m, p.Change)
+		out["previous"] = m
+	}
+	if f := view.Forecast; f != nil {
+		m := map[string]any{"start_date": f.StartDate, "end_date": f.EndDate, "amount": json.Number(f.Amount), "lower": nil, "upper": nil}
+		if f.Lower != "" && f.Upper != "" {
+			m["lower"], m["upper"] = json.Number(f.Lower), json.Number(f.Upper)
+		}
+		out["forecast"] = m
+	}
+	if view.ForecastError != "" {
+		out["forecast_error"] = view.ForecastError
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// changeOut adds a change's fields to m: previous, change and
+// change_percent (null when the previous amount is zero).
+func changeOut(m map[string]any, c cloud.Change) {
+	m["previous"], m["change"], m["change_percent"] = json.Number(c.Previous), json.Number(c.Change), nil
+	if c.ChangePercent != "" {
+		m["change_percent"] = json.Number(c.ChangePercent)
+	}
+}
+
+func nilIfEmpty(v string) any {
+	if v == "" {
+		return nil
+	}
+	return v
+}
+
+// wantsCSV says whether the costs are asked for as CSV: format=csv, or no
+// format and an Accept header naming text/csv. Errors: malformed for another
+// format.
+func wantsCSV(r *http.Request) (bool, error) {
+	switch r.URL.Query().Get("format") {
+	case "csv":
+		return true, nil
+	case "json":
+		return false, nil
+	case "":
+		for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(mt), "text/csv") {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	return false, ports.FieldsError(ports.KindMalformed, ports.FieldError{Field: "format", Reason: "must be json or csv"})
+}
+
+// writeCostsCSV writes the costs as CSV, one row per period and group
+// ("total" for a period not grouped): start_date, end_date (inclusive),
+// group, amount, currency; then, when grouped, one row per group over the
+// whole range, with its previous amount and change when asked for; and the
+// forecast's row when there is one. A text cell that a spreadsheet would
+// read as a formula is written with a leading quote.
+func writeCostsCSV(w http.ResponseWriter, v cloud.CostView) error {
+	var buf bytes.Buffer
+	cw := csv.NewWriter(&buf)
+	_ = cw.Write([]string{"row", "start_date", "end_date", "group", "amount", "currency", "previous", "change", "change_percent"})
+	for _, p := range v.Periods {
+		start, end := p.Start.UTC().Format(time.DateOnly), p.End.UTC().AddDate(0, 0, -1).Format(time.DateOnly)
+		if v.GroupBy == "" || len(p.Groups) == 0 {
+			_ = cw.Write([]string{"period", start, end, "total", p.Total, v.Currency, "", "", ""})
+			continue
+		}
+		for _, g := range p.Groups {
+			_ = cw.Write([]string{"period", start, end, csvText(g.Key), g.Amount, v.Currency, "", "", ""})
+		}
+	}
+	for _, g := range v.Groups {
+		_ = cw.Write([]string{"range", v.StartDate, v.EndDate, csvText(g.Key), g.Amount, v.Currency, g.Previous, g.Change.Change, g.ChangePercent})
+	}
+	total := []string{"range", v.StartDate, v.EndDate, "total", v.Total, v.Currency, "", "", ""}
+	if p := v.Previous; p != nil {
+		total[6], total[7], total[8] = p.Total, p.Change.Change, p.ChangePercent
+	}
+	_ = cw.Write(total)
+	if f := v.Forecast; f != nil {
+		_ = cw.Write([]string{"forecast", f.StartDate, f.EndDate, "total", f.Amount, v.Currency, "", "", ""})
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	name := "costs-" + v.StartDate + "-to-" + v.EndDate
+	if v.GroupBy != "" {
+		name += "-by-" + strings.ToLower(fileSafe.ReplaceAllString(v.GroupBy, "_"))
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// fileSafe matches what a file name should not carry.
+var fileSafe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// csvText guards a text cell against being read as a formula.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 func groupsOut(groups []ports.CostGroup) []map[string]any {
@@ -312,7 +457,7 @@ func (s *Server) scaleService(w http.ResponseWriter, r *http.Request) error {
 
 func logsQuery(r *http.Request) (cloud.LogsInput, error) {
 	q := r.URL.Query()
-	in := cloud.LogsInput{Since: q.Get("since")}
+	in := cloud.LogsInput{Since: q.Get("since"), Filter: q.Get("filter")}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {

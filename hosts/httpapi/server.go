@@ -156,6 +156,12 @@ type Config struct {
 	// every delivery comes from the proxy's address, so the bound is the
 	// proxy's as a whole: raise it there.
 	WebhookReadsPerClient int
+	// LogPoll is the interval between two polls of a followed log (default
+	// and minimum cloud.MinLogPoll, 2 s: a shorter one is raised to it).
+	LogPoll time.Duration
+	// LogFollowFor is how long one log stream lasts before it asks its
+	// client to reconnect (default cloud.DefaultLogFollowFor, 15 min).
+	LogFollowFor time.Duration
 }
 
 // Defaults for Config.

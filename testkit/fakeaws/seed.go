@@ -224,7 +224,16 @@ type account struct {
 	logGroups map[string]map[string][]LogEvent
 	functions map[string]*Function
 	apps      map[string]*app
-	costs     map[string]map[string]*big.Rat // day → service → amount
+	costs     []costLine
+	// forecastDaily, when set, is the forecast cost of each day.
+	forecastDaily *big.Rat
+}
+
+// costLine is one seeded cost of a day.
+type costLine struct {
+	day string
+	CostLine
+	amount *big.Rat
 }
 
 type cluster struct {
@@ -261,7 +270,6 @@ func (s *Server) accountLocked(id string) *account {
 			logGroups: map[string]map[string][]LogEvent{},
 			functions: map[string]*Function{},
 			apps:      map[string]*app{},
-			costs:     map[string]map[string]*big.Rat{},
 		}
 		s.accounts[id] = a
 	}
@@ -423,26 +431,57 @@ func (a *Account) App(ap App) *Account {
 }
 
 // Cost adds amount (a decimal string, in USD) to service's cost on day
-// (YYYY-MM-DD). It panics on a malformed day or amount.
+// (YYYY-MM-DD), in region us-east-1, of usage type "Usage", in the account
+// itself, untagged. It panics on a malformed day or amount.
 func (a *Account) Cost(day, service, amount string) *Account {
+	return a.CostLine(day, CostLine{Service: service, Amount: amount})
+}
+
+// CostLine is a cost to seed with its dimensions: Region (default
+// us-east-1), UsageType (default "Usage"), LinkedAccount (default the
+// account's id) and Tags (key → value).
+type CostLine struct {
+	Service       string
+	Region        string
+	UsageType     string
+	LinkedAccount string
+	Tags          map[string]string
+	Amount        string
+}
+
+// CostLine adds a cost on day (YYYY-MM-DD) with its dimensions. It panics on
+// a malformed day or amount.
+func (a *Account) CostLine(day string, c CostLine) *Account {
 	if _, err := time.Parse(time.DateOnly, day); err != nil {
 		panic(fmt.Sprintf("fakeaws: Cost day %q: %v", day, err))
 	}
-	v, ok := new(big.Rat).SetString(amount)
+	v, ok := new(big.Rat).SetString(c.Amount)
 	if !ok {
-		panic(fmt.Sprintf("fakeaws: Cost amount %q is not a decimal", amount))
+		panic(fmt.Sprintf("fakeaws: Cost amount %q is not a decimal", c.Amount))
+	}
+	if c.Region == "" {
+		c.Region = "us-east-1"
+	}
+	if c.UsageType == "" {
+		c.UsageType = "Usage"
+	}
+	if c.LinkedAccount == "" {
+		c.LinkedAccount = a.id
 	}
 	return a.update(func(acct *account) {
-		d := acct.costs[day]
-		if d == nil {
-			d = map[string]*big.Rat{}
-			acct.costs[day] = d
-		}
-		if d[service] == nil {
-			d[service] = new(big.Rat)
-		}
-		d[service].Add(d[service], v)
+		acct.costs = append(acct.costs, costLine{day: day, CostLine: c, amount: v})
 	})
+}
+
+// ForecastDaily makes GetCostForecast forecast amount (a decimal string, in
+// USD) for each day of the range asked; by default it forecasts each day as
+// the mean daily cost of the 30 days before the range.
+func (a *Account) ForecastDaily(amount string) *Account {
+	v, ok := new(big.Rat).SetString(amount)
+	if !ok {
+		panic(fmt.Sprintf("fakeaws: ForecastDaily amount %q is not a decimal", amount))
+	}
+	return a.update(func(acct *account) { acct.forecastDaily = v })
 }
 
 // decimal formats r exactly with the fewest decimal places; r must have a

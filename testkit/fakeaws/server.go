@@ -313,7 +313,7 @@ var jsonOperations = map[string]map[string]handler{
 		"DescribeTasks":          ecsDescribeTasks,
 	},
 	targetLogs: {"FilterLogEvents": logsFilterLogEvents},
-	targetCost: {"GetCostAndUsage": ceGetCostAndUsage},
+	targetCost: {"GetCostAndUsage": ceGetCostAndUsage, "GetCostForecast": ceGetCostForecast},
 }
 
 var jsonServices = map[string]string{targetECS: ServiceECS, targetLogs: ServiceLogs, targetCost: ServiceCost}

@@ -121,6 +121,45 @@ func (c_2 *MockCloudProviderCallerIdentityCall) DoAndReturn(f func(context.Conte
 	return c_2
 }
 
+// CostForecast mocks base method.
+func (m *MockCloudProvider) CostForecast(ctx context.Context, c ports.CloudCredentials, start, end time.Time) (ports.CostForecast, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "CostForecast", ctx, c, start, end)
+	ret0, _ := ret[0].(ports.CostForecast)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// CostForecast indicates an expected call of CostForecast.
+func (mr *MockCloudProviderMockRecorder) CostForecast(ctx, c, start, end any) *MockCloudProviderCostForecastCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "CostForecast", reflect.TypeOf((*MockCloudProvider)(nil).CostForecast), ctx, c, start, end)
+	return &MockCloudProviderCostForecastCall{Call: call}
+}
+
+// MockCloudProviderCostForecastCall wrap *gomock.Call
+type MockCloudProviderCostForecastCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c_2 *MockCloudProviderCostForecastCall) Return(arg0 ports.CostForecast, arg1 error) *MockCloudProviderCostForecastCall {
+	c_2.Call = c_2.Call.Return(arg0, arg1)
+	return c_2
+}
+
+// Do rewrite *gomock.Call.Do
+func (c_2 *MockCloudProviderCostForecastCall) Do(f func(context.Context, ports.CloudCredentials, time.Time, time.Time) (ports.CostForecast, error)) *MockCloudProviderCostForecastCall {
+	c_2.Call = c_2.Call.Do(f)
+	return c_2
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c_2 *MockCloudProviderCostForecastCall) DoAndReturn(f func(context.Context, ports.CloudCredentials, time.Time, time.Time) (ports.CostForecast, error)) *MockCloudProviderCostForecastCall {
+	c_2.Call = c_2.Call.DoAndReturn(f)
+	return c_2
+}
+
 // Costs mocks base method.
 func (m *MockCloudProvider) Costs(ctx context.Context, c ports.CloudCredentials, q ports.CostQuery) (ports.CostReport, error) {
 	m.ctrl.T.Helper()
