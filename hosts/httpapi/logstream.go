@@ -54,7 +54,7 @@ func (s *Server) functionLogStream(w http.ResponseWriter, r *http.Request) error
 // logFollowFor an "end" event ({reason, after}) asks the client to
 // reconnect with the last id. The stream ends too when the client leaves or
 // the server stops. Errors before the stream starts (validation, a missing
-// service) are the answer.
+// service, the first poll's) are the answer.
 func (s *Server) followLogs(w http.ResponseWriter, r *http.Request, in cloud.FollowInput) error {
 	f, err := s.d.Cloud.FollowLogs(r.Context(), in)
 	if err != nil {
@@ -62,6 +62,12 @@ func (s *Server) followLogs(w http.ResponseWriter, r *http.Request, in cloud.Fol
 	}
 	ctx, cancel := s.untilStopping(r.Context())
 	defer cancel()
+	// The first poll answers before the stream starts: a missing service or
+	// log group, or a refusal, is a problem response.
+	events, err := f.Poll(ctx)
+	if err != nil {
+		return err
+	}
 	stream := s.openSSE(w, pingEvery)
 	defer stream.close()
 	last := in.After
@@ -69,8 +75,10 @@ func (s *Server) followLogs(w http.ResponseWriter, r *http.Request, in cloud.Fol
 	defer deadline.Stop()
 	tick := time.NewTicker(s.logPoll())
 	defer tick.Stop()
-	for {
-		events, err := f.Poll(ctx)
+	for first := true; ; first = false {
+		if !first {
+			events, err = f.Poll(ctx)
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
