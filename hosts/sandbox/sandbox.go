@@ -340,6 +340,10 @@ func (sb *Sandbox) Model() *fakeopenai.Server { return sb.openai }
 // repositories or users of its own (see AddRepo).
 func (sb *Sandbox) GitHub() *fakegithub.Server { return sb.github }
 
+// AWS is the fake AWS the sandbox serves, for a caller that adds resources
+// or log events of its own (the demo account is AWSAccountID).
+func (sb *Sandbox) AWS() *fakeaws.Server { return sb.aws }
+
 // AddRepo adds a private repository of the organisation Org to the fake
 // GitHub, visible to the demo GitHub user (GitHubLogin), with id as its
 // GitHub id and files as its default branch's tree. Call it before the app
@@ -629,13 +633,15 @@ var sandboxCosts = []struct {
 	service       string
 	base, spread  int64
 	weekendFactor int64 // percent of the weekday cost on weekends
+	region, usage string
+	team          string // the "team" tag, "" for none
 }{
-	{"Amazon Elastic Container Service", 3840, 420, 80},
-	{"Amazon Relational Database Service", 2875, 90, 100},
-	{"AWS Lambda", 312, 140, 60},
-	{"Amazon CloudWatch", 215, 60, 90},
-	{"AWS Amplify", 148, 50, 70},
-	{"Amazon Simple Storage Service", 92, 20, 100},
+	{"Amazon Elastic Container Service", 3840, 420, 80, "eu-west-1", "EUW1-Fargate-vCPU-Hours:perCPU", "checkout"},
+	{"Amazon Relational Database Service", 2875, 90, 100, "eu-west-1", "EUW1-InstanceUsage:db.t4g.medium", "payments"},
+	{"AWS Lambda", 312, 140, 60, "us-east-1", "Lambda-GB-Second", "checkout"},
+	{"Amazon CloudWatch", 215, 60, 90, "us-east-1", "CW:MetricMonitorUsage", ""},
+	{"AWS Amplify", 148, 50, 70, "us-east-1", "BuildDuration", "web"},
+	{"Amazon Simple Storage Service", 92, 20, 100, "us-east-1", "TimedStorage-ByteHrs", "web"},
 }
 
 // sandboxCostDays is how many days of costs the demo account has, up to
@@ -646,7 +652,8 @@ const sandboxCostDays = 60
 // access key, clusters production (checkout, search, payments) and staging
 // (checkout; production's checkout one task short, see shortOfTasks) with task definitions and recent logs, Lambda functions
 // resize-image and send-receipt, the Amplify app storefront (branch main,
-// two builds), and sandboxCostDays days of costs by service. The amounts
+// two builds), and sandboxCostDays days of costs by service (each in a
+// region, of a usage type, most tagged with a team). The amounts
 // depend on the date only, so a date costs the same after a restart.
 // sandboxBuildTime is how long a deploy of the demo Amplify app takes to
 // build and deploy.
@@ -726,7 +733,11 @@ func seedSandboxAWS(a *fakeaws.Account, now time.Time) {
 			if weekend {
 				cents = cents * c.weekendFactor / 100
 			}
-			a.Cost(day.Format(time.DateOnly), c.service, fmt.Sprintf("%d.%02d", cents/100, cents%100))
+			line := fakeaws.CostLine{Service: c.service, Region: c.region, UsageType: c.usage, Amount: fmt.Sprintf("%d.%02d", cents/100, cents%100)}
+			if c.team != "" {
+				line.Tags = map[string]string{"team": c.team}
+			}
+			a.CostLine(day.Format(time.DateOnly), line)
 		}
 	}
 }

@@ -214,7 +214,7 @@ function parseEvent(block) {
     const i = line.indexOf(':');
     const field = i < 0 ? line : line.slice(0, i);
     const value = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
-    if (field === 'id') ev.id = Number(value);
+    if (field === 'id') ev.id = /^\d+$/.test(value) ? Number(value) : value; // a log stream's ids are text
     else if (field === 'event') ev.event = value;
     else if (field === 'data') data.push(value);
   }

@@ -148,3 +148,31 @@ export function table(costs, keys, granularity) {
       keys.map((k) => h('td', { class: 'num' }, money(k.total, cur))),
       h('td', { class: 'num' }, h('strong', {}, money(Number(costs.total || 0), cur)))))));
 }
+
+// changeText writes a change ({change, change_percent}) as "+$1.20 (+12.5%)".
+export function changeText(c, cur) {
+  const n = Number(c.change || 0);
+  const sign = n > 0 ? '+' : n < 0 ? '−' : '±';
+  const pct = c.change_percent === null || c.change_percent === undefined ? '' : ` (${sign}${Math.abs(Number(c.change_percent)).toFixed(1)}%)`;
+  return `${sign}${money(Math.abs(n), cur)}${pct}`;
+}
+
+// compareTable lists each group's total over the range beside the previous
+// period's and the change, largest first.
+export function compareTable(costs, groupName) {
+  const cur = costs.currency || 'USD';
+  const hasPrev = !!costs.previous;
+  return h('div', { class: 'table-wrap' }, h('table', { class: 'cost-table cost-compare', id: 'costs-compare' },
+    h('caption', {}, `By ${groupName.toLowerCase() || 'group'}: ${costs.start_date} to ${costs.end_date}` +
+      (hasPrev ? `, beside ${costs.previous.start_date} to ${costs.previous.end_date}` : '')),
+    h('thead', {}, h('tr', {},
+      h('th', { scope: 'col' }, groupName || 'Group'),
+      h('th', { scope: 'col', class: 'num' }, 'This period'),
+      hasPrev ? h('th', { scope: 'col', class: 'num' }, 'Previous period') : null,
+      hasPrev ? h('th', { scope: 'col', class: 'num' }, 'Change') : null)),
+    h('tbody', {}, costs.groups.map((g) => h('tr', { 'data-key': g.key },
+      h('th', { scope: 'row' }, g.key === '' ? h('em', {}, '(none)') : g.key),
+      h('td', { class: 'num' }, money(Number(g.amount), cur)),
+      hasPrev ? h('td', { class: 'num' }, money(Number(g.previous), cur)) : null,
+      hasPrev ? h('td', { class: 'num ' + (Number(g.change) > 0 ? 'up' : Number(g.change) < 0 ? 'down' : '') }, changeText(g, cur)) : null)))));
+}

@@ -6,6 +6,7 @@ import { api } from '../../api.js';
 import { h, mount, loading, empty, errorBox, field, toast, when, button, details } from '../../ui.js';
 import { url, seg, badge, logLines, short } from './common.js';
 import { confirmDialog } from './dialog.js';
+import { logPanel } from './logfollow.js';
 
 // renderContainers shows the clusters of ctx.account in el, and the
 // services of cluster (the first one when not given).
@@ -54,16 +55,9 @@ async function showServices(body, ctx, cluster) {
 
 function serviceCard(s, ctx, cluster, reload) {
   const id = `svc-${cluster}-${s.name}`.replace(/[^A-Za-z0-9_-]/g, '-');
-  const logs = h('div', {}, loading('Loading logs…'));
-  const loadLogs = async () => {
-    mount(logs, loading('Loading logs…'));
-    try {
-      const r = await api('GET', url(`/infrastructure/containers/services/${seg(s.name)}/logs`, { account_id: ctx.account.id, cluster, limit: 50 }), undefined, { signal: ctx.signal });
-      mount(logs, logLines(r.items), button('Refresh logs', loadLogs));
-    } catch (e) { if (e.name !== 'AbortError') mount(logs, errorBox(e)); }
-  };
-  const logBox = details('Logs', logs, { class: 'svc-logs' });
-  logBox.addEventListener('toggle', () => { if (logBox.open) loadLogs(); });
+  const logs = logPanel(`/infrastructure/containers/services/${seg(s.name)}/logs`, { account_id: ctx.account.id, cluster }, ctx);
+  const logBox = details('Logs', logs.el, { class: 'svc-logs' });
+  logBox.addEventListener('toggle', () => (logBox.open ? logs.start() : logs.stop()));
   const deps = s.deployments || [];
   return h('article', { class: 'card service', id, 'data-service': s.name, 'aria-labelledby': id + '-name' },
     h('div', { class: 'row head' }, h('h4', { id: id + '-name' }, s.name), badge(s.status)),

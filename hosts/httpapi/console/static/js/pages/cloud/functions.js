@@ -6,6 +6,7 @@ import { api } from '../../api.js';
 import { h, mount, loading, empty, errorBox, field, toast, when, button, details, pretty } from '../../ui.js';
 import { url, seg, badge, logLines } from './common.js';
 import { confirmDialog } from './dialog.js';
+import { logPanel } from './logfollow.js';
 
 // renderFunctions shows the functions of ctx.account in el, with the
 // invoke panel of fn (the first function when not given).
@@ -80,16 +81,9 @@ function showFunction(body, ctx, f) {
     } finally { btn.disabled = false; btn.removeAttribute('aria-busy'); }
   });
 
-  const logs = h('div', {}, loading('Loading logs…'));
-  const loadLogs = async () => {
-    mount(logs, loading('Loading logs…'));
-    try {
-      const r = await api('GET', url(`/infrastructure/serverless/functions/${seg(f.name)}/logs`, { account_id: ctx.account.id, limit: 50 }), undefined, { signal: ctx.signal });
-      mount(logs, logLines(r.items), button('Refresh logs', loadLogs));
-    } catch (e) { if (e.name !== 'AbortError') mount(logs, errorBox(e)); }
-  };
-  const logBox = details('Logs', logs, { class: 'fn-logs' });
-  logBox.addEventListener('toggle', () => { if (logBox.open) loadLogs(); });
+  const logs = logPanel(`/infrastructure/serverless/functions/${seg(f.name)}/logs`, { account_id: ctx.account.id }, ctx);
+  const logBox = details('Logs', logs.el, { class: 'fn-logs' });
+  logBox.addEventListener('toggle', () => (logBox.open ? logs.start() : logs.stop()));
 
   mount(body,
     h('h3', { id: 'function-title' }, f.name),
