@@ -39,13 +39,13 @@ func TestConsoleLogsAndCosts(t *testing.T) {
 			if n := eval[int](b, `document.querySelectorAll('`+checkout+` pre.log .log-line').length`); n != before+1 {
 				t.Fatalf("%d lines after one new one, %d before (a line repeated?)", n, before)
 			}
-			b.do(chromedp.ScrollIntoView(chromedp.CSS(checkout+" details.svc-logs")))
+			b.do(chromedp.ScrollIntoView(chromedp.CSS(checkout + " details.svc-logs")))
 			b.readmeShot("cloud-logs-follow")
 			b.saveScreenshot("/tmp/devpilot-logscost", "logs-1440-"+string(d))
 
 			// A filter restarts the follow with CloudWatch's pattern.
 			b.typeInto(checkout+" input.log-filter", "followed-line")
-			b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('`+checkout+` form.log-bar').requestSubmit()`))
+			b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('` + checkout + ` form.log-bar').requestSubmit()`))
 			b.waitFor("the filtered lines", `(ls => ls.length === 1 && ls[0].textContent.includes('followed-line'))(document.querySelectorAll('`+checkout+` pre.log .log-line'))`, 20*time.Second)
 			aws.LogEvents("/ecs/production/checkout", "ecs/checkout/f0110w",
 				fakeaws.LogEvent{Timestamp: time.Now(), Message: "GET /health 200 unfiltered"},
@@ -125,7 +125,7 @@ func TestConsoleLogsAndCosts(t *testing.T) {
 			if wide := eval[int](b, `document.documentElement.scrollWidth`); wide > 390 {
 				t.Fatalf("the containers page is %d px wide at 390", wide)
 			}
-			b.do(chromedp.ScrollIntoView(chromedp.CSS(checkout+" details.svc-logs")))
+			b.do(chromedp.ScrollIntoView(chromedp.CSS(checkout + " details.svc-logs")))
 			b.saveScreenshot("/tmp/devpilot-logscost", "logs-390-"+string(d))
 		})
 	}
