@@ -151,7 +151,8 @@ func TestCostsRejectsMalformedQueries(t *testing.T) {
 	e := newEnv(t)
 	for _, q := range []ports.CostQuery{
 		{Start: day(1), End: day(2), Granularity: "HOURLY"},
-		{Start: day(1), End: day(2), GroupBy: "REGION"},
+		{Start: day(1), End: day(2), GroupBy: "OPERATION"},
+		{Start: day(1), End: day(2), GroupBy: "TAG"},
 		{Start: day(2), End: day(2)},
 		{Start: day(3), End: day(2)},
 		{End: day(2)},
@@ -162,4 +163,54 @@ func TestCostsRejectsMalformedQueries(t *testing.T) {
 	if n := len(e.fake.Calls()); n != 0 {
 		t.Errorf("%d calls reached AWS", n)
 	}
+}
+
+// Grouped by a tag, a group's key is the tag's value ("" untagged), not
+// Cost Explorer's "key$value"; by a dimension, the dimension's value.
+func TestCostsByTagAndDimension(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.fake.Account(userAccount).
+		CostLine("2026-03-01", fakeaws.CostLine{Service: "Amazon EC2", Region: "eu-west-1", Tags: map[string]string{"team": "payments"}, Amount: "2"}).
+		CostLine("2026-03-01", fakeaws.CostLine{Service: "Amazon S3", Amount: "0.5"})
+	for _, tc := range []struct {
+		q    ports.CostQuery
+		want []ports.CostGroup
+	}{
+		{ports.CostQuery{GroupBy: "TAG", TagKey: "team"}, []ports.CostGroup{{Key: "", Amount: "0.5"}, {Key: "payments", Amount: "2"}}},
+		{ports.CostQuery{GroupBy: "REGION"}, []ports.CostGroup{{Key: "eu-west-1", Amount: "2"}, {Key: "us-east-1", Amount: "0.5"}}},
+	} {
+		tc.q.Start, tc.q.End, tc.q.Granularity = day(1), day(2), "DAILY"
+		r, err := e.p.Costs(context.Background(), keyCreds(), tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []ports.CostPeriod{period(day(1), day(2), "2.5", tc.want...)}; !reflect.DeepEqual(r.Periods, want) {
+			t.Errorf("%s: %+v, want %+v", tc.q.GroupBy, r.Periods, want)
+		}
+	}
+}
+
+func TestCostForecast(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	e.fake.Account(userAccount).ForecastDaily("1.5")
+	f, err := e.p.CostForecast(context.Background(), keyCreds(), today, today.AddDate(0, 0, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Currency != "USD" || f.Amount != "6.0000000000" || f.Lower != "5.4" || f.Upper != "6.6" || !f.Start.Equal(today) {
+		t.Fatalf("forecast %+v", f)
+	}
+	calls := e.fake.CallsTo(fakeaws.ServiceCost, "GetCostForecast")
+	if len(calls) != 1 || calls[0].Input["Metric"] != "UNBLENDED_COST" || calls[0].Input["Granularity"] != "MONTHLY" {
+		t.Fatalf("calls %+v", calls)
+	}
+	// No history: Cost Explorer cannot forecast, an upstream error.
+	e2 := newEnv(t)
+	_, err = e2.p.CostForecast(context.Background(), keyCreds(), today, today.AddDate(0, 0, 4))
+	wantKind(t, err, ports.KindUpstream)
+	_, err = e2.p.CostForecast(context.Background(), keyCreds(), today, today)
+	wantKind(t, err, ports.KindInvalid)
 }
