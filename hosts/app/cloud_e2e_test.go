@@ -855,7 +855,7 @@ func TestCloudBadInput(t *testing.T) {
 		{"costs end not a date", member, "GET", costs(day(0, -3), "tomorrow", ""), nil, 400, "malformed", "end_date", false},
 		{"costs without end", member, "GET", "/cloud/costs?account_id=" + rw + "&start_date=" + day(0, -3), nil, 400, "malformed", "end_date", false},
 		{"costs hourly", member, "GET", costs(day(0, -3), day(0, -2), "&granularity=HOURLY"), nil, 400, "malformed", "granularity", false},
-		{"costs by region", member, "GET", costs(day(0, -3), day(0, -2), "&group_by=REGION"), nil, 400, "malformed", "group_by", false},
+		{"costs by operation", member, "GET", costs(day(0, -3), day(0, -2), "&group_by=OPERATION"), nil, 400, "malformed", "group_by", false},
 
 		// Writes on a read-only account.
 		{"scale read-only", member, "POST", "/infrastructure/containers/services/web/scale", scale(ro, nil), 403, "forbidden", "", false},
