@@ -220,6 +220,7 @@ func (s *Server) costs(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get("include"); v != "" {
 		for _, part := range strings.Split(v, ",") {
 			switch strings.TrimSpace(part) {
+			case "":
 			case "previous":
 				in.Previous = true
 			case "forecast":
