@@ -33,7 +33,7 @@ const (
 "start_date":{"type":"string","format":"date","description":"The first day, YYYY-MM-DD; at most 13 months ago."},
 "end_date":{"type":"string","format":"date","description":"The last day, included, YYYY-MM-DD."},
 "granularity":{"type":"string","enum":["DAILY","MONTHLY"],"description":"One period per day (default) or per month."},
-"group_by":{"type":"string","enum":["SERVICE"],"description":"Split each period's cost by AWS service."}}}`
+"group_by":{"type":"string","enum":["SERVICE","LINKED_ACCOUNT","REGION","USAGE_TYPE"],"description":"Split each period's cost by AWS service, linked account, region or usage type."}}}`
 	clusterSchema     = `{"type":"object","additionalProperties":false,"required":["cluster"],"properties":{` + accountProp + `,` + clusterProp + `}}`
 	serviceSchema     = `{"type":"object","additionalProperties":false,"required":["service"],"properties":{` + accountProp + `,` + findClusterProp + `,` + serviceProp + `}}`
 	serviceLogsSchema = `{"type":"object","additionalProperties":false,"required":["service"],"properties":{` + accountProp + `,` + findClusterProp + `,` + serviceProp + `,` + logProps + `}}`
