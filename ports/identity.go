@@ -12,12 +12,19 @@ type Role string
 
 // The roles a user can hold.
 const (
-	RoleAdmin  Role = "admin"
-	RoleMember Role = "member"
+	RoleAdmin Role = "admin"
+	// RoleOperator may run the writes an organisation's permission policy
+	// gives operators (by default: cloud writes and publishing) but does
+	// not administer the organisation.
+	RoleOperator Role = "operator"
+	RoleMember   Role = "member"
 )
 
+// Roles are the known roles, from the most to the least powerful.
+var Roles = []Role{RoleAdmin, RoleOperator, RoleMember}
+
 // Valid reports whether r is a known role.
-func (r Role) Valid() bool { return r == RoleAdmin || r == RoleMember }
+func (r Role) Valid() bool { return r == RoleAdmin || r == RoleOperator || r == RoleMember }
 
 // Principal is the authenticated caller every use case acts for.
 type Principal struct {

@@ -157,7 +157,7 @@ func (s *Identity) ListUsers(ctx context.Context, orgID string, page ports.Page)
 // role with one conditional UPDATE that keeps another active admin.
 func (s *Identity) SetUserRole(ctx context.Context, orgID, userID string, role ports.Role) error {
 	if !role.Valid() {
-		return ports.Invalid("unknown role", ports.FieldError{Field: "role", Reason: "must be admin or member"})
+		return ports.Invalid("unknown role", ports.FieldError{Field: "role", Reason: "must be admin, operator or member"})
 	}
 	return s.db.WithinTx(ctx, func(ctx context.Context) error {
 		c := s.db.write(ctx)

@@ -127,7 +127,7 @@ func (s *Service) IssueToken(ctx context.Context, in IssueTokenInput) (IssuedTok
 		in.Role = ports.RoleMember
 	}
 	if !in.Role.Valid() {
-		fields = append(fields, ports.FieldError{Field: "role", Reason: "must be admin or member"})
+		fields = append(fields, ports.FieldError{Field: "role", Reason: "must be admin, operator or member"})
 	}
 	if len(in.Name) > maxTokenName {
 		fields = append(fields, ports.FieldError{Field: "name", Reason: fmt.Sprintf("must be at most %d characters", maxTokenName)})

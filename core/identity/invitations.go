@@ -68,7 +68,7 @@ type IssuedInvitation struct {
 // Invite creates an invitation to the caller's organisation; for admins.
 // The returned Secret is shown once: only its hash is kept. It is audited.
 // Errors: forbidden for a member; invalid (fields email: a plain address
-// or none; role: admin or member; expires_in: from MinInvitationTTL to
+// or none; role: admin, operator or member; expires_in: from MinInvitationTTL to
 // MaxInvitationTTL); conflict when the email belongs to a user of the
 // organisation already (another organisation's user is not looked at);
 // unavailable without an invitation store.
@@ -89,7 +89,7 @@ func (s *Service) Invite(ctx context.Context, in InviteInput) (IssuedInvitation,
 		in.Role = ports.RoleMember
 	}
 	if !in.Role.Valid() {
-		fields = append(fields, ports.FieldError{Field: "role", Reason: "must be admin or member"})
+		fields = append(fields, ports.FieldError{Field: "role", Reason: "must be admin, operator or member"})
 	}
 	if in.TTL == 0 {
 		in.TTL = DefaultInvitationTTL

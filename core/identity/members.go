@@ -50,7 +50,7 @@ func (s *Service) SetMemberRole(ctx context.Context, userID string, role ports.R
 		return ports.User{}, err
 	}
 	if !role.Valid() {
-		return ports.User{}, ports.Invalid("unknown role", ports.FieldError{Field: "role", Reason: "must be admin or member"})
+		return ports.User{}, ports.Invalid("unknown role", ports.FieldError{Field: "role", Reason: "must be admin, operator or member"})
 	}
 	notFound := ports.NotFound("member", userID)
 	if !ports.IsID(userID) {

@@ -144,7 +144,7 @@ Takes no flags.
 
 Prints the version: the release, or the commit the binary was built from.
 `,
-	"token create": `usage: devpilot token create --email E --org O [--role admin|member] [--name N] [--ttl 720h] [--scopes "read cloud:read"]
+	"token create": `usage: devpilot token create --email E --org O [--role admin|operator|member] [--name N] [--ttl 720h] [--scopes "read cloud:read"]
 
 Creates the org and user if needed and prints a new API token once.
 `,
@@ -392,7 +392,7 @@ func (c cli) token(ctx context.Context, args []string) error {
 	case "create":
 		email = fs.String("email", "", "the user's email (required)")
 		org = fs.String("org", "", "the organisation's name (required)")
-		fs.StringVar(&role, "role", "member", "admin or member (for a new user)")
+		fs.StringVar(&role, "role", "member", "admin, operator or member (for a new user)")
 		fs.StringVar(&name, "name", "", "a label for the token")
 		fs.DurationVar(&ttl, "ttl", 0, "lifetime, such as 720h (default: no expiry)")
 		fs.StringVar(&scopes, "scopes", "", `what the token may do, space- or comma-separated: read, write, or an area (assistant, spec, cloud, content, voice, scm) alone or with :read or :write (default: "read write")`)
@@ -415,7 +415,7 @@ func (c cli) token(ctx context.Context, args []string) error {
 	case sub == "create" && (*email == "" || *org == ""):
 		return errUsage{errors.New("token create needs --email and --org")}
 	case sub == "create" && !ports.Role(role).Valid():
-		return errUsage{fmt.Errorf("token create: --role %q must be admin or member", role)}
+		return errUsage{fmt.Errorf("token create: --role %q must be admin, operator or member", role)}
 	case sub == "revoke" && fs.NArg() != 1:
 		return errUsage{errors.New("token revoke needs exactly one token id")}
 	}

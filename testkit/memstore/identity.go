@@ -176,7 +176,7 @@ func (s *Store) ListUsers(_ context.Context, orgID string, page ports.Page) ([]p
 // ports.CodeLastAdmin) when it would take the org's last admin away.
 func (s *Store) SetUserRole(ctx context.Context, orgID, userID string, role ports.Role) error {
 	if !role.Valid() {
-		return ports.Invalid("unknown role", ports.FieldError{Field: "role", Reason: "must be admin or member"})
+		return ports.Invalid("unknown role", ports.FieldError{Field: "role", Reason: "must be admin, operator or member"})
 	}
 	defer s.lock()()
 	u, ok := s.identity.users[userID]

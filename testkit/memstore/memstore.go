@@ -38,6 +38,7 @@ type Store struct {
 	identity    identityData
 	invitations map[string]ports.Invitation // by id
 	policies    map[policyKey]ports.ToolPolicy
+	grants      map[grantKey]ports.PermissionGrant
 	usage       map[usageKey]ports.UsageTotal
 	usageKeys   map[string]string     // the day (YYYY-MM-DD) of each usage key
 	budgets     map[string]int64      // monthly token budgets by organisation
@@ -64,6 +65,7 @@ func New() *Store {
 	s.scm.init()
 	s.assistant.init()
 	s.policies = map[policyKey]ports.ToolPolicy{}
+	s.grants = map[grantKey]ports.PermissionGrant{}
 	s.usage = map[usageKey]ports.UsageTotal{}
 	s.usageKeys = map[string]string{}
 	s.budgets = map[string]int64{}

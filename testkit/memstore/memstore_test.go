@@ -26,6 +26,14 @@ func TestToolPolicies(t *testing.T) {
 	})
 }
 
+func TestPermissionGrants(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	storetest.TestPermissionGrants(t, func(*testing.T) storetest.PermissionStores {
+		return storetest.PermissionStores{Grants: s, Identity: identity(s)}
+	})
+}
+
 func TestIdempotency(t *testing.T) {
 	t.Parallel()
 	s := memstore.New()
