@@ -36,7 +36,8 @@ type ConfirmResult struct {
 // Continue). Errors: invalid (fields session_id, confirmation_id, reason);
 // not_found when the confirmation is absent, another's or of another session;
 // conflict (already_decided, naming the recorded status); gone (expired),
-// never run. With conflict and gone the result holds the confirmation as it
+// never run; forbidden (permission_denied) for an approval by a caller whose
+// role the Guard refuses the tool, the confirmation left pending. With conflict and gone the result holds the confirmation as it
 // stands.
 func (s *Service) Confirm(ctx context.Context, in ConfirmInput) (ConfirmResult, error) {
 	p, err := ports.RequirePrincipal(ctx)
@@ -67,11 +68,17 @@ func (s *Service) Confirm(ctx context.Context, in ConfirmInput) (ConfirmResult, 
 	if c.Status != ports.ConfirmationPending { // decided already: spare the store the attempt
 		return ConfirmResult{Confirmation: c}, decideError(c, nil)
 	}
-	if in.Approved { // an approval runs the tool: the caller's token must allow it (it stays pending)
+	// An approval runs the tool: the caller's token must allow it, and the
+	// policy (which may have changed since the call was proposed) must let
+	// their role run it. Either refusal leaves the confirmation pending.
+	if in.Approved {
 		if def, ok := s.d.Registry.Lookup(c.ToolName); ok {
 			if err := toolScopeError(p, def); err != nil {
 				return ConfirmResult{Confirmation: c}, err
 			}
+		}
+		if err := s.guard(ctx, c.ToolName); err != nil {
+			return ConfirmResult{Confirmation: c}, err
 		}
 	}
 	d := ports.Decision{Status: ports.ConfirmationRejected, By: p.UserID, Reason: reason, At: s.d.Clock.Now()}
@@ -133,6 +140,15 @@ func ranOutcome(o ports.ToolOutcome) ports.ToolCallOutcome {
 		return ports.ToolCallOK
 	}
 	return ports.ToolCallFailed
+}
+
+// guard is the Guard's verdict on the caller's running the tool named name;
+// nil without a Guard.
+func (s *Service) guard(ctx context.Context, name string) error {
+	if s.d.Guard == nil {
+		return nil
+	}
+	return s.d.Guard.CheckTool(ctx, name)
 }
 
 // toolName is name as an Observer hears it: ports.UnknownTool unless the
@@ -253,6 +269,7 @@ func (s *Service) summarise(ctx context.Context, def tool.Tool, args json.RawMes
 // confirmation of the caller's session, decided with Confirm. The
 // organisation's tool policy is read once, and only for a read. Nothing
 // else is stored. Errors: not_found when the session is absent or another's;
+// forbidden (permission_denied) when the Guard refuses the caller the tool;
 // the stores' errors.
 func (s *Service) ExecuteTool(ctx context.Context, sessionID string, call ports.ToolCall) (tool.Execution, error) {
 	return s.ExecuteToolUnder(ctx, sessionID, call, tool.Policy{})
@@ -275,6 +292,11 @@ func (s *Service) ExecuteToolUnder(ctx context.Context, sessionID string, call p
 		call.ID = "call_" + s.d.IDs.NewID()
 	}
 	args, def, problem := s.d.Registry.CheckWith(call, tool.Known{})
+	if problem == "" {
+		if err := s.guard(ctx, def.Name); err != nil {
+			return tool.Execution{}, err
+		}
+	}
 	if problem == "" && def.Effect == tool.EffectRead && pol.OrgID() != p.OrgID {
 		if pol, err = s.policy(ctx, p.OrgID); err != nil {
 			return tool.Execution{}, err

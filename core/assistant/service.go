@@ -166,6 +166,10 @@ type Deps struct {
 	Clock         ports.Clock
 	IDs           ports.IDs
 	Registry      *tool.Registry
+	// Guard, when set, refuses a tool call the caller's role may not make:
+	// when the model proposes it, when it is confirmed and when a host
+	// executes it (ExecuteTool).
+	Guard tool.Guard
 	// Observer hears the chat's tool calls and the confirmations decided
 	// (ExecuteTool's calls are its caller's to report).
 	Observer ports.Observer

@@ -359,6 +359,11 @@ func (t *turnRun) runCalls(calls []ports.ToolCall) (asked int) {
 		if problem == "" && !t.em.stopped() && t.ctx.Err() == nil {
 			problem = t.readPolicy(def)
 		}
+		if problem == "" && !t.em.stopped() && t.ctx.Err() == nil {
+			if err := t.s.guard(t.ctx, def.Name); err != nil {
+				problem, checked = "refused: "+ports.Public(err).Message, true
+			}
+		}
 		obs := t.s.d.Observer
 		switch {
 		case problem != "":

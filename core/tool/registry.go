@@ -61,6 +61,13 @@ type Tool struct {
 	Run func(ctx context.Context, args json.RawMessage) (any, error)
 }
 
+// Guard decides whether the principal in ctx may run the tool named name
+// (an organisation's permission policy): nil when it may, else an error to
+// refuse the call with, whose message says which permission it lacks.
+type Guard interface {
+	CheckTool(ctx context.Context, name string) error
+}
+
 // Registry holds the tools the assistant may call. It is safe for concurrent
 // use; tools are registered at start-up by each area's core package.
 type Registry struct {

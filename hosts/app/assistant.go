@@ -7,6 +7,7 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/permission"
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
@@ -43,12 +44,24 @@ type AssistantParams struct {
 	Clock         ports.Clock
 	IDs           ports.IDs
 	Registry      *tool.Registry
-	DB            *sqlstore.DB `optional:"true"`
+	// Permissions, when given, refuses the tool calls a caller's role may
+	// not make.
+	Permissions *permission.Service `optional:"true"`
+	DB          *sqlstore.DB        `optional:"true"`
 	// Observer, when given (TelemetryModule), hears the tool calls and
 	// decisions.
 	Observer ports.Observer `optional:"true"`
 	// Lifecycle, when given, waits on stop for the sessions being titled.
 	Lifecycle fx.Lifecycle `optional:"true"`
+}
+
+// guard is the assistant's Guard: p, or none (a nil interface, not a nil
+// pointer) without a policy.
+func guard(p *permission.Service) tool.Guard {
+	if p == nil {
+		return nil
+	}
+	return p
 }
 
 // NewAssistant returns the assistant service; it titles sessions after
@@ -72,7 +85,7 @@ func NewAssistant(p AssistantParams) *assistant.Service {
 	}, assistant.Deps{
 		Sessions: p.Sessions, Messages: p.Messages, Confirmations: p.Confirmations, Events: p.Events,
 		Turns: p.Turns, Preferences: p.Preferences, Policies: p.Policies, Tx: p.Tx, LLM: p.LLM, Clock: p.Clock, IDs: p.IDs,
-		Registry: p.Registry, Observer: p.Observer, Logger: p.Logger,
+		Registry: p.Registry, Observer: p.Observer, Logger: p.Logger, Guard: guard(p.Permissions),
 	})
 	if p.Lifecycle != nil {
 		p.Lifecycle.Append(fx.StopHook(svc.Drain))

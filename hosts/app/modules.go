@@ -25,6 +25,7 @@ import (
 	"github.com/devpilot/devpilot/core/cloud"
 	"github.com/devpilot/devpilot/core/content"
 	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/core/permission"
 	"github.com/devpilot/devpilot/core/scm"
 	"github.com/devpilot/devpilot/core/spec"
 	"github.com/devpilot/devpilot/core/usage"
@@ -92,6 +93,7 @@ var StoreModule = fx.Module("sqlstore",
 		fx.Annotate(sqlstore.NewUsage, fx.As(new(ports.UsageStore))),
 		fx.Annotate(sqlstore.NewBudgets, fx.As(new(ports.BudgetStore))),
 		fx.Annotate(sqlstore.NewRates, fx.As(new(ports.RateStore))),
+		fx.Annotate(sqlstore.NewPermissions, fx.As(new(ports.PermissionStore))),
 		NewReadiness,
 	),
 )
@@ -181,8 +183,23 @@ func NewCipher(cfg Config) (*secretbox.Box, error) {
 
 // CoreModule provides the core services every host shares.
 var CoreModule = fx.Module("core",
-	fx.Provide(NewIdentity, usage.New, NewBudgets),
+	fx.Provide(NewIdentity, usage.New, NewBudgets, NewPermissions),
 )
+
+// PermissionParams are the ports the permission policy is built from.
+type PermissionParams struct {
+	fx.In
+	Store ports.PermissionStore
+	Audit ports.AuditStore
+	Clock ports.Clock
+	IDs   ports.IDs
+}
+
+// NewPermissions returns the organisations' permission policy, which the
+// HTTP host, the assistant and voice check every guarded write with.
+func NewPermissions(p PermissionParams) *permission.Service {
+	return permission.New(permission.Deps{Store: p.Store, Audit: p.Audit, Clock: p.Clock, IDs: p.IDs})
+}
 
 // IdentityParams are the ports the identity service is built from.
 type IdentityParams struct {
@@ -364,9 +381,12 @@ type HTTPParams struct {
 	Content    *content.Service
 	Voice      *voice.Service
 	Usage      *usage.Service
-	Ready      *Readiness
-	Metrics    *prometheus.Registry
-	Tracing    *telemetry.Tracing
+	// Permissions guards the writes ports.Permissions names and serves
+	// /api/v1/permissions.
+	Permissions *permission.Service `optional:"true"`
+	Ready       *Readiness
+	Metrics     *prometheus.Registry
+	Tracing     *telemetry.Tracing
 	// Idempotency keeps the Idempotency-Key records of the API's writes.
 	Idempotency ports.IdempotencyStore
 	// Rates counts the requests of each user to the costly routes.
@@ -381,6 +401,10 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 	var demoToken func() string
 	if sb := p.Config.sandbox; sb != nil {
 		demoToken = sb.ConsoleToken
+	}
+	var perms httpapi.Permissions // nil, not a nil pointer, without a policy
+	if p.Permissions != nil {
+		perms = p.Permissions
 	}
 	srv := httpapi.New(httpapi.Config{
 		BodyLimit:             p.Config.BodyLimit,
@@ -397,7 +421,8 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		SignIn: p.Identity, SignInSeal: p.Cipher, Assistant: p.Assistant, Spec: p.Spec, Documents: doctext.New(), Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
 		DemoToken: demoToken, Idempotency: p.Idempotency, IdempotencySeal: p.Cipher, Rates: p.Rates, Metrics: p.Metrics,
-		Tracer: p.Tracing.Provider(), Propagator: p.Tracing.Propagator()})
+		Tracer: p.Tracing.Provider(), Propagator: p.Tracing.Propagator(), Permissions: perms})
+
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln := p.Config.takeHTTPListener()

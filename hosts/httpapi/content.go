@@ -144,6 +144,9 @@ func (s *Server) contentDispatch(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return &ports.Error{Kind: ports.KindNotFound, Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}
 	}
+	if err := s.checkPermission(r, r.Method, contentPatterns[key]); err != nil {
+		return err
+	}
 	method := r.Method
 	if method == http.MethodHead {
 		method = http.MethodGet

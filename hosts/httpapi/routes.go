@@ -64,6 +64,9 @@ func (s *Server) routes() {
 	if s.d.AuditLog != nil {
 		s.handle(http.MethodGet, "/api/v1/audit", s.listOrgAudit)
 	}
+	if s.d.Permissions != nil {
+		s.permissionRoutes()
+	}
 }
 
 // operationRoutes are the probes and the metrics, which every Server serves.
@@ -188,6 +191,12 @@ func (s *Server) wrap(rt route) httprouter.Handle {
 			ctx = ports.WithPrincipal(ctx, p)
 		}
 		r = r.WithContext(ctx)
+		if !rt.public { // before any body is read or any work is done
+			if err := s.checkPermission(r, rt.method, rt.pattern); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
 		if rt.costly { // before any body is read or any work is done
 			if err := s.takeRate(r); err != nil {
 				s.writeError(w, r, err)

@@ -72,6 +72,10 @@ type Deps struct {
 	// Invitations serves /api/v1/invitations: admins invite people, and
 	// an invitee accepts (a public route); nil leaves them out.
 	Invitations Invitations
+	// Permissions serves /api/v1/permissions and guards every operation
+	// ports.Permissions names; nil leaves the routes out and guards
+	// nothing.
+	Permissions Permissions
 	// AuditLog serves /api/v1/audit, the organisation's audit log for
 	// admins; nil leaves it out.
 	AuditLog AuditLog

@@ -44,6 +44,8 @@ func (s *Store) ListPermissionGrants(_ context.Context, orgID string) ([]ports.P
 			out = append(out, g)
 		}
 	}
-	slices.SortFunc(out, func(a, b ports.PermissionGrant) int { return strings.Compare(string(a.Permission), string(b.Permission)) })
+	slices.SortFunc(out, func(a, b ports.PermissionGrant) int {
+		return strings.Compare(string(a.Permission), string(b.Permission))
+	})
 	return out, nil
 }
