@@ -45,7 +45,7 @@ export function render(main) {
       h('thead', {}, h('tr', {}, ['Email', 'Role', 'Member since', ''].map((t) => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, items.map((m) => {
         const self = m.id === me.user.id;
-        const other = m.role === 'admin' ? 'member' : 'admin';
+        const others = ['admin', 'operator', 'member'].filter((r) => r !== m.role);
         return h('tr', { dataset: { id: m.id, role: m.role } },
           h('td', {}, m.email,
             m.email_verified === false ? h('span', { class: 'badge warn unverified', title: 'Joined through an invitation: the address was never proven theirs, so signing in with the identity provider does not reach this account.' }, 'unverified') : null,
@@ -53,11 +53,11 @@ export function render(main) {
           h('td', {}, h('span', { class: `badge ${m.role === 'admin' ? 'ok' : ''}` }, m.role)),
           h('td', {}, when(m.created_at)),
           h('td', {}, h('div', { class: 'row-actions' },
-            button(`Make ${other}`, async () => {
+            others.map((other) => button(`Make ${other}`, async () => {
               await api('PATCH', `/api/v1/members/${encodeURIComponent(m.id)}`, { role: other });
-              toast(`${m.email} is now ${other === 'admin' ? 'an admin' : 'a member'}.`);
+              toast(`${m.email} is now ${other === 'member' ? 'a' : 'an'} ${other}.`);
               await refresh();
-            }, { class: 'set-role', errEl }),
+            }, { class: 'set-role', dataset: { role: other }, errEl })),
             self ? null : button('Remove', async () => {
               if (!await confirmAction({ title: 'Remove the member?', text: `Remove ${m.email} from the organisation? Their tokens stop working at once.`, confirmLabel: 'Remove' })) return;
               await api('DELETE', `/api/v1/members/${encodeURIComponent(m.id)}`);
@@ -71,7 +71,7 @@ export function render(main) {
   const inviteErr = h('div', { 'aria-live': 'assertive' });
   const made = h('div', { 'aria-live': 'polite' });
   const email = h('input', { id: 'invite-email', type: 'email', autocomplete: 'off', placeholder: 'someone@example.com' });
-  const role = h('select', { id: 'invite-role' }, h('option', { value: 'member', selected: true }, 'member'), h('option', { value: 'admin' }, 'admin'));
+  const role = h('select', { id: 'invite-role' }, h('option', { value: 'member', selected: true }, 'member'), h('option', { value: 'operator' }, 'operator'), h('option', { value: 'admin' }, 'admin'));
   const expiry = h('select', { id: 'invite-expiry' }, INVITE_EXPIRIES.map(([d, label]) => h('option', { value: d, selected: d === 7 }, label)));
 
   async function refreshInvites() {
