@@ -129,9 +129,11 @@ func PermissionDenied(perm Permission, roles []Role) error {
 	for i, r := range roles {
 		names[i] = string(r)
 	}
-	need := "no role"
+	var need string
 	switch len(names) {
 	case 0:
+		return &Error{Kind: KindForbidden, Code: CodePermissionDenied,
+			Message: string(perm) + " is allowed to no role in this organisation"}
 	case 1:
 		need = "the " + names[0] + " role"
 	default:
