@@ -54,7 +54,10 @@ type (
 	stubCipher    struct{ ports.Cipher }
 	stubInvites   struct{ Invitations }
 	stubIdem      struct{ ports.IdempotencyStore }
+	stubPerms     struct{ Permissions }
 )
+
+func (stubPerms) CheckRoute(context.Context, string, string) error { return nil }
 
 func (stubIdentity) Authenticate(context.Context, string) (ports.Principal, error) {
 	return ports.Principal{}, &ports.Error{Kind: ports.KindUnauthenticated}
@@ -68,7 +71,7 @@ func fullServer() *Server {
 	return New(Config{}, Deps{
 		Identity: stubIdentity{}, Ready: stubReadiness{},
 		Assistant: stubAssistant{}, Spec: stubSpec{}, Cloud: stubCloud{}, SCM: stubSCM{}, Content: stubContent{}, Voice: stubVoice{},
-		Usage: stubUsage{}, Tokens: stubTokens{}, AuditLog: stubAuditLog{}, Members: stubMembers{}, Invitations: stubInvites{}, Idempotency: stubIdem{},
+		Usage: stubUsage{}, Tokens: stubTokens{}, AuditLog: stubAuditLog{}, Members: stubMembers{}, Invitations: stubInvites{}, Idempotency: stubIdem{}, Permissions: stubPerms{},
 		IdempotencySeal: stubCipher{}, SignIn: stubSignIn{}, SignInSeal: stubCipher{},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
