@@ -148,6 +148,17 @@ func (st *stack) tools() []tool.Tool {
 	}
 }
 
+// operator issues a token for email in acme with the operator role, whom
+// the default permission policy lets run cloud writes and publish.
+func (st *stack) operator(email string) string {
+	st.t.Helper()
+	tok, err := st.id.IssueToken(context.Background(), identity.IssueTokenInput{Email: email, OrgName: "acme", Role: "operator"})
+	if err != nil {
+		st.t.Fatal(err)
+	}
+	return tok.Token
+}
+
 func (st *stack) token(email string) string {
 	st.t.Helper()
 	tok, err := st.id.IssueToken(context.Background(), identity.IssueTokenInput{Email: email, OrgName: "acme"})

@@ -295,7 +295,7 @@ func TestCloudEndToEnd(t *testing.T) {
 			seed := seedCloud(st.aws.Account(cloudAWSAccount), time.Now())
 			c := &cloudClient{st: st}
 			admin, adminID := st.cloudUser("ops-lead@example.com", "acme", ports.RoleAdmin)
-			member, memberID := st.cloudUser("dev@example.com", "acme", "")
+			member, memberID := st.cloudUser("dev@example.com", "acme", ports.RoleOperator) // the default policy lets operators run cloud writes
 			ecsUpdates := func() int { return len(st.aws.CallsTo(fakeaws.ServiceECS, "UpdateService")) }
 
 			// Accounts: only an admin adds one; the secret never comes back.
@@ -754,9 +754,9 @@ func TestCloudBadInput(t *testing.T) {
 	seed := seedCloud(st.aws.Account(cloudAWSAccount), time.Now())
 	c := &cloudClient{st: st}
 	admin, _ := st.cloudUser("root@example.com", "acme", ports.RoleAdmin)
-	member, memberID := st.cloudUser("kim@example.com", "acme", "")
+	member, memberID := st.cloudUser("kim@example.com", "acme", ports.RoleOperator) // the default policy lets operators run cloud writes
 	otherAdmin, _ := st.cloudUser("mallory@example.com", "other", ports.RoleAdmin)
-	otherMember, _ := st.cloudUser("mel@example.com", "other", "")
+	otherMember, _ := st.cloudUser("mel@example.com", "other", ports.RoleOperator) // the default policy lets operators run cloud writes
 
 	create := func(token string, body map[string]any) cloudAccountView {
 		t.Helper()
@@ -802,7 +802,7 @@ func TestCloudBadInput(t *testing.T) {
 		aws    bool   // whether AWS may be called
 	}{
 		// Accounts.
-		{"member creates an account", member, "POST", "/cloud/accounts", newCloudAccount("mine", false), 403, "forbidden", "", false},
+		{"member creates an account", member, "POST", "/cloud/accounts", newCloudAccount("mine", false), 403, "permission_denied", "", false},
 		{"account without auth", admin, "POST", "/cloud/accounts", map[string]any{"name": "x", "region": cloudRegion}, 400, "malformed", "auth", false},
 		{"account in no region", admin, "POST", "/cloud/accounts", map[string]any{"name": "x", "region": "mars-1",
 			"auth": map[string]any{"mode": "access_key", "access_key_id": cloudKeyID, "secret_access_key": cloudSecret}}, 422, "invalid", "region", false},
@@ -816,7 +816,7 @@ func TestCloudBadInput(t *testing.T) {
 		{"test an unknown account", member, "POST", "/cloud/accounts/" + unknown + "/test", nil, 404, "not_found", "", false},
 		{"clusters of an unknown account", member, "GET", "/infrastructure/containers/clusters?account_id=" + unknown, nil, 404, "not_found", "", false},
 		{"scale on an unknown account", member, "POST", "/infrastructure/containers/services/web/scale", scale(unknown, nil), 404, "not_found", "", false},
-		{"member deletes an account", member, "DELETE", "/cloud/accounts/" + rw, nil, 403, "forbidden", "", false},
+		{"member deletes an account", member, "DELETE", "/cloud/accounts/" + rw, nil, 403, "permission_denied", "", false},
 
 		// Another organisation's account is not there.
 		{"another org's account", otherMember, "GET", "/cloud/accounts/" + rw, nil, 404, "not_found", "", false},
@@ -1007,7 +1007,7 @@ func TestCloudResolution(t *testing.T) {
 					{Name: "dev", Stage: "DEVELOPMENT"}, {Name: "main", Stage: "PRODUCTION"}}})
 			c := &cloudClient{st: st}
 			admin, _ := st.cloudUser("ops@example.com", "acme", ports.RoleAdmin)
-			member, _ := st.cloudUser("dev@example.com", "acme", "")
+			member, _ := st.cloudUser("dev@example.com", "acme", ports.RoleOperator) // the default policy lets operators run cloud writes
 			lonely, _ := st.cloudUser("new@example.com", "empty", ports.RoleAdmin)
 			problem := func(what string, code int, body []byte, field string, mentions ...string) cloudProblem {
 				t.Helper()

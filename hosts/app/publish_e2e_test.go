@@ -197,7 +197,7 @@ func TestPublishEndToEnd(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			st, _ := startApp(t, map[string]string{app.EnvDatabaseURL: sqlstoretest.URL(t, sqlstoreDialect(string(d))), app.EnvDataDir: t.TempDir()})
-			member := st.token("publisher@example.com")
+			member := st.operator("publisher@example.com")
 			rc := newReceiver(t, 2)
 
 			target := st.createTarget(member, map[string]any{"project_id": "web", "name": "hook", "kind": "webhook",
@@ -348,7 +348,7 @@ func TestPublishScheduledSurvivesRestart(t *testing.T) {
 			t.Parallel()
 			env := map[string]string{app.EnvDatabaseURL: sqlstoretest.URL(t, sqlstoreDialect(string(d))), app.EnvDataDir: t.TempDir()}
 			st, stop := startApp(t, env)
-			member := st.token("scheduler@example.com")
+			member := st.operator("scheduler@example.com")
 			rc := newReceiver(t, 0)
 			target := st.createTarget(member, map[string]any{"project_id": "web", "name": "hook", "kind": "webhook",
 				"config": map[string]string{"url": rc.srv.URL}})
@@ -398,7 +398,7 @@ func TestPublishGitHubFileEndToEnd(t *testing.T) {
 			st.gh.AddUser("octo-alice", 101)
 			site := st.gh.AddRepo("octo-alice", "site")
 			site.Files(map[string]string{"README.md": "site\n"})
-			alice := st.token("alice@example.com")
+			alice := st.operator("alice@example.com")
 			st.connect(alice, "octo-alice")
 			var repoID string
 			for _, r := range list[repoJSON](st, alice, "/scm/repos").Items {
@@ -432,7 +432,7 @@ func TestPublishGitHubFileEndToEnd(t *testing.T) {
 			// The target commits with alice's connection: another member may
 			// neither publish through it nor delete it (403
 			// target_creator_only); an admin may publish through it.
-			bob := st.token("bob@example.com")
+			bob := st.operator("bob@example.com")
 			admin, _ := st.cloudUser("dana@example.com", "acme", ports.RoleAdmin)
 			bobItem := st.approvedItem(bob)
 			for _, tc := range []struct{ method, path string }{{"POST", "/content/" + bobItem + "/publish"}, {"DELETE", "/content/targets/" + target["id"].(string)}} {
@@ -477,7 +477,7 @@ func TestPublishTargetAddressGuardEndToEnd(t *testing.T) {
 			t.Parallel()
 			st, _ := startApp(t, map[string]string{app.EnvDatabaseURL: sqlstoretest.URL(t, sqlstoreDialect(string(d))), app.EnvDataDir: t.TempDir(),
 				app.EnvPublishAllowPrivate: "0"})
-			tok := st.token("publisher@example.com")
+			tok := st.operator("publisher@example.com")
 			for _, host := range fixture.LocalHostSpellings {
 				for _, tc := range []struct {
 					kind, field string

@@ -74,7 +74,7 @@ func TestPublishOnlyForRealEndToEnd(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			st, _ := startApp(t, map[string]string{app.EnvDatabaseURL: sqlstoretest.URL(t, sqlstoreDialect(string(d))), app.EnvDataDir: t.TempDir()})
-			member := st.token("publisher@example.com")
+			member := st.operator("publisher@example.com")
 
 			// A status change alone no longer publishes: it needs the URL
 			// the item was published at elsewhere.
