@@ -69,7 +69,9 @@ var routeAreas = func() map[string]routeScope {
 		"GET /infrastructure/containers/services/:service/logs",
 		"GET /infrastructure/serverless/functions", "POST /infrastructure/serverless/functions/:name/invoke",
 		"GET /infrastructure/serverless/functions/:name/logs",
-		"GET /deployments/apps", "POST /deployments/apps/:app_id/deploy", "GET /deployments/apps/:app_id/builds/:build_id/logs")
+		"GET /deployments/apps", "POST /deployments/apps/:app_id/deploy", "GET /deployments/apps/:app_id/builds/:build_id/logs",
+		"GET /infrastructure/containers/services/:service/logs/stream", "GET /infrastructure/serverless/functions/:name/logs/stream",
+		"GET /deployments/apps/:app_id/builds")
 	m["POST /cloud/accounts/:account_id/test"] = routeScope{ports.ScopeCloud, accessRead}
 	add(ports.ScopeContent, "GET /content")
 	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
@@ -88,7 +90,7 @@ var routeAreas = func() map[string]routeScope {
 		"GET /pse/standards/:standard_id", "PUT /pse/standards/:standard_id", "DELETE /pse/standards/:standard_id")
 	add(ports.ScopeSCM,
 		"GET /scm/repos", "GET /scm/repos/:repo_id/commits", "GET /scm/repos/:repo_id/pulls",
-		"GET /scm/repos/:repo_id/activity", "GET /scm/commits/search")
+		"GET /scm/repos/:repo_id/activity", "GET /scm/commits/search", "GET /scm/connection")
 	m["GET /scm-oauth/authorize"] = routeScope{ports.ScopeSCM, accessWrite}
 	add(ports.ScopeVoice,
 		"POST /voice/session", "POST /voice/calls", "POST /voice/calls/:call_id/metering", "POST /voice/tool-calls",
@@ -97,7 +99,8 @@ var routeAreas = func() map[string]routeScope {
 		"GET /tokens", "POST /tokens", "DELETE /tokens/:token_id",
 		"GET /members", "PATCH /members/:user_id", "DELETE /members/:user_id",
 		"GET /invitations", "POST /invitations", "DELETE /invitations/:invitation_id",
-		"GET /usage", "GET /usage/budget", "PUT /usage/budget", "GET /audit")
+		"GET /usage", "GET /usage/budget", "PUT /usage/budget", "GET /audit",
+		"GET /permissions", "PUT /permissions/:permission")
 	for _, rt := range []string{"GET /me", "GET /auth/session", "POST /auth/logout", "POST /auth/oidc/verify"} {
 		m[rt] = routeScope{ports.ScopeAccount, accessAny}
 	}

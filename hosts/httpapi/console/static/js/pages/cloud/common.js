@@ -35,12 +35,5 @@ export function badge(status, label) {
   return h('span', { class: `badge ${cls}` }, label || s);
 }
 
-// logLines shows log items ({timestamp, message, stream}) as preformatted text.
-export function logLines(items) {
-  if (!items || items.length === 0) return h('p', { class: 'empty' }, 'No log lines in this window.');
-  const text = items.map((it) => `${it.timestamp || ''}  ${it.message || ''}`).join('\n');
-  return h('pre', { class: 'log', tabindex: '0', 'aria-label': 'Log lines' }, text);
-}
-
 // short returns the last part of an ARN (task-definition/checkout:7 → checkout:7).
 export const short = (arn) => String(arn || '').split('/').pop();

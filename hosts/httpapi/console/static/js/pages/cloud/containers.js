@@ -4,7 +4,7 @@
 
 import { api } from '../../api.js';
 import { h, mount, loading, empty, errorBox, field, toast, when, button, details } from '../../ui.js';
-import { url, seg, badge, logLines, short } from './common.js';
+import { url, seg, badge, short } from './common.js';
 import { confirmDialog } from './dialog.js';
 import { logPanel } from './logfollow.js';
 
