@@ -311,7 +311,7 @@ export function render(main, args) {
           throw e;
         }
         if (!(e instanceof TypeError) || !st.id || tries >= RESUME_TRIES) {
-          turn.error({ code: e.status ? `Error ${e.status}` : 'network', message: problemText(e) });
+          turn.error({ code: e.status ? String(e.status) : 'network', message: problemText(e) });
           break;
         }
       }

@@ -285,9 +285,11 @@ export class Turn {
   // error shows an error event of the stream.
   error(d) {
     this.failed = true;
+    // The reason as a sentence; its code only small, at the end.
     this.body.append(h('div', { class: 'error', role: 'alert' },
-      h('strong', {}, d.code ? `${d.code}: ` : 'Error: '), d.message || 'the assistant failed',
-      d.retryable ? ' (you may try again)' : ''));
+      sentence(d.message || 'The assistant failed.'),
+      d.retryable ? ' You may try again.' : '',
+      d.code ? h('small', { class: 'muted error-code' }, ` (${d.code})`) : null));
   }
 
   // finish ends the turn: text rendered as Markdown, and why it stopped.
@@ -319,4 +321,11 @@ function largeScaleName(conf) {
   let args = conf.arguments;
   if (typeof args === 'string') { try { args = JSON.parse(args); } catch (_) { return ''; } }
   return (args && typeof args.service === 'string') ? args.service : '';
+}
+
+// sentence starts text with a capital and ends it with a full stop.
+function sentence(text) {
+  const t = String(text).trim();
+  const head = t.charAt(0).toUpperCase() + t.slice(1);
+  return /[.!?…]$/.test(head) ? head : head + '.';
 }
