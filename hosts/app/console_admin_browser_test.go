@@ -55,6 +55,24 @@ func (b *browser) look(name string) {
 	}
 }
 
+// lookAtWidths shows the page 1440 and 390 px wide, saving each as
+// name-<width>.png where DEVPILOT_LOOK asks; at 390 px nothing may stick
+// out sideways (wide tables scroll inside their box).
+func (b *browser) lookAtWidths(name string) {
+	b.t.Helper()
+	for _, w := range []int{1440, 390} {
+		b.do(chromedp.EmulateViewport(int64(w), 900))
+		b.waitFor("the viewport", `window.innerWidth === `+itoa(w), 10*time.Second)
+		if w == 390 {
+			if sw := eval[int](b, `document.documentElement.scrollWidth`); sw > 390 {
+				b.t.Errorf("%s: the page is %d px wide at 390", name, sw)
+			}
+		}
+		b.look(name + "-" + itoa(w))
+	}
+	b.do(chromedp.EmulateViewport(1280, 900))
+}
+
 // issueMember issues a token for a new member of the sandbox's
 // organisation.
 func issueMember(b *browser, email string) string {

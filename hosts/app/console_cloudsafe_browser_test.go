@@ -16,7 +16,8 @@ import (
 // wants; a large scale asks for the service's name and refuses a wrong
 // one, on the Cloud page and on the assistant's approval card; Invoke asks
 // first; the Apps view lists a branch's builds and opens
-// one. Screenshots at 1440 and 390 px go to /tmp/devpilot-cloudsafe.
+// one. The pages are looked at 1440 and 390 px wide (saved where
+// DEVPILOT_LOOK asks).
 func TestConsoleCloudSafe(t *testing.T) {
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
@@ -26,12 +27,12 @@ func TestConsoleCloudSafe(t *testing.T) {
 			shot := func(name string) {
 				b.do(chromedp.EmulateViewport(390, 844))
 				time.Sleep(300 * time.Millisecond) // let the layout settle before the picture
-				b.saveScreenshot("/tmp/devpilot-cloudsafe", fmt.Sprintf("%s-%s-390", d, name))
+				b.look(fmt.Sprintf("%s-%s-390", d, name))
 				if w := eval[int](b, `document.documentElement.scrollWidth`); w > 390 {
 					t.Errorf("%s at 390 px is %d px wide", name, w)
 				}
 				b.do(chromedp.EmulateViewport(1440, 900))
-				b.saveScreenshot("/tmp/devpilot-cloudsafe", fmt.Sprintf("%s-%s-1440", d, name))
+				b.look(fmt.Sprintf("%s-%s-1440", d, name))
 			}
 
 			// Checkout wants 3 tasks and runs 2: the card says why.

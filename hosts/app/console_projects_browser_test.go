@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"encoding/json"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,26 +11,6 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 )
-
-// projectShots saves the page at 1440 and 390 px wide under
-// DEVPILOT_PROJECT_SHOTS (a directory), for a person to look at; at 390 px
-// nothing may overflow sideways whether or not they are saved.
-func projectShots(b *browser, name string) {
-	b.t.Helper()
-	for _, w := range []int{1440, 390} {
-		b.do(chromedp.EmulateViewport(int64(w), 900))
-		b.waitFor("the viewport", `window.innerWidth === `+itoa(w), 10*time.Second)
-		if w == 390 {
-			if sw := eval[int](b, `document.documentElement.scrollWidth`); sw > 390 {
-				b.t.Errorf("%s: the page is %d px wide at 390", name, sw)
-			}
-		}
-		if dir := os.Getenv("DEVPILOT_PROJECT_SHOTS"); dir != "" {
-			b.saveScreenshot(dir, name+"-"+itoa(w))
-		}
-	}
-	b.do(chromedp.EmulateViewport(1280, 900))
-}
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
@@ -70,7 +49,7 @@ func TestConsoleProjects(t *testing.T) {
 			b.do(chromedp.Click(chromedp.ID("project-new"), chromedp.NodeVisible))
 			b.do(chromedp.SetValue(chromedp.ID("project-name"), "Spring launch", chromedp.NodeVisible),
 				chromedp.SetValue(chromedp.ID("project-description"), "Posts for the spring launch"))
-			projectShots(b, "projects-new")
+			b.lookAtWidths("projects-new")
 			b.do(chromedp.Click(chromedp.ID("project-save")))
 			b.waitFor("the new project selected", selectedProject+` === 'Spring launch' && location.hash.length > 20`, 15*time.Second)
 			b.waitFor("its brand form", `document.querySelector('#brand-save')`, 15*time.Second)
@@ -100,7 +79,7 @@ func TestConsoleProjects(t *testing.T) {
 			if got := b.text(".project-bar .error"); !strings.Contains(got, "409") || !strings.Contains(got, "exists already") {
 				t.Errorf("the duplicate name is shown as %q", got)
 			}
-			projectShots(b, "projects-duplicate")
+			b.lookAtWidths("projects-duplicate")
 			b.do(chromedp.Click(chromedp.ID("project-cancel")))
 
 			// The project that existed only as an id is in the picker by its
@@ -113,7 +92,7 @@ func TestConsoleProjects(t *testing.T) {
 			if strings.Join(names, "|") != "legacy-blog|Summer launch|old-id-7 (no name yet)" {
 				t.Errorf("picker options %q", names)
 			}
-			projectShots(b, "projects-legacy")
+			b.lookAtWidths("projects-legacy")
 		})
 	}
 }

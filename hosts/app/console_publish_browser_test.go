@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -53,16 +54,17 @@ func moveItem(b *browser, id string, fields map[string]any) pubItem {
 	return getPubItem(b, id)
 }
 
-// publishShots saves the page at 1440 and 390 px wide into
-// /tmp/devpilot-publish when DEVPILOT_PUBLISH_SHOTS=1, to look at.
+// publishShots saves the page at 1440 and 390 px wide, whole and as the
+// viewport shows the publishing part, where DEVPILOT_LOOK asks (shotDir).
 func publishShots(b *browser, name string) {
-	if os.Getenv("DEVPILOT_PUBLISH_SHOTS") != "1" {
+	dir := shotDir()
+	if dir == "" {
 		return
 	}
 	for _, w := range []int64{1440, 390} {
 		b.do(chromedp.EmulateViewport(w, 900))
 		time.Sleep(300 * time.Millisecond)
-		b.saveScreenshot("/tmp/devpilot-publish", fmt.Sprintf("%s-%s-%d", sanitize(b.t.Name()), name, w))
+		b.saveScreenshot(dir, fmt.Sprintf("%s-%s-%d", sanitize(b.t.Name()), name, w))
 		// What the dialog or the targets show, in the viewport.
 		b.do(chromedp.Evaluate[chromedp.Void](`(document.querySelector('dialog[open] .item-publishing:not([hidden])') || document.querySelector('#targets')).scrollIntoView()`),
 			chromedp.Sleep(200*time.Millisecond))
@@ -71,7 +73,7 @@ func publishShots(b *browser, name string) {
 			b.t.Logf("screenshot: %v", err)
 			continue
 		}
-		_ = os.WriteFile(fmt.Sprintf("/tmp/devpilot-publish/%s-%s-%d-view.png", sanitize(b.t.Name()), name, w), png, 0o644)
+		_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%s-%d-view.png", sanitize(b.t.Name()), name, w)), png, 0o644)
 	}
 	b.do(chromedp.EmulateViewport(1280, 900))
 }

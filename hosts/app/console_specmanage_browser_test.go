@@ -34,8 +34,8 @@ func TestConsoleSpecManage(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			b := startBrowser(t, d, 1440, 900)
-			shots := os.Getenv("DEVPILOT_SPECMANAGE_SHOTS") // a folder to save the pages in, to look at them
-			shot := func(name string) {                     // the window as it shows, scrolled to the page's top
+			shots := shotDir()          // where DEVPILOT_LOOK asks to save the pages, to look at them
+			shot := func(name string) { // the window as it shows, scrolled to the page's top
 				if shots == "" {
 					return
 				}

@@ -3,7 +3,6 @@ package app_test
 import (
 	"bytes"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -46,10 +45,10 @@ func TestConsoleTokenScopes(t *testing.T) {
 			b.do(chromedp.SetValue(chromedp.ID("token-scope-spec"), "spec:write"),
 				chromedp.SetValue(chromedp.ID("token-scope-cloud"), "cloud:read"))
 			b.do(chromedp.WaitVisible(chromedp.ID("token-scope-content")))
-			scopeShots(b, "tokenscopes-form")
+			b.lookAtWidths("tokenscopes-form")
 			b.do(chromedp.Click(chromedp.ID("token-create"), chromedp.NodeVisible))
 			b.waitFor("the per-area token listed", `[...document.querySelectorAll('.tokens tbody tr')].some(r => r.textContent.includes('Spec bot') && r.querySelector('.token-scopes-cell').textContent.includes('spec:write') && r.querySelector('.token-scopes-cell').textContent.includes('cloud:read'))`, 10*time.Second)
-			scopeShots(b, "tokenscopes-list")
+			b.lookAtWidths("tokenscopes-list")
 
 			call := func(method, path, body string) (int, http.Header, string) {
 				t.Helper()
@@ -85,24 +84,4 @@ func TestConsoleTokenScopes(t *testing.T) {
 			}
 		})
 	}
-}
-
-// scopeShots looks at the page 1440 and 390 px wide: at 390 nothing may
-// stick out sideways (the tokens table scrolls inside its box); with
-// DEVPILOT_SCOPE_SHOTS set (a directory), the page is saved there.
-func scopeShots(b *browser, name string) {
-	b.t.Helper()
-	for _, w := range []int{1440, 390} {
-		b.do(chromedp.EmulateViewport(int64(w), 900))
-		b.waitFor("the viewport", `window.innerWidth === `+itoa(w), 10*time.Second)
-		if w == 390 {
-			if sw := eval[int](b, `document.documentElement.scrollWidth`); sw > 390 {
-				b.t.Errorf("%s: the page is %d px wide at 390", name, sw)
-			}
-		}
-		if dir := os.Getenv("DEVPILOT_SCOPE_SHOTS"); dir != "" {
-			b.saveScreenshot(dir, name+"-"+itoa(w))
-		}
-	}
-	b.do(chromedp.EmulateViewport(1280, 900))
 }
