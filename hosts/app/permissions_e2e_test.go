@@ -158,7 +158,9 @@ func TestPermissionsEndToEnd(t *testing.T) {
 			if decided := decodeOK[struct{ Status string }](t, "confirm", code, 200, body); decided.Status != "approved" || updates() != before+1 {
 				t.Fatalf("confirm with the permission: %s", body)
 			}
-			code, _, body = c.do(t, member, "POST", "/infrastructure/containers/services/web/scale", scale(4))
+			down := scale(4) // from 24: a large change, so the name is typed
+			down["confirm_name"] = "web"
+			code, _, body = c.do(t, member, "POST", "/infrastructure/containers/services/web/scale", down)
 			if svc := decodeOK[cloudService](t, "member scales", code, 200, body); svc.DesiredCount != 4 {
 				t.Fatalf("member scale: %s", body)
 			}

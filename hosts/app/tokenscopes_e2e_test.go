@@ -30,7 +30,9 @@ func TestTokenScopes(t *testing.T) {
 			seedCloud(st.aws.Account(cloudAWSAccount), time.Now())
 			c := &cloudClient{st: st}
 			admin, _ := st.cloudUser("ops-lead@example.com", "acme", ports.RoleAdmin)
-			member, _ := st.cloudUser("dev@example.com", "acme", "")
+			// An operator, whom the permission policy lets scale: what is
+			// refused here is refused for the token's scopes.
+			member, _ := st.cloudUser("dev@example.com", "acme", ports.RoleOperator)
 			ecsUpdates := func() int { return len(st.aws.CallsTo(fakeaws.ServiceECS, "UpdateService")) }
 
 			code, _, body := c.do(t, admin, "POST", "/cloud/accounts", newCloudAccount("prod", false))
