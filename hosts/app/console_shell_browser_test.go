@@ -165,6 +165,8 @@ func TestConsoleShell(t *testing.T) {
 			if eval[bool](b, `!!document.querySelector('#main .error')`) {
 				t.Errorf("the error box stayed after a success: %q", b.text("#main .error"))
 			}
+			// The page put focus on the new secret on purpose: it stays.
+			b.waitFor("focus on the secret", `document.activeElement && document.activeElement.id === 'token-secret'`, 5*time.Second)
 
 			// The table scrolls inside its box: Revoke can be reached.
 			row := `[...document.querySelectorAll('.tokens tbody tr')].find(r => r.textContent.includes('Shell check'))`
@@ -220,6 +222,16 @@ func TestConsoleShell(t *testing.T) {
 			if eval[bool](b, `window.__nativeConfirm === true`) {
 				t.Error("the browser's confirm() was called")
 			}
+
+			// A form drawn anew after its write: focus goes to its first
+			// field, not to the page's body.
+			b.goTo("#/specs/standards")
+			b.waitFor("the standards form", `document.querySelector('.std-form input[name="std-title"]')`, 10*time.Second)
+			b.typeInto(`.std-form input[name="std-title"]`, "Focus check")
+			b.typeInto(`.std-form textarea[name="std-body"]`, "Name an owner.")
+			b.click(`.std-form button[type="submit"]`)
+			b.waitFor("the standard listed", `document.querySelector('#main').textContent.includes('Focus check') && document.querySelector('.std-form input[name="std-title"]').value === ''`, 10*time.Second)
+			b.waitFor("focus on the new form's first field", `document.activeElement === document.querySelector('.std-form input[name="std-title"]')`, 5*time.Second)
 
 			// Members: the only admin may not make themself a member; the
 			// refusal is the server's sentence, and it goes when the next

@@ -61,8 +61,10 @@ function scopeOf(el) {
   // A table's row is too small: its errors are shown beside the table.
   return s && s.tagName === 'TR' ? (scopeOf(s.parentElement) || s) : s;
 }
-function startAction(scope) { acting = scope ? { scope, stale: errorsIn(scope) } : null; }
-document.addEventListener('submit', (ev) => startAction(scopeOf(ev.target)), true);
+function startAction(scope, form) {
+  acting = scope ? { scope, form, around: form && scopeOf(form.parentElement), stale: errorsIn(scope) } : null;
+}
+document.addEventListener('submit', (ev) => startAction(scopeOf(ev.target), ev.target), true);
 document.addEventListener('click', (ev) => {
   const b = ev.target && ev.target.closest ? ev.target.closest('button, [role="button"], input[type="submit"]') : null;
   if (b) startAction(scopeOf(b));
@@ -78,7 +80,35 @@ function removeAll(els) { for (const e of els) if (e.isConnected) e.remove(); }
 // boxes shown when it began go (api.js calls it after every successful
 // write).
 export function actionSucceeded() {
-  if (acting) removeAll(acting.stale);
+  if (!acting) return;
+  removeAll(acting.stale);
+  if (acting.form) focusAfter(acting.form, acting.around);
+}
+
+// focusAfter keeps the keyboard where the person is after a form's write
+// succeeded and the page has redrawn: a form emptied for the next entry
+// gets its first field; a form the redraw removed (focus lost with it)
+// hands focus to the first field of a form drawn in its place, else to the
+// first control left in the section around it, else to main. Focus the
+// page put somewhere on purpose is left alone.
+const CONTROLS = 'input:not([type="hidden"]):not([disabled]), select:not([disabled]), textarea:not([disabled]), button:not([disabled]), a[href]';
+function focusAfter(form, scope) {
+  setTimeout(() => {
+    const lost = !document.activeElement || document.activeElement === document.body || !document.activeElement.isConnected;
+    if (form.isConnected) {
+      const fields = [...form.querySelectorAll('input:not([type="hidden"]):not([type="checkbox"]):not([type="radio"]):not([disabled]), textarea:not([disabled])')];
+      const emptied = fields.length > 0 && fields.every((f) => f.value === '');
+      const onForm = form.contains(document.activeElement);
+      if ((lost || (onForm && emptied)) && fields.length) fields[0].focus();
+      return;
+    }
+    if (!lost) return;
+    const around = scope && scope.isConnected ? scope : null;
+    const next = around && (around.querySelector('form input:not([type="hidden"]):not([disabled]), form textarea:not([disabled])') || around.querySelector(CONTROLS));
+    const main = document.getElementById('main');
+    if (next) next.focus();
+    else if (main) { if (!main.hasAttribute('tabindex')) main.setAttribute('tabindex', '-1'); main.focus(); }
+  }, 50);
 }
 
 // problemText is a failure as one line: the server's detail and the reason
