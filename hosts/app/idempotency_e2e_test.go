@@ -79,7 +79,7 @@ func TestIdempotencyKeepsNoSecret(t *testing.T) {
 				{"a member's API token", member, "/api/v1/tokens", "token", "dp_", map[string]any{"name": "ci", "expires_in_days": 30}},
 				{"an admin's API token", admin, "/api/v1/tokens", "token", "dp_", map[string]any{"name": "deploy", "expires_in_days": 30}},
 				{"an invitation", admin, "/api/v1/invitations", "secret", "dpi_", map[string]any{"role": "member"}},
-				{"a publishing webhook", member, "/content/targets", "secret", "whsec_", map[string]any{"project_id": "web", "name": "hook",
+				{"a publishing webhook", admin, "/content/targets", "secret", "whsec_", map[string]any{"project_id": "web", "name": "hook",
 					"kind": "webhook", "config": map[string]string{"url": "https://hooks.example.com/in"}}},
 			} {
 				key := "key-" + tc.path
