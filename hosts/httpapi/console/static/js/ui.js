@@ -90,7 +90,8 @@ export function actionSucceeded() {
 // gets its first field; a form the redraw removed (focus lost with it)
 // hands focus to the first field of a form drawn in its place, else to the
 // first control left in the section around it, else to main. Focus the
-// page put somewhere on purpose is left alone.
+// page put somewhere on purpose is left alone. The page is not scrolled:
+// the focus moves, what the person looks at stays.
 const CONTROLS = 'input:not([type="hidden"]):not([disabled]), select:not([disabled]), textarea:not([disabled]), button:not([disabled]), a[href]';
 function focusAfter(form, scope) {
   setTimeout(() => {
@@ -99,15 +100,15 @@ function focusAfter(form, scope) {
       const fields = [...form.querySelectorAll('input:not([type="hidden"]):not([type="checkbox"]):not([type="radio"]):not([disabled]), textarea:not([disabled])')];
       const emptied = fields.length > 0 && fields.every((f) => f.value === '');
       const onForm = form.contains(document.activeElement);
-      if ((lost || (onForm && emptied)) && fields.length) fields[0].focus();
+      if ((lost || (onForm && emptied)) && fields.length) fields[0].focus({ preventScroll: true });
       return;
     }
     if (!lost) return;
     const around = scope && scope.isConnected ? scope : null;
     const next = around && (around.querySelector('form input:not([type="hidden"]):not([disabled]), form textarea:not([disabled])') || around.querySelector(CONTROLS));
     const main = document.getElementById('main');
-    if (next) next.focus();
-    else if (main) { if (!main.hasAttribute('tabindex')) main.setAttribute('tabindex', '-1'); main.focus(); }
+    if (next) next.focus({ preventScroll: true });
+    else if (main) { if (!main.hasAttribute('tabindex')) main.setAttribute('tabindex', '-1'); main.focus({ preventScroll: true }); }
   }, 50);
 }
 
