@@ -61,7 +61,11 @@ export function renderCosts(el, ctx) {
     } finally { csvBtn.disabled = false; }
   });
 
+  // seq numbers the loads: an answer to an earlier one that arrives after a
+  // later one was asked for is dropped, so the page shows what was asked last.
+  let seq = 0;
   async function load() {
+    const mine = ++seq;
     last = { start: start.value, end: end.value, granularity: gran.value, group: group.value, tag: tag.value.trim() };
     if (ro) { ro.disconnect(); ro = null; }
     out.setAttribute('aria-busy', 'true');
@@ -71,10 +75,12 @@ export function renderCosts(el, ctx) {
     try {
       costs = await api('GET', query(), undefined, { signal: ctx.signal });
     } catch (e) {
+      if (mine !== seq) return;
       if (e.name !== 'AbortError') mount(out, errorBox(e));
       out.setAttribute('aria-busy', 'false');
       return;
     }
+    if (mine !== seq) return;
     out.setAttribute('aria-busy', 'false');
     csvBtn.disabled = false;
     show(costs, last.granularity);
