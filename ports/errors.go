@@ -182,8 +182,12 @@ const InternalMessage = "internal error"
 // again later, unchanged: a rate limit, an unavailable or slow provider, or
 // a model stream cut off before it finished (CodeTruncated). An internal
 // error is never retryable: what a client cannot be told of, it cannot be
-// told to retry.
+// told to retry. Nor is a missing setting (ErrNotConfigured), which only an
+// operator can change.
 func (e *Error) Retryable() bool {
+	if errors.Is(e.Err, ErrNotConfigured) {
+		return false
+	}
 	switch e.Kind {
 	case KindRateLimited, KindUnavailable, KindTimeout:
 		return true

@@ -17,7 +17,9 @@ import (
 // constraint, a conflict, a provider's refusal, an internal fault) is
 // permanent: trying again gives the same answer, and so is a spent token
 // budget (CodeBudgetExceeded), which a client may retry next month but
-// background work must not retry until then. An error that is no Error
+// background work must not retry until then, and a missing setting
+// (ErrNotConfigured, see NotConfigured), which only an operator can
+// change. An error that is no Error
 // at all counts as transient, as nothing says otherwise. nil is not
 // transient.
 func Transient(err error) bool {
@@ -28,7 +30,7 @@ func Transient(err error) bool {
 	if !ok {
 		return true
 	}
-	if e.Code == CodeBudgetExceeded {
+	if e.Code == CodeBudgetExceeded || errors.Is(err, ErrNotConfigured) {
 		return false
 	}
 	if e.Retryable() {
@@ -55,4 +57,19 @@ func connectionLost(err error) bool {
 		}
 	}
 	return false
+}
+
+// ErrNotConfigured is the cause of every Error saying that a setting the
+// work needs is missing (see NotConfigured): it makes the Error permanent
+// (Transient is false and Retryable false, whatever its kind), as no
+// attempt succeeds until an operator changes the configuration and
+// restarts the process.
+var ErrNotConfigured = errors.New("not configured")
+
+// NotConfigured returns an unavailable Error with code and message (which
+// should name the settings to set, such as OPENAI_API_KEY) whose cause is
+// ErrNotConfigured: background jobs fail at once with it instead of being
+// tried again, and clients are told not to retry.
+func NotConfigured(code, message string) *Error {
+	return &Error{Kind: KindUnavailable, Code: code, Message: message, Err: ErrNotConfigured}
 }

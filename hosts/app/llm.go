@@ -109,12 +109,11 @@ func llmTransport() *http.Transport {
 // unconfigured stands in for the model provider when none is configured.
 type unconfigured struct{}
 
-// errNoProvider says how to configure a model provider.
-var errNoProvider = &ports.Error{
-	Kind:    ports.KindUnavailable,
-	Code:    "no_model_provider",
-	Message: "no model provider is configured: set " + EnvOpenAIKey + " or " + EnvOpenAIBaseURL,
-}
+// errNoProvider says how to configure a model provider. It is a
+// configuration error (ports.NotConfigured): permanent, so a background
+// generation fails at once with it instead of being tried again.
+var errNoProvider = ports.NotConfigured("no_model_provider",
+	"no model provider is configured: set "+EnvOpenAIKey+" or "+EnvOpenAIBaseURL+" (and "+EnvLLMModel+" for the model)")
 
 // Chat always fails with errNoProvider.
 func (unconfigured) Chat(context.Context, ports.ChatRequest, func(string) error) (ports.ChatResult, error) {
