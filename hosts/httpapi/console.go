@@ -31,8 +31,11 @@ func (s *Server) consoleRoutes() {
 	if err != nil {
 		panic("httpapi: the console has no index.html: " + err.Error())
 	}
+	// The console's files are logged at debug when served: a visit asks
+	// for dozens of them, which would bury every other line at info.
 	serveIndex := func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 		infoFrom(r.Context()).route = "/"
+		infoFrom(r.Context()).quiet = true
 		consoleHeaders(w.Header())
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Content-Length", strconv.Itoa(len(index)))
@@ -42,6 +45,7 @@ func (s *Server) consoleRoutes() {
 	}
 	serveAsset := func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		infoFrom(r.Context()).route = "/console/*path"
+		infoFrom(r.Context()).quiet = true
 		name := strings.TrimPrefix(path.Clean(ps.ByName("path")), "/")
 		body, err := consoleFile(files, name, r.URL.Path)
 		if err != nil {

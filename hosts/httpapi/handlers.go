@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/devpilot/devpilot/ports"
@@ -25,7 +27,19 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 		if pe, ok := ports.AsError(err); ok && pe.Message != "" {
 			reason = pe.Message
 		}
-		return &ports.Error{Kind: ports.KindUnavailable, Message: reason, Err: err}
+		// Probes ask every few seconds: the reason is logged when it
+		// changes ("31 migrations pending: run devpilot migrate" once),
+		// not with every answer.
+		infoFrom(r.Context()).quietAlways = true
+		if s.readiness.change(reason) {
+			s.logFor(r.Context()).Warn("not ready: "+reason, slog.Any("error", err))
+		}
+		pe := &ports.Error{Kind: ports.KindUnavailable, Message: reason, Err: err}
+		s.writeProblem(w, r, publicProblem(r.Context(), pe), pe)
+		return nil
+	}
+	if s.readiness.change("") {
+		s.logFor(r.Context()).Info("ready")
 	}
 	body := map[string]string{"status": "ready"}
 	if s.d.Providers != "" {
@@ -66,4 +80,20 @@ func meOut(u ports.User, o ports.Org) meResponse {
 		User: meUser{ID: u.ID, Email: u.Email, EmailVerified: u.EmailVerified, Role: string(u.Role), CreatedAt: u.CreatedAt.UTC()},
 		Org:  meOrg{ID: o.ID, Name: o.Name, CreatedAt: o.CreatedAt.UTC()},
 	}
+}
+
+// readiness remembers the reason /readyz last answered not ready ("" when
+// ready, or never asked), so that a reason is logged once, when it changes.
+type readiness struct {
+	mu     sync.Mutex
+	reason string
+}
+
+// change records reason and reports whether it differs from the last one.
+func (rd *readiness) change(reason string) bool {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	changed := rd.reason != reason
+	rd.reason = reason
+	return changed
 }

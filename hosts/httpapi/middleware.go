@@ -28,14 +28,17 @@ const (
 // request: the route pattern, the caller, the outcome. It is only touched by
 // the request's own goroutine.
 type reqInfo struct {
-	id         string
-	log        *slog.Logger // made on first use
-	rec        *recorder
-	route      string
-	userID     string
-	quiet      bool
-	clientGone bool
-	aborted    bool
+	id     string
+	log    *slog.Logger // made on first use
+	rec    *recorder
+	route  string
+	userID string
+	quiet  bool
+	// quietAlways logs the request at debug whatever its status: its
+	// handler logged what an operator needs (/readyz: a change of reason).
+	quietAlways bool
+	clientGone  bool
+	aborted     bool
 	// bodyTimedOut is set when the request body did not arrive by its
 	// deadline: the answer is 408 and the connection is closed.
 	bodyTimedOut bool
@@ -191,7 +194,7 @@ func (s *Server) finish(r *http.Request, info *reqInfo, start time.Time) {
 	s.spans.end(r, info, status)
 
 	level := slog.LevelInfo
-	if info.quiet && status < 400 {
+	if info.quiet && status < 400 || info.quietAlways {
 		level = slog.LevelDebug
 	}
 	attrs := []slog.Attr{

@@ -201,6 +201,8 @@ type Server struct {
 	crossOrigin *http.CrossOriginProtection
 	stopping    chan struct{}
 	stopOnce    sync.Once
+	// readiness is what /readyz last said, to log its changes only.
+	readiness readiness
 	// turns is the context of assistant turns, which outlive their
 	// requests: Shutdown cancels it before its grace is over, so every turn
 	// still running ends (stored as cancelled) within the grace.
