@@ -3,7 +3,9 @@ package queue
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"hash/fnv"
+	"strings"
 	"log/slog"
 
 	"github.com/riverqueue/river/rivermigrate"
@@ -30,23 +32,43 @@ func migrator(db *sqlstore.DB, logger *slog.Logger) (*rivermigrate.Migrator[*sql
 // rest), applying only the migrations not applied yet, so running it again is
 // a no-op. Hosts starting together may call it at once: it holds a lock
 // meanwhile (a PostgreSQL advisory lock for the current schema; SQLite's write
-// lock). Each applied migration is logged to logger (nil: not logged). It
+// lock). Each applied migration is logged to logger at debug (nil: not
+// logged). It
 // returns an unavailable Error when the database cannot be reached and an
 // internal Error when a migration fails.
 func Migrate(ctx context.Context, db *sqlstore.DB, logger *slog.Logger) error {
+	_, err := MigrateUp(ctx, db, logger)
+	return err
+}
+
+// MigrateUp is Migrate, returning the names of River's migrations it
+// applied ("river 006_bulk_unique"), oldest first: none when River's
+// tables were current. River's own line for each applied migration goes to
+// logger at debug (see QuietRiver): the caller reports what was applied.
+func MigrateUp(ctx context.Context, db *sqlstore.DB, logger *slog.Logger) ([]string, error) {
+	if logger != nil {
+		logger = QuietRiver(logger)
+	}
 	m, err := migrator(db, logger)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var res *rivermigrate.MigrateResult
 	if db.Dialect == sqlstore.DialectSQLite {
-		err = migrateSQLite(ctx, db, m)
+		res, err = migrateSQLite(ctx, db, m)
 	} else {
-		err = migratePostgres(ctx, db, m)
+		res, err = migratePostgres(ctx, db, m)
 	}
 	if err != nil {
-		return wrap(err, "queue: applying River migrations")
+		return nil, wrap(err, "queue: applying River migrations")
 	}
-	return nil
+	var applied []string
+	if res != nil {
+		for _, v := range res.Versions {
+			applied = append(applied, fmt.Sprintf("river %03d_%s", v.Version, strings.ReplaceAll(v.Name, " ", "_")))
+		}
+	}
+	return applied, nil
 }
 
 // migrateSQLite applies the migrations in one transaction, which the writer
@@ -55,38 +77,38 @@ func Migrate(ctx context.Context, db *sqlstore.DB, logger *slog.Logger) error {
 // and later ones find nothing left to do. SQLite's DDL is transactional and
 // River's SQLite migrations need no commit between steps, so the variant
 // rivermigrate deprecates for PostgreSQL is the right one here.
-func migrateSQLite(ctx context.Context, db *sqlstore.DB, m *rivermigrate.Migrator[*sql.Tx]) error {
+func migrateSQLite(ctx context.Context, db *sqlstore.DB, m *rivermigrate.Migrator[*sql.Tx]) (*rivermigrate.MigrateResult, error) {
 	tx, err := db.Writer.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer tx.Rollback()
-	if _, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil); err != nil {
-		return err
+	res, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return nil, err
 	}
-	return tx.Commit()
+	return res, tx.Commit()
 }
 
 // migratePostgres applies the migrations one transaction each (some need a
 // commit between them) while a transaction on another connection holds an
 // advisory lock keyed by the current schema, released when it rolls back.
-func migratePostgres(ctx context.Context, db *sqlstore.DB, m *rivermigrate.Migrator[*sql.Tx]) error {
+func migratePostgres(ctx context.Context, db *sqlstore.DB, m *rivermigrate.Migrator[*sql.Tx]) (*rivermigrate.MigrateResult, error) {
 	lock, err := db.Writer.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer lock.Rollback()
 	var schema string
 	if err := lock.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
-		return err
+		return nil, err
 	}
 	h := fnv.New64a()
 	h.Write([]byte("devpilot river migrate " + schema))
 	if _, err := lock.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
-		return err
+		return nil, err
 	}
-	_, err = m.Migrate(ctx, rivermigrate.DirectionUp, nil)
-	return err
+	return m.Migrate(ctx, rivermigrate.DirectionUp, nil)
 }
 
 // PendingMigrations returns how many of River's migrations db still lacks:

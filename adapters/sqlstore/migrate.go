@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
+	"path/filepath"
+	"strings"
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -18,14 +20,29 @@ var migrations embed.FS
 // lock for the current schema meanwhile, so hosts starting together migrate
 // once. It returns the failing migration's error.
 func (db *DB) Migrate(ctx context.Context) error {
+	_, err := db.MigrateUp(ctx)
+	return err
+}
+
+// MigrateUp is Migrate, returning the names of the migrations it applied
+// ("00034_webhook_digests"), oldest first: none when the schema was
+// current.
+func (db *DB) MigrateUp(ctx context.Context) ([]string, error) {
 	p, err := db.migrator(ctx, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("sqlstore: migrate: %w", err)
+	results, err := p.Up(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: migrate: %w", err)
 	}
-	return nil
+	applied := make([]string, 0, len(results))
+	for _, r := range results {
+		if r.Source != nil {
+			applied = append(applied, strings.TrimSuffix(filepath.Base(r.Source.Path), filepath.Ext(r.Source.Path)))
+		}
+	}
+	return applied, nil
 }
 
 // PendingMigrations returns how many migrations are not applied yet (0 when

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.uber.org/fx"
@@ -223,11 +222,7 @@ func (h *heldListener) take() net.Listener {
 func ListenHTTP(cfg Config) (Config, func(), error) {
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
-		reason := err.Error()
-		if errors.Is(err, syscall.EADDRINUSE) {
-			reason = "the address is already in use (another process listens on it; choose another with " + EnvHTTPAddr + ")"
-		}
-		return cfg, func() {}, fmt.Errorf("cannot listen on %s (%s): %s", cfg.HTTPAddr, EnvHTTPAddr, reason)
+		return cfg, func() {}, listenError(cfg.HTTPAddr, EnvHTTPAddr, err)
 	}
 	if host, port, err := net.SplitHostPort(cfg.HTTPAddr); err == nil && port == "0" {
 		cfg.HTTPAddr = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,9 @@ func Base(cfg Config, logger *slog.Logger) fx.Option {
 		fx.WithLogger(func() fxevent.Logger {
 			l := &fxevent.SlogLogger{Logger: logger}
 			l.UseLogLevel(slog.LevelDebug)
+			// Its failures too: the command line prints the one line an
+			// operator acts on (StartupCause), not fx's dump of them.
+			l.UseErrorLevel(slog.LevelDebug)
 			return l
 		}),
 		fx.Provide(
@@ -104,14 +108,18 @@ func OpenDB(lc fx.Lifecycle, cfg Config, logger *slog.Logger, tracing *telemetry
 	db, err := sqlstore.Open(context.Background(), cfg.DatabaseURL,
 		sqlstore.WithTracer(tracing.Provider()), sqlstore.WithMaxConns(cfg.DatabaseMaxConns))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", EnvDatabaseURL, err)
+		return nil, &StartupError{What: "cannot open the database", Setting: EnvDatabaseURL, Err: err}
 	}
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			if cfg.Mode != ModeRun {
 				return nil
 			}
-			return Migrate(ctx, db, logger)
+			applied, err := MigrateUp(ctx, db, logger)
+			if err == nil && len(applied) > 0 {
+				logger.Info(DescribeMigrations(applied))
+			}
+			return err
 		},
 		OnStop: func(context.Context) error { return db.Close() },
 	})
@@ -121,13 +129,42 @@ func OpenDB(lc fx.Lifecycle, cfg Config, logger *slog.Logger, tracing *telemetry
 // Migrate applies devpilot's and the job queue's pending migrations, logging
 // the queue's to logger.
 func Migrate(ctx context.Context, db *sqlstore.DB, logger *slog.Logger) error {
-	if err := db.Migrate(ctx); err != nil {
-		return fmt.Errorf("migrating: %w", err)
+	_, err := MigrateUp(ctx, db, logger)
+	return err
+}
+
+// MigrateUp is Migrate, returning the names of the migrations it applied,
+// devpilot's ("00034_webhook_digests") then the job queue's ("river
+// 006_bulk_unique"): none when the database was up to date. River's own
+// lines go to logger at debug.
+func MigrateUp(ctx context.Context, db *sqlstore.DB, logger *slog.Logger) ([]string, error) {
+	applied, err := db.MigrateUp(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrating: %w", err)
 	}
-	if err := queue.Migrate(ctx, db, logger); err != nil {
-		return fmt.Errorf("migrating the job queue: %w", err)
+	river, err := queue.MigrateUp(ctx, db, logger)
+	if err != nil {
+		return nil, fmt.Errorf("migrating the job queue: %w", err)
 	}
-	return nil
+	return append(applied, river...), nil
+}
+
+// DescribeMigrations says what MigrateUp applied, in one line: "database
+// is up to date" for none, else "applied 3 migrations: 00034_x, 00035_y,
+// river 006_bulk_unique", the middle of a long list elided ("…, 28 more,
+// …").
+func DescribeMigrations(applied []string) string {
+	switch n := len(applied); {
+	case n == 0:
+		return "database is up to date"
+	case n == 1:
+		return "applied 1 migration: " + applied[0]
+	case n <= 6:
+		return fmt.Sprintf("applied %d migrations: %s", n, strings.Join(applied, ", "))
+	default:
+		return fmt.Sprintf("applied %d migrations: %s, … %d more …, %s", n,
+			strings.Join(applied[:3], ", "), n-5, strings.Join(applied[n-2:], ", "))
+	}
 }
 
 // Readiness reports whether the database answers and is fully migrated.
@@ -171,12 +208,14 @@ func NewCipher(cfg Config) (*secretbox.Box, error) {
 	if len(keys) == 0 && cfg.SecretKeyFile != "" {
 		key, err := secretbox.LoadOrCreateKeyFile(cfg.SecretKeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("secret key file %s: %w", cfg.SecretKeyFile, err)
+			return nil, &StartupError{What: fmt.Sprintf("cannot read or create the secret key file %q", cfg.SecretKeyFile),
+				Setting: EnvDataDir + " or " + EnvSecretKey, Err: err}
 		}
 		keys = [][]byte{key}
 	}
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("%s is required", EnvSecretKey)
+		return nil, &StartupError{What: "no secret key is set", Setting: EnvSecretKey,
+			Err: errors.New("it is required: a base64 32-byte key (generate one with: openssl rand -base64 32)")}
 	}
 	return secretbox.New(keys...)
 }
@@ -272,7 +311,7 @@ func ServeWorkerProbes(lc fx.Lifecycle, sd fx.Shutdowner, cfg Config, logger *sl
 		OnStart: func(context.Context) error {
 			ln, err := net.Listen("tcp", cfg.WorkerAddr)
 			if err != nil {
-				return fmt.Errorf("%s: %w", EnvWorkerAddr, err)
+				return listenError(cfg.WorkerAddr, EnvWorkerAddr, err)
 			}
 			go func() {
 				if err := srv.Serve(ln); err != nil {
@@ -308,6 +347,9 @@ type WorkerParams struct {
 	Metrics *prometheus.Registry
 	// Tracing traces the jobs' attempts.
 	Tracing *telemetry.Tracing
+	// Ready tells the worker command whether the database is migrated.
+	Ready      *Readiness
+	Shutdowner fx.Shutdowner
 }
 
 // StartWorkers builds the worker client and ties it to the app's lifecycle.
@@ -325,8 +367,111 @@ func StartWorkers(p WorkerParams) error {
 	if err != nil {
 		return err
 	}
-	p.Lifecycle.Append(fx.StartStopHook(q.Start, q.Stop))
+	if p.Config.Mode != ModeWorker { // run migrates as it starts
+		p.Lifecycle.Append(fx.StartStopHook(q.Start, q.Stop))
+		return nil
+	}
+	w := &migratedStart{q: q, ready: p.Ready, logger: p.Logger, sd: p.Shutdowner, poll: migrationPoll}
+	p.Lifecycle.Append(fx.Hook{OnStart: w.start, OnStop: w.stop})
 	return nil
+}
+
+// migrationPoll is how often a worker waiting for its database to be
+// migrated checks it again.
+var migrationPoll = 2 * time.Second
+
+// migratedStart starts the worker command's queue once the database is
+// migrated. A worker started before `devpilot migrate` finished (a
+// Kubernetes Deployment rolled out with its migration Job, a compose
+// service started with the migrate one) does not crash-loop on River's
+// missing tables: it says what serve's /readyz says ("31 migrations
+// pending: run devpilot migrate") once, answers /readyz 503 with it, and
+// starts working jobs as soon as the migrations are in, logging so.
+type migratedStart struct {
+	q      *queue.Queue
+	ready  *Readiness
+	logger *slog.Logger
+	sd     fx.Shutdowner
+	poll   time.Duration
+
+	cancel  context.CancelFunc
+	done    chan struct{}
+	started bool
+}
+
+func (w *migratedStart) start(ctx context.Context) error {
+	err := w.ready.Ready(ctx)
+	if err == nil {
+		w.started = true
+		return w.q.Start(ctx)
+	}
+	if !ports.IsKind(err, ports.KindUnavailable) {
+		return err
+	}
+	reason := readyReason(err)
+	w.logger.Warn(reason + " (the worker works no job until the database is migrated; it checks every " + w.poll.String() + ")")
+	wctx, cancel := context.WithCancel(context.Background())
+	w.cancel, w.done = cancel, make(chan struct{})
+	go w.wait(wctx, reason)
+	return nil
+}
+
+// wait checks the database every poll until it is migrated, then starts
+// the queue; a change of reason is logged once. A queue that fails to
+// start then stops the app with exit code 1.
+func (w *migratedStart) wait(ctx context.Context, last string) {
+	defer close(w.done)
+	t := time.NewTicker(w.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := w.ready.Ready(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			if reason := readyReason(err); reason != last {
+				w.logger.Warn(reason)
+				last = reason
+			}
+			continue
+		}
+		if err := w.q.Start(ctx); err != nil {
+			w.logger.Error("cannot start working jobs", "err", err)
+			_ = w.sd.Shutdown(fx.ExitCode(1))
+			return
+		}
+		w.started = true
+		w.logger.Info("the database is migrated: working jobs")
+		return
+	}
+}
+
+func (w *migratedStart) stop(ctx context.Context) error {
+	if w.cancel != nil {
+		w.cancel()
+		select {
+		case <-w.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if !w.started {
+		return nil
+	}
+	return w.q.Stop(ctx)
+}
+
+// readyReason is the client-safe reason of a Readiness error.
+func readyReason(err error) string {
+	if pe, ok := ports.AsError(err); ok && pe.Message != "" {
+		return pe.Message
+	}
+	return "not ready"
 }
 
 // HTTPModule provides the HTTP server: it listens on start, so a bad or busy
@@ -432,7 +577,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 			if ln == nil {
 				var err error
 				if ln, err = net.Listen("tcp", p.Config.HTTPAddr); err != nil {
-					return fmt.Errorf("%s: %w", EnvHTTPAddr, err)
+					return listenError(p.Config.HTTPAddr, EnvHTTPAddr, err)
 				}
 			}
 			go func() {

@@ -277,6 +277,13 @@ func (c cli) serve(ctx context.Context, mode app.Mode, opts ...app.LoadOption) e
 	if err := app.CheckFiles(cfg, logger); err != nil {
 		return err
 	}
+	if cfg.UsesDataDir() {
+		// Before the secret key file, the database and the sandbox's
+		// token file are written there.
+		if err := app.PrepareDataDir(cfg); err != nil {
+			return err
+		}
+	}
 	if mode == app.ModeRun || mode == app.ModeServe {
 		state := "off"
 		if cfg.Sandbox {
@@ -291,7 +298,7 @@ func (c cli) serve(ctx context.Context, mode app.Mode, opts ...app.LoadOption) e
 	defer stopSandbox()
 	fxApp := fx.New(app.Options(cfg, logger))
 	if err := fxApp.Err(); err != nil {
-		return err
+		return app.StartupCause(err)
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -299,7 +306,7 @@ func (c cli) serve(ctx context.Context, mode app.Mode, opts ...app.LoadOption) e
 		if ctx.Err() != nil {
 			return nil // asked to stop while starting: fx stopped what had started
 		}
-		return err
+		return app.StartupCause(err)
 	}
 	if banner != nil {
 		fmt.Fprint(c.stdout, banner())
@@ -332,7 +339,7 @@ func (c cli) serve(ctx context.Context, mode app.Mode, opts ...app.LoadOption) e
 func openDB(ctx context.Context, cfg app.Config) (*sqlstore.DB, error) {
 	db, err := sqlstore.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
-		return nil, errUsage{fmt.Errorf("%s: %w", app.EnvDatabaseURL, err)}
+		return nil, errUsage{&app.StartupError{What: "cannot open the database", Setting: app.EnvDatabaseURL, Err: err}}
 	}
 	return db, nil
 }
@@ -346,15 +353,21 @@ func (c cli) migrate(ctx context.Context) error {
 	if err := app.CheckFiles(cfg, logger); err != nil {
 		return err
 	}
+	if cfg.UsesDataDir() {
+		if err := app.PrepareDataDir(cfg); err != nil {
+			return err
+		}
+	}
 	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := app.Migrate(ctx, db, logger); err != nil {
+	applied, err := app.MigrateUp(ctx, db, logger)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintln(c.stdout, "migrations applied")
+	fmt.Fprintln(c.stdout, app.DescribeMigrations(applied))
 	return nil
 }
 
