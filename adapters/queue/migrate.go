@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"hash/fnv"
-	"strings"
 	"log/slog"
+	"strings"
 
 	"github.com/riverqueue/river/rivermigrate"
 
