@@ -57,8 +57,15 @@ type Config struct {
 	// Queues are the queues worked and their concurrency; when Workers is set
 	// and Queues is empty, it is river.QueueDefault with MaxWorkers.
 	Queues map[string]river.QueueConfig
-	// MaxWorkers is how many jobs the default queue runs at once when
-	// Queues is empty: DefaultMaxWorkers when zero.
+	// Queue, when set, is the one queue of this client: every job it
+	// inserts (enqueued, periodic, or a follow-up) goes into it, whatever
+	// the job asked for, and, when it has Workers and Queues is empty, it
+	// works that queue alone. Processes whose jobs only they can work (the
+	// sandbox's, whose fake providers live in its memory) keep them apart
+	// this way. "" is River's default queue.
+	Queue string
+	// MaxWorkers is how many jobs the default queue (or Queue) runs at
+	// once when Queues is empty: DefaultMaxWorkers when zero.
 	MaxWorkers int
 	// PollInterval is how often workers look for new jobs: at most
 	// DefaultPollInterval, which it defaults to.
@@ -159,10 +166,20 @@ func New(db *sqlstore.DB, cfg Config) (*Queue, error) {
 		rc.PeriodicJobs = cfg.PeriodicJobs
 		rc.Queues = cfg.Queues
 		if len(rc.Queues) == 0 {
-			rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cmp.Or(cfg.MaxWorkers, DefaultMaxWorkers)}}
+			rc.Queues = map[string]river.QueueConfig{cmp.Or(cfg.Queue, river.QueueDefault): {MaxWorkers: cmp.Or(cfg.MaxWorkers, DefaultMaxWorkers)}}
 		}
 	} else if len(cfg.PeriodicJobs) > 0 || len(cfg.Queues) > 0 {
 		return nil, ports.Errorf(ports.KindInternal, "queue: periodic jobs and queues need Workers")
+	}
+	if cfg.Queue != "" {
+		queue := cfg.Queue
+		rc.Middleware = append(rc.Middleware, river.JobInsertMiddlewareFunc(
+			func(ctx context.Context, params []*rivertype.JobInsertParams, doInner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
+				for _, p := range params {
+					p.Queue = queue
+				}
+				return doInner(ctx)
+			}))
 	}
 	if cfg.Tracer != nil {
 		rc.Middleware = append(rc.Middleware, otelriver.NewMiddleware(&otelriver.MiddlewareConfig{

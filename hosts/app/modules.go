@@ -279,8 +279,8 @@ func NewIdentity(p IdentityParams) (*identity.Service, error) {
 // the process registry.
 var QueueModule = fx.Module("queue",
 	fx.Provide(fx.Annotate(
-		func(db *sqlstore.DB, logger *slog.Logger, reg *prometheus.Registry, tracing *telemetry.Tracing) (*queue.Queue, error) {
-			return queue.New(db, queue.Config{Logger: logger, Metrics: reg, Kinds: worker.Kinds(), Tracer: tracing.Provider()})
+		func(db *sqlstore.DB, cfg Config, logger *slog.Logger, reg *prometheus.Registry, tracing *telemetry.Tracing) (*queue.Queue, error) {
+			return queue.New(db, queue.Config{Logger: logger, Metrics: reg, Kinds: worker.Kinds(), Tracer: tracing.Provider(), Queue: jobQueue(cfg)})
 		},
 		fx.As(new(ports.JobQueue)),
 	)),
@@ -288,7 +288,9 @@ var QueueModule = fx.Module("queue",
 
 // WorkerModule runs the River workers that call the core services: a second
 // River client that works jobs and enqueues the periodic maintenance ones,
-// started and stopped with the app.
+// started and stopped with the app (run, worker, and serve with the
+// sandbox). Except in run, which migrates first, it starts working once
+// the database is migrated (see migratedStart).
 var WorkerModule = fx.Module("worker",
 	fx.Invoke(StartWorkers),
 )
@@ -363,17 +365,34 @@ func StartWorkers(p WorkerParams) error {
 	// jobs running when it starts are its predecessor's, which died.
 	q, err := queue.New(p.DB, queue.Config{Workers: workers, PeriodicJobs: worker.PeriodicJobs(), MaxWorkers: p.Config.WorkerJobs, Logger: p.Logger,
 		RescueAfter: p.Config.JobRescueAfter, RescueOnStart: p.Config.Mode == ModeRun, Metrics: p.Metrics, Kinds: worker.Kinds(),
-		Tracer: p.Tracing.Provider()})
+		Tracer: p.Tracing.Provider(), Queue: jobQueue(p.Config)})
 	if err != nil {
 		return err
 	}
-	if p.Config.Mode != ModeWorker { // run migrates as it starts
+	if p.Config.Mode == ModeRun { // run migrates as it starts
 		p.Lifecycle.Append(fx.StartStopHook(q.Start, q.Stop))
 		return nil
 	}
 	w := &migratedStart{q: q, ready: p.Ready, logger: p.Logger, sd: p.Shutdowner, poll: migrationPoll}
 	p.Lifecycle.Append(fx.Hook{OnStart: w.start, OnStop: w.stop})
 	return nil
+}
+
+// SandboxQueue is the job queue of `serve --sandbox`: its jobs need the
+// fake providers in its memory, so it inserts every job there and works
+// that queue alone, in process; `devpilot worker` (River's default queue)
+// never takes one up, and so never fails a sandbox generation for want of
+// a model.
+const SandboxQueue = "sandbox"
+
+// jobQueue is the queue this process inserts its jobs into and works:
+// SandboxQueue for serve with the sandbox, else River's default ("").
+// `devpilot run` is the only worker of its database and keeps the default.
+func jobQueue(cfg Config) string {
+	if cfg.Mode == ModeServe && cfg.Sandbox {
+		return SandboxQueue
+	}
+	return ""
 }
 
 // migrationPoll is how often a worker waiting for its database to be
@@ -633,7 +652,9 @@ func Options(cfg Config, logger *slog.Logger) fx.Option {
 	if cfg.Mode == ModeRun || cfg.Mode == ModeServe {
 		opts = append(opts, HTTPModule)
 	}
-	if cfg.Mode == ModeRun || cfg.Mode == ModeWorker {
+	// serve --sandbox works its own jobs (on SandboxQueue): no worker
+	// process has its fake providers.
+	if cfg.Mode == ModeRun || cfg.Mode == ModeWorker || cfg.Mode == ModeServe && cfg.Sandbox {
 		opts = append(opts, WorkerModule)
 	}
 	if cfg.Mode == ModeWorker {

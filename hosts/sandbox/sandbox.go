@@ -47,8 +47,12 @@ const (
 	Org   = "demo"
 	Email = "demo@example.com"
 	// TokenFileName is the file, under DEVPILOT_DATA_DIR, holding the
-	// demo user's API token in plain text (mode 0600).
+	// demo user's API token of `devpilot run` in plain text (mode 0600).
 	TokenFileName = "sandbox-token"
+	// ServeTokenFileName is `devpilot serve --sandbox`'s: each mode keeps
+	// its own file, as each usually has its own database, so that a serve
+	// never rewrites the token a run in the same folder hands out.
+	ServeTokenFileName = "sandbox-token-serve"
 	// WebhookSecret signs webhook deliveries to /webhooks/scm.
 	WebhookSecret = "sandbox-webhook-secret"
 	// OpenAIKey is the API key the model adapter sends the fake.
@@ -160,7 +164,7 @@ func Start(cfg app.Config, logger *slog.Logger, opts ...Option) (app.Config, *Sa
 		aws:       fakeaws.NewHandler(),
 		github:    fakegithub.NewHandler(fakegithub.WithEpoch(now.AddDate(0, -3, 0))),
 		publicURL: cfg.PublicURL,
-		tokenFile: filepath.Join(cfg.DataDir, TokenFileName),
+		tokenFile: filepath.Join(cfg.DataDir, tokenFileName(cfg.Mode)),
 		keepModel: o.keepModel,
 	}
 	sb.openai.SetResponder(o.responder)
@@ -328,7 +332,8 @@ func (sb *Sandbox) ConsoleToken() string {
 	return sb.Token()
 }
 
-// TokenFile is where the demo token is kept: DEVPILOT_DATA_DIR/sandbox-token.
+// TokenFile is where the demo token is kept: DEVPILOT_DATA_DIR/sandbox-token
+// for run, DEVPILOT_DATA_DIR/sandbox-token-serve for serve --sandbox.
 func (sb *Sandbox) TokenFile() string { return sb.tokenFile }
 
 // Model is the fake OpenAI the sandbox answers with: the demo model is its
@@ -900,4 +905,12 @@ func slug(title string) string {
 		return (r < 'a' || r > 'z') && (r < '0' || r > '9')
 	})
 	return strings.Join(words, "-")
+}
+
+// tokenFileName is the token file of mode under the data directory.
+func tokenFileName(mode app.Mode) string {
+	if mode == app.ModeServe {
+		return ServeTokenFileName
+	}
+	return TokenFileName
 }
