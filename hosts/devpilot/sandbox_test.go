@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -79,9 +81,16 @@ func TestServeSandboxFlag(t *testing.T) {
 		}
 		t.Run(want, func(t *testing.T) {
 			t.Parallel()
+			dataDir := t.TempDir()
+			// A run in the same folder hands out its own demo token:
+			// serve --sandbox keeps its own file and leaves run's alone.
+			runToken := filepath.Join(dataDir, "sandbox-token")
+			if err := os.WriteFile(runToken, []byte("dp_the_run_token\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			h := harness{t: t, env: map[string]string{
 				"DEVPILOT_DATABASE_URL": sqlstoretest.URL(t, sqlstore.DialectSQLite),
-				"DEVPILOT_DATA_DIR":     t.TempDir(),
+				"DEVPILOT_DATA_DIR":     dataDir,
 				"DEVPILOT_HTTP_ADDR":    "127.0.0.1:0",
 				"DEVPILOT_SECRET_KEY":   base64.StdEncoding.EncodeToString(make([]byte, 32)),
 			}}
@@ -121,6 +130,31 @@ func TestServeSandboxFlag(t *testing.T) {
 			}
 			if got := shown(); got != sandbox {
 				t.Errorf("sandbox banner shown: %v, want %v\nstdout: %s\nlogs: %s", got, sandbox, stdout, logs)
+			}
+			if b, err := os.ReadFile(runToken); err != nil || string(b) != "dp_the_run_token\n" {
+				t.Errorf("run's token file is now %q (%v), want it untouched", b, err)
+			}
+			if b, err := os.ReadFile(filepath.Join(dataDir, "sandbox-token-serve")); sandbox && (err != nil || !strings.HasPrefix(string(b), "dp_")) {
+				t.Errorf("serve --sandbox's token file: %q (%v)", b, err)
+			}
+			if sandbox {
+				// It works its own jobs, on its own queue: the periodic
+				// maintenance ones run at once.
+				if !waitFor(func() bool { return strings.Contains(logs.String(), "pruned API tokens") }, 20*time.Second) {
+					t.Errorf("serve --sandbox worked no job:\n%s", logs)
+				}
+				db, err := sqlstore.Open(context.Background(), h.env["DEVPILOT_DATABASE_URL"])
+				if err != nil {
+					t.Fatal(err)
+				}
+				var queues []string
+				if err := db.Reader.SelectContext(context.Background(), &queues, "SELECT DISTINCT queue FROM river_job"); err != nil || len(queues) != 1 || queues[0] != "sandbox" {
+					t.Errorf("river_job queues %v (%v), want only sandbox", queues, err)
+				}
+				db.Close()
+			}
+			if sandbox && !strings.Contains(stdout.String(), "sandbox-token-serve") {
+				t.Errorf("the banner does not name serve's token file:\n%s", stdout)
 			}
 		})
 	}
