@@ -25,3 +25,22 @@ func TestRetryGivesUpOnASpentBudget(t *testing.T) {
 		t.Error("a rate limit is not retried")
 	}
 }
+
+// A generation without a model configured fails at once (a spec stage, a
+// content draft, a digest), recorded with the code and the message naming
+// the setting; an unavailable provider is retried.
+func TestRetryGivesUpOnAMissingSetting(t *testing.T) {
+	t.Parallel()
+	missing := fmt.Errorf("stage prd: %w", ports.NotConfigured("no_model_provider",
+		"no model provider is configured: set OPENAI_API_KEY or OPENAI_BASE_URL"))
+	if genjob.Retry(missing, false) {
+		t.Error("a missing setting is retried")
+	}
+	f := genjob.FailureOf(missing)
+	if f.Code != "no_model_provider" || f.Message != "no model provider is configured: set OPENAI_API_KEY or OPENAI_BASE_URL" {
+		t.Errorf("failure %q %q", f.Code, f.Message)
+	}
+	if !genjob.Retry(ports.Errorf(ports.KindUnavailable, "the model is overloaded"), false) {
+		t.Error("an unavailable provider is not retried")
+	}
+}
