@@ -145,7 +145,8 @@ type Config struct {
 	//     DEVPILOT_SANDBOX=1 forces it on (the provider variables are then
 	//     ignored), DEVPILOT_SANDBOX=0 forces it off.
 	//   - serve: off unless --sandbox (WithSandboxFlag) or
-	//     DEVPILOT_SANDBOX=1 is given.
+	//     DEVPILOT_SANDBOX=1 is given. With it, serve also works its own
+	//     jobs, on SandboxQueue, which no worker takes from.
 	//   - worker: never. A worker in sandbox mode would need the fakes that
 	//     the serving process holds in memory, so DEVPILOT_SANDBOX=1 is an
 	//     error.

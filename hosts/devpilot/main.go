@@ -34,8 +34,8 @@ const usage = `usage: devpilot <command> [flags]
 commands:
   run       HTTP API and worker in one process (embedded defaults, SQLite under ./data;
             sandbox providers when no provider is configured)
-  serve     HTTP API only (--sandbox: with sandbox providers)
-  worker    background job worker only
+  serve     HTTP API only (--sandbox: with sandbox providers, working its own jobs)
+  worker    background job worker only (waits for a migrated database)
   migrate   apply database migrations and exit
   token     manage API tokens: token create | list | revoke
   eval      run the evaluation corpus and report metrics; eval compare A B
@@ -129,16 +129,24 @@ providers when no provider is configured. Configured by DEVPILOT_* variables
 `,
 	"serve": `usage: devpilot serve [--sandbox]
 
-HTTP API only. Needs DEVPILOT_SECRET_KEY and a migrated database.
+HTTP API only. Needs DEVPILOT_SECRET_KEY and a migrated database (until
+devpilot migrate ran, /readyz answers 503 and says how many are pending).
+With --sandbox it runs the sandbox providers and works its own jobs in
+process, on a job queue no worker takes from (a worker has no sandbox
+model); its demo token is kept in DEVPILOT_DATA_DIR/sandbox-token-serve.
 `,
 	"worker": `usage: devpilot worker
 
-Background job worker only. Needs DEVPILOT_SECRET_KEY. Takes no flags.
+Background job worker only. Needs DEVPILOT_SECRET_KEY. On a database not
+migrated yet it says so ("N migrations pending: run devpilot migrate"),
+answers /readyz 503 on DEVPILOT_WORKER_ADDR, and starts working jobs once
+devpilot migrate ran. Takes no flags.
 `,
 	"migrate": `usage: devpilot migrate
 
-Applies pending database migrations to DEVPILOT_DATABASE_URL and exits.
-Takes no flags.
+Applies pending database migrations to DEVPILOT_DATABASE_URL and exits,
+saying what it applied ("applied 3 migrations: …") or "database is up to
+date". Takes no flags.
 `,
 	"version": `usage: devpilot version   (or devpilot --version)
 
