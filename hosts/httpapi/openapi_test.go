@@ -304,3 +304,36 @@ func TestOpenAPIServed(t *testing.T) {
 		t.Fatal("OpenAPI returns the embedded bytes, not a copy")
 	}
 }
+
+// TestOpenAPIBodyLimitOnPublicReads: the public reads whose only documented
+// client error is 413 (the probes, metrics, this document, the sign-in
+// config) do refuse a body over the limit, as the document says.
+func TestOpenAPIBodyLimitOnPublicReads(t *testing.T) {
+	t.Parallel()
+	doc := loadOpenAPI(t)
+	s := fullServer()
+	checked := 0
+	ops := documentedOperations(doc)
+	for _, key := range slices.Sorted(maps.Keys(ops)) {
+		op := ops[key]
+		method, path, _ := strings.Cut(key, " ")
+		var clientErrors []string
+		for code := range op.Responses.Map() {
+			if code[0] == '4' {
+				clientErrors = append(clientErrors, code)
+			}
+		}
+		if method != http.MethodGet || !slices.Equal(clientErrors, []string{"413"}) {
+			continue
+		}
+		checked++
+		rr := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rr, httptest.NewRequest(method, path, strings.NewReader(strings.Repeat("x", int(DefaultBodyLimit)+1))))
+		if rr.Code != http.StatusRequestEntityTooLarge || rr.Header().Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s with a body over the limit = %d %q, want the documented 413 problem", key, rr.Code, rr.Header().Get("Content-Type"))
+		}
+	}
+	if checked != 5 {
+		t.Errorf("%d public reads document only a 413, want 5 (/livez, /readyz, /metrics, /openapi.json, /auth/config)", checked)
+	}
+}
