@@ -132,4 +132,3 @@ func RecordError(span trace.Span, err error) {
 	}
 	span.SetStatus(codes.Error, ports.Public(err).Message)
 }
-
