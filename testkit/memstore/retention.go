@@ -79,7 +79,9 @@ func (s *Store) PruneStreamEvents(ctx context.Context, endedBefore time.Time, li
 // expired before expiredBefore.
 func (s *Store) PruneInvitations(ctx context.Context, expiredBefore time.Time, limit int) (int, error) {
 	return prune(ctx, s, func() map[string]ports.Invitation { return s.invitations }, limit,
-		func(_ string, inv ports.Invitation) bool { return inv.AcceptedAt == nil && inv.ExpiresAt.Before(expiredBefore) })
+		func(_ string, inv ports.Invitation) bool {
+			return inv.AcceptedAt == nil && inv.ExpiresAt.Before(expiredBefore)
+		})
 }
 
 // PruneOAuthStates deletes at most limit OAuth states that expired before
