@@ -238,7 +238,7 @@ func testUsagePruneKeys(t *testing.T, s UsageStores) {
 	mustAddUsage(t, s, keyed(usageOf(org, "u", "m", ports.FeatureVoice, past.AddDate(0, 0, 2), 10, 0), recent))
 	// More old keys than a batch of 2: a sweep takes batches until one is short.
 	for range 3 {
-		mustAddUsage(t, s, keyed(usageOf(org, "u", "m", ports.FeatureVoice, past.AddDate(0, 0, 1), 0, 0), "voice:"+newID()+":old"))
+		mustAddUsage(t, s, keyed(usageOf(newID(), "u", "m", ports.FeatureVoice, past.AddDate(0, 0, 1), 0, 0), "voice:"+newID()+":old"))
 	}
 	if _, err := s.Usage.PruneUsageKeys(t.Context(), past, 0); !errors.Is(err, ports.ErrInvalid) {
 		t.Errorf("PruneUsageKeys with limit 0: %v, want invalid", err)
