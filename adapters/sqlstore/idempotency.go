@@ -160,8 +160,7 @@ func (s *Idempotency) Release(ctx context.Context, owner ports.IdempotencyOwner,
 // PruneIdempotency implements ports.IdempotencyStore, a batch at a time
 // over the index of expires_at, as Retention does.
 func (s *Idempotency) PruneIdempotency(ctx context.Context, now time.Time, limit int) (int, error) {
-	return s.db.pruneBatch(ctx, "idempotency_keys", []string{"org_id", "user_id", "idempotency_key"}, "idempotency_keys t",
-		"t.expires_at <= ?", limit, timestamp(now))
+	return s.db.pruneBatch(ctx, pruneIdempotency, limit, timestamp(now))
 }
 
 // asStored is t as the store reads it back: in UTC, to the microsecond.

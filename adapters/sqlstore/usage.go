@@ -64,8 +64,7 @@ func (s *Usage) add(ctx context.Context, r ports.UsageRecord) error {
 // PruneUsageKeys implements ports.UsageStore, a batch at a time over the
 // index of day (migration 00036), as Retention does.
 func (s *Usage) PruneUsageKeys(ctx context.Context, before time.Time, limit int) (int, error) {
-	return s.db.pruneBatch(ctx, "usage_keys", []string{"usage_key"}, "usage_keys t",
-		"t.day < ?", limit, before.UTC().Format(dayLayout))
+	return s.db.pruneBatch(ctx, pruneUsageKeys, limit, before.UTC().Format(dayLayout))
 }
 
 // usageKeys are the columns each grouping groups by.
