@@ -65,3 +65,21 @@ func TestRetentionUsesIndexes(t *testing.T) {
 		}
 	})
 }
+
+// Migration 00036 (its PostgreSQL indexes built CONCURRENTLY, outside a
+// transaction) rolls back and applies again.
+func TestRetentionIndexesMigrateDownAndUp(t *testing.T) {
+	t.Parallel()
+	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
+		t.Parallel()
+		if err := sqlstore.MigrateDownTo(t.Context(), db, 35); err != nil {
+			t.Fatalf("down to 35: %v", err)
+		}
+		if err := db.Migrate(t.Context()); err != nil {
+			t.Fatalf("up again: %v", err)
+		}
+		if n, err := db.PendingMigrations(t.Context()); err != nil || n != 0 {
+			t.Fatalf("PendingMigrations = %d, %v; want 0", n, err)
+		}
+	})
+}
