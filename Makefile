@@ -9,7 +9,7 @@ PKGS     := ./...
 # default 10 minutes on a busy 2-core machine under -race.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run eval test test-postgres generate check-generate check-tidy lint fmt bench fuzz clean
+.PHONY: all build run eval test test-deploy test-postgres generate check-generate check-tidy lint fmt bench fuzz clean
 
 all: lint test
 
@@ -27,9 +27,18 @@ EVAL_FLAGS ?=
 eval: build
 	./$(BIN) eval run $(EVAL_FLAGS)
 
-## test: every test, on SQLite; also on PostgreSQL when DEVPILOT_TEST_POSTGRES_URL is set.
+## test: every test, on SQLite; also on PostgreSQL when DEVPILOT_TEST_POSTGRES_URL is set;
+## then test-deploy.
 test:
 	$(GO) test $(RACE) -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	@$(MAKE) --no-print-directory test-deploy
+
+## test-deploy: compose.yaml and the Helm chart (deploy/helm/devpilot) loaded,
+## linted and rendered with compose-go and the Helm SDK, and their output
+## checked. deploy/ is a Go module of its own: those libraries stay out of
+## devpilot's go.mod, and ./... does not include it.
+test-deploy:
+	cd deploy && $(GO) test -count=1 ./...
 
 ## test-postgres: the tests on both databases against the local PostgreSQL.
 test-postgres:
@@ -45,14 +54,17 @@ check-generate: generate
 	@git diff --exit-code --stat -- testkit/mocks || { echo "mocks are stale: run 'make generate' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- testkit/mocks)" || { git status --short -- testkit/mocks; echo "mocks are stale: run 'make generate' and commit"; exit 1; }
 
-## check-tidy: fail when go mod tidy would change go.mod or go.sum.
+## check-tidy: fail when go mod tidy would change go.mod or go.sum (deploy/'s too).
 check-tidy:
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit"; exit 1; }
+	@cd deploy && $(GO) mod tidy -diff || { echo "deploy/go.mod or deploy/go.sum is not tidy: run 'cd deploy && go mod tidy' and commit"; exit 1; }
 
-## lint: go vet (also of the binary built with -tags nosandbox) and a gofmt check.
+## lint: go vet (also of the binary built with -tags nosandbox, and of deploy/'s
+## module) and a gofmt check.
 lint:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags nosandbox ./hosts/devpilot
+	cd deploy && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 

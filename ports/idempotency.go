@@ -80,7 +80,9 @@ type IdempotencyStore interface {
 	// claim of the key in flight (none, or a completed one, which is kept
 	// until it expires).
 	Release(ctx context.Context, owner IdempotencyOwner, key string) error
-	// PruneIdempotency deletes every record, in flight or completed, expired
-	// at now (ExpiresAt not after it) and returns how many it deleted.
-	PruneIdempotency(ctx context.Context, now time.Time) (int, error)
+	// PruneIdempotency deletes records, in flight or completed, expired at
+	// now (ExpiresAt not after it), at most limit of them, and returns how
+	// many it deleted: a sweep calls it until it deletes fewer than limit
+	// (see RetentionStore). Errors: invalid when limit is not positive.
+	PruneIdempotency(ctx context.Context, now time.Time, limit int) (int, error)
 }

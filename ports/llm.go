@@ -110,6 +110,9 @@ type ChatResult struct {
 	FinishReason FinishReason
 	Usage        Usage
 	Model        string
+	// ID is the provider's identifier of the completion ("chatcmpl-…"),
+	// "" when it sent none.
+	ID string
 }
 
 // LLM error codes, set as Error.Code on the kinds named.

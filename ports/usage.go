@@ -118,10 +118,12 @@ type UsageStore interface {
 	// are left out. Errors: invalid for an unknown GroupBy.
 	SumUsage(ctx context.Context, q UsageQuery) ([]UsageTotal, error)
 	// PruneUsageKeys forgets the Keys of the records added on a UTC day
-	// before before's, and returns how many it forgot: a record added with
-	// such a key again counts again, so keep them as long as a record may
-	// be reported again.
-	PruneUsageKeys(ctx context.Context, before time.Time) (int, error)
+	// before before's, at most limit of them, and returns how many it
+	// forgot: a sweep calls it until it forgets fewer than limit (see
+	// RetentionStore). A record added with such a key again counts again,
+	// so keep them as long as a record may be reported again. Errors:
+	// invalid when limit is not positive.
+	PruneUsageKeys(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // CheckUsageRecord is the rule every UsageStore applies to a record it

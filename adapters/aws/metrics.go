@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -49,14 +48,7 @@ func (m *callMetrics) handle(ctx context.Context, in middleware.InitializeInput,
 	elapsed := time.Since(start)
 	// The service id and operation name are the SDK's constants: a bounded
 	// set.
-	service := middleware.GetServiceID(ctx)
-	if service == "" {
-		service = awsmiddleware.GetServiceID(ctx)
-	}
-	operation := middleware.GetOperationName(ctx)
-	if operation == "" {
-		operation = awsmiddleware.GetOperationName(ctx)
-	}
+	service, operation := callNames(ctx)
 	m.calls.WithLabelValues(service, operation, callOutcome(err)).Inc()
 	m.duration.WithLabelValues(service, operation).Observe(elapsed.Seconds())
 	return out, md, err

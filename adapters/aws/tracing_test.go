@@ -53,3 +53,64 @@ func TestTracing(t *testing.T) {
 		}
 	}
 }
+
+// Every SDK call's span follows the AWS SDK convention, whatever the
+// service (Cost Explorer and Amplify spans were once named "." with empty
+// ids): "Service.Operation", rpc.system aws-api, rpc.service and rpc.method
+// as the SDK names them, cloud.region and the request id the service
+// answered.
+func TestTracingConventionEveryService(t *testing.T) {
+	t.Parallel()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	e := newEnv(t, func(o *awsadapter.Options) { o.Tracer = tp })
+	seedCosts(e.fake)
+	e.fake.Account(userAccount).Cluster("prod").App(fakeaws.App{ID: "d1", Name: "site", Branches: []fakeaws.Branch{{Name: "main"}}})
+	ctx := context.Background()
+	if _, err := e.p.Costs(ctx, keyCreds(), ports.CostQuery{Start: day(1), End: day(3), GroupBy: "SERVICE"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.p.ListApps(ctx, keyCreds()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.p.ListServices(ctx, keyCreds(), "prod"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{
+		"Cost Explorer.GetCostAndUsage": {"Cost Explorer", "GetCostAndUsage"},
+		"Amplify.ListApps":              {"Amplify", "ListApps"},
+		"ECS.ListServices":              {"ECS", "ListServices"},
+	}
+	seen := map[string]bool{}
+	for _, sp := range rec.Ended() {
+		w, ok := want[sp.Name()]
+		if !ok {
+			continue
+		}
+		seen[sp.Name()] = true
+		if sp.SpanKind().String() != "client" {
+			t.Errorf("%s: kind %s", sp.Name(), sp.SpanKind())
+		}
+		got := map[string]string{}
+		for _, kv := range sp.Attributes() {
+			got[string(kv.Key)] = kv.Value.Emit()
+		}
+		for k, v := range map[string]string{"rpc.system": "aws-api", "rpc.service": w[0], "rpc.method": w[1], "cloud.region": region} {
+			if got[k] != v {
+				t.Errorf("%s: %s = %q, want %q (all: %v)", sp.Name(), k, got[k], v, got)
+			}
+		}
+		if got["aws.request_id"] == "" {
+			t.Errorf("%s: no aws.request_id (all: %v)", sp.Name(), got)
+		}
+	}
+	for name := range want {
+		if !seen[name] {
+			var names []string
+			for _, sp := range rec.Ended() {
+				names = append(names, sp.Name())
+			}
+			t.Errorf("no span %q among %q", name, names)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 // completion: go-openai's ChatCompletionStreamResponse without the fields
 // it has no use for.
 type chunk struct {
+	ID      string        `json:"id"`
 	Model   string        `json:"model"`
 	Choices []chunkChoice `json:"choices"`
 	Usage   *chunkUsage   `json:"usage"`
@@ -68,6 +69,8 @@ func fastChunk(data []byte, c *chunk) bool {
 	s.ws()
 	ok := s.object(func(key []byte) bool {
 		switch string(key) {
+		case "id":
+			return s.nullOr(func() bool { return s.str(&c.ID) })
 		case "model":
 			return s.nullOr(func() bool { return s.str(&c.Model) })
 		case "choices":
@@ -92,7 +95,7 @@ func fastChunk(data []byte, c *chunk) bool {
 				})
 			})
 		}
-		return s.other(key, "model", "choices", "usage")
+		return s.other(key, "id", "model", "choices", "usage")
 	})
 	s.ws()
 	return ok && s.i == len(s.b)

@@ -404,9 +404,10 @@ func (c *Client) read(ctx context.Context, stream *goopenai.ChatCompletionStream
 		finish  goopenai.FinishReason
 		usage   ports.Usage
 		model   string
+		id      string
 	)
 	partial := func() ports.ChatResult {
-		return ports.ChatResult{Content: content.String(), Model: cmp.Or(model, reqModel)}
+		return ports.ChatResult{Content: content.String(), Model: cmp.Or(model, reqModel), ID: id}
 	}
 	var chunk chunk
 	for {
@@ -429,6 +430,9 @@ func (c *Client) read(ctx context.Context, stream *goopenai.ChatCompletionStream
 		}
 		if model == "" {
 			model = chunk.Model
+		}
+		if id == "" {
+			id = chunk.ID
 		}
 		if chunk.Usage != nil {
 			usage = ports.Usage{PromptTokens: chunk.Usage.PromptTokens, CompletionTokens: chunk.Usage.CompletionTokens}

@@ -103,6 +103,35 @@ type Config struct {
 	// linked to it, so that what a job does is traced under its attempt and
 	// a trace shows where the job came from. Nil: no spans.
 	Tracer trace.TracerProvider
+	// Retention is how long finished jobs are kept before River's job
+	// cleaner, run by the leader of the working processes, deletes them.
+	Retention JobRetention
+}
+
+// JobRetention is how long finished jobs are kept, by how they finished.
+// Zero takes River's default (DefaultCompletedRetention and the others);
+// a negative duration keeps them forever.
+type JobRetention struct {
+	Completed time.Duration
+	Cancelled time.Duration
+	Discarded time.Duration // failed for good: out of attempts
+}
+
+// River's defaults for JobRetention, which River's job cleaner applies to a
+// zero duration.
+const (
+	DefaultCompletedRetention = 24 * time.Hour
+	DefaultCancelledRetention = 24 * time.Hour
+	DefaultDiscardedRetention = 7 * 24 * time.Hour
+)
+
+// riverRetention is d as River's retention periods take it: 0 for its
+// default, -1 for forever.
+func riverRetention(d time.Duration) time.Duration {
+	if d < 0 {
+		return -1
+	}
+	return d
 }
 
 // Queue enqueues jobs and, when it has workers, works them.
@@ -160,6 +189,10 @@ func New(db *sqlstore.DB, cfg Config) (*Queue, error) {
 		// RescueAfter; River's, which discards a job on its last attempt
 		// without a word to the use case, is only a backstop behind it.
 		RescueStuckJobsAfter: 2 * rescueAfter,
+
+		CompletedJobRetentionPeriod: riverRetention(cfg.Retention.Completed),
+		CancelledJobRetentionPeriod: riverRetention(cfg.Retention.Cancelled),
+		DiscardedJobRetentionPeriod: riverRetention(cfg.Retention.Discarded),
 	}
 	if cfg.Workers != nil {
 		rc.Workers = cfg.Workers

@@ -662,3 +662,15 @@ func TestMaxWorkersBoundsConcurrentJobs(t *testing.T) {
 		}
 	})
 }
+
+// A job retention of forever (negative) or River's default (zero) is a
+// configuration River accepts.
+func TestJobRetention(t *testing.T) {
+	t.Parallel()
+	db := sqlstoretest.Open(t, sqlstore.DialectSQLite)
+	for _, r := range []queue.JobRetention{{}, {Completed: time.Hour, Cancelled: -1, Discarded: 30 * 24 * time.Hour}, {Completed: -time.Hour}} {
+		if _, err := queue.New(db, queue.Config{Retention: r}); err != nil {
+			t.Errorf("New with retention %+v: %v", r, err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -49,4 +50,32 @@ func MigrateTo(ctx context.Context, db *DB, version int64) error {
 	}
 	_, err = p.UpTo(ctx, version)
 	return err
+}
+
+// PrunePicks returns, by table, the SELECT of the rows a retention batch
+// deletes on db's dialect, with arguments of the right types.
+func PrunePicks(db *DB) map[string]struct {
+	Query string
+	Args  []any
+} {
+	at := timestamp(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))
+	out := map[string]struct {
+		Query string
+		Args  []any
+	}{}
+	for _, p := range []struct {
+		prune
+		args []any
+	}{
+		{pruneDeliveries, []any{at}}, {pruneDigests, []any{at}}, {pruneEvents, []any{at, at}},
+		{pruneInvitations, []any{at}}, {pruneStates, []any{at}}, {pruneRates, []any{int64(1)}},
+		{pruneCosts, []any{at}}, {pruneActivity, []any{at}}, {pruneAudit, []any{at}},
+		{pruneIdempotency, []any{at}}, {pruneUsageKeys, []any{"2000-01-01"}},
+	} {
+		out[p.table] = struct {
+			Query string
+			Args  []any
+		}{db.Writer.Rebind(p.pick(db.Dialect)), append(p.args, 1000)}
+	}
+	return out
 }

@@ -157,13 +157,10 @@ func (s *Idempotency) Release(ctx context.Context, owner ports.IdempotencyOwner,
 	return nil
 }
 
-// PruneIdempotency implements ports.IdempotencyStore.
-func (s *Idempotency) PruneIdempotency(ctx context.Context, now time.Time) (int, error) {
-	n, err := s.db.write(ctx).exec(ctx, "DELETE FROM idempotency_keys WHERE expires_at <= ?", timestamp(now))
-	if err != nil {
-		return 0, storeErr(err, "expired idempotency keys", "")
-	}
-	return int(n), nil
+// PruneIdempotency implements ports.IdempotencyStore, a batch at a time
+// over the index of expires_at, as Retention does.
+func (s *Idempotency) PruneIdempotency(ctx context.Context, now time.Time, limit int) (int, error) {
+	return s.db.pruneBatch(ctx, pruneIdempotency, limit, timestamp(now))
 }
 
 // asStored is t as the store reads it back: in UTC, to the microsecond.

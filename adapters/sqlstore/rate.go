@@ -23,7 +23,8 @@ func NewRates(db *DB) *Rates { return &Rates{db: db} }
 // UPDATE … RETURNING: the key's row counts on in its window, or starts
 // again at 1 when now is in a later window than the row's (a take from a
 // replica whose clock is behind counts in the newer window). The row is
-// the key's only one, so old windows need no sweeping. The count is a
+// the key's only one; the rows of keys no longer used are deleted by
+// Retention.PruneRateWindows. The count is a
 // relaxed write: a crash of the database may forget the last counts,
 // which only lets a few requests more through.
 func (s *Rates) TakeRate(ctx context.Context, key string, window time.Duration, limit int, now time.Time) (bool, time.Duration, error) {

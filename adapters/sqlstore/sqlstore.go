@@ -147,7 +147,7 @@ func openPostgresPool(dsn string, size int, o openOptions) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: bad postgres URL: %w", err)
 	}
-	pool := sqlx.NewDb(o.openDB(cachingConnector{inner: connector}, DialectPostgres), "postgres")
+	pool := sqlx.NewDb(o.openDB(cachingConnector{inner: connector}, DialectPostgres, dsn), "postgres")
 	pool.SetMaxOpenConns(size)
 	pool.SetMaxIdleConns(size)
 	pool.SetConnMaxIdleTime(5 * time.Minute)
@@ -202,7 +202,7 @@ func openSQLitePool(dsn string, o openOptions) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sqlx.NewDb(o.openDB(cachingConnector{inner: inner}, DialectSQLite), "sqlite"), nil
+	return sqlx.NewDb(o.openDB(cachingConnector{inner: inner}, DialectSQLite, ""), "sqlite"), nil
 }
 
 // Ping checks that the writer and the reader pools reach the database; it

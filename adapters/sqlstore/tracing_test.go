@@ -39,6 +39,23 @@ func TestWithTracer(t *testing.T) {
 			parent.End()
 			var insert bool
 			for _, sp := range rec.Ended() {
+				attrs := map[string]string{}
+				for _, kv := range sp.Attributes() {
+					attrs[string(kv.Key)] = kv.Value.Emit()
+				}
+				// The database client span convention.
+				system := map[sqlstore.Dialect]string{sqlstore.DialectPostgres: "postgresql", sqlstore.DialectSQLite: "sqlite"}[d]
+				if sp.Name() != "request" && (attrs["db.system.name"] != system || sp.SpanKind().String() != "client") {
+					t.Errorf("span %q: kind %s, attributes %v", sp.Name(), sp.SpanKind(), attrs)
+				}
+				if strings.HasPrefix(attrs["db.query.text"], "INSERT INTO traced") {
+					if sp.Name() != "INSERT traced" || attrs["db.operation.name"] != "INSERT" || attrs["db.collection.name"] != "traced" || attrs["db.query.summary"] != "INSERT traced" {
+						t.Errorf("INSERT span %q: %v", sp.Name(), attrs)
+					}
+					if d == sqlstore.DialectPostgres && (attrs["server.address"] == "" || attrs["server.port"] == "" || attrs["db.namespace"] == "") {
+						t.Errorf("PostgreSQL span without server.address, server.port or db.namespace: %v", attrs)
+					}
+				}
 				for _, kv := range sp.Attributes() {
 					if strings.Contains(kv.Value.Emit(), secret) {
 						t.Errorf("span %q carries an argument in %s", sp.Name(), kv.Key)

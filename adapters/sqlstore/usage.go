@@ -61,13 +61,10 @@ func (s *Usage) add(ctx context.Context, r ports.UsageRecord) error {
 	return storeErr(err, "usage", "org "+r.OrgID)
 }
 
-// PruneUsageKeys implements ports.UsageStore.
-func (s *Usage) PruneUsageKeys(ctx context.Context, before time.Time) (int, error) {
-	n, err := s.db.write(ctx).exec(ctx, `DELETE FROM usage_keys WHERE day < ?`, before.UTC().Format(dayLayout))
-	if err != nil {
-		return 0, storeErr(err, "usage", "keys")
-	}
-	return int(n), nil
+// PruneUsageKeys implements ports.UsageStore, a batch at a time over the
+// index of day (migration 00036), as Retention does.
+func (s *Usage) PruneUsageKeys(ctx context.Context, before time.Time, limit int) (int, error) {
+	return s.db.pruneBatch(ctx, pruneUsageKeys, limit, before.UTC().Format(dayLayout))
 }
 
 // usageKeys are the columns each grouping groups by.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -184,8 +185,15 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 }
 
 // Transport returns base (http.DefaultTransport when nil) with a client
-// span around each request, named "<peer> <METHOD>", under the caller's
-// span, and the trace context sent along; base itself when tracing is off.
+// span around each request, under the caller's span, and the trace context
+// sent along; base itself when tracing is off. The spans follow the HTTP
+// client span convention (semantic-conventions docs/http/http-spans.md):
+// named by the method alone ("POST"), since no low-cardinality URL
+// template is known, with http.request.method, server.address,
+// server.port, url.full and http.response.status_code. url.full carries no
+// credentials: the user and password of the URL are dropped and the values
+// of query parameters that may hold a secret (see RedactQuery) are
+// REDACTED. peer names the remote in devpilot.peer ("openai", "github").
 func (t *Tracing) Transport(base http.RoundTripper, peer string) http.RoundTripper {
 	tp := t.Provider()
 	if tp == nil {
@@ -194,12 +202,96 @@ func (t *Tracing) Transport(base http.RoundTripper, peer string) http.RoundTripp
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return otelhttp.NewTransport(base,
+	return otelhttp.NewTransport(redactingTransport{next: base},
 		otelhttp.WithTracerProvider(tp),
 		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()),
 		otelhttp.WithPropagators(t.Propagator()),
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return peer + " " + r.Method }),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return clientSpanName(r.Method) }),
+		otelhttp.WithSpanOptions(trace.WithAttributes(attribute.String("devpilot.peer", peer))),
 	)
+}
+
+// clientSpanName is an HTTP span's name without a target: the method, or
+// HTTP for a method the convention does not know.
+func clientSpanName(method string) string {
+	if knownMethods[method] {
+		return method
+	}
+	return "HTTP"
+}
+
+// knownMethods are the methods of RFC 9110 and PATCH, the ones the HTTP
+// convention names spans and http.request.method by.
+var knownMethods = map[string]bool{
+	http.MethodConnect: true, http.MethodDelete: true, http.MethodGet: true, http.MethodHead: true,
+	http.MethodOptions: true, http.MethodPatch: true, http.MethodPost: true, http.MethodPut: true, http.MethodTrace: true,
+}
+
+// KnownMethod returns method when the HTTP convention knows it, else
+// "_OTHER", the value of http.request.method it prescribes for any other.
+func KnownMethod(method string) string {
+	if knownMethods[method] {
+		return method
+	}
+	return "_OTHER"
+}
+
+// SpanName returns the name of an HTTP span: "{method} {target}", or the
+// method alone without a target; HTTP stands for a method the convention
+// does not know.
+func SpanName(method, target string) string {
+	name := clientSpanName(method)
+	if target == "" {
+		return name
+	}
+	return name + " " + target
+}
+
+// redactingTransport sets url.full on the request's client span (started
+// by otelhttp around it) with RedactQuery applied.
+type redactingTransport struct{ next http.RoundTripper }
+
+func (t redactingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if span := trace.SpanFromContext(r.Context()); span.IsRecording() && r.URL != nil && r.URL.RawQuery != "" {
+		u := *r.URL
+		u.User = nil
+		u.RawQuery = RedactQuery(u.RawQuery)
+		span.SetAttributes(attribute.String("url.full", u.String()))
+	}
+	return t.next.RoundTrip(r)
+}
+
+// sensitiveQueryKeys are the query parameters whose values RedactQuery
+// replaces: the convention's (AWSAccessKeyId, Signature, sig,
+// X-Goog-Signature) and those that commonly carry a credential.
+var sensitiveQueryKeys = map[string]bool{
+	"awsaccesskeyid": true, "signature": true, "sig": true, "x-goog-signature": true,
+	"x-amz-signature": true, "x-amz-credential": true, "x-amz-security-token": true,
+	"token": true, "access_token": true, "refresh_token": true, "id_token": true,
+	"code": true, "state": true, "key": true, "api_key": true, "api-key": true, "apikey": true,
+	"client_secret": true, "secret": true, "password": true, "ticket": true,
+}
+
+// RedactQuery returns the query string q with the value of every parameter
+// that may hold a credential replaced by REDACTED, the keys kept
+// ("color=blue&sig=REDACTED"), as the HTTP convention asks of url.full and
+// url.query. A query that does not parse is REDACTED whole.
+func RedactQuery(q string) string {
+	if q == "" {
+		return ""
+	}
+	parts := strings.Split(q, "&")
+	for i, p := range parts {
+		k, _, hasValue := strings.Cut(p, "=")
+		key, err := url.QueryUnescape(k)
+		if err != nil {
+			return "REDACTED"
+		}
+		if hasValue && sensitiveQueryKeys[strings.ToLower(key)] {
+			parts[i] = k + "=REDACTED"
+		}
+	}
+	return strings.Join(parts, "&")
 }
 
 // Client returns a copy of c (a new client when nil) whose transport is

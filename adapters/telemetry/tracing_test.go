@@ -123,7 +123,7 @@ func TestTracingExportsOverOTLP(t *testing.T) {
 		switch sp.Name {
 		case "outer":
 			outer = sp
-		case "peer GET":
+		case "GET":
 			client = sp
 		}
 	}
@@ -140,8 +140,8 @@ func TestTraceLLM(t *testing.T) {
 	model := fakeopenai.New(t)
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	llm := telemetry.TraceLLM(newClient(t, model), tp, "gpt-test")
-	if c := newClient(t, model); telemetry.TraceLLM(c, nil, "gpt-test") != ports.LLM(c) {
+	llm := telemetry.TraceLLM(newClient(t, model), tp, "gpt-test", "https://llm.example.com/v1")
+	if c := newClient(t, model); telemetry.TraceLLM(c, nil, "gpt-test", "") != ports.LLM(c) {
 		t.Fatal("TraceLLM wrapped the model with tracing off")
 	}
 
@@ -171,6 +171,22 @@ func TestTraceLLM(t *testing.T) {
 	if _, ok := attrs["gen_ai.request.temperature"]; ok {
 		t.Errorf("first span has a temperature, though none was asked for: %v", attrs)
 	}
+	for k, v := range map[string]string{
+		"gen_ai.provider.name": "openai", "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-test",
+		"server.address": "llm.example.com", "server.port": "443", "gen_ai.request.stream": "true",
+	} {
+		if attrs[k] != v {
+			t.Errorf("first span: %s = %q, want %q (%v)", k, attrs[k], v, attrs)
+		}
+	}
+	if attrs["gen_ai.response.id"] == "" {
+		t.Errorf("first span has no gen_ai.response.id: %v", attrs)
+	}
+	for _, kv := range ended[0].Attributes() {
+		if kv.Key == "gen_ai.response.finish_reasons" && (kv.Value.Type().String() != "STRINGSLICE" || kv.Value.AsStringSlice()[0] != "stop") {
+			t.Errorf("gen_ai.response.finish_reasons is %s %v, want the string array [stop]", kv.Value.Type(), kv.Value.Emit())
+		}
+	}
 	failed := ended[1]
 	sampling := map[string]string{}
 	for _, kv := range failed.Attributes() {
@@ -190,5 +206,58 @@ func TestTraceLLM(t *testing.T) {
 	}
 	if kind != string(ports.KindRateLimited) {
 		t.Errorf("error.type %q", kind)
+	}
+}
+
+// A call its caller gave up on is an error of the call (status Error,
+// error.type canceled) described as canceled, never as an internal error.
+func TestTraceLLMCanceled(t *testing.T) {
+	model := fakeopenai.New(t)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	llm := telemetry.TraceLLM(newClient(t, model), tp, "gpt-test", "")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	req := userSays("hi")
+	req.MaxTokens = 50
+	if _, err := llm.Chat(ctx, req, nil); err == nil {
+		t.Fatal("a canceled call succeeded")
+	}
+	ended := rec.Ended()
+	if len(ended) != 1 {
+		t.Fatalf("%d spans", len(ended))
+	}
+	sp := ended[0]
+	if sp.Status().Code.String() != "Error" || sp.Status().Description != "canceled" {
+		t.Errorf("status %v, want Error described as canceled", sp.Status())
+	}
+	for _, kv := range sp.Attributes() {
+		switch kv.Key {
+		case "error.type":
+			if kv.Value.AsString() != "canceled" {
+				t.Errorf("error.type %q", kv.Value.AsString())
+			}
+		case "gen_ai.request.max_tokens":
+			if kv.Value.AsInt64() != 50 {
+				t.Errorf("max_tokens %v", kv.Value.Emit())
+			}
+		}
+	}
+}
+
+// RedactQuery hides the values of the parameters that may carry a
+// secret, keeping their keys and every other parameter.
+func TestRedactQuery(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                   "",
+		"color=blue&sig=abc": "color=blue&sig=REDACTED",
+		"X-Goog-Signature=1&AWSAccessKeyId=2&Signature=3": "X-Goog-Signature=REDACTED&AWSAccessKeyId=REDACTED&Signature=REDACTED",
+		"api-version=2024-10-21":                          "api-version=2024-10-21",
+		"access_token=t&page=2":                           "access_token=REDACTED&page=2",
+		"%zz=1":                                           "REDACTED",
+	} {
+		if got := telemetry.RedactQuery(in); got != want {
+			t.Errorf("RedactQuery(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

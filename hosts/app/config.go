@@ -136,6 +136,10 @@ type Config struct {
 	// AuthCacheTTL is how long a verified API token is trusted without
 	// reading it again (identity.Deps.CacheFor); 0 reads it on every request.
 	AuthCacheTTL time.Duration
+	// Retention is how long the records that grow with traffic, and the
+	// queue's finished jobs, are kept (DEVPILOT_RETENTION_*; see
+	// RetentionSettings).
+	Retention RetentionConfig
 	// Sandbox is whether this process runs sandbox providers: in-process
 	// fakes of OpenAI, AWS and GitHub on loopback, with demo data (package
 	// hosts/sandbox, attached with WithSandbox). It is all or nothing: either every provider (the
@@ -590,6 +594,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	c.LogPoll = r.durationIn(EnvLogPoll, cloud.DefaultLogPoll, cloud.MinLogPoll, time.Minute)
 	c.LogFollowFor = r.durationIn(EnvLogFollowFor, cloud.DefaultLogFollowFor, time.Second, time.Hour)
 	c.WebhookReadsPerClient = int(r.number(EnvWebhookReadsPerClient, httpapi.DefaultWebhookReadsPerClient, 1, 1000))
+	c.Retention = r.retention(c.RateWindow)
 	if tc, err := telemetry.TracingFromEnv(getenv); err != nil {
 		r.errs = append(r.errs, err)
 	} else {

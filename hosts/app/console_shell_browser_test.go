@@ -84,7 +84,7 @@ func TestConsoleShell(t *testing.T) {
 					t.Errorf("GET %s: %d %q, want 200 %q", path, resp.StatusCode, resp.Header.Get("Content-Type"), ct)
 				}
 			}
-			if !eval[bool](b, `!!document.querySelector('link[rel="icon"][href="/console/favicon.svg"]') && !!document.querySelector('link[rel="manifest"]')`) {
+			if !eval[bool](b, `!!document.querySelector('link[rel="icon"][href^="/console/favicon."][href$=".svg"]') && !!document.querySelector('link[rel="manifest"]')`) {
 				t.Error("the page links no favicon or no manifest")
 			}
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -60,7 +61,7 @@ func NewLLM(c *openai.Client, store ports.UsageStore, budgets *usage.Budgets, cl
 	if c == nil {
 		return unconfigured{}
 	}
-	measured := telemetry.TraceLLM(c, tracing.Provider(), cfg.LLMModel)
+	measured := telemetry.TraceLLM(c, tracing.Provider(), cfg.LLMModel, cmp.Or(cfg.LLM.BaseURL, openai.DefaultBaseURL))
 	if reg != nil {
 		models := make([]string, 0, len(cfg.LLM.StructuredOutputByModel))
 		for m := range cfg.LLM.StructuredOutputByModel {

@@ -97,6 +97,7 @@ var StoreModule = fx.Module("sqlstore",
 		fx.Annotate(sqlstore.NewUsage, fx.As(new(ports.UsageStore))),
 		fx.Annotate(sqlstore.NewBudgets, fx.As(new(ports.BudgetStore))),
 		fx.Annotate(sqlstore.NewRates, fx.As(new(ports.RateStore))),
+		fx.Annotate(sqlstore.NewRetention, fx.As(new(ports.RetentionStore))),
 		fx.Annotate(sqlstore.NewPermissions, fx.As(new(ports.PermissionStore))),
 		NewReadiness,
 	),
@@ -344,6 +345,8 @@ type WorkerParams struct {
 	Idempotency ports.IdempotencyStore
 	// UsageKeys is pruned of the keys of old usage records added once.
 	UsageKeys ports.UsageStore
+	// Retention is pruned of the other records that grow with traffic.
+	Retention ports.RetentionStore
 	Clock     ports.Clock
 	// Metrics receives the job metrics.
 	Metrics *prometheus.Registry
@@ -357,7 +360,8 @@ type WorkerParams struct {
 // StartWorkers builds the worker client and ties it to the app's lifecycle.
 func StartWorkers(p WorkerParams) error {
 	workers, err := worker.NewWorkers(worker.Deps{Identity: p.Identity, Assistant: p.Assistant, Spec: p.Spec, SpecExport: p.Spec, SCM: p.SCM, Content: p.Content, Publishing: p.Content, Voice: p.Voice,
-		Idempotency: p.Idempotency, UsageKeys: p.UsageKeys, Clock: p.Clock, Logger: p.Logger, GenerationBudget: p.Config.JobRescueAfter})
+		Idempotency: p.Idempotency, UsageKeys: p.UsageKeys, Retention: p.Retention, Keep: p.Config.Retention.Keep,
+		Clock: p.Clock, Logger: p.Logger, GenerationBudget: p.Config.JobRescueAfter})
 	if err != nil {
 		return err
 	}
@@ -365,7 +369,7 @@ func StartWorkers(p WorkerParams) error {
 	// jobs running when it starts are its predecessor's, which died.
 	q, err := queue.New(p.DB, queue.Config{Workers: workers, PeriodicJobs: worker.PeriodicJobs(), MaxWorkers: p.Config.WorkerJobs, Logger: p.Logger,
 		RescueAfter: p.Config.JobRescueAfter, RescueOnStart: p.Config.Mode == ModeRun, Metrics: p.Metrics, Kinds: worker.Kinds(),
-		Tracer: p.Tracing.Provider(), Queue: jobQueue(p.Config)})
+		Tracer: p.Tracing.Provider(), Retention: p.Config.Retention.Jobs, Queue: jobQueue(p.Config)})
 	if err != nil {
 		return err
 	}

@@ -93,8 +93,21 @@ func loadContract(base string) (*contract, error) {
 		return nil, fmt.Errorf("/openapi.json is not valid OpenAPI: %w", err)
 	}
 	c := &contract{doc: doc}
+	aliases, _ := doc.Extensions["x-devpilot-path-aliases"].(map[string]any)
 	for template, item := range doc.Paths.Map() {
 		c.paths = append(c.paths, contractPath{template: template, segments: strings.Split(template, "/"), item: item})
+		// The document lists an aliased area's operations once; the
+		// router serves them under each alias prefix (/api/v1) too.
+		for prefix, areas := range aliases {
+			list, _ := areas.([]any)
+			for _, a := range list {
+				area, _ := a.(string)
+				if area != "" && (template == area || strings.HasPrefix(template, area+"/")) {
+					alias := prefix + template
+					c.paths = append(c.paths, contractPath{template: alias, segments: strings.Split(alias, "/"), item: item})
+				}
+			}
+		}
 	}
 	return c, nil
 }

@@ -57,7 +57,7 @@ func TestTraceOfAChat(t *testing.T) {
 					switch {
 					case strings.HasPrefix(sp.Name, "chat ") && sp.Kind == "CLIENT":
 						model = sp
-					case sp.Name == "openai POST" && sp.Kind == "CLIENT":
+					case sp.Name == "POST" && sp.Kind == "CLIENT" && sp.Attributes["devpilot.peer"] == "openai":
 						provider = tree.Under(sp, model.SpanID) || model.SpanID == ""
 					case strings.Contains(strings.ToUpper(sp.Attributes["db.query.text"]), "INSERT"):
 						insert = true

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -106,12 +107,19 @@ func TestConsoleManifest(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	index := e.do(request(http.MethodGet, "/", "", nil)).Body.String()
-	for _, link := range []string{`rel="icon" href="/console/favicon.svg"`, `rel="manifest" href="/console/manifest.webmanifest"`} {
-		if !strings.Contains(index, link) {
-			t.Errorf("index.html does not link %s", link)
+	// The links name the files' content-hashed URLs (TestConsoleCaching).
+	var manifest string
+	for _, link := range []*regexp.Regexp{
+		regexp.MustCompile(`rel="icon" href="(/console/favicon\.[0-9a-f]{16}\.svg)"`),
+		regexp.MustCompile(`rel="manifest" href="(/console/manifest\.[0-9a-f]{16}\.webmanifest)"`),
+	} {
+		m := link.FindStringSubmatch(index)
+		if m == nil {
+			t.Fatalf("index.html does not link %s", link)
 		}
+		manifest = m[1]
 	}
-	rr := e.do(request(http.MethodGet, "/console/manifest.webmanifest", "", nil))
+	rr := e.do(request(http.MethodGet, manifest, "", nil))
 	var m struct {
 		Name            string `json:"name"`
 		ShortName       string `json:"short_name"`

@@ -191,7 +191,11 @@ func (s *Server) finish(r *http.Request, info *reqInfo, start time.Time) {
 		status = http.StatusOK // what net/http sends for a handler that wrote nothing
 	}
 	s.metrics.observe(r.Method, info.route, status, elapsed)
-	s.spans.end(r, info, status)
+	sent := status
+	if info.clientGone {
+		sent = info.rec.status // 0: nothing reached the client
+	}
+	s.spans.end(r, info, sent, status)
 
 	level := slog.LevelInfo
 	if info.quiet && status < 400 || info.quietAlways {

@@ -148,6 +148,61 @@ func documentedOperations(doc *openapi3.T) map[string]*openapi3.Operation {
 	return ops
 }
 
+// pathAliases reads the document's x-devpilot-path-aliases: each prefix
+// (such as /api/v1) with the areas (such as /pse) whose paths are served
+// under it too.
+func pathAliases(t *testing.T, doc *openapi3.T) map[string][]string {
+	t.Helper()
+	raw, ok := doc.Extensions["x-devpilot-path-aliases"].(map[string]any)
+	if !ok || len(raw) == 0 {
+		t.Fatalf("openapi.json has no x-devpilot-path-aliases object: %#v", doc.Extensions["x-devpilot-path-aliases"])
+	}
+	aliases := map[string][]string{}
+	for prefix, v := range raw {
+		areas, _ := v.([]any)
+		if !strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") || len(areas) == 0 {
+			t.Fatalf("x-devpilot-path-aliases: %q: %#v is not a prefix with a list of areas", prefix, v)
+		}
+		for _, a := range areas {
+			area, _ := a.(string)
+			if !strings.HasPrefix(area, "/") || strings.HasSuffix(area, "/") {
+				t.Fatalf("x-devpilot-path-aliases: %q: area %#v is not a path", prefix, a)
+			}
+			aliases[prefix] = append(aliases[prefix], area)
+		}
+	}
+	return aliases
+}
+
+// inArea reports whether path is area or lies under it.
+func inArea(path, area string) bool {
+	return path == area || strings.HasPrefix(path, area+"/")
+}
+
+// servedOperations is documentedOperations with each operation of an
+// aliased area repeated under the alias's prefix, as the router serves it.
+func servedOperations(t *testing.T, doc *openapi3.T) map[string]*openapi3.Operation {
+	t.Helper()
+	ops := documentedOperations(doc)
+	aliases := pathAliases(t, doc)
+	for key, op := range documentedOperations(doc) {
+		method, path, _ := strings.Cut(key, " ")
+		for prefix, areas := range aliases {
+			if strings.HasPrefix(path, prefix+"/") {
+				continue
+			}
+			if slices.ContainsFunc(areas, func(area string) bool { return inArea(path, area) }) {
+				alias := method + " " + prefix + path
+				if _, dup := ops[alias]; dup {
+					t.Errorf("openapi.json lists %s, which x-devpilot-path-aliases already describes", alias)
+				}
+				ops[alias] = op
+			}
+		}
+	}
+	return ops
+}
+
 func isEventStream(op *openapi3.Operation) bool {
 	for code, resp := range op.Responses.Map() {
 		if strings.HasPrefix(code, "2") && resp.Value != nil && resp.Value.Content.Get("text/event-stream") != nil {
@@ -161,7 +216,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	t.Parallel()
 	doc := loadOpenAPI(t)
 	routes := expectedOperations(t, fullServer())
-	ops := documentedOperations(doc)
+	ops := servedOperations(t, doc) // with the /api/v1 aliases
 
 	for _, key := range slices.Sorted(maps.Keys(routes)) {
 		rt := routes[key]
@@ -247,5 +302,38 @@ func TestOpenAPIServed(t *testing.T) {
 	}
 	if got := OpenAPI(); &got[0] == &openapiDoc[0] {
 		t.Fatal("OpenAPI returns the embedded bytes, not a copy")
+	}
+}
+
+// TestOpenAPIBodyLimitOnPublicReads: the public reads whose only documented
+// client error is 413 (the probes, metrics, this document, the sign-in
+// config) do refuse a body over the limit, as the document says.
+func TestOpenAPIBodyLimitOnPublicReads(t *testing.T) {
+	t.Parallel()
+	doc := loadOpenAPI(t)
+	s := fullServer()
+	checked := 0
+	ops := documentedOperations(doc)
+	for _, key := range slices.Sorted(maps.Keys(ops)) {
+		op := ops[key]
+		method, path, _ := strings.Cut(key, " ")
+		var clientErrors []string
+		for code := range op.Responses.Map() {
+			if code[0] == '4' {
+				clientErrors = append(clientErrors, code)
+			}
+		}
+		if method != http.MethodGet || !slices.Equal(clientErrors, []string{"413"}) {
+			continue
+		}
+		checked++
+		rr := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rr, httptest.NewRequest(method, path, strings.NewReader(strings.Repeat("x", int(DefaultBodyLimit)+1))))
+		if rr.Code != http.StatusRequestEntityTooLarge || rr.Header().Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s with a body over the limit = %d %q, want the documented 413 problem", key, rr.Code, rr.Header().Get("Content-Type"))
+		}
+	}
+	if checked != 5 {
+		t.Errorf("%d public reads document only a 413, want 5 (/livez, /readyz, /metrics, /openapi.json, /auth/config)", checked)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fakegithub"
 	"github.com/devpilot/devpilot/testkit/fixture"
+	"github.com/devpilot/devpilot/testkit/memstore"
 )
 
 // lagCounter is an Observer counting the deliveries reported processed.
@@ -48,7 +49,7 @@ func TestProcessDeliveryJobs(t *testing.T) {
 		obs := &lagCounter{}
 		clock := fixture.NewClock()
 		svc := scm.New(scm.Config{}, scm.Deps{Store: store, Webhooks: github.Webhooks{}, Tx: db, Clock: clock, IDs: &fixture.IDs{}, Observer: obs})
-		workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: svc, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
+		workers, err := worker.NewWorkers(worker.Deps{Retention: memstore.New(), Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: svc, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
 		if err != nil {
 			t.Fatal(err)
 		}

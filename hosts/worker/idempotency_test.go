@@ -10,6 +10,7 @@ import (
 	"github.com/devpilot/devpilot/hosts/worker"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
+	"github.com/devpilot/devpilot/testkit/memstore"
 )
 
 // The prune job deletes the idempotency keys expired at the clock's time and
@@ -55,7 +56,7 @@ func TestPruneIdempotencyJob(t *testing.T) {
 			}
 		}
 
-		workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{},
+		workers, err := worker.NewWorkers(worker.Deps{Retention: memstore.New(), Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{},
 			SCM: fakeProcessor{}, Content: fakeContent{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}, Idempotency: store, Clock: fixture.NewClock()})
 		if err != nil {
 			t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/devpilot/devpilot/core/spec"
 	"github.com/devpilot/devpilot/hosts/worker"
 	"github.com/devpilot/devpilot/ports"
+	"github.com/devpilot/devpilot/testkit/memstore"
 )
 
 // call is one call a signalling generator received.
@@ -148,7 +149,7 @@ func TestInterruptedGenerationsAfterRestart(t *testing.T) {
 		leaveRunning(t, db, content.GenerateContentArgs{}.Kind())
 
 		stages, drafts := make(signalStages, 1), make(signalContent, 1)
-		workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: stages, SCM: fakeProcessor{}, Content: drafts, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
+		workers, err := worker.NewWorkers(worker.Deps{Retention: memstore.New(), Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: stages, SCM: fakeProcessor{}, Content: drafts, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
 		if err != nil {
 			t.Fatal(err)
 		}

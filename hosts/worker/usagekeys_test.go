@@ -9,6 +9,7 @@ import (
 	"github.com/devpilot/devpilot/hosts/worker"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
+	"github.com/devpilot/devpilot/testkit/memstore"
 )
 
 // The prune job forgets the usage keys older than UsageKeysKept at the
@@ -29,7 +30,7 @@ func TestPruneUsageKeysJob(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{},
+		workers, err := worker.NewWorkers(worker.Deps{Retention: memstore.New(), Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{},
 			SCM: fakeProcessor{}, Content: fakeContent{}, Voice: fakeMeter{}, Idempotency: fakeIdempotencyPruner{}, UsageKeys: store, Clock: clock})
 		if err != nil {
 			t.Fatal(err)

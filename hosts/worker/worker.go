@@ -33,8 +33,8 @@ const (
 )
 
 // UsageKeysKept is how long the keys of usage records added once (a
-// realtime call's responses) are kept: days past the longest a call's
-// metering job may run and be retried.
+// realtime call's responses) are kept by default (Retention.UsageKeys):
+// days past the longest a call's metering job may run and be retried.
 const UsageKeysKept = 7 * 24 * time.Hour
 
 // TokenPruner deletes expired and revoked tokens; *identity.Service is one.
@@ -42,10 +42,10 @@ type TokenPruner interface {
 	PruneTokens(ctx context.Context) (int, error)
 }
 
-// IdempotencyPruner deletes the Idempotency-Key records expired at now;
-// ports.IdempotencyStore is one.
+// IdempotencyPruner deletes the Idempotency-Key records expired at now, a
+// batch at a time; ports.IdempotencyStore is one.
 type IdempotencyPruner interface {
-	PruneIdempotency(ctx context.Context, now time.Time) (int, error)
+	PruneIdempotency(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
 // PruneIdempotencyArgs is the maintenance job that deletes expired
@@ -57,14 +57,14 @@ type PruneIdempotencyArgs struct{}
 // Kind names the job for the queue.
 func (PruneIdempotencyArgs) Kind() string { return "idempotency.prune_keys" }
 
-// UsageKeyPruner forgets the keys of usage records added before a day;
-// ports.UsageStore is one.
+// UsageKeyPruner forgets the keys of usage records added before a day, a
+// batch at a time; ports.UsageStore is one.
 type UsageKeyPruner interface {
-	PruneUsageKeys(ctx context.Context, before time.Time) (int, error)
+	PruneUsageKeys(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // PruneUsageKeysArgs is the maintenance job that forgets the keys of usage
-// records added more than UsageKeysKept ago. Like PruneIdempotencyArgs it
+// records added more than Retention.UsageKeys ago. Like PruneIdempotencyArgs it
 // calls the store directly: no core use case owns the keys.
 type PruneUsageKeysArgs struct{}
 
@@ -136,9 +136,20 @@ type Deps struct {
 	Publishing ContentPublishing
 	// Idempotency is pruned of expired Idempotency-Key records.
 	Idempotency IdempotencyPruner
-	// UsageKeys is pruned of the keys older than UsageKeysKept.
+	// UsageKeys is pruned of the keys older than Retention.UsageKeys.
 	UsageKeys UsageKeyPruner
-	// Clock tells the prunes of Idempotency and UsageKeys the time; nil means the system clock.
+	// Retention is pruned of the records that grow with traffic, each
+	// kept as long as Keep says.
+	Retention ports.RetentionStore
+	// Keep is how long each kind of record is kept (zero fields take
+	// DefaultRetention).
+	Keep Retention
+	// RetentionBatch and RetentionPause are how many records a statement
+	// of a sweep deletes and how long it waits before the next (zero:
+	// DefaultRetentionBatch and DefaultRetentionPause).
+	RetentionBatch int
+	RetentionPause time.Duration
+	// Clock tells the prunes the time; nil means the system clock.
 	Clock ports.Clock
 	// Logger receives one line per job worked; nil means slog.Default().
 	Logger *slog.Logger
@@ -153,17 +164,20 @@ type Deps struct {
 // queue.Config. It returns an error when a dependency is missing or River
 // rejects a worker.
 func NewWorkers(d Deps) (*river.Workers, error) {
-	if d.Identity == nil || d.Assistant == nil || d.Spec == nil || d.SCM == nil || d.Content == nil || d.Voice == nil || d.Idempotency == nil || d.UsageKeys == nil {
-		return nil, errors.New("worker: Deps.Identity, Assistant, Spec, SCM, Content, Voice, Idempotency and UsageKeys are required")
+	if d.Identity == nil || d.Assistant == nil || d.Spec == nil || d.SCM == nil || d.Content == nil || d.Voice == nil || d.Idempotency == nil || d.UsageKeys == nil || d.Retention == nil {
+		return nil, errors.New("worker: Deps.Identity, Assistant, Spec, SCM, Content, Voice, Idempotency, UsageKeys and Retention are required")
 	}
 	now := time.Now
 	if d.Clock != nil {
 		now = d.Clock.Now
 	}
-	pruneIdempotency := func(ctx context.Context) (int, error) { return d.Idempotency.PruneIdempotency(ctx, now()) }
-	pruneUsageKeys := func(ctx context.Context) (int, error) {
-		return d.UsageKeys.PruneUsageKeys(ctx, now().Add(-UsageKeysKept))
-	}
+	sw := sweeper{keep: d.Keep.withDefaults(), now: now,
+		batch: cmp.Or(d.RetentionBatch, DefaultRetentionBatch), pause: cmp.Or(d.RetentionPause, DefaultRetentionPause)}
+	// An idempotency record is dead once expired; its retention counts from then.
+	pruneIdempotency := sw.sweep(sw.keep.IdempotencyKeys, func(ctx context.Context, before time.Time, limit int) (int, error) {
+		return d.Idempotency.PruneIdempotency(ctx, before, limit)
+	})
+	pruneUsageKeys := sw.sweep(sw.keep.UsageKeys, d.UsageKeys.PruneUsageKeys)
 	workers := river.NewWorkers()
 	err := errors.Join(
 		river.AddWorkerSafely(workers, &SweepWorker[identity.PruneTokensArgs]{Sweep: d.Identity.PruneTokens, Did: "pruned API tokens", Logger: d.Logger}),
@@ -176,6 +190,7 @@ func NewWorkers(d Deps) (*river.Workers, error) {
 		river.AddWorkerSafely(workers, &ProcessDeliveriesWorker{SCM: d.SCM, Logger: d.Logger}),
 		river.AddWorkerSafely(workers, &GenerateContentWorker{Content: d.Content, Budget: d.GenerationBudget}),
 		river.AddWorkerSafely(workers, &MeterCallWorker{Voice: d.Voice, Logger: d.Logger}),
+		addRetentionWorkers(workers, sw, d.Retention, d),
 	)
 	if err == nil {
 		exporter := d.SpecExport
@@ -214,19 +229,32 @@ func Kinds() []string {
 		voice.MeterCallArgs{}.Kind(),
 		spec.ExportIssuesArgs{}.Kind(),
 		content.PublishContentArgs{}.Kind(),
+		PruneWebhookDeliveriesArgs{}.Kind(),
+		PruneWebhookDigestsArgs{}.Kind(),
+		PruneStreamEventsArgs{}.Kind(),
+		PruneInvitationsArgs{}.Kind(),
+		PruneOAuthStatesArgs{}.Kind(),
+		PruneRateWindowsArgs{}.Kind(),
+		PruneCostCacheArgs{}.Kind(),
+		PruneSCMActivityArgs{}.Kind(),
+		PruneAuditLogArgs{}.Kind(),
 	}
 }
 
 // PeriodicJobs returns the maintenance jobs the worker host enqueues on a
 // schedule, and once when a process becomes the queue's leader.
 func PeriodicJobs() []*river.PeriodicJob {
-	return []*river.PeriodicJob{
+	jobs := []*river.PeriodicJob{
 		periodic(PruneTokensEvery, identity.PruneTokensArgs{}),
 		periodic(ExpireConfirmationsEvery, assistant.ExpireConfirmationsArgs{}),
 		periodic(FailLostTurnsEvery, assistant.FailLostTurnsArgs{}),
 		periodic(PruneIdempotencyEvery, PruneIdempotencyArgs{}),
 		periodic(PruneUsageKeysEvery, PruneUsageKeysArgs{}),
 	}
+	for _, args := range retentionArgs {
+		jobs = append(jobs, periodic(RetentionEvery, args))
+	}
+	return jobs
 }
 
 func periodic(every time.Duration, args river.JobArgs) *river.PeriodicJob {
@@ -246,14 +274,19 @@ type SweepWorker[T river.JobArgs] struct {
 	Logger *slog.Logger // nil means slog.Default()
 }
 
-// Work runs the sweep and logs how many records it changed. It returns the
-// sweep's error, so River retries the job.
+// Work runs the sweep and logs how many records it changed, at info level,
+// or at debug when none. It returns the sweep's error, so River retries the
+// job.
 func (w *SweepWorker[T]) Work(ctx context.Context, job *river.Job[T]) error {
 	n, err := w.Sweep(ctx)
 	if err != nil {
 		return err
 	}
-	cmp.Or(w.Logger, slog.Default()).InfoContext(ctx, w.Did, slog.Int("count", n), slog.Int64("job_id", job.ID))
+	level := slog.LevelInfo
+	if n == 0 {
+		level = slog.LevelDebug
+	}
+	cmp.Or(w.Logger, slog.Default()).Log(ctx, level, w.Did, slog.Int("count", n), slog.Int64("job_id", job.ID))
 	return nil
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/devpilot/devpilot/hosts/worker"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
+	"github.com/devpilot/devpilot/testkit/memstore"
 )
 
 func TestMain(m *testing.M) { sqlstoretest.Main(m) }
@@ -80,7 +81,7 @@ func TestPruneTokensJob(t *testing.T) {
 		}
 
 		svc := identity.New(identity.Deps{Orgs: store, Users: store, Tokens: store, Tx: db, Clock: fixture.NewClock(), IDs: ids})
-		workers, err := worker.NewWorkers(worker.Deps{Identity: svc, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
+		workers, err := worker.NewWorkers(worker.Deps{Retention: memstore.New(), Identity: svc, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +227,9 @@ func (fakeGenerator) AbandonGeneration(context.Context, spec.GenerateStageArgs) 
 
 type fakeIdempotencyPruner struct{}
 
-func (fakeIdempotencyPruner) PruneIdempotency(context.Context, time.Time) (int, error) { return 0, nil }
+func (fakeIdempotencyPruner) PruneIdempotency(context.Context, time.Time, int) (int, error) {
+	return 0, nil
+}
 
 type fakeExpirer struct{}
 
@@ -249,15 +252,15 @@ func TestSweepWorker(t *testing.T) {
 		wantErr error
 		wantLog string
 	}{
-		{"deleted some", fakePruner{n: 3}, nil, "count=3"},
-		{"nothing to delete", fakePruner{}, nil, "count=0"},
+		{"deleted some", fakePruner{n: 3}, nil, `level=INFO msg="pruned API tokens" count=3`},
+		{"nothing to delete, at debug", fakePruner{}, nil, `level=DEBUG msg="pruned API tokens" count=0`},
 		{"store fails", fakePruner{err: errDB}, ports.ErrUnavailable, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var logs bytes.Buffer
-			w := &worker.SweepWorker[identity.PruneTokensArgs]{Sweep: tt.pruner.PruneTokens, Did: "pruned API tokens", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			w := &worker.SweepWorker[identity.PruneTokensArgs]{Sweep: tt.pruner.PruneTokens, Did: "pruned API tokens", Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 			job := &river.Job[identity.PruneTokensArgs]{JobRow: &rivertype.JobRow{ID: 42}}
 			err := w.Work(t.Context(), job)
 			if tt.wantErr == nil && err != nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
@@ -275,7 +278,7 @@ func TestNewWorkers(t *testing.T) {
 	if _, err := worker.NewWorkers(worker.Deps{}); err == nil {
 		t.Fatal("NewWorkers without Identity succeeded")
 	}
-	if _, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}}); err != nil {
+	if _, err := worker.NewWorkers(worker.Deps{Retention: memstore.New(), Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}}); err != nil {
 		t.Fatalf("NewWorkers: %v", err)
 	}
 }
@@ -294,7 +297,7 @@ func TestKinds(t *testing.T) {
 	if err := queue.Migrate(ctx, db, nil); err != nil {
 		t.Fatal(err)
 	}
-	workers, err := worker.NewWorkers(worker.Deps{Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Publishing: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
+	workers, err := worker.NewWorkers(worker.Deps{Retention: memstore.New(), Identity: fakePruner{}, Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Publishing: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +326,7 @@ func TestPeriodicJobsRunOnStart(t *testing.T) {
 	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
 		t.Parallel()
 		pruned := make(chan struct{}, 1)
-		workers, err := worker.NewWorkers(worker.Deps{Identity: signalPruner(pruned), Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
+		workers, err := worker.NewWorkers(worker.Deps{Retention: memstore.New(), Identity: signalPruner(pruned), Assistant: fakeExpirer{}, Spec: fakeGenerator{}, SCM: fakeProcessor{}, Content: fakeContent{}, Idempotency: fakeIdempotencyPruner{}, Voice: fakeMeter{}, UsageKeys: fakeUsageKeyPruner{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -426,4 +429,4 @@ func TestMeterCallWorker(t *testing.T) {
 // fakeUsageKeyPruner prunes nothing.
 type fakeUsageKeyPruner struct{}
 
-func (fakeUsageKeyPruner) PruneUsageKeys(context.Context, time.Time) (int, error) { return 0, nil }
+func (fakeUsageKeyPruner) PruneUsageKeys(context.Context, time.Time, int) (int, error) { return 0, nil }

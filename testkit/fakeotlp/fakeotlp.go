@@ -7,6 +7,7 @@ package fakeotlp
 import (
 	"compress/gzip"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -38,12 +39,17 @@ type Span struct {
 	Scope string
 	// Service is the resource's service.name.
 	Service    string
-	Attributes map[string]string // every value as text
-	Links      []Link
+	Attributes map[string]string // every value as text; an array as JSON (["stop"])
+	// Types are the OTLP value types of the attributes: string, int,
+	// bool, double, array, kvlist or bytes.
+	Types map[string]string
+	Links []Link
 	// Error reports the span's status is Error.
 	Error bool
-	Start time.Time
-	End   time.Time
+	// StatusMessage is the status's description.
+	StatusMessage string
+	Start         time.Time
+	End           time.Time
 }
 
 // Link is a span's link to another span.
@@ -156,16 +162,18 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		for _, ss := range rs.GetScopeSpans() {
 			for _, sp := range ss.GetSpans() {
 				span := Span{
-					TraceID:    hex.EncodeToString(sp.GetTraceId()),
-					SpanID:     hex.EncodeToString(sp.GetSpanId()),
-					Name:       sp.GetName(),
-					Kind:       kindName(int32(sp.GetKind())),
-					Scope:      ss.GetScope().GetName(),
-					Service:    service,
-					Attributes: attrs(sp.GetAttributes()),
-					Error:      sp.GetStatus().GetCode() == 2, // STATUS_CODE_ERROR
-					Start:      time.Unix(0, int64(sp.GetStartTimeUnixNano())),
-					End:        time.Unix(0, int64(sp.GetEndTimeUnixNano())),
+					TraceID:       hex.EncodeToString(sp.GetTraceId()),
+					SpanID:        hex.EncodeToString(sp.GetSpanId()),
+					Name:          sp.GetName(),
+					Kind:          kindName(int32(sp.GetKind())),
+					Scope:         ss.GetScope().GetName(),
+					Service:       service,
+					Attributes:    attrs(sp.GetAttributes()),
+					Types:         types(sp.GetAttributes()),
+					Error:         sp.GetStatus().GetCode() == 2, // STATUS_CODE_ERROR
+					StatusMessage: sp.GetStatus().GetMessage(),
+					Start:         time.Unix(0, int64(sp.GetStartTimeUnixNano())),
+					End:           time.Unix(0, int64(sp.GetEndTimeUnixNano())),
 				}
 				if p := sp.GetParentSpanId(); len(p) > 0 {
 					span.ParentSpanID = hex.EncodeToString(p)
@@ -214,8 +222,38 @@ func attrs(kvs []*commonpb.KeyValue) map[string]string {
 			m[kv.GetKey()] = strconv.FormatBool(v.BoolValue)
 		case *commonpb.AnyValue_DoubleValue:
 			m[kv.GetKey()] = strconv.FormatFloat(v.DoubleValue, 'g', -1, 64)
+		case *commonpb.AnyValue_ArrayValue:
+			var elems []any
+			for _, e := range v.ArrayValue.GetValues() {
+				elems = append(elems, attrs([]*commonpb.KeyValue{{Key: "v", Value: e}})["v"])
+			}
+			b, _ := json.Marshal(elems)
+			m[kv.GetKey()] = string(b)
 		default:
 			m[kv.GetKey()] = kv.GetValue().String()
+		}
+	}
+	return m
+}
+
+func types(kvs []*commonpb.KeyValue) map[string]string {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		switch kv.GetValue().GetValue().(type) {
+		case *commonpb.AnyValue_StringValue:
+			m[kv.GetKey()] = "string"
+		case *commonpb.AnyValue_IntValue:
+			m[kv.GetKey()] = "int"
+		case *commonpb.AnyValue_BoolValue:
+			m[kv.GetKey()] = "bool"
+		case *commonpb.AnyValue_DoubleValue:
+			m[kv.GetKey()] = "double"
+		case *commonpb.AnyValue_ArrayValue:
+			m[kv.GetKey()] = "array"
+		case *commonpb.AnyValue_KvlistValue:
+			m[kv.GetKey()] = "kvlist"
+		case *commonpb.AnyValue_BytesValue:
+			m[kv.GetKey()] = "bytes"
 		}
 	}
 	return m

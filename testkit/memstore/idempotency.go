@@ -87,16 +87,14 @@ func (s *Store) Release(ctx context.Context, owner ports.IdempotencyOwner, key s
 	return nil
 }
 
-// PruneIdempotency deletes every record expired at now and returns how many
-// it deleted.
-func (s *Store) PruneIdempotency(ctx context.Context, now time.Time) (int, error) {
-	defer s.lock()()
-	n := 0
-	for k, rec := range s.idempotency {
-		if !rec.ExpiresAt.After(now) {
-			del(ctx, s, s.idempotency, k)
-			n++
-		}
+// PruneIdempotency deletes at most limit records expired at now and returns
+// how many it deleted.
+func (s *Store) PruneIdempotency(ctx context.Context, now time.Time, limit int) (int, error) {
+	if err := ports.CheckPruneLimit(limit); err != nil {
+		return 0, err
 	}
-	return n, nil
+	defer s.lock()()
+	return pruneMap(ctx, s, s.idempotency, limit, func(_ idemKey, rec ports.IdempotencyRecord) bool {
+		return !rec.ExpiresAt.After(now)
+	}), nil
 }

@@ -138,3 +138,12 @@ func TestPublish(t *testing.T) {
 		return storetest.PublishStores{Publish: s, ContentStores: storetest.ContentStores{Content: s, Tx: s, Identity: identity(s)}}
 	})
 }
+
+func TestRetention(t *testing.T) {
+	t.Parallel()
+	s := memstore.New()
+	storetest.TestRetention(t, func(*testing.T) storetest.RetentionStores {
+		return storetest.RetentionStores{Retention: s, SCM: s, Sessions: s, Confirmations: s, Events: s, Turns: s,
+			Invitations: s, Rates: s, Accounts: s, Costs: s, Audit: s, Identity: identity(s)}
+	})
+}

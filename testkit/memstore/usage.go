@@ -74,16 +74,13 @@ func (s *Store) SumUsage(_ context.Context, q ports.UsageQuery) ([]ports.UsageTo
 	return out, nil
 }
 
-// PruneUsageKeys forgets the keys of records added before before's day.
-func (s *Store) PruneUsageKeys(ctx context.Context, before time.Time) (int, error) {
+// PruneUsageKeys forgets at most limit keys of records added before
+// before's day.
+func (s *Store) PruneUsageKeys(ctx context.Context, before time.Time, limit int) (int, error) {
+	if err := ports.CheckPruneLimit(limit); err != nil {
+		return 0, err
+	}
 	cut := before.UTC().Format(time.DateOnly)
 	defer s.lock()()
-	n := 0
-	for k, day := range s.usageKeys {
-		if day < cut {
-			del(ctx, s, s.usageKeys, k)
-			n++
-		}
-	}
-	return n, nil
+	return pruneMap(ctx, s, s.usageKeys, limit, func(_ string, day string) bool { return day < cut }), nil
 }

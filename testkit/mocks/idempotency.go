@@ -121,18 +121,18 @@ func (c *MockIdempotencyStoreCompleteCall) DoAndReturn(f func(context.Context, p
 }
 
 // PruneIdempotency mocks base method.
-func (m *MockIdempotencyStore) PruneIdempotency(ctx context.Context, now time.Time) (int, error) {
+func (m *MockIdempotencyStore) PruneIdempotency(ctx context.Context, now time.Time, limit int) (int, error) {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "PruneIdempotency", ctx, now)
+	ret := m.ctrl.Call(m, "PruneIdempotency", ctx, now, limit)
 	ret0, _ := ret[0].(int)
 	ret1, _ := ret[1].(error)
 	return ret0, ret1
 }
 
 // PruneIdempotency indicates an expected call of PruneIdempotency.
-func (mr *MockIdempotencyStoreMockRecorder) PruneIdempotency(ctx, now any) *MockIdempotencyStorePruneIdempotencyCall {
+func (mr *MockIdempotencyStoreMockRecorder) PruneIdempotency(ctx, now, limit any) *MockIdempotencyStorePruneIdempotencyCall {
 	mr.mock.ctrl.T.Helper()
-	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "PruneIdempotency", reflect.TypeOf((*MockIdempotencyStore)(nil).PruneIdempotency), ctx, now)
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "PruneIdempotency", reflect.TypeOf((*MockIdempotencyStore)(nil).PruneIdempotency), ctx, now, limit)
 	return &MockIdempotencyStorePruneIdempotencyCall{Call: call}
 }
 
@@ -148,13 +148,13 @@ func (c *MockIdempotencyStorePruneIdempotencyCall) Return(arg0 int, arg1 error) 
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockIdempotencyStorePruneIdempotencyCall) Do(f func(context.Context, time.Time) (int, error)) *MockIdempotencyStorePruneIdempotencyCall {
+func (c *MockIdempotencyStorePruneIdempotencyCall) Do(f func(context.Context, time.Time, int) (int, error)) *MockIdempotencyStorePruneIdempotencyCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockIdempotencyStorePruneIdempotencyCall) DoAndReturn(f func(context.Context, time.Time) (int, error)) *MockIdempotencyStorePruneIdempotencyCall {
+func (c *MockIdempotencyStorePruneIdempotencyCall) DoAndReturn(f func(context.Context, time.Time, int) (int, error)) *MockIdempotencyStorePruneIdempotencyCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

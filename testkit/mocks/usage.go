@@ -81,18 +81,18 @@ func (c *MockUsageStoreAddUsageCall) DoAndReturn(f func(context.Context, ports.U
 }
 
 // PruneUsageKeys mocks base method.
-func (m *MockUsageStore) PruneUsageKeys(ctx context.Context, before time.Time) (int, error) {
+func (m *MockUsageStore) PruneUsageKeys(ctx context.Context, before time.Time, limit int) (int, error) {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "PruneUsageKeys", ctx, before)
+	ret := m.ctrl.Call(m, "PruneUsageKeys", ctx, before, limit)
 	ret0, _ := ret[0].(int)
 	ret1, _ := ret[1].(error)
 	return ret0, ret1
 }
 
 // PruneUsageKeys indicates an expected call of PruneUsageKeys.
-func (mr *MockUsageStoreMockRecorder) PruneUsageKeys(ctx, before any) *MockUsageStorePruneUsageKeysCall {
+func (mr *MockUsageStoreMockRecorder) PruneUsageKeys(ctx, before, limit any) *MockUsageStorePruneUsageKeysCall {
 	mr.mock.ctrl.T.Helper()
-	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "PruneUsageKeys", reflect.TypeOf((*MockUsageStore)(nil).PruneUsageKeys), ctx, before)
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "PruneUsageKeys", reflect.TypeOf((*MockUsageStore)(nil).PruneUsageKeys), ctx, before, limit)
 	return &MockUsageStorePruneUsageKeysCall{Call: call}
 }
 
@@ -108,13 +108,13 @@ func (c *MockUsageStorePruneUsageKeysCall) Return(arg0 int, arg1 error) *MockUsa
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockUsageStorePruneUsageKeysCall) Do(f func(context.Context, time.Time) (int, error)) *MockUsageStorePruneUsageKeysCall {
+func (c *MockUsageStorePruneUsageKeysCall) Do(f func(context.Context, time.Time, int) (int, error)) *MockUsageStorePruneUsageKeysCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockUsageStorePruneUsageKeysCall) DoAndReturn(f func(context.Context, time.Time) (int, error)) *MockUsageStorePruneUsageKeysCall {
+func (c *MockUsageStorePruneUsageKeysCall) DoAndReturn(f func(context.Context, time.Time, int) (int, error)) *MockUsageStorePruneUsageKeysCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }

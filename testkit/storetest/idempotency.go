@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"crypto/sha256"
+	"errors"
 	"testing"
 	"time"
 
@@ -315,12 +316,18 @@ func testPruneIdempotency(t *testing.T, s IdempotencyStores) {
 		claim(now.Add(time.Millisecond), false),
 		claim(now.Add(time.Hour), true),
 	}
-	n, err := s.Idempotency.PruneIdempotency(ctx, now)
-	if err != nil {
-		t.Fatalf("PruneIdempotency: %v", err)
+	// In batches of 2: a full batch, then the rest.
+	if _, err := s.Idempotency.PruneIdempotency(ctx, now, 0); !errors.Is(err, ports.ErrInvalid) {
+		t.Errorf("PruneIdempotency with limit 0: %v, want invalid", err)
 	}
-	if n != len(deleted) {
-		t.Errorf("PruneIdempotency deleted %d records, want %d", n, len(deleted))
+	for i, want := range []int{2, len(deleted) - 2, 0} {
+		n, err := s.Idempotency.PruneIdempotency(ctx, now, 2)
+		if err != nil {
+			t.Fatalf("PruneIdempotency: %v", err)
+		}
+		if n != want {
+			t.Errorf("PruneIdempotency batch %d deleted %d records, want %d", i, n, want)
+		}
 	}
 	for _, rec := range deleted {
 		// A pruned key is free: Begin claims it even before the old expiry.
@@ -333,7 +340,7 @@ func testPruneIdempotency(t *testing.T, s IdempotencyStores) {
 		probe.Key, probe.CreatedAt = rec.Key, now
 		checkIdempotency(t, "a kept record", mustBegin(t, s, probe, false), rec)
 	}
-	if n, err := s.Idempotency.PruneIdempotency(ctx, epoch); err != nil || n != 0 {
+	if n, err := s.Idempotency.PruneIdempotency(ctx, epoch, 100); err != nil || n != 0 {
 		t.Errorf("PruneIdempotency before any expiry = %d, %v; want 0, nil", n, err)
 	}
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -235,8 +236,25 @@ func testUsagePruneKeys(t *testing.T, s UsageStores) {
 	old, recent := "voice:"+newID()+":old", "voice:"+newID()+":recent"
 	mustAddUsage(t, s, keyed(usageOf(org, "u", "m", ports.FeatureVoice, past, 1, 0), old))
 	mustAddUsage(t, s, keyed(usageOf(org, "u", "m", ports.FeatureVoice, past.AddDate(0, 0, 2), 10, 0), recent))
-	if n, err := s.Usage.PruneUsageKeys(t.Context(), past.AddDate(0, 0, 2).Add(5*time.Hour)); err != nil || n < 1 {
-		t.Fatalf("PruneUsageKeys = %d, %v; want at least 1", n, err)
+	// More old keys than a batch of 2: a sweep takes batches until one is short.
+	for range 3 {
+		mustAddUsage(t, s, keyed(usageOf(newID(), "u", "m", ports.FeatureVoice, past.AddDate(0, 0, 1), 0, 0), "voice:"+newID()+":old"))
+	}
+	if _, err := s.Usage.PruneUsageKeys(t.Context(), past, 0); !errors.Is(err, ports.ErrInvalid) {
+		t.Errorf("PruneUsageKeys with limit 0: %v, want invalid", err)
+	}
+	total := 0
+	for batch := 0; ; batch++ {
+		n, err := s.Usage.PruneUsageKeys(t.Context(), past.AddDate(0, 0, 2).Add(5*time.Hour), 2)
+		if err != nil || n > 2 || batch == 0 && n != 2 {
+			t.Fatalf("PruneUsageKeys batch %d = %d, %v; want a full batch of 2, then at most 2", batch, n, err)
+		}
+		if total += n; n < 2 {
+			break
+		}
+	}
+	if total < 4 {
+		t.Errorf("PruneUsageKeys forgot %d keys in all, want at least 4", total)
 	}
 	// The old key counts again, the recent one does not; the totals stay.
 	mustAddUsage(t, s, keyed(usageOf(org, "u", "m", ports.FeatureVoice, past.AddDate(0, 0, 2), 100, 0), old))
