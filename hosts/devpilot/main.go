@@ -308,6 +308,10 @@ func (c cli) serve(ctx context.Context, mode app.Mode, opts ...app.LoadOption) e
 	if err := fxApp.Err(); err != nil {
 		return app.StartupCause(err)
 	}
+	// Signals are caught from before the start: an orchestrator may stop a
+	// replica as soon as /readyz answers, before Start has returned.
+	ctx, stopSignals := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stopSignals()
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := fxApp.Start(startCtx); err != nil {
@@ -323,12 +327,8 @@ func (c cli) serve(ctx context.Context, mode app.Mode, opts ...app.LoadOption) e
 		fmt.Fprintf(c.stdout, "devpilot is running (data in %s). Create an API token with:\n  %s token create --email you@example.com --org demo --role admin\n",
 			cfg.DataDir, selfName())
 	}
-	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(signals)
 	exitCode := 0
 	select {
-	case <-signals:
 	case sig := <-fxApp.Wait():
 		exitCode = sig.ExitCode
 	case <-ctx.Done():
