@@ -26,7 +26,7 @@ type Page struct {
 	Cursor string
 }
 
-// The paging rule of every list (API.md, "Lists"): DefaultPageLimit items
+// The paging rule of every list (docs/api.md, "Conventions at a glance"): DefaultPageLimit items
 // when no limit is asked for, at most MaxPageLimit.
 const (
 	DefaultPageLimit = 50

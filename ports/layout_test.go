@@ -13,7 +13,7 @@ import (
 const module = "github.com/devpilot/devpilot"
 
 // pureHelpers are the third-party modules core may import: small, pure
-// libraries with no I/O (DESIGN.md's "small pure helpers").
+// libraries with no I/O (docs/design.md, "The dependency rule").
 var pureHelpers = []string{
 	"github.com/santhosh-tekuri/jsonschema/v6", // tool arguments are validated against JSON Schema
 }
@@ -28,10 +28,10 @@ func pureHelper(path string) bool {
 }
 
 // sharedCore are the packages under core that belong to no area: what
-// several areas share (DESIGN.md). Every other package under core/X is area X's.
+// several areas share (docs/design.md). Every other package under core/X is area X's.
 var sharedCore = []string{"tool", "internal"}
 
-// TestDependencyRule enforces DESIGN.md: core → ports (and the pure helpers);
+// TestDependencyRule enforces the rule docs/design.md describes: core → ports (and the pure helpers);
 // one area of core never imports another's package, and core's shared
 // packages import no area; ports → standard library; adapters and testkit
 // never import core or hosts; nothing outside hosts imports hosts; in hosts

@@ -14,7 +14,7 @@ import (
 // one of the Event* names, Data the JSON of the matching *Data type.
 type Event = ports.StreamEvent
 
-// The names of stream events (API.md 4.1).
+// The names of stream events (docs/api.md, "Assistant").
 const (
 	EventContent              = "content"
 	EventToolCall             = "tool_call"
@@ -30,8 +30,8 @@ const (
 	FinishConfirmationRequired = "confirmation_required"
 	FinishError                = "error"
 	FinishLength               = "length"
-	// FinishStopped ends a turn a user stopped (Service.Stop): an addition
-	// to API.md's four.
+	// FinishStopped ends a turn a user stopped (Service.Stop), beside the
+	// four usual finish reasons.
 	FinishStopped = "stopped"
 )
 

@@ -68,7 +68,7 @@ const (
 	DefaultStateTTL  = 10 * time.Minute
 	DefaultProvider  = "github"
 	DefaultPageLimit = ports.DefaultPageLimit
-	// MaxPageLimit is the largest limit a list accepts (API.md's 200);
+	// MaxPageLimit is the largest limit a list accepts (ports.MaxPageLimit);
 	// pages from the provider hold at most ProviderPageLimit items, so a
 	// larger limit is served as that many with a next cursor.
 	MaxPageLimit      = ports.MaxPageLimit

@@ -170,8 +170,8 @@ func (s *Service) StartSession(ctx context.Context) (Session, error) {
 }
 
 // tools are the realtime session's function definitions: every assistant
-// tool without a page, as API.md §4.5 fixes it (the session lasts and the
-// user may ask anything); with a page, those the chat routes there.
+// tool without a page (the session lasts and the user may ask anything);
+// with a page, those the chat routes there (docs/api.md, "Voice and audio").
 func (s *Service) tools(page *tool.PageContext) []ports.ToolDefinition {
 	if page == nil || (page.CurrentPage == "" && page.SelectedProjectID == "") {
 		return s.d.Assistant.Registry().Definitions()

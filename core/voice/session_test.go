@@ -112,7 +112,7 @@ func TestStartSessionNeedsPrincipal(t *testing.T) {
 
 // TestStartSessionRoutesTools: a voice session started on a page is offered
 // the tools the chat would offer there, at most 20; one started without a
-// page every tool, as API.md §4.5 fixes it.
+// page every tool (docs/api.md, "Voice and audio").
 func TestStartSessionRoutesTools(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -26,7 +26,7 @@ import (
 )
 
 // hostileLiterals are JSON string literals of each class of hostile text a
-// caller may send (API.md, "Conventions"): each must be refused with a 4xx
+// caller may send (docs/api.md, "Conventions"): each must be refused with a 4xx
 // naming the field, on both databases alike.
 var hostileLiterals = []struct{ class, literal string }{
 	{"NUL", `"before\u0000after"`},

@@ -54,7 +54,7 @@ func TestVoiceEndToEnd(t *testing.T) {
 				}
 				sent = append(sent, tl.Name)
 			}
-			// Without a page, every assistant tool (API.md §4.5).
+			// Without a page, every assistant tool (docs/api.md, "Voice and audio").
 			var want []string
 			for _, def := range st.reg.Definitions() {
 				want = append(want, def.Name)

@@ -10,12 +10,12 @@ import (
 	"testing"
 )
 
-// apiOperation finds "METHOD /path" in API.md: in headings ("### GET | POST
+// apiOperation finds "METHOD /path" in the contract: in headings ("### GET | POST
 // /path"), lists ("- POST /path: …") and the cloud table ("| GET |
 // /path |").
 var apiOperation = regexp.MustCompile(`\b((?:GET|POST|PUT|PATCH|DELETE)(?:\s*\|\s*(?:GET|POST|PUT|PATCH|DELETE))*)\s*\|?\s*` + "`?" + `(/[A-Za-z0-9_\-/{}.]*[A-Za-z0-9_}])`)
 
-// apiMD returns the contract, shared/API.md beside the repository, or ""
+// apiMD returns the contract beside the repository, when present, or ""
 // where it is not (a copy of the module on its own).
 func apiMD(t *testing.T) string {
 	t.Helper()
@@ -26,7 +26,7 @@ func apiMD(t *testing.T) string {
 	return string(raw)
 }
 
-// TestEveryOperationOfTheContractIsServed: each operation API.md names is
+// TestEveryOperationOfTheContractIsServed: each operation the contract names is
 // routed at exactly its path (a parameter may be named otherwise), so a
 // client written against the contract never meets a 404 for one.
 func TestEveryOperationOfTheContractIsServed(t *testing.T) {
@@ -40,7 +40,7 @@ func TestEveryOperationOfTheContractIsServed(t *testing.T) {
 	for _, m := range apiOperation.FindAllStringSubmatch(doc, -1) {
 		path := strings.TrimSuffix(m[2], ".")
 		if strings.HasPrefix(path, "/v1/") {
-			continue // the realtime provider's own endpoint, which API.md cites
+			continue // the realtime provider's own endpoint, which the contract cites
 		}
 		for method := range strings.SplitSeq(m[1], "|") {
 			found++

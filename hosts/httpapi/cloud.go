@@ -40,7 +40,7 @@ type Cloud interface {
 	ExternalID(ctx context.Context) (string, error)
 }
 
-// cloudRoutes serves §4.3: accounts and costs at /cloud/…, containers and
+// cloudRoutes serves cloud management: accounts and costs at /cloud/…, containers and
 // functions at /infrastructure/…, hosted apps at /deployments/…, each under
 // /api/v1 too.
 func (s *Server) cloudRoutes() {

@@ -38,7 +38,7 @@ type Content interface {
 	UpdateProject(ctx context.Context, id string, in content.ProjectPatch) (ports.ContentProject, error)
 }
 
-// contentRoutes serves §4.4 at /content/… and under /api/v1.
+// contentRoutes serves the content engine at /content/… and under /api/v1.
 //
 // httprouter cannot hold /content/briefs beside /content/:content_id, so
 // /content/:a and /content/:a/:b are registered once per method and

@@ -17,7 +17,7 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// The Idempotency-Key convention (API.md, "Conventions for every endpoint").
+// The Idempotency-Key convention (docs/api.md, "Conventions").
 const (
 	headerIdempotencyKey      = "Idempotency-Key"
 	headerIdempotentReplayed  = "Idempotent-Replayed"

@@ -87,7 +87,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		h.Set(headerRequestID, id)
 		// No response is for a cache (tokens, private data), nor to be
 		// sniffed as another type. SSE streams set Cache-Control: no-cache
-		// instead, as API.md fixes it.
+		// instead, so that proxies pass events on as they come.
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Content-Type-Options", "nosniff")
 		r, body := watchBody(r)

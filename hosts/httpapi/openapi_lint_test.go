@@ -272,7 +272,7 @@ func knownWarning(doc *openapi3.T, p redoclyProblem) bool {
 	switch p.RuleID {
 	case "no-ambiguous-paths":
 		// /content/briefs/{brief_id} and /content/{content_id}/events are
-		// fixed by API.md; content_id's schema excludes "briefs", which the
+		// both part of the API; content_id's schema excludes "briefs", which the
 		// linter does not read. TestOpenAPIForGenerators checks each pair.
 		m := ambiguousPair.FindStringSubmatch(p.Message)
 		if m == nil {

@@ -30,7 +30,8 @@ type SCM interface {
 // webhookLimit is the largest delivery accepted, as GitHub's own cap.
 const webhookLimit = 25 << 20
 
-// scmRoutes serves §4.6 at the paths API.md names and under /api/v1. The
+// scmRoutes serves the repository integration at /scm/…, /scm-oauth/… and
+// /webhooks/scm, and under /api/v1 (docs/api.md, "Repository integration"). The
 // OAuth callback and the webhook authenticate by state and by HMAC.
 func (s *Server) scmRoutes() {
 	for _, p := range []string{"", "/api/v1"} {

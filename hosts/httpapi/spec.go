@@ -51,8 +51,8 @@ type Spec interface {
 // text inputs (8 MiB by default), plus multipart framing.
 const specUploadLimit = ports.MaxDocumentBytes + 1<<20
 
-// specRoutes serves §4.2 at the paths API.md names (/pse/…) and, like the
-// assistant's, under /api/v1.
+// specRoutes serves the specification engine at /pse/… and, like the
+// assistant's, under /api/v1 (docs/api.md, "Specification engine").
 func (s *Server) specRoutes() {
 	for _, p := range []string{"", "/api/v1"} {
 		s.handle(http.MethodPost, p+"/pse/sessions", s.createSpecSession, maxBody(specUploadLimit))

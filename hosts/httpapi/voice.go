@@ -34,7 +34,7 @@ const audioUploadLimit = 26 << 20
 // provider call's own bound so that a slow provider is a 504 from the adapter.
 const transcribeTimeout = 3 * time.Minute
 
-// voiceRoutes serves §4.5: the voice endpoints under /api/v1/voice, and
+// voiceRoutes serves voice and audio: the voice endpoints under /api/v1/voice, and
 // transcription at /audio/transcribe and under /api/v1.
 func (s *Server) voiceRoutes() {
 	s.handle(http.MethodPost, "/api/v1/voice/session", s.voiceSession, costly)
