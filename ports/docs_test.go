@@ -35,9 +35,14 @@ var mayReadOutsideContract = []string{"hosts/httpapi/apimd_test.go"}
 // build, `devpilot run` and `make eval` leave in a working copy.
 var skippedDirs = []string{".git", "node_modules", "bin", "data", "eval-runs"}
 
-// TestNothingPointsOutsideTheRepository fails when a Go or Markdown file names
-// a design or contract file outside the repository: the design and the API are
-// described in docs/, and a reader of a clone has nothing else.
+// checkedExts are the kinds of file whose text a reader meets: code and its
+// comments, documents, the OpenAPI document and the console's scripts.
+var checkedExts = []string{".go", ".md", ".json", ".js", ".yaml", ".yml"}
+
+// TestNothingPointsOutsideTheRepository fails when a Go, Markdown, JSON,
+// JavaScript or YAML file names a design or contract file outside the
+// repository: the design and the API are described in docs/, and a reader of a
+// clone has nothing else.
 func TestNothingPointsOutsideTheRepository(t *testing.T) {
 	t.Parallel()
 	checked := 0
@@ -51,7 +56,7 @@ func TestNothingPointsOutsideTheRepository(t *testing.T) {
 			}
 			return nil
 		}
-		if ext := filepath.Ext(path); ext != ".go" && ext != ".md" {
+		if !slices.Contains(checkedExts, filepath.Ext(path)) {
 			return nil
 		}
 		rel := relPath(t, path)

@@ -1,6 +1,6 @@
 // pagecontext.js: where the user is in the console, for the assistant's
 // request context (context.current_page and context.selected_project_id of
-// POST /api/v1/agent/chat; API.md §4.1), which routes the tools a turn is
+// POST /api/v1/agent/chat; docs/api.md, "Assistant"), which routes the tools a turn is
 // offered. The Assistant is a page of its own (#/chat), so a chat names the
 // last other page this tab showed (such as #/specs/ID or #/cloud/services),
 // and the spec session or content project that page had in view.
