@@ -132,16 +132,11 @@ func (c conn) insertRows(ctx context.Context, table, columns string, rows [][]an
 	return c.insertRowsWith(ctx, table, columns, "", rows)
 }
 
-// insertAtomically inserts rows all or none, as insertRows does: in the
+// insertAtomicallyWith inserts rows all or none, as insertRows does: in the
 // transaction ctx carries; else, when they fit in one statement, with that
 // statement alone (one round trip instead of three: a single statement is
-// atomic); else in a transaction of its own.
-func (db *DB) insertAtomically(ctx context.Context, table, columns string, rows [][]any) error {
-	return insertAtomicallyOn(ctx, db.Writer, table, columns, "", rows)
-}
-
-// insertAtomicallyWith is insertAtomically with clause ending each
-// statement, as insertRowsWith.
+// atomic); else in a transaction of its own. clause ends each statement, as
+// in insertRowsWith.
 func (db *DB) insertAtomicallyWith(ctx context.Context, table, columns, clause string, rows [][]any) error {
 	return insertAtomicallyOn(ctx, db.Writer, table, columns, clause, rows)
 }

@@ -135,20 +135,6 @@ func (s *Service) account(ctx context.Context, p ports.Principal, id string) (po
 	return s.d.Accounts.GetCloudAccount(ctx, p.OrgID, id)
 }
 
-// target is the first step of every operation on an account: the caller,
-// the checks of the request's required fields (malformed), then the account.
-func (s *Service) target(ctx context.Context, accountID string, fields []ports.FieldError) (ports.Principal, ports.CloudAccount, error) {
-	p, err := ports.RequirePrincipal(ctx)
-	if err != nil {
-		return p, ports.CloudAccount{}, err
-	}
-	if err := ports.FieldsError(ports.KindMalformed, fields...); err != nil {
-		return p, ports.CloudAccount{}, err
-	}
-	a, err := s.account(ctx, p, accountID)
-	return p, a, err
-}
-
 // credentials builds what a provider call authenticates with. The secret of
 // an access key is opened here and must not outlive the call.
 func (s *Service) credentials(a ports.CloudAccount) (ports.CloudCredentials, error) {

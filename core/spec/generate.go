@@ -309,14 +309,6 @@ func (s *Service) continuation(args GenerateStageArgs) *GenerateStageArgs {
 	return &next
 }
 
-// ask calls the model for stage st and validates the answer, asking once
-// more with the problems when it is invalid (see askRepairing, which does
-// it without a findings turn). A transient model error is returned as it
-// is; any other, and a second invalid answer, is a failure.
-func (s *Service) ask(ctx context.Context, st ports.Stage, msgs []ports.Message, log *slog.Logger) (output, ports.ChatResult, error) {
-	return s.askRepairing(ctx, st, msgs, nil, log)
-}
-
 const maxFailureLen = 1000
 
 func invalidOutputMessage(st ports.Stage, problems []string) string {

@@ -312,7 +312,6 @@ func decodeDoc(st ports.Stage, data json.RawMessage) any {
 }
 
 var (
-	taskIDPattern  = regexp.MustCompile(`^T([1-9][0-9]*)$`)
 	storyIDPattern = regexp.MustCompile(`^ST-([1-9][0-9]*)\.([1-9][0-9]*)$`)
 	prpIDPattern   = regexp.MustCompile(`^PRP-([1-9][0-9]*)\.([1-9][0-9]*)$`)
 	epicIDPattern  = regexp.MustCompile(`^EP-([1-9][0-9]*)$`)
