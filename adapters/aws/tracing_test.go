@@ -93,7 +93,7 @@ func TestTracingConventionEveryService(t *testing.T) {
 		}
 		got := map[string]string{}
 		for _, kv := range sp.Attributes() {
-			got[string(kv.Key)] = kv.Value.Emit()
+			got[string(kv.Key)] = kv.Value.String()
 		}
 		for k, v := range map[string]string{"rpc.system": "aws-api", "rpc.service": w[0], "rpc.method": w[1], "cloud.region": region} {
 			if got[k] != v {

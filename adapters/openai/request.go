@@ -91,6 +91,7 @@ func (c *Client) buildRequest(req ports.ChatRequest) (*call, error) {
 		return cl, invalidRequest("max tokens must not be negative")
 	}
 	if c.legacyMaxTokens {
+		//lint:ignore SA1019 legacyMaxTokens is for servers that know only max_tokens.
 		out.MaxTokens = req.MaxTokens
 	} else {
 		out.MaxCompletionTokens = req.MaxTokens

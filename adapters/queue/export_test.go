@@ -26,6 +26,7 @@ func MigrateTo(ctx context.Context, db *sqlstore.DB, version int) error {
 		return err
 	}
 	defer tx.Rollback()
+	//lint:ignore SA1019 SQLite migrates in one transaction, as migrateSQLite does.
 	if _, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, opts); err != nil {
 		return err
 	}

@@ -83,6 +83,7 @@ func migrateSQLite(ctx context.Context, db *sqlstore.DB, m *rivermigrate.Migrato
 		return nil, err
 	}
 	defer tx.Rollback()
+	//lint:ignore SA1019 deprecated for PostgreSQL only; on SQLite one transaction is the point (see above).
 	res, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil)
 	if err != nil {
 		return nil, err

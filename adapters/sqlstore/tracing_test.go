@@ -41,7 +41,7 @@ func TestWithTracer(t *testing.T) {
 			for _, sp := range rec.Ended() {
 				attrs := map[string]string{}
 				for _, kv := range sp.Attributes() {
-					attrs[string(kv.Key)] = kv.Value.Emit()
+					attrs[string(kv.Key)] = kv.Value.String()
 				}
 				// The database client span convention.
 				system := map[sqlstore.Dialect]string{sqlstore.DialectPostgres: "postgresql", sqlstore.DialectSQLite: "sqlite"}[d]
@@ -57,7 +57,7 @@ func TestWithTracer(t *testing.T) {
 					}
 				}
 				for _, kv := range sp.Attributes() {
-					if strings.Contains(kv.Value.Emit(), secret) {
+					if strings.Contains(kv.Value.String(), secret) {
 						t.Errorf("span %q carries an argument in %s", sp.Name(), kv.Key)
 					}
 					if kv.Key == "db.query.text" && strings.HasPrefix(kv.Value.AsString(), "INSERT INTO traced") &&

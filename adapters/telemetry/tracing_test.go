@@ -163,7 +163,7 @@ func TestTraceLLM(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range ended[0].Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	if ended[0].Name() != "chat gpt-test" || attrs["gen_ai.usage.output_tokens"] == "0" || attrs["gen_ai.response.model"] == "" {
 		t.Errorf("first span %q %v", ended[0].Name(), attrs)
@@ -184,13 +184,13 @@ func TestTraceLLM(t *testing.T) {
 	}
 	for _, kv := range ended[0].Attributes() {
 		if kv.Key == "gen_ai.response.finish_reasons" && (kv.Value.Type().String() != "STRINGSLICE" || kv.Value.AsStringSlice()[0] != "stop") {
-			t.Errorf("gen_ai.response.finish_reasons is %s %v, want the string array [stop]", kv.Value.Type(), kv.Value.Emit())
+			t.Errorf("gen_ai.response.finish_reasons is %s %v, want the string array [stop]", kv.Value.Type(), kv.Value.String())
 		}
 	}
 	failed := ended[1]
 	sampling := map[string]string{}
 	for _, kv := range failed.Attributes() {
-		sampling[string(kv.Key)] = kv.Value.Emit()
+		sampling[string(kv.Key)] = kv.Value.String()
 	}
 	if sampling["gen_ai.request.temperature"] != "0" || sampling["gen_ai.request.seed"] != "7" {
 		t.Errorf("second span's sampling: %v", sampling)
@@ -201,7 +201,7 @@ func TestTraceLLM(t *testing.T) {
 	var kind string
 	for _, kv := range failed.Attributes() {
 		if kv.Key == "error.type" {
-			kind = kv.Value.Emit()
+			kind = kv.Value.String()
 		}
 	}
 	if kind != string(ports.KindRateLimited) {
@@ -239,7 +239,7 @@ func TestTraceLLMCanceled(t *testing.T) {
 			}
 		case "gen_ai.request.max_tokens":
 			if kv.Value.AsInt64() != 50 {
-				t.Errorf("max_tokens %v", kv.Value.Emit())
+				t.Errorf("max_tokens %v", kv.Value.String())
 			}
 		}
 	}

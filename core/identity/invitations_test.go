@@ -17,8 +17,7 @@ import (
 // and an admin, a0, of org o1 besides its member u1.
 func newInviteEnv(t *testing.T) env {
 	t.Helper()
-	var e env
-	e = newEnvWith(t, func(d *identity.Deps) {
+	e := newEnvWith(t, func(d *identity.Deps) {
 		d.Invitations, d.Audit, d.Random = d.Tx.(ports.InvitationStore), d.Tx.(ports.AuditStore), nil
 	})
 	if err := e.store.CreateUser(context.Background(), ports.User{ID: "a0", OrgID: "o1", Email: "admin@example.com", Role: ports.RoleAdmin, CreatedAt: e.clock.Now()}); err != nil {

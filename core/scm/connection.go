@@ -89,9 +89,6 @@ func errMessage(err error) string {
 
 // splitScopes reads a provider's scope list, separated by commas or spaces.
 func splitScopes(s string) []string {
-	out := []string{}
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
-		out = append(out, f)
-	}
-	return out
+	// Never nil: an empty list is encoded as [], not null.
+	return append([]string{}, strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })...)
 }

@@ -444,9 +444,8 @@ func sample(s *openapi3.Schema, path string, f hostileFixtures, depth int) any {
 			if strings.HasSuffix(name, "_at") && prop.Value.Type.Includes("null") {
 				v = nil // a time the request may echo back
 			}
-			if str, ok := v.(string); ok && prop.Value.Format == "uuid" {
-				str = f.param(path, name)
-				v = str
+			if _, ok := v.(string); ok && prop.Value.Format == "uuid" {
+				v = f.param(path, name)
 			}
 			m[name] = v
 		}

@@ -139,7 +139,7 @@ func TestPermissionsEndToEnd(t *testing.T) {
 			// Now the member's chat proposes the scale; the admin takes the
 			// permission back before the member confirms: the confirm is refused.
 			st.model.Enqueue(fakeopenai.ToolCalls(fakeopenai.Call{ID: "call_sc2", Name: "scale_service", Arguments: args}))
-			code, body, evs = c.stream(member, "/api/v1/agent/chat", map[string]any{"message": "scale web to 24", "context": map[string]string{"current_page": "/cloud"}})
+			code, _, evs = c.stream(member, "/api/v1/agent/chat", map[string]any{"message": "scale web to 24", "context": map[string]string{"current_page": "/cloud"}})
 			if code != 200 || !strings.HasSuffix(names(evs), "confirmation_required,done") {
 				t.Fatalf("chat with the permission: %d %s", code, names(evs))
 			}

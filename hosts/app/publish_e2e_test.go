@@ -218,7 +218,9 @@ func TestPublishEndToEnd(t *testing.T) {
 			// A draft cannot be published.
 			code, body, _ = st.call(member, "POST", "/content/briefs", map[string]any{"project_id": "web", "title": "Draft"})
 			var brief struct{ ID string }
-			_ = json.Unmarshal(body, &brief)
+			if err := json.Unmarshal(body, &brief); code != 201 || err != nil {
+				t.Fatalf("create brief: %d %s", code, body)
+			}
 			st.model.Enqueue(fakeopenai.Text(`{"title":"Draft","body":"Not yet."}`))
 			draft := st.generate(member, brief.ID)
 			st.waitDrafted(member, draft)

@@ -542,11 +542,11 @@ func TestSCMEndToEnd(t *testing.T) {
 			// signature does not cover X-GitHub-Event.
 			st.wantDelivered(withHeader(push.WithID("as-release-"+push.ID), "X-GitHub-Event", "release"), "duplicate")
 			pushSummary, prSummary := "octo-alice pushed 2 commits to main", "octo-alice opened pull request #7: Add rate limiting"
-			got := st.waitActivity(alice, apiRepo.ID, pushSummary, prSummary)
+			st.waitActivity(alice, apiRepo.ID, pushSummary, prSummary)
 			// Redelivering after processing is still a duplicate.
 			st.wantDelivered(push, "duplicate")
 			time.Sleep(200 * time.Millisecond) // a wrongly enqueued repeat would land by now
-			got = list[activityJSON](st, alice, "/scm/repos/"+apiRepo.ID+"/activity?limit=100").Items
+			got := list[activityJSON](st, alice, "/scm/repos/"+apiRepo.ID+"/activity?limit=100").Items
 			bySummary := map[string][]activityJSON{}
 			for _, a := range got {
 				bySummary[a.Summary] = append(bySummary[a.Summary], a)

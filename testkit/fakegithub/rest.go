@@ -382,7 +382,7 @@ func (s *Server) handleActivity(c *call) {
 		return a.ID < b.ID
 	})
 	perPage := perPage(q)
-	start, end := 0, len(acts)
+	var start, end int
 	position := func(cursor string) (int, bool) {
 		id, ok := parseActivityCursor(cursor)
 		if !ok {

@@ -145,6 +145,7 @@ func (s *Server) handleTranscription(w http.ResponseWriter, r *http.Request) {
 func readTranscription(r *http.Request, req *TranscriptionRequest) ([]byte, error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
+		//lint:ignore ST1005 the OpenAI API's own message, which the fake answers with.
 		return nil, fmt.Errorf("Invalid Content-Type header (%s), expected multipart/form-data.", r.Header.Get("Content-Type"))
 	}
 	var head []byte
