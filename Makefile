@@ -59,12 +59,17 @@ check-tidy:
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit"; exit 1; }
 	@cd deploy && $(GO) mod tidy -diff || { echo "deploy/go.mod or deploy/go.sum is not tidy: run 'cd deploy && go mod tidy' and commit"; exit 1; }
 
-## lint: go vet (also of the binary built with -tags nosandbox, and of deploy/'s
-## module) and a gofmt check.
+## lint: go vet and staticcheck (also of the binary built with -tags nosandbox,
+## and of deploy/'s module) and a gofmt check. staticcheck is pinned as a tool
+## in go.mod; deploy/ has a go.mod of its own, so it runs the binary `go tool -n`
+## names rather than adding the tool to deploy/'s module as well.
 lint:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags nosandbox ./hosts/devpilot
 	cd deploy && $(GO) vet ./...
+	$(GO) tool staticcheck $(PKGS)
+	$(GO) tool staticcheck -tags nosandbox ./hosts/devpilot
+	sc=$$($(GO) tool -n staticcheck) && cd deploy && "$$sc" ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 
