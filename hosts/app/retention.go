@@ -74,13 +74,19 @@ func RetentionSettings() []RetentionSetting {
 
 // retention reads every DEVPILOT_RETENTION_* variable. The rate windows
 // must be kept at least one rate window (rateWindow), or a count would
-// start again within its window.
+// start again within its window: a value set below it is refused, the
+// default is raised to it.
 func (r *reader) retention(rateWindow time.Duration) RetentionConfig {
 	var c RetentionConfig
 	for _, s := range RetentionSettings() {
 		*s.field(&c) = r.retentionOf(s)
 	}
-	if keep := c.Keep.RateWindows; keep >= 0 && keep < rateWindow {
+	keep := c.Keep.RateWindows
+	if r.str("DEVPILOT_RETENTION_RATE_WINDOWS", "") == "" && keep >= 0 && keep < rateWindow {
+		// Unset: the default grows with a long rate window instead of
+		// refusing a setting nobody gave.
+		c.Keep.RateWindows = rateWindow
+	} else if keep >= 0 && keep < rateWindow {
 		r.fail("DEVPILOT_RETENTION_RATE_WINDOWS", fmt.Sprintf("(%s) must be at least %s (%s) or off", keep, EnvRateWindow, rateWindow))
 	}
 	return c

@@ -48,6 +48,9 @@ func TestLoadRetention(t *testing.T) {
 		{"negative", map[string]string{"DEVPILOT_RETENTION_COST_CACHE": "-1h"}, defaults, "DEVPILOT_RETENTION_COST_CACHE"},
 		{"rate windows shorter than the window", map[string]string{"DEVPILOT_RETENTION_RATE_WINDOWS": "1h", app.EnvRateWindow: "2h"},
 			defaults, "DEVPILOT_RETENTION_RATE_WINDOWS"},
+		// Unset, the default follows a rate window longer than itself.
+		{"a long rate window raises the default", map[string]string{app.EnvRateWindow: "1000h"},
+			with(func(c *app.RetentionConfig) { c.Keep.RateWindows = 1000 * time.Hour }), ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
