@@ -9,8 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
 )
 
 const marker = "\n[log truncated]"

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	awsadapter "github.com/devpilot/devpilot/adapters/aws"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
 	"github.com/devpilot/devpilot/testkit/fixture"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
 )
 
 // day is a day of March 2026, or of April for n > 31.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
 	"github.com/devpilot/devpilot/testkit/fixture"
 )
 

@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	awsadapter "github.com/devpilot/devpilot/adapters/aws"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
 )
 
 // awsCalls is the devpilot_aws_calls_total child of the labels given,

@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	awsadapter "github.com/devpilot/devpilot/adapters/aws"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
 )
 
 // Each SDK call is one client span "<service>.<operation>" under the

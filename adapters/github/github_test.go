@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/devpilot/devpilot/adapters/github"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
 )
 
 const (

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
 )
 
 func TestIssuesAndLabels(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/devpilot/devpilot/adapters/github"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
 )
 
 // githubCalls is the devpilot_github_calls_total child of the labels given,

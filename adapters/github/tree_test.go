@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
 )
 
 func TestReadTree(t *testing.T) {

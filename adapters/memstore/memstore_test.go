@@ -3,8 +3,8 @@ package memstore_test
 import (
 	"testing"
 
+	"github.com/devpilot/devpilot/adapters/memstore"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/memstore"
 	"github.com/devpilot/devpilot/testkit/storetest"
 )
 

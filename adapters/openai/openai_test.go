@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 const testKey = "sk-devpilot-test-0123456789abcdef"

@@ -15,8 +15,8 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 var weatherSchema = json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)

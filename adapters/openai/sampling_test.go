@@ -6,8 +6,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 // TestTemperatureAndSeed: the request's temperature and seed reach the

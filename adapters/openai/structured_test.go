@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 func TestLenientSchema(t *testing.T) {

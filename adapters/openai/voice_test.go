@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 var voiceTools = []ports.ToolDefinition{

@@ -13,8 +13,8 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/openai"
 	"github.com/devpilot/devpilot/adapters/telemetry"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 func newClient(t *testing.T, f *fakeopenai.Server) *openai.Client {

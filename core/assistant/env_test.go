@@ -13,11 +13,11 @@ import (
 
 	"go.uber.org/mock/gomock"
 
+	"github.com/devpilot/devpilot/adapters/memstore"
 	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
-	"github.com/devpilot/devpilot/testkit/memstore"
 	"github.com/devpilot/devpilot/testkit/mocks"
 )
 

@@ -8,11 +8,11 @@ import (
 	"log"
 	"strings"
 
+	"github.com/devpilot/devpilot/adapters/memstore"
 	"github.com/devpilot/devpilot/core/assistant"
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
-	"github.com/devpilot/devpilot/testkit/memstore"
 )
 
 // scriptedLLM is a ports.LLM that answers each call with the next of its
@@ -43,7 +43,7 @@ func check(err error) {
 func must[T any](v T, err error) T { check(err); return v }
 
 // The assistant embedded on its own: a custom write tool, a scripted model
-// and the in-memory stores of testkit/memstore. The model calls the tool; a
+// and the in-memory stores of adapters/memstore. The model calls the tool; a
 // write waits for a human, so the turn ends asking for a confirmation.
 // Approved, the tool runs; Continue then lets the model answer.
 func Example() {

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devpilot/devpilot/adapters/memstore"
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
-	"github.com/devpilot/devpilot/testkit/memstore"
 )
 
 type env struct {

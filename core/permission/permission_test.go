@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devpilot/devpilot/adapters/memstore"
 	"github.com/devpilot/devpilot/core/permission"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/memstore"
 )
 
 type fixedClock struct{ t time.Time }

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devpilot/devpilot/adapters/memstore"
 	"github.com/devpilot/devpilot/core/usage"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/memstore"
 )
 
 // Checks and charges of one organisation from many goroutines at once,

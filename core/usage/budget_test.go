@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devpilot/devpilot/adapters/memstore"
 	"github.com/devpilot/devpilot/core/usage"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
-	"github.com/devpilot/devpilot/testkit/memstore"
 )
 
 // countingLLM answers every call with prompt and completion tokens and

@@ -24,8 +24,8 @@ import (
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/hosts/app"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 func TestMain(m *testing.M) { sqlstoretest.Main(m) }

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // TestChatRoutingFollowsConversation: a model that can call only the tools

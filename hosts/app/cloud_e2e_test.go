@@ -14,9 +14,9 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/core/identity"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 // The AWS account every cloud test seeds, and the IAM user devpilot signs in

@@ -17,7 +17,7 @@ import (
 )
 
 // The Assistant page in a real browser, against the sandbox's scripted demo
-// model (testkit/demomodel): "scale checkout to 3" makes it list the cloud
+// model (hosts/sandbox/demomodel): "scale checkout to 3" makes it list the cloud
 // accounts, the clusters and their services (read tools, run at once), then
 // ask to run scale_service (a write, which waits for approval).
 

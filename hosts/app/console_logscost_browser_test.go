@@ -10,7 +10,7 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/sandbox"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
 )
 
 // TestConsoleLogsAndCosts follows a service's log in the console (a line

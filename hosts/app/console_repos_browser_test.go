@@ -10,7 +10,7 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/sandbox"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
 )
 
 func TestConsoleRepos(t *testing.T) {

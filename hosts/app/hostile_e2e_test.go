@@ -20,9 +20,9 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/sandbox"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 // hostileLiterals are JSON string literals of each class of hostile text a

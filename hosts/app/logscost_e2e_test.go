@@ -14,8 +14,8 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/app"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
 )
 
 // followEvent is one event of a log stream.

@@ -18,8 +18,8 @@ import (
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/hosts/app"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // migrateDB applies every migration to the database of vars, as `devpilot

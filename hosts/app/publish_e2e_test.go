@@ -19,9 +19,9 @@ import (
 	"github.com/devpilot/devpilot/adapters/publish"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/app"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 	"github.com/devpilot/devpilot/testkit/fakewordpress"
 	"github.com/devpilot/devpilot/testkit/fixture"
 )

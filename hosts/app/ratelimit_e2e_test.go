@@ -13,7 +13,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/hosts/app"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // TestRateLimitAcrossReplicas is issue 22's check of the request rate: two

@@ -18,10 +18,10 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/app"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 // The OAuth app and webhook secret the SCM stacks are configured with.

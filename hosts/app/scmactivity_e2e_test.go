@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
 )
 
 // TestSCMActivityURLsAreWebURLs: a signed delivery whose links are

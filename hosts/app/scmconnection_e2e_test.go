@@ -8,7 +8,7 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/app"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
 )
 
 // scmConnectionJSON is GET /scm/connection's answer.

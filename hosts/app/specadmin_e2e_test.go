@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // TestSpecRenameDelete renames and deletes specification sessions through

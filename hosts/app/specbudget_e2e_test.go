@@ -9,8 +9,8 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/core/spec"
-	"github.com/devpilot/devpilot/testkit/demomodel"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/demomodel"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // transcript is a meeting transcript of about pages pages (500 words a

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // TestSpecGenerateThrough: one generate call with {"through":"prps"} takes

@@ -13,8 +13,8 @@ import (
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/app"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // startTelemetryStack starts devpilot run (HTTP and worker in one process,

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 // TestTokenScopes: tokens made with scopes can do what their scopes say

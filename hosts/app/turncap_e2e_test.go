@@ -17,8 +17,8 @@ import (
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/hosts/app"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // startReplicas starts n devpilot processes (HTTP + worker) on one fresh

@@ -9,8 +9,8 @@ import (
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/hosts/app"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 type usageReport struct {

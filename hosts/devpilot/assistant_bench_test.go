@@ -26,11 +26,11 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // The assistant benchmarks run the real binary as a separate process (so its
-// RSS is its own) against testkit/fakeopenai served by the benchmark process,
+// RSS is its own) against hosts/sandbox/fakeopenai served by the benchmark process,
 // and read the chat SSE stream over loopback as a client would. They report
 // figures; they assert nothing about time.
 

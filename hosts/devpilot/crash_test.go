@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // crashDeadline bounds each wait of TestRunResumesStageAfterKill.

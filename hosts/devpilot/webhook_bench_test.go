@@ -19,7 +19,7 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
 )
 
 // The shape of a webhook benchmark run.

@@ -1,5 +1,5 @@
 // Package eval is devpilot's evaluation harness (`devpilot eval`): it runs
-// the golden corpus (testkit/evalcorpus) through the specification engine's
+// the golden corpus (hosts/eval/evalcorpus) through the specification engine's
 // five stages, the content engine (briefs under a brand) and a set of
 // scripted assistant tasks, against whatever model is configured or the
 // sandbox's, and measures what came out with deterministic metrics
@@ -22,8 +22,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/devpilot/devpilot/testkit/evalcorpus"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/eval/evalcorpus"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // The parts of a run.

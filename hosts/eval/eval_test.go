@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/devpilot/devpilot/hosts/eval"
-	"github.com/devpilot/devpilot/testkit/demomodel"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/demomodel"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 func showInt(v *int64) string {

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/devpilot/devpilot/hosts/eval"
-	"github.com/devpilot/devpilot/testkit/demomodel"
-	"github.com/devpilot/devpilot/testkit/evalcorpus"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/eval/evalcorpus"
+	"github.com/devpilot/devpilot/hosts/sandbox/demomodel"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // The floors the corpus slice holds on the faithful demo model, which

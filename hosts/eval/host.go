@@ -14,10 +14,10 @@ import (
 
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/hosts/app"
+	"github.com/devpilot/devpilot/hosts/eval/evalcorpus"
 	"github.com/devpilot/devpilot/hosts/sandbox"
-	"github.com/devpilot/devpilot/testkit/demomodel"
-	"github.com/devpilot/devpilot/testkit/evalcorpus"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/demomodel"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // LogFile is devpilot's log, in the run directory.

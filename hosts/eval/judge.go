@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/devpilot/devpilot/adapters/openai"
+	"github.com/devpilot/devpilot/hosts/eval/evalcorpus"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/evalcorpus"
 )
 
 // The judge's settings: off unless DEVPILOT_EVAL_JUDGE_MODEL is set; its

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devpilot/devpilot/testkit/evalcorpus"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/eval/evalcorpus"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 func TestJudgeScoresAStage(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/devpilot/devpilot/testkit/evalcorpus"
+	"github.com/devpilot/devpilot/hosts/eval/evalcorpus"
 )
 
 // The metrics are pure functions of the artifacts' structured data (the

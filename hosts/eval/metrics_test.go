@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devpilot/devpilot/testkit/evalcorpus"
+	"github.com/devpilot/devpilot/hosts/eval/evalcorpus"
 )
 
 func ptr(v float64) *float64 { return &v }

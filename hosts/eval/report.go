@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/devpilot/devpilot/testkit/evalcorpus"
+	"github.com/devpilot/devpilot/hosts/eval/evalcorpus"
 )
 
 // The report files written in the run directory.

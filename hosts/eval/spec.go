@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/devpilot/devpilot/testkit/evalcorpus"
+	"github.com/devpilot/devpilot/hosts/eval/evalcorpus"
 )
 
 // A waiting run reads a session or a draft again after pollFirst, then

@@ -2,10 +2,12 @@
 // OpenAI (the scripted demo model), AWS and GitHub on loopback, seeded with
 // demo data, and devpilot's own demo records (an org, an admin with an API
 // token, a cloud account, a GitHub connection) seeded through the core
-// services once the app starts. It is the only host package that links the
-// testkit fakes: the wiring package hosts/app knows a running sandbox only
-// through app.SandboxProviders, so a binary built without this package (the
-// devpilot command with -tags nosandbox) carries no testkit code.
+// services once the app starts. The fakes and the demo model are its own
+// subpackages (fakeopenai, fakeaws, fakegithub, demomodel), which the
+// adapters' and hosts' tests import from here too. The wiring package
+// hosts/app knows a running sandbox only through app.SandboxProviders, so a
+// binary built without this package (the devpilot command with -tags
+// nosandbox) carries none of them; no binary links testkit.
 package sandbox
 
 import (
@@ -32,11 +34,11 @@ import (
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/core/scm"
 	"github.com/devpilot/devpilot/hosts/app"
+	"github.com/devpilot/devpilot/hosts/sandbox/demomodel"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/demomodel"
-	"github.com/devpilot/devpilot/testkit/fakeaws"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 // What the sandbox seeds, fixed so that a walkthrough can name it. The demo
@@ -87,7 +89,7 @@ func Repos() map[string]int64 {
 }
 
 // Sandbox is a running set of sandbox providers: fakeopenai answering with
-// the scripted demo model (testkit/demomodel), fakeaws and fakegithub, each
+// the scripted demo model (hosts/sandbox/demomodel), fakeaws and fakegithub, each
 // served by its own http.Server on a 127.0.0.1 port, seeded with demo data.
 // Nothing it does leaves loopback.
 //
@@ -219,7 +221,7 @@ type options struct {
 func KeepModel() Option { return func(o *options) { o.keepModel = true } }
 
 // WithResponder makes respond answer the fake OpenAI's chat requests
-// instead of the demo model (testkit/demomodel); nil keeps the demo model.
+// instead of the demo model (hosts/sandbox/demomodel); nil keeps the demo model.
 func WithResponder(respond func(*fakeopenai.Request) fakeopenai.Response) Option {
 	return func(o *options) {
 		if respond != nil {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/devpilot/devpilot/hosts/app"
 	"github.com/devpilot/devpilot/hosts/sandbox"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 // The end-to-end tests of a started sandbox (seeding, restarts, the

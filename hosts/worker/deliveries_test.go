@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/devpilot/devpilot/adapters/github"
+	"github.com/devpilot/devpilot/adapters/memstore"
 	"github.com/devpilot/devpilot/adapters/queue"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/core/scm"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
 	"github.com/devpilot/devpilot/hosts/worker"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
 	"github.com/devpilot/devpilot/testkit/fixture"
-	"github.com/devpilot/devpilot/testkit/memstore"
 )
 
 // lagCounter is an Observer counting the deliveries reported processed.

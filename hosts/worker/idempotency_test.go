@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devpilot/devpilot/adapters/memstore"
 	"github.com/devpilot/devpilot/adapters/queue"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/worker"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
-	"github.com/devpilot/devpilot/testkit/memstore"
 )
 
 // The prune job deletes the idempotency keys expired at the clock's time and

@@ -9,6 +9,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/devpilot/devpilot/adapters/memstore"
 	"github.com/devpilot/devpilot/adapters/queue"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
@@ -17,7 +18,6 @@ import (
 	"github.com/devpilot/devpilot/core/spec"
 	"github.com/devpilot/devpilot/hosts/worker"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/memstore"
 )
 
 // call is one call a signalling generator received.

@@ -3,13 +3,13 @@ package worker_test
 import (
 	"testing"
 
+	"github.com/devpilot/devpilot/adapters/memstore"
 	"github.com/devpilot/devpilot/adapters/queue"
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/worker"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/devpilot/devpilot/testkit/fixture"
-	"github.com/devpilot/devpilot/testkit/memstore"
 )
 
 // The prune job forgets the usage keys older than UsageKeysKept at the

@@ -39,7 +39,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // Model is the sandbox's demo model. Its zero value is not usable; call New.

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // The response format names of core/spec's digest of long inputs: map

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/devpilot/devpilot/adapters/openai"
+	"github.com/devpilot/devpilot/hosts/sandbox/demomodel"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/demomodel"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 // today is the date the model reads in the tests.

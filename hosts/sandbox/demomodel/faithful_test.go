@@ -16,10 +16,10 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/openai"
 	"github.com/devpilot/devpilot/core/spec"
+	"github.com/devpilot/devpilot/hosts/eval/evalcorpus"
+	"github.com/devpilot/devpilot/hosts/sandbox/demomodel"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/demomodel"
-	"github.com/devpilot/devpilot/testkit/evalcorpus"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 	"github.com/devpilot/devpilot/testkit/fixture"
 )
 

@@ -13,9 +13,9 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/github"
 	"github.com/devpilot/devpilot/core/spec"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 	"github.com/devpilot/devpilot/testkit/fixture"
 	"github.com/devpilot/devpilot/testkit/mocks"
 )

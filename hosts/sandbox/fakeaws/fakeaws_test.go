@@ -19,7 +19,7 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
-	"github.com/devpilot/devpilot/testkit/fakeaws"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeaws"
 )
 
 const (

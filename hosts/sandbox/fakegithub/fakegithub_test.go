@@ -17,7 +17,7 @@ import (
 	gh "github.com/google/go-github/v84/github"
 	"github.com/google/uuid"
 
-	"github.com/devpilot/devpilot/testkit/fakegithub"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
 )
 
 // get sends a GET to the fake with an optional token and decodes a JSON

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/devpilot/devpilot/testkit/fakegithub"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
 )
 
 // send sends a JSON request to the fake and decodes a JSON answer into out

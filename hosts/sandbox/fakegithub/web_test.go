@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devpilot/devpilot/testkit/fakegithub"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
 )
 
 // TestWebPages follows the html_url links the REST API hands out (a commit,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 func TestContextLimit(t *testing.T) {

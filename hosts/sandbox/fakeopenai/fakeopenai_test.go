@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 const chatBody = `{"model":"gpt-test","stream":%t,"stream_options":%s,"messages":[{"role":"user","content":"say hello please"}]}`

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // serve serves a NewHandler fake the way a sandbox does and returns its

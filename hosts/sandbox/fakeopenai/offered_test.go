@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // TestOfferedToolsOnly: a fake that can call only offered tools answers

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // formatBody is a chat request with response_format rf (JSON) and, when

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // postTo sends body to path under the server's /v1 with the given headers
