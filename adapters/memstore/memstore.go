@@ -1,7 +1,15 @@
-// Package memstore keeps every store port of devpilot in memory, for tests
-// and for programs that embed devpilot without a database. It imports only
-// ports and the standard library, and passes the same storetest contract
-// suites as the SQL adapter (SQLite and PostgreSQL).
+// Package memstore is the adapter that keeps every store port of devpilot
+// in memory. It is for programs that embed devpilot's core services without
+// a database (a command-line tool, a demo, an example, a test of your own
+// tools): build the services with a Store in place of adapters/sqlstore and
+// they behave the same, because memstore runs under every contract suite of
+// testkit/storetest, as the SQL adapter does on SQLite and PostgreSQL. It
+// imports only ports and the standard library.
+//
+// A Store keeps nothing across restarts: its records live in the process's
+// memory and are gone when the process ends, and two processes never share
+// one. Use adapters/sqlstore for anything that must survive a restart or be
+// served by more than one replica.
 //
 // One Store, from New, implements every store port and ports.Transactor:
 // pass the same value wherever a core asks for a store or a Transactor.

@@ -174,7 +174,7 @@ type Config struct {
 // SandboxProviders is what the app needs of running sandbox providers
 // (package hosts/sandbox, which starts the fakes before the fx graph is
 // built and points the configuration at them). It keeps this package free
-// of the testkit fakes: a host that never attaches one links none of them.
+// of the sandbox's fakes: a host that never attaches one links none of them.
 type SandboxProviders interface {
 	// Module returns the fx options that seed the demo records on start
 	// (before the HTTP server listens) and stop the fakes on stop.

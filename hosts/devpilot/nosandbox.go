@@ -13,7 +13,7 @@ import (
 
 // checkSandboxBuild refuses a configuration with the sandbox on: this
 // build (-tags nosandbox) links neither package hosts/sandbox nor the
-// testkit fakes it runs. The error names the reason the sandbox is on and
+// fakes and demo model it runs (its subpackages). The error names the reason the sandbox is on and
 // the tag.
 func checkSandboxBuild(cfg app.Config) error {
 	if !cfg.Sandbox {

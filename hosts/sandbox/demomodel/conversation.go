@@ -6,11 +6,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
 // The assistant's tools the model calls, by the names core/cloud, core/spec,
-// core/content and core/scm register them (testkit may not import core).
+// core/content and core/scm register them: the model knows them by name only,
+// as a real provider does.
 const (
 	toolListAccounts   = "list_cloud_accounts"
 	toolCosts          = "get_costs"

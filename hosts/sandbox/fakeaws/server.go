@@ -15,6 +15,9 @@
 // credentials the fake issued from AssumeRole, which also need their session
 // token. The request is then served from seeded state (see Account), unless
 // an injected Fault answers first, and recorded as a Call.
+//
+// It lives under hosts/sandbox because the sandbox serves it in the binary,
+// seeded with demo data; tests import it from here.
 package fakeaws
 
 import (

@@ -31,6 +31,9 @@
 // The package also builds webhook deliveries as GitHub sends them: Sign,
 // NewDelivery and the event payload builders (PushEvent, PullRequestEvent,
 // ...).
+//
+// It lives under hosts/sandbox because the sandbox serves it in the binary,
+// seeded with demo data; tests import it from here.
 package fakegithub
 
 import (

@@ -30,6 +30,9 @@
 // provider (WithStructuredOutput, SetStructuredOutput): OpenAI's strict
 // Structured Outputs, the llama.cpp server, or a JSON-mode-only API, each
 // refusing with its own 400 what it would refuse.
+//
+// It lives under hosts/sandbox because the sandbox serves it in the binary
+// (`devpilot run` without a model configured); tests import it from here.
 package fakeopenai
 
 import (
