@@ -34,12 +34,13 @@ var sharedCore = []string{"tool", "internal"}
 // TestDependencyRule enforces the rule docs/design.md describes: core → ports (and the pure helpers);
 // one area of core never imports another's package, and core's shared
 // packages import no area; ports → standard library; adapters and testkit
-// never import core or hosts; nothing outside hosts imports hosts; in hosts
-// only the sandbox (hosts/sandbox) imports testkit, so hosts/app stays
-// wiring only and a binary without the sandbox links no testkit code (the
-// evaluation harness, hosts/eval, runs on the sandbox and is linked only where
-// the sandbox is, so it may import testkit too). Only
-// the packages' own files count, not their tests.
+// never import core; nothing outside hosts imports hosts; and no package
+// outside testkit imports testkit, so no binary links test code.
+//
+// Only the packages' own files count, not their tests: a test may import
+// testkit, and a test outside hosts may import what hosts/sandbox serves
+// (its fakes, hosts/sandbox/fakeopenai and the others, and its demo model),
+// as the adapters' tests do.
 func TestDependencyRule(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...")
@@ -73,6 +74,32 @@ func TestDependencyRule(t *testing.T) {
 	}
 }
 
+// TestBinaryLinksNoTestkit checks what the dependency rule is for: the
+// devpilot binary, built with the sandbox (the default) and without it
+// (-tags nosandbox), links no testkit package. The sandbox's fakes and demo
+// model ship from hosts/sandbox, the golden corpus from hosts/eval.
+func TestBinaryLinksNoTestkit(t *testing.T) {
+	t.Parallel()
+	for _, tags := range []string{"", "nosandbox"} {
+		cmd := exec.Command("go", "list", "-deps", "-tags="+tags, module+"/hosts/devpilot")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps -tags=%q: %v\n%s", tags, err, stderr.String())
+		}
+		deps := strings.Fields(string(out))
+		if !slices.Contains(deps, module+"/ports") {
+			t.Fatalf("go list -deps -tags=%q does not list %s/ports: %q", tags, module, out)
+		}
+		for _, dep := range deps {
+			if layer(dep) == "testkit" {
+				t.Errorf("the devpilot binary (-tags=%q) links %s", tags, dep)
+			}
+		}
+	}
+}
+
 // layer returns the top-level folder of a package of this module, or "".
 func layer(path string) string {
 	rest, ok := strings.CutPrefix(path, module+"/")
@@ -102,15 +129,6 @@ func standard(path string) bool {
 	return !strings.Contains(first, ".")
 }
 
-// sandboxHost is the one host package that may import testkit: it runs the
-// sandbox's fakes. evalHost, the evaluation harness, runs on the sandbox
-// and reads the golden corpus (testkit/evalcorpus); the devpilot command
-// links it only in a build with the sandbox.
-const (
-	sandboxHost = module + "/hosts/sandbox"
-	evalHost    = module + "/hosts/eval"
-)
-
 // forbidden says why the package pkg may not import imp, "" when it may.
 func forbidden(pkg, imp string) string {
 	from, to := layer(pkg), layer(imp)
@@ -125,8 +143,8 @@ func forbidden(pkg, imp string) string {
 		return from + " may not import core"
 	case from == "core" && to == "core" && coreArea(imp) != "" && coreArea(imp) != coreArea(pkg):
 		return "one area of core may not import another area's package (nor may core's shared packages); share through ports or core/tool"
-	case from == "hosts" && to == "testkit" && pkg != sandboxHost && pkg != evalHost:
-		return "in hosts only " + sandboxHost + " and " + evalHost + " may import testkit (the fakes stay out of the wiring and out of a -tags nosandbox binary)"
+	case to == "testkit" && from != "testkit":
+		return "only tests and testkit itself may import testkit (no binary links test code)"
 	}
 	return ""
 }
@@ -154,14 +172,22 @@ func TestForbidden(t *testing.T) {
 		{"ports", "github.com/google/uuid", true},
 		{"adapters/aws", module + "/hosts/app", true},
 		{"adapters/aws", module + "/core/identity", true},
-		{"testkit/fakeaws", module + "/hosts/httpapi", true},
+		{"testkit/fakeoidc", module + "/hosts/httpapi", true},
+		{"testkit/storetest", module + "/testkit/fixture", false},
+		{"testkit/storetest", module + "/core/spec", true},
+		{"adapters/memstore", module + "/testkit/storetest", true},
+		{"adapters/openai", module + "/hosts/sandbox/fakeopenai", true},
+		{"core/spec", module + "/testkit/mocks", true},
 		{"hosts/app", module + "/core/identity", false},
 		{"hosts/app", module + "/core/assistant", false},
-		{"hosts/app", module + "/testkit/fakeaws", true},
-		{"hosts/devpilot", module + "/testkit/demomodel", true},
-		{"hosts/sandbox", module + "/testkit/fakeopenai", false},
-		{"hosts/eval", module + "/testkit/evalcorpus", false},
-		{"hosts/httpapi", module + "/testkit/evalcorpus", true},
+		{"hosts/app", module + "/testkit/fakeoidc", true},
+		{"hosts/devpilot", module + "/testkit/mocks", true},
+		{"hosts/sandbox", module + "/testkit/fixture", true},
+		{"hosts/eval", module + "/testkit/storetest", true},
+		{"hosts/sandbox", module + "/hosts/sandbox/fakeopenai", false},
+		{"hosts/sandbox", module + "/hosts/sandbox/demomodel", false},
+		{"hosts/eval", module + "/hosts/eval/evalcorpus", false},
+		{"hosts/eval", module + "/hosts/sandbox/demomodel", false},
 		{"hosts/sandbox", module + "/hosts/app", false},
 	}
 	for _, tt := range tests {
