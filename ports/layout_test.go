@@ -35,7 +35,8 @@ var sharedCore = []string{"tool", "internal"}
 // one area of core never imports another's package, and core's shared
 // packages import no area; ports → standard library; adapters and testkit
 // never import core; nothing outside hosts imports hosts; and no package
-// outside testkit imports testkit, so no binary links test code.
+// outside testkit imports testkit, so no binary links test code
+// (hosts/devpilot's TestBinaryLinksNoTestkit checks the binary itself).
 //
 // Only the packages' own files count, not their tests: a test may import
 // testkit, and a test outside hosts may import what hosts/sandbox serves
@@ -71,32 +72,6 @@ func TestDependencyRule(t *testing.T) {
 	}
 	if seen < 5 {
 		t.Fatalf("go list saw only %d packages", seen)
-	}
-}
-
-// TestBinaryLinksNoTestkit checks what the dependency rule is for: the
-// devpilot binary, built with the sandbox (the default) and without it
-// (-tags nosandbox), links no testkit package. The sandbox's fakes and demo
-// model ship from hosts/sandbox, the golden corpus from hosts/eval.
-func TestBinaryLinksNoTestkit(t *testing.T) {
-	t.Parallel()
-	for _, tags := range []string{"", "nosandbox"} {
-		cmd := exec.Command("go", "list", "-deps", "-tags="+tags, module+"/hosts/devpilot")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list -deps -tags=%q: %v\n%s", tags, err, stderr.String())
-		}
-		deps := strings.Fields(string(out))
-		if !slices.Contains(deps, module+"/ports") {
-			t.Fatalf("go list -deps -tags=%q does not list %s/ports: %q", tags, module, out)
-		}
-		for _, dep := range deps {
-			if layer(dep) == "testkit" {
-				t.Errorf("the devpilot binary (-tags=%q) links %s", tags, dep)
-			}
-		}
 	}
 }
 

@@ -30,21 +30,30 @@ func goListDeps(t *testing.T, flags ...string) []string {
 	return strings.Fields(string(out))
 }
 
-// TestNoSandboxBuildLinksNoTestkit checks that the binary built with
-// -tags nosandbox links neither the sandbox nor any testkit package, while
-// the default build does link the sandbox.
-func TestNoSandboxBuildLinksNoTestkit(t *testing.T) {
+// TestBinaryLinksNoTestkit checks that the binary links no testkit
+// package, built with the sandbox (the default: its fakes and demo model
+// ship from hosts/sandbox) and with -tags nosandbox, and that the
+// nosandbox build links nothing of hosts/sandbox either, while the default
+// build does.
+func TestBinaryLinksNoTestkit(t *testing.T) {
 	t.Parallel()
 	const sandboxPkg = module + "/hosts/sandbox"
-	if deps := goListDeps(t); !containsPath(deps, sandboxPkg) {
+	testkit := func(p string) bool { return p == module+"/testkit" || strings.HasPrefix(p, module+"/testkit/") }
+	deps := goListDeps(t)
+	if !containsPath(deps, sandboxPkg) {
 		t.Fatalf("the default build does not link %s: %d packages", sandboxPkg, len(deps))
 	}
-	deps := goListDeps(t, "-tags", "nosandbox")
+	for _, p := range deps {
+		if testkit(p) {
+			t.Errorf("the default build links %s", p)
+		}
+	}
+	deps = goListDeps(t, "-tags", "nosandbox")
 	if !containsPath(deps, module+"/hosts/app") {
 		t.Fatalf("go list -deps -tags nosandbox does not list hosts/app: %v", deps)
 	}
 	for _, p := range deps {
-		if strings.HasPrefix(p, module+"/testkit") || p == sandboxPkg || strings.HasPrefix(p, sandboxPkg+"/") {
+		if testkit(p) || p == sandboxPkg || strings.HasPrefix(p, sandboxPkg+"/") {
 			t.Errorf("the -tags nosandbox build links %s", p)
 		}
 	}
