@@ -43,7 +43,7 @@ func faithfulLLM(t *testing.T) *openai.Client {
 func stageSchema(t *testing.T, stage string) json.RawMessage {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	raw, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "core", "spec", "schemas", stage+".json"))
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "core", "spec", "schemas", stage+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -202,7 +202,7 @@ func mustDecode(t *testing.T, data json.RawMessage, v any) {
 func validate(t *testing.T, stage string, data json.RawMessage) {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	raw, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "core", "spec", "schemas", stage+".json"))
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "core", "spec", "schemas", stage+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
