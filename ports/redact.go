@@ -1,7 +1,10 @@
 package ports
 
 import (
+	"cmp"
 	"errors"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -29,8 +32,20 @@ func Redact(err error, secret string) error {
 			out.Fields = append(out.Fields, FieldError{Field: f.Field, Reason: clean(f.Reason)})
 		}
 	}
-	out.Err = &redactedError{text: clean(err.Error()), orig: err}
+	out.Err = Redacted(err, clean(err.Error()))
 	return out
+}
+
+// Redacted returns an error whose text is text, err's own text with its
+// secrets removed by the caller, for an Error's cause. It is the one rule for
+// a redacted error: errors.Is still sees through it to err's chain (a kind,
+// a deadline, a sentinel stays matchable), while errors.Unwrap and errors.As
+// never reach err, as err would give the secret away. nil gives nil.
+func Redacted(err error, text string) error {
+	if err == nil {
+		return nil
+	}
+	return &redactedError{text: text, orig: err}
 }
 
 // redactedError is the cleaned text of an error, matching (errors.Is) what
@@ -43,3 +58,33 @@ type redactedError struct {
 func (r *redactedError) Error() string { return r.text }
 
 func (r *redactedError) Is(target error) bool { return errors.Is(r.orig, target) }
+
+// MaxQuote bounds, in bytes, the words of a provider (an error message, an
+// error answer's body) that Quote keeps for a message a client may see: long
+// enough for a provider's sentence or two, short enough for one log line.
+const MaxQuote = 300
+
+// secretShaped matches what is shaped like a secret whatever provider sent
+// it: an OpenAI-style key ("sk-…") and a bearer token.
+var secretShaped = regexp.MustCompile(`\bsk-[A-Za-z0-9_\-*.]{4,}|Bearer\s+\S+`)
+
+// Quote returns s, a provider's words, fit to quote in a message a client
+// may see: every non-empty secret in secrets (longest first, so a secret
+// holding a shorter one goes whole) and anything shaped like a key or a
+// bearer token replaced by RedactedText, then cleaned (CleanText) and made
+// one line of at most MaxQuote bytes (Line). Secrets go before the text is
+// clipped or its white space collapsed, so a clipped or reflowed secret
+// cannot slip through. Every adapter quotes a provider through it.
+func Quote(s string, secrets ...string) string {
+	if len(secrets) > 1 {
+		secrets = slices.Clone(secrets)
+		slices.SortStableFunc(secrets, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	}
+	for _, sec := range secrets {
+		if sec != "" {
+			s = strings.ReplaceAll(s, sec, RedactedText)
+		}
+	}
+	s = secretShaped.ReplaceAllString(s, RedactedText)
+	return Line(CleanText(s), MaxQuote)
+}

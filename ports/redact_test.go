@@ -88,3 +88,76 @@ func TestRedact(t *testing.T) {
 		})
 	}
 }
+
+// secretError is an error type an adapter might get from an SDK, whose
+// fields hold the secret.
+type secretError struct{ key string }
+
+func (e *secretError) Error() string { return "signed with " + e.key }
+
+func TestRedactedHidesTheOriginal(t *testing.T) {
+	t.Parallel()
+	const secret = "wJalrXUtnFEMI"
+	orig := fmt.Errorf("call: %w: %w", &secretError{key: secret}, context.DeadlineExceeded)
+	e := &ports.Error{Kind: ports.KindUpstream, Message: "the call failed",
+		Err: ports.Redacted(orig, strings.ReplaceAll(orig.Error(), secret, ports.RedactedText))}
+	if strings.Contains(e.Error(), secret) {
+		t.Fatalf("Error() = %q holds the secret", e.Error())
+	}
+	if !errors.Is(e, context.DeadlineExceeded) || !errors.Is(e, ports.ErrUpstream) || !errors.Is(e, orig) {
+		t.Errorf("errors.Is does not see the kind or the original's chain through the redacted cause")
+	}
+	var se *secretError
+	if errors.As(e, &se) {
+		t.Errorf("errors.As reached the original: %q", se.key)
+	}
+	if u := errors.Unwrap(e.Err); u != nil {
+		t.Errorf("errors.Unwrap(cause) = %v, want nil", u)
+	}
+	var pe *ports.Error
+	if !errors.As(e, &pe) || pe != e {
+		t.Errorf("errors.As does not find the Error itself")
+	}
+	if ports.Redacted(nil, "x") != nil {
+		t.Errorf("Redacted(nil) is not nil")
+	}
+}
+
+func TestQuote(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", ports.MaxQuote)
+	for _, tt := range []struct {
+		name, in string
+		secrets  []string
+		want     string
+	}{
+		{"plain", "Invalid  parameter\n\tvalue", nil, "Invalid parameter value"},
+		{"given secret", "key AKIDSECRET rejected", []string{"AKIDSECRET"}, "key [redacted] rejected"},
+		{"longest secret first", "auth dXNlcjpwdw== and pw", []string{"pw", "dXNlcjpwdw=="}, "auth [redacted] and [redacted]"},
+		{"empty secret ignored", "nothing", []string{""}, "nothing"},
+		{"secret split by a line break goes before the line is made", "token abc\ndef here", []string{"abc\ndef"}, "token [redacted] here"},
+		{"openai key shape", "Incorrect API key provided: sk-proj-abcd1234.", nil, "Incorrect API key provided: [redacted]"},
+		{"bearer token", "sent Authorization: Bearer ghp_xyz123 twice", nil, "sent Authorization: [redacted] twice"},
+		{"controls and bidi", "a\x00b\u202ec\x1bd e", nil, "abcd e"},
+		{"clipped", long, nil, long[:ports.MaxQuote] + "…"},
+		{"secret past the cap is still redacted, not half-clipped",
+			strings.Repeat("a", ports.MaxQuote-4) + " SECRETVALUE", []string{"SECRETVALUE"},
+			strings.Repeat("a", ports.MaxQuote-4) + " [re…"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := ports.Quote(tt.in, tt.secrets...)
+			if got != tt.want {
+				t.Errorf("Quote(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if len(got) > ports.MaxQuote+len("…") {
+				t.Errorf("Quote gave %d bytes, want at most %d", len(got), ports.MaxQuote+len("…"))
+			}
+			for _, s := range tt.secrets {
+				if s != "" && strings.Contains(got, s) {
+					t.Errorf("Quote left the secret %q in %q", s, got)
+				}
+			}
+		})
+	}
+}
