@@ -49,7 +49,8 @@ type resources map[string]string
 
 // fail maps an error of an SDK call made for s to a ports.Error. Messages
 // name the AWS error code and message, never the credentials; the cause is
-// kept (redacted) for logs and errors.As.
+// kept for logs, redacted (ports.Redacted: errors.Is sees through it, errors.As
+// and errors.Unwrap do not reach the SDK's error).
 func (p *Provider) fail(ctx context.Context, s *session, err error, res resources) error {
 	if _, ok := ports.AsError(err); ok {
 		return err
@@ -58,7 +59,7 @@ func (p *Provider) fail(ctx context.Context, s *session, err error, res resource
 		return fmt.Errorf("aws: %w", context.Canceled)
 	}
 	e, service, operation, cause := classify(err, s.creds, res)
-	p.log.Debug("aws call failed", "service", service, "operation", operation, "kind", string(e.Kind), "error", cause.text)
+	p.log.Debug("aws call failed", "service", service, "operation", operation, "kind", string(e.Kind), "error", cause.Error())
 	return e
 }
 
@@ -66,13 +67,13 @@ func (p *Provider) fail(ctx context.Context, s *session, err error, res resource
 // ports.Error whose cause is err redacted of c's secret; res names the
 // resource of a not-found error. It also returns the service and operation
 // the error names, and the redacted cause.
-func classify(err error, c ports.CloudCredentials, res resources) (e *ports.Error, service, operation string, cause *redacted) {
+func classify(err error, c ports.CloudCredentials, res resources) (e *ports.Error, service, operation string, cause error) {
 	service, operation = "AWS", "call"
 	var opErr *smithy.OperationError
 	if errors.As(err, &opErr) {
 		service, operation = opErr.ServiceID, opErr.OperationName
 	}
-	cause = &redacted{err: err, text: redact(err.Error(), c)}
+	cause = ports.Redacted(err, redact(err.Error(), c))
 
 	var apiErr smithy.APIError
 	var netErr net.Error
@@ -82,7 +83,7 @@ func classify(err error, c ports.CloudCredentials, res resources) (e *ports.Erro
 	case errors.As(err, &apiErr):
 		code := apiErr.ErrorCode()
 		msg := "aws: " + code
-		if m := oneLine(redact(apiErr.ErrorMessage(), c)); m != "" {
+		if m := ports.Quote(redact(apiErr.ErrorMessage(), c)); m != "" {
 			msg += ": " + m
 		}
 		switch {
@@ -130,39 +131,16 @@ func retryAfter(err error) time.Duration {
 	return defaultRetryAfter
 }
 
-// redacted is an error whose text has had credentials removed; it still
-// unwraps to the original error.
-type redacted struct {
-	err  error
-	text string
-}
-
-// Error returns the redacted text.
-func (r *redacted) Error() string { return r.text }
-
-// Unwrap returns the original error.
-func (r *redacted) Unwrap() error { return r.err }
-
 // secretShaped matches a standalone 40-character run of base64 characters:
-// the shape of an AWS secret access key.
+// the shape of an AWS secret access key. It is the AWS adapter's own rule, on
+// top of ports.Quote's: it would take a git commit hash for a key elsewhere.
 var secretShaped = regexp.MustCompile(`(^|[^A-Za-z0-9/+=])[A-Za-z0-9/+]{40}($|[^A-Za-z0-9/+=])`)
 
 // redact removes c's secret (and anything shaped like a secret access key)
-// from s.
+// from s, replacing each with ports.RedactedText.
 func redact(s string, c ports.CloudCredentials) string {
 	if c.SecretAccessKey != "" {
-		s = strings.ReplaceAll(s, c.SecretAccessKey, "[redacted]")
+		s = strings.ReplaceAll(s, c.SecretAccessKey, ports.RedactedText)
 	}
-	return secretShaped.ReplaceAllString(s, "${1}[redacted]${2}")
-}
-
-// maxMessage bounds the AWS words quoted in a client-safe message.
-const maxMessage = 300
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > maxMessage {
-		s = string(r[:maxMessage]) + "…"
-	}
-	return s
+	return secretShaped.ReplaceAllString(s, "${1}"+ports.RedactedText+"${2}")
 }
