@@ -47,7 +47,8 @@ const (
 
 // failed maps the error of a REST call made with token to a ports.Error;
 // what names the resource a 404 is about. The cause is kept for logs with
-// the token removed from its text. A cancellation of ctx (the caller's, not
+// the token removed from its text (ports.Redacted: errors.Is sees through it,
+// errors.As and errors.Unwrap do not reach go-github's error). A cancellation of ctx (the caller's, not
 // the per-call timeout) is returned as context.Canceled.
 func (c *Client) failed(ctx context.Context, token, what string, err error) error {
 	if _, ok := ports.AsError(err); ok {
@@ -56,18 +57,47 @@ func (c *Client) failed(ctx context.Context, token, what string, err error) erro
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("github: %w", context.Canceled)
 	}
-	cause := &redacted{err: err, text: redact(err.Error(), token)}
+	cause := ports.Redacted(err, redact(err.Error(), token))
 	e := c.classify(err)
 	if e == nil {
 		e = &ports.Error{Kind: ports.KindUpstream, Message: "GitHub failed"}
 		var er *gh.ErrorResponse
 		if errors.As(err, &er) && er.Response != nil {
-			e = c.fromStatus(er.Response, er.Message, what)
+			e = c.fromStatus(er.Response, ports.Quote(er.Message, token), what)
+			a := &answer{status: er.Response.StatusCode, cause: cause}
+			for _, fe := range er.Errors {
+				a.codes = append(a.codes, fe.Code)
+				if m := ports.Quote(fe.Message, token); m != "" {
+					a.messages = append(a.messages, m)
+				}
+			}
+			cause = a
 		}
 	}
 	e.Err = cause
 	return e
 }
+
+// answer is what the refinements of a mapped error (writeErr,
+// searchRejected, a rejected cursor) need of GitHub's error answer: its
+// status and its field errors' codes and quoted messages, none of which
+// holds the token. It unwraps to the redacted cause, never to go-github's
+// ErrorResponse.
+type answer struct {
+	status   int
+	codes    []string
+	messages []string
+	cause    error
+}
+
+// Error returns the redacted cause's text.
+func (a *answer) Error() string { return a.cause.Error() }
+
+// Unwrap returns the redacted cause.
+func (a *answer) Unwrap() error { return a.cause }
+
+// answerOf returns the GitHub error answer behind err, a mapped error.
+func answerOf(err error) (*answer, bool) { return errors.AsType[*answer](err) }
 
 // classify maps the failures that are not plain error answers: rate
 // limits, transport failures and unreadable answers. It returns nil for the
@@ -105,8 +135,8 @@ func (c *Client) classify(err error) *ports.Error {
 }
 
 // fromStatus maps an error answer GitHub gave with resp's status (and
-// headers) and message.
-func (c *Client) fromStatus(resp *http.Response, message, what string) *ports.Error {
+// headers) and its message, quoted (ports.Quote).
+func (c *Client) fromStatus(resp *http.Response, quoted, what string) *ports.Error {
 	status := resp.StatusCode
 	switch {
 	case status == http.StatusUnauthorized:
@@ -121,8 +151,8 @@ func (c *Client) fromStatus(resp *http.Response, message, what string) *ports.Er
 		return &ports.Error{Kind: ports.KindUnavailable, Message: fmt.Sprintf("%s (HTTP %d)", msgUnavailable, status)}
 	}
 	msg := fmt.Sprintf("GitHub answered HTTP %d", status)
-	if m := oneLine(message); m != "" {
-		msg += ": " + m
+	if quoted != "" {
+		msg += ": " + quoted
 	}
 	return &ports.Error{Kind: ports.KindUpstream, Message: msg}
 }
@@ -160,10 +190,11 @@ func ceilSecond(d time.Duration) time.Duration {
 	return (d + time.Second - 1).Truncate(time.Second)
 }
 
-// isStatus reports whether err is GitHub's error answer with that status.
+// isStatus reports whether err, a mapped error, is GitHub's error answer
+// with that status.
 func isStatus(err error, status int) bool {
-	var er *gh.ErrorResponse
-	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == status
+	a, ok := answerOf(err)
+	return ok && a.status == status
 }
 
 // exchangeFailed maps the error of a code exchange: GitHub's OAuth error
@@ -198,7 +229,7 @@ func (c *Client) exchangeFailed(ctx context.Context, err error) error {
 		return field(CodePKCEFailed, "code_verifier", "GitHub rejected the PKCE code verifier; connect GitHub again")
 	case re.ErrorCode != "":
 		msg := "GitHub refused the token exchange: " + re.ErrorCode
-		if d := oneLine(re.ErrorDescription); d != "" {
+		if d := ports.Quote(re.ErrorDescription); d != "" {
 			msg += " (" + d + ")"
 		}
 		return ports.Wrap(ports.KindUpstream, re, msg)
@@ -216,33 +247,12 @@ func (c *Client) exchangeFailed(ctx context.Context, err error) error {
 	return ports.Wrap(ports.KindUpstream, re, "GitHub did not issue a token")
 }
 
-// redacted is an error whose text has had the token removed; it still
-// unwraps to the original error.
-type redacted struct {
-	err  error
-	text string
-}
-
-// Error returns the redacted text.
-func (r *redacted) Error() string { return r.text }
-
-// Unwrap returns the original error.
-func (r *redacted) Unwrap() error { return r.err }
-
+// redact removes token from s, replacing it with ports.RedactedText; a
+// token shorter than 4 bytes is no token GitHub issues, and replacing it
+// would only garble the text.
 func redact(s, token string) string {
 	if len(token) >= 4 {
-		s = strings.ReplaceAll(s, token, "[redacted]")
-	}
-	return s
-}
-
-// maxMessage bounds the GitHub words quoted in a client-safe message.
-const maxMessage = 300
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > maxMessage {
-		s = string(r[:maxMessage]) + "…"
+		s = strings.ReplaceAll(s, token, ports.RedactedText)
 	}
 	return s
 }

@@ -81,7 +81,7 @@ type Config struct {
 func (c Config) String() string {
 	secret := "none"
 	if c.ClientSecret != "" {
-		secret = "[redacted]"
+		secret = ports.RedactedText
 	}
 	return fmt.Sprintf("github.Config{ClientID: %q, ClientSecret: %s, WebURL: %q, APIURL: %q, Timeout: %s}",
 		c.ClientID, secret, c.WebURL, c.APIURL, c.Timeout)

@@ -2,8 +2,8 @@ package github
 
 import (
 	"context"
-	"errors"
 	"net/http"
+	"slices"
 
 	gh "github.com/google/go-github/v84/github"
 
@@ -140,17 +140,15 @@ func writeErr(err error) error {
 	if !ok || e.Kind != ports.KindUpstream {
 		return err
 	}
-	var er *gh.ErrorResponse
-	if !errors.As(err, &er) || er.Response == nil {
+	a, ok := answerOf(err)
+	if !ok {
 		return err
 	}
-	switch er.Response.StatusCode {
+	switch a.status {
 	case http.StatusUnprocessableEntity:
 		kind := ports.KindInvalid
-		for _, fe := range er.Errors {
-			if fe.Code == "already_exists" {
-				kind = ports.KindConflict
-			}
+		if slices.Contains(a.codes, "already_exists") {
+			kind = ports.KindConflict
 		}
 		out := *e
 		out.Kind = kind

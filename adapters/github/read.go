@@ -2,7 +2,6 @@ package github
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -265,16 +264,13 @@ func (c *Client) SearchCommits(ctx context.Context, token, query string, page po
 // (a bad qualifier, a repository one cannot see, paging past 1000 results),
 // or nil.
 func searchRejected(err error) error {
-	var er *gh.ErrorResponse
-	if !errors.As(err, &er) || er.Response == nil || er.Response.StatusCode != http.StatusUnprocessableEntity {
+	a, ok := answerOf(err)
+	if !ok || a.status != http.StatusUnprocessableEntity {
 		return nil
 	}
 	msg := "GitHub rejected the search query"
-	for _, fe := range er.Errors {
-		if fe.Message != "" {
-			msg += ": " + oneLine(fe.Message)
-			break
-		}
+	if len(a.messages) > 0 {
+		msg += ": " + a.messages[0]
 	}
 	e := ports.Invalid(msg, ports.FieldError{Field: "q", Reason: "invalid"})
 	e.Err = err

@@ -10,8 +10,6 @@ import (
 	"mime"
 	"net/url"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/devpilot/devpilot/ports"
 )
@@ -113,14 +111,14 @@ func isForm(contentType string) (bool, error) {
 		return true, nil
 	}
 	return false, &ports.Error{Kind: ports.KindUnsupportedMedia,
-		Message: "a webhook delivery is application/json or application/x-www-form-urlencoded, not " + clipLine(contentType, 100)}
+		Message: "a webhook delivery is application/json or application/x-www-form-urlencoded, not " + ports.Quote(contentType)}
 }
 
 // formPayload is the JSON in the "payload" field of a form body.
 func formPayload(body []byte) ([]byte, error) {
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
-		return nil, &ports.Error{Kind: ports.KindMalformed, Message: "the webhook body is not a form: " + clipLine(err.Error(), 200)}
+		return nil, &ports.Error{Kind: ports.KindMalformed, Message: "the webhook body is not a form: " + ports.Quote(err.Error())}
 	}
 	p, ok := form[formPayloadField]
 	if !ok || len(p) != 1 {
@@ -128,20 +126,6 @@ func formPayload(body []byte) ([]byte, error) {
 		return nil, &ports.Error{Kind: ports.KindMalformed, Message: "malformed request (" + f.Field + ": " + f.Reason + ")", Fields: []ports.FieldError{f}}
 	}
 	return []byte(p[0]), nil
-}
-
-// clipLine is s made one line (control characters and spaces runs become
-// one space) and cut to n bytes at a rune boundary, marked with "…".
-func clipLine(s string, n int) string {
-	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // The payloads are decoded into the few fields devpilot reads, not with

@@ -59,7 +59,7 @@ type Config struct {
 func (c Config) String() string {
 	secret := ""
 	if c.ClientSecret != "" {
-		secret = "[redacted]"
+		secret = ports.RedactedText
 	}
 	return fmt.Sprintf("oidc.Config{IssuerURL: %q, ClientID: %q, ClientSecret: %q, RedirectURL: %q}",
 		c.IssuerURL, c.ClientID, secret, c.RedirectURL)

@@ -133,7 +133,7 @@ type Config struct {
 func (c Config) String() string {
 	key := "none"
 	if c.APIKey != "" {
-		key = "[redacted]"
+		key = ports.RedactedText
 	}
 	return fmt.Sprintf("openai.Config{APIType: %q, BaseURL: %q, Model: %q, APIKey: %s, Timeout: %s, MaxRetries: %d, RealtimeModel: %q, TranscribeModel: %q}",
 		c.APIType, c.BaseURL, c.Model, key, c.Timeout, c.MaxRetries, c.RealtimeModel, c.TranscribeModel)
