@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -226,8 +225,28 @@ func (p *primedBody) Read(b []byte) (int, error) {
 }
 
 // classify turns the error of one attempt into a failure. inStream says the
-// error came while reading a stream that had started.
+// error came while reading a stream that had started. A cause whose text
+// holds the API key is kept redacted (ports.Redacted).
 func (c *Client) classify(err error, info *responseInfo, inStream bool) *failure {
+	f := c.classifyRaw(err, info, inStream)
+	if f.err != nil {
+		c.hideKey(f.err)
+	}
+	return f
+}
+
+// hideKey replaces e's cause, when its text holds the API key, with the
+// cause redacted of it: errors.Is still sees through it, errors.As and
+// errors.Unwrap no longer reach go-openai's error.
+func (c *Client) hideKey(e *ports.Error) {
+	if c.apiKey == "" || e.Err == nil || !strings.Contains(e.Err.Error(), c.apiKey) {
+		return
+	}
+	e.Err = ports.Redacted(e.Err, strings.ReplaceAll(e.Err.Error(), c.apiKey, ports.RedactedText))
+}
+
+// classifyRaw is classify without hiding the key in the cause.
+func (c *Client) classifyRaw(err error, info *responseInfo, inStream bool) *failure {
 	var retryAfter time.Duration
 	if info != nil {
 		retryAfter = parseRetryAfter(info.header, time.Now())
@@ -255,7 +274,7 @@ func (c *Client) classify(err error, info *responseInfo, inStream bool) *failure
 	return &failure{err: &ports.Error{
 		Kind:    ports.KindInvalid,
 		Code:    ports.CodeInvalidRequest,
-		Message: "the request cannot be sent to the model provider: " + c.redact(err.Error()),
+		Message: "the request cannot be sent to the model provider: " + ports.Quote(err.Error(), c.apiKey),
 		Err:     err,
 	}}
 }
@@ -288,7 +307,7 @@ func (c *Client) fromProvider(cause error, status int, typ, code, message string
 	case status == http.StatusBadRequest, status == http.StatusNotFound,
 		status == http.StatusRequestEntityTooLarge, status == http.StatusUnprocessableEntity:
 		msg := "the model provider rejected the request"
-		if detail := c.redact(message); detail != "" {
+		if detail := ports.Quote(message, c.apiKey); detail != "" {
 			msg += ": " + detail
 		}
 		return &failure{err: &ports.Error{Kind: ports.KindInvalid, Code: ports.CodeInvalidRequest, Message: msg, Err: cause}}
@@ -311,11 +330,15 @@ func (c *Client) classifyOnce(err error, info *responseInfo) *ports.Error {
 	}
 	var syntaxErr *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
+	var e *ports.Error
 	if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errResponseTooLarge) {
-		return ports.Wrap(ports.KindUpstream, err, msgMalformedRes)
+		e = ports.Wrap(ports.KindUpstream, err, msgMalformedRes)
+	} else {
+		e = ports.Wrap(ports.KindUnavailable, err, msgUnavailable)
 	}
-	return ports.Wrap(ports.KindUnavailable, err, msgUnavailable)
+	c.hideKey(e)
+	return e
 }
 
 // providerError classifies a response with a failure status whose body
@@ -353,25 +376,6 @@ func codeString(code any) string {
 	default:
 		return fmt.Sprint(v)
 	}
-}
-
-var secretLike = regexp.MustCompile(`\bsk-[A-Za-z0-9_\-*.]{4,}|Bearer\s+\S+`)
-
-// maxDetail bounds the provider's words quoted in a client-safe message.
-const maxDetail = 300
-
-// redact makes a provider's message safe to show: without the API key or
-// anything shaped like one, on one line, and short.
-func (c *Client) redact(s string) string {
-	if c.apiKey != "" {
-		s = strings.ReplaceAll(s, c.apiKey, "[redacted]")
-	}
-	s = secretLike.ReplaceAllString(s, "[redacted]")
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > maxDetail {
-		s = string(r[:maxDetail]) + "…"
-	}
-	return s
 }
 
 // parseRetryAfter reads how long a provider asks to wait: retry-after-ms
