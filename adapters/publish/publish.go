@@ -271,7 +271,10 @@ func (c *Client) send(ctx context.Context, what, rawURL string, h http.Header, b
 	if res.StatusCode/100 == 2 {
 		return res, answer, nil
 	}
-	quoted := snippet(redactAll(answer, secrets))
+	quoted := ports.Quote(string(answer), secrets...)
+	if quoted != "" {
+		quoted = ": " + quoted
+	}
 	switch {
 	case res.StatusCode == http.StatusTooManyRequests:
 		return nil, nil, &ports.Error{Kind: ports.KindRateLimited, RetryAfter: time.Second, Message: fmt.Sprintf("%s answered HTTP 429", what)}
@@ -322,17 +325,6 @@ func CredentialForms(user, password string) []string {
 
 var percentHex = regexp.MustCompile(`%[0-9A-F]{2}`)
 
-// redactAll replaces every secret in b with ports.RedactedText, in order
-// (longest first), before any of it is clipped for a message: a clipped
-// secret would no longer match.
-func redactAll(b []byte, secrets []string) []byte {
-	s := string(b)
-	for _, sec := range secrets {
-		s = strings.ReplaceAll(s, sec, ports.RedactedText)
-	}
-	return []byte(s)
-}
-
 func (c *Client) callError(what string, err error) error {
 	if errors.Is(err, errPrivate) {
 		return ports.Wrap(ports.KindInvalid, err, what+" resolves to a local or private address, which devpilot does not call")
@@ -341,17 +333,4 @@ func (c *Client) callError(what string, err error) error {
 		return ports.Wrap(ports.KindTimeout, err, fmt.Sprintf("%s did not answer within %s", what, c.cfg.Timeout))
 	}
 	return ports.Wrap(ports.KindUnavailable, err, what+" cannot be reached")
-}
-
-// snippet is the start of an answer's text for an error message.
-func snippet(b []byte) string {
-	s := strings.ToValidUTF8(string(b), "")
-	s = strings.Join(strings.Fields(s), " ")
-	if s == "" {
-		return ""
-	}
-	if r := []rune(s); len(r) > 200 {
-		s = string(r[:200]) + "…"
-	}
-	return ": " + s
 }

@@ -212,6 +212,14 @@ func TestWordPressErrorRedactsEchoedCredentials(t *testing.T) {
 		if ports.KindOf(err) != kind {
 			t.Errorf("%s: %v, want %s", name, err, kind)
 		}
+		// Nothing errors.Unwrap reaches holds a spelling of the credentials.
+		for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(u) {
+			for _, f := range forbidden {
+				if strings.Contains(u.Error(), f) {
+					t.Errorf("%s: errors.Unwrap reached %T holding %q", name, u, f)
+				}
+			}
+		}
 		for _, text := range []string{err.Error(), ports.Public(err).Message} {
 			if !strings.Contains(text, ports.RedactedText) {
 				t.Errorf("%s: %q does not show the echo redacted", name, text)

@@ -100,7 +100,7 @@ func (b *Box) Open(sealed string, aad []byte) ([]byte, error) {
 	}
 	aead, ok := b.aeads[kid]
 	if !ok {
-		return nil, ports.Errorf(ports.KindInternal, "secretbox: unknown key id %q", truncate(kid, 16))
+		return nil, ports.Errorf(ports.KindInternal, "secretbox: unknown key id %q", ports.Quote(kid))
 	}
 	raw, err := b64.DecodeString(body)
 	if err != nil || len(raw) < nonceSize+aead.Overhead() {
@@ -111,13 +111,6 @@ func (b *Box) Open(sealed string, aad []byte) ([]byte, error) {
 		return nil, ports.Errorf(ports.KindInternal, "secretbox: sealed value fails authentication (tampered, wrong key or wrong aad)")
 	}
 	return plain, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }
 
 // GenerateKey returns a new random key of KeySize bytes. It returns an
