@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/devpilot/devpilot/ports"
 )
@@ -151,16 +150,10 @@ type AppList struct {
 	Failed []AccountFailure
 }
 
-// logQuery validates q: since malformed, limit invalid.
+// logQuery validates q: a missing required field (fields) or a filter it
+// cannot read is malformed; since (ports.ParseClientTime) and limit invalid.
 func (q LogsInput) logQuery(fields []ports.FieldError) (ports.LogQuery, error) {
 	var lq ports.LogQuery
-	if q.Since != "" {
-		t, err := time.Parse(time.RFC3339, q.Since)
-		if err != nil {
-			fields = append(fields, ports.FieldError{Field: "since", Reason: "must be a time as RFC 3339, such as 2026-01-02T15:04:05Z"})
-		}
-		lq.Since = t.UTC()
-	}
 	if reason := filterProblem(q.Filter); reason != "" {
 		fields = append(fields, ports.FieldError{Field: "filter", Reason: reason})
 	}
@@ -168,15 +161,23 @@ func (q LogsInput) logQuery(fields []ports.FieldError) (ports.LogQuery, error) {
 	if err := ports.FieldsError(ports.KindMalformed, fields...); err != nil {
 		return lq, err
 	}
+	var invalid []ports.FieldError
+	if q.Since != "" {
+		t, err := ports.ParseClientTime("since", q.Since)
+		if e, ok := ports.AsError(err); ok {
+			invalid = append(invalid, e.Fields...)
+		}
+		lq.Since = t
+	}
 	switch {
 	case q.Limit == 0:
 		lq.Limit = DefaultLogLimit
 	case q.Limit < 1 || q.Limit > MaxLogLimit:
-		return lq, ports.FieldsError(ports.KindInvalid, ports.FieldError{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxLogLimit)})
+		invalid = append(invalid, ports.FieldError{Field: "limit", Reason: fmt.Sprintf("must be 1 to %d", MaxLogLimit)})
 	default:
 		lq.Limit = q.Limit
 	}
-	return lq, nil
+	return lq, ports.FieldsError(ports.KindInvalid, invalid...)
 }
 
 // ListClusters returns the container clusters of an account of the caller's

@@ -97,11 +97,18 @@ func TestReadsValidation(t *testing.T) {
 		{"services without cluster", func() error { return errOf(e.svc.ListServices(ctx, id, " ")) }, ports.KindMalformed, []string{"cluster"}},
 		{"service logs without anything", func() error {
 			return errOf(e.svc.ServiceLogs(ctx, cloud.ServiceRef{}, cloud.LogsInput{Since: "today"}))
-		}, ports.KindMalformed, []string{"service", "since"}},
+		}, ports.KindMalformed, []string{"service"}},
+		{"service logs since a word", func() error {
+			return errOf(e.svc.ServiceLogs(ctx, ref, cloud.LogsInput{Since: "today", Limit: 1001}))
+		}, ports.KindInvalid, []string{"since", "limit"}},
+		{"service logs since a time with fractions", func() error {
+			_, err := e.svc.ServiceLogs(ctx, ref, cloud.LogsInput{Since: "2026-01-02T15:04:05.5+01:00", Limit: -1})
+			return err
+		}, ports.KindInvalid, []string{"limit"}},
 		{"service logs limit 0 is the default, -1 is not", func() error { return errOf(e.svc.ServiceLogs(ctx, ref, cloud.LogsInput{Limit: -1})) }, ports.KindInvalid, []string{"limit"}},
 		{"service logs limit 1001", func() error { return errOf(e.svc.ServiceLogs(ctx, ref, cloud.LogsInput{Limit: 1001})) }, ports.KindInvalid, []string{"limit"}},
 		{"function logs without name", func() error { return errOf(e.svc.FunctionLogs(ctx, id, "", cloud.LogsInput{})) }, ports.KindMalformed, []string{"name"}},
-		{"function logs since a date", func() error { return errOf(e.svc.FunctionLogs(ctx, id, "f", cloud.LogsInput{Since: "2026-01-01"})) }, ports.KindMalformed, []string{"since"}},
+		{"function logs since a date", func() error { return errOf(e.svc.FunctionLogs(ctx, id, "f", cloud.LogsInput{Since: "2026-01-01"})) }, ports.KindInvalid, []string{"since"}},
 		{"build logs without anything", func() error { return errOf(e.svc.BuildLogs(ctx, cloud.BuildQuery{})) }, ports.KindMalformed, []string{"app_id", "build_id"}},
 		{"build logs of a build id devpilot never gave", func() error {
 			return errOf(e.svc.BuildLogs(ctx, cloud.BuildQuery{AppID: "d1abc", BuildID: "00000000-0000-7000-8000-0000000000ff"}))

@@ -93,11 +93,11 @@ func (s *Service) check(q Query) (Report, error) {
 	if q.UserID != "" && !ports.IsID(q.UserID) {
 		bad("user_id", "must be a UUID")
 	}
-	to, ok := day(q.To, s.clock.Now())
+	to, ok := day("to", q.To, s.clock.Now())
 	if !ok {
 		bad("to", "must be a date (YYYY-MM-DD) or an RFC 3339 time")
 	}
-	from, ok := day(q.From, time.Date(to.Year(), to.Month(), 1, 0, 0, 0, 0, time.UTC))
+	from, ok := day("from", q.From, time.Date(to.Year(), to.Month(), 1, 0, 0, 0, 0, time.UTC))
 	if !ok {
 		bad("from", "must be a date (YYYY-MM-DD) or an RFC 3339 time")
 	}
@@ -115,13 +115,14 @@ func (s *Service) check(q Query) (Report, error) {
 	return r, nil
 }
 
-// day reads a date or an RFC 3339 time as its UTC day; def when s is empty.
-func day(s string, def time.Time) (time.Time, bool) {
+// day reads a date or an RFC 3339 time (ports.ParseClientTime) of the
+// field as its UTC day; def when s is empty.
+func day(field, s string, def time.Time) (time.Time, bool) {
 	t := def
 	if s != "" {
 		var err error
 		if t, err = time.Parse(time.DateOnly, s); err != nil {
-			if t, err = time.Parse(time.RFC3339, s); err != nil {
+			if t, err = ports.ParseClientTime(field, s); err != nil {
 				return time.Time{}, false
 			}
 		}

@@ -199,4 +199,12 @@ func TestUsageReport(t *testing.T) {
 		!r.From.Equal(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)) {
 		t.Errorf("an RFC 3339 from counts its UTC day: %+v, %v", r, err)
 	}
+	if r, err := svc.Report(as(admin), usage.Query{From: "2026-11-01T23:30:00.123456Z", To: "2026-11-02"}); err != nil ||
+		!r.From.Equal(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("an RFC 3339 from with fractions of a second: %+v, %v", r, err)
+	}
+	_, err = svc.Report(as(admin), usage.Query{From: "2026-11-01 23:30:00Z"})
+	if e, ok := ports.AsError(err); !ok || e.Kind != ports.KindInvalid || len(e.Fields) != 1 || e.Fields[0].Field != "from" {
+		t.Errorf("a from that is neither a date nor an RFC 3339 time: %v, want invalid naming from", err)
+	}
 }

@@ -845,7 +845,8 @@ func TestCloudBadInput(t *testing.T) {
 		{"scale to 0 unconfirmed", member, "POST", "/infrastructure/containers/services/web/scale", scale(rw, map[string]any{"desired_count": 0}), 422, "invalid", "confirm_scale_to_zero", false},
 		{"scale to 0 confirmed false", member, "POST", "/infrastructure/containers/services/web/scale", scale(rw, map[string]any{"desired_count": 0, "confirm_scale_to_zero": false}), 422, "invalid", "confirm_scale_to_zero", false},
 		{"log limit too high", member, "GET", "/infrastructure/containers/services/web/logs?cluster=prod&limit=5000&account_id=" + rw, nil, 422, "invalid", "limit", false},
-		{"log since not a time", member, "GET", "/infrastructure/serverless/functions/" + cloudFunction + "/logs?since=yesterday&account_id=" + rw, nil, 400, "malformed", "since", false},
+		{"log since not a time", member, "GET", "/infrastructure/serverless/functions/" + cloudFunction + "/logs?since=yesterday&account_id=" + rw, nil, 422, "invalid", "since", false},
+		{"log since a date", member, "GET", "/infrastructure/serverless/functions/" + cloudFunction + "/logs?since=2026-01-02&account_id=" + rw, nil, 422, "invalid", "since", false},
 		{"payload over 256 KiB", member, "POST", "/infrastructure/serverless/functions/" + cloudFunction + "/invoke", map[string]any{"account_id": rw, "payload": strings.Repeat("x", 300<<10)}, 413, "payload_too_large", "payload", false},
 
 		// Cost ranges are checked before Cost Explorer is asked.

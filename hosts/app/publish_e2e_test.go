@@ -318,7 +318,8 @@ func TestPublishEndToEnd(t *testing.T) {
 				{"huge body", "/content/targets", map[string]any{"project_id": "web", "name": strings.Repeat("n", 2<<20), "kind": "webhook"}, 413},
 				{"unknown field", "/content/targets", map[string]any{"project_id": "web", "name": "x", "kind": "webhook", "secret": "s"}, 400},
 				{"at in the past", "/content/" + item3 + "/publish", map[string]any{"target_id": targetID, "at": "2020-01-01T00:00:00Z"}, 422},
-				{"at not a time", "/content/" + item3 + "/publish", map[string]any{"target_id": targetID, "at": "tomorrow"}, 400},
+				{"at not a time", "/content/" + item3 + "/publish", map[string]any{"target_id": targetID, "at": "tomorrow"}, 422},
+				{"at without an offset", "/content/" + item3 + "/publish", map[string]any{"target_id": targetID, "at": "2030-01-02T15:04:05"}, 422},
 				{"no target", "/content/" + item3 + "/publish", map[string]any{}, 400},
 			} {
 				code, body, _ := st.call(member, "POST", tc.path, tc.body)

@@ -102,10 +102,13 @@ func TestUsageAccountsForEveryToken(t *testing.T) {
 			if code, _ := st.usage(bob, "?user_id="+*r.UserID); code != 403 {
 				t.Errorf("bob asking for alice's usage: %d, want 403", code)
 			}
-			for _, q := range []string{"?group_by=month", "?from=2026-02-30", "?from=%00", "?user_id=x%00y", "?from=2020-01-01&to=2026-01-01"} {
+			for _, q := range []string{"?group_by=month", "?from=2026-02-30", "?from=%00", "?user_id=x%00y", "?from=2020-01-01&to=2026-01-01", "?to=2026-02-01%2015:04:05Z"} {
 				if code, _ := st.usage(admin.Token, q); code != 422 {
 					t.Errorf("usage%s: %d, want 422", q, code)
 				}
+			}
+			if code, r := st.usage(admin.Token, "?from=2026-02-01T23:30:00.5-05:00&to=2026-02-03"); code != 200 || r.From != "2026-02-02" {
+				t.Errorf("usage from an RFC 3339 time with fractions: %d %+v, want 200 from its UTC day", code, r)
 			}
 			if code, _ := st.usage("", ""); code != 401 {
 				t.Errorf("usage without a token: %d", code)

@@ -126,9 +126,9 @@ func (s *Server) publishContent(w http.ResponseWriter, r *http.Request) error {
 	}
 	var at *time.Time
 	if req.At != nil {
-		t, err := time.Parse(time.RFC3339Nano, *req.At)
+		t, err := ports.ParseClientTime("at", *req.At)
 		if err != nil {
-			return ports.Invalid("at is not a time", ports.FieldError{Field: "at", Reason: "must be an RFC 3339 time, such as 2030-01-02T15:04:05Z"})
+			return err
 		}
 		at = &t
 	}
