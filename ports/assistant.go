@@ -46,6 +46,16 @@ func (p Page) Checked() (Page, error) {
 	return p, nil
 }
 
+// Size returns how many items a store puts in the page p asks for:
+// DefaultPageLimit when Limit is not positive, at most MaxPageLimit. A store
+// does not refuse a limit (the core does, with Checked); it keeps to this.
+func (p Page) Size() int {
+	if p.Limit <= 0 {
+		return DefaultPageLimit
+	}
+	return min(p.Limit, MaxPageLimit)
+}
+
 // ChatSession is a conversation with the assistant.
 type ChatSession struct {
 	ID        string
@@ -251,12 +261,25 @@ type ConfirmationStore interface {
 	CountPendingConfirmations(ctx context.Context, now time.Time) (int64, error)
 }
 
+// MaxEventPage is the most stream events one ListEvents returns.
+const MaxEventPage = 1000
+
+// EventPageSize returns how many events a ListEvents for limit returns at
+// most: limit, or MaxEventPage when limit is below 1 or above it.
+func EventPageSize(limit int) int {
+	if limit < 1 || limit > MaxEventPage {
+		return MaxEventPage
+	}
+	return limit
+}
+
 // StreamEventStore keeps the events of chat streams for replay.
 type StreamEventStore interface {
 	// AppendEvents stores events; conflict when a (session, seq) exists.
 	AppendEvents(ctx context.Context, events ...StreamEvent) error
 	// ListEvents returns up to limit events of a session with Seq > afterSeq,
-	// in Seq order.
+	// in Seq order; a limit below 1 or above MaxEventPage is taken as
+	// MaxEventPage (EventPageSize).
 	ListEvents(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]StreamEvent, error)
 	// LastEventSeq returns the highest Seq of a session, 0 when it has none.
 	LastEventSeq(ctx context.Context, sessionID string) (int64, error)

@@ -28,3 +28,23 @@ func TestPageChecked(t *testing.T) {
 		}
 	}
 }
+
+func TestPageSize(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ limit, want int }{
+		{0, ports.DefaultPageLimit}, {-5, ports.DefaultPageLimit}, {1, 1}, {ports.MaxPageLimit, ports.MaxPageLimit},
+		{ports.MaxPageLimit + 1, ports.MaxPageLimit},
+	} {
+		if got := (ports.Page{Limit: tt.limit}).Size(); got != tt.want {
+			t.Errorf("Page{Limit: %d}.Size() = %d, want %d", tt.limit, got, tt.want)
+		}
+	}
+	for _, tt := range []struct{ limit, want int }{
+		{0, ports.MaxEventPage}, {-1, ports.MaxEventPage}, {1, 1}, {ports.MaxEventPage, ports.MaxEventPage},
+		{ports.MaxEventPage + 1, ports.MaxEventPage},
+	} {
+		if got := ports.EventPageSize(tt.limit); got != tt.want {
+			t.Errorf("EventPageSize(%d) = %d, want %d", tt.limit, got, tt.want)
+		}
+	}
+}

@@ -530,11 +530,9 @@ func (s *Store) AppendEvents(ctx context.Context, events ...ports.StreamEvent) e
 	return nil
 }
 
-// maxEventPage bounds a page of ListEvents, as the SQL adapter does.
-const maxEventPage = 1000
-
 // ListEvents returns up to limit events of a session with Seq > afterSeq, in
-// Seq order; a limit below 1 or above 1000 is taken as 1000.
+// Seq order; a limit below 1 or above ports.MaxEventPage is taken as
+// ports.MaxEventPage.
 func (s *Store) ListEvents(_ context.Context, sessionID string, afterSeq int64, limit int) ([]ports.StreamEvent, error) {
 	defer s.lock()()
 	var out []ports.StreamEvent
@@ -544,9 +542,7 @@ func (s *Store) ListEvents(_ context.Context, sessionID string, afterSeq int64, 
 		}
 	}
 	slices.SortFunc(out, func(a, b ports.StreamEvent) int { return cmp.Compare(a.Seq, b.Seq) })
-	if limit < 1 || limit > maxEventPage {
-		limit = maxEventPage
-	}
+	limit = ports.EventPageSize(limit)
 	if len(out) > limit {
 		out = out[:limit]
 	}

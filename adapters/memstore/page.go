@@ -10,13 +10,6 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// Page limits, as the SQL adapter's: ports.Page.Limit defaults to and is
-// capped at these.
-const (
-	defaultPageLimit = 50
-	maxPageLimit     = 200
-)
-
 // timeKeyLayout formats times so that their strings sort as the times do.
 const timeKeyLayout = "2006-01-02T15:04:05.000000000Z"
 
@@ -38,11 +31,7 @@ type keyset[R any] struct {
 // paginate sorts items by the keyset and returns the page after page.Cursor
 // and the next page's cursor ("" at the end); invalid for a malformed cursor.
 func paginate[R any](items []R, page ports.Page, ks keyset[R]) ([]R, string, error) {
-	limit := page.Limit
-	if limit <= 0 {
-		limit = defaultPageLimit
-	}
-	limit = min(limit, maxPageLimit)
+	limit := page.Size()
 	compare := func(ak, ai, bk, bi string) int {
 		c := cmp.Or(strings.Compare(ak, bk), strings.Compare(ai, bi))
 		if ks.desc {

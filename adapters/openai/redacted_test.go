@@ -18,7 +18,7 @@ import (
 func TestRedactedCauseHidesTheKey(t *testing.T) {
 	t.Parallel()
 	for name, resp := range map[string]fakeopenai.Response{
-		"API error": fakeopenai.APIError(400, "invalid_request_error", "", "bad header Authorization: Bearer "+testKey+" and "+testKey),
+		"API error":  fakeopenai.APIError(400, "invalid_request_error", "", "bad header Authorization: Bearer "+testKey+" and "+testKey),
 		"plain body": fakeopenai.Error(400, "no JSON here, only "+testKey),
 	} {
 		t.Run(name, func(t *testing.T) {

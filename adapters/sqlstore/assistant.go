@@ -296,8 +296,8 @@ func (s *Assistant) GetSession(ctx context.Context, owner ports.Owner, id string
 	return r.session(), nil
 }
 
-// ListSessions implements ports.ChatSessionStore. page.Limit defaults to 50
-// and is capped at 200; ties in the update time are ordered by id.
+// ListSessions implements ports.ChatSessionStore. A page holds at most
+// page.Size() items; ties in the update time are ordered by id.
 func (s *Assistant) ListSessions(ctx context.Context, owner ports.Owner, page ports.Page) ([]ports.ChatSession, string, error) {
 	rows, next, err := listPage(ctx, s.db.read(ctx), sessionSelect+" WHERE s.org_id = ? AND s.user_id = ?",
 		[]any{owner.OrgID, owner.UserID}, page, keyset[sessionRow]{key: "s.updated_at", id: "s.id", desc: true, byTime: true,
@@ -526,9 +526,6 @@ func (r messageRow) message() (ports.ChatMessage, error) {
 	}, nil
 }
 
-// Stream event list limits: a limit outside 1..maxEventPage is maxEventPage.
-const maxEventPage = 1000
-
 type eventRow struct {
 	SessionID string    `db:"session_id"`
 	Seq       int64     `db:"seq"`
@@ -619,11 +616,9 @@ func appendArrayElem(b []byte, i int, v string) []byte {
 }
 
 // ListEvents implements ports.StreamEventStore; a limit below 1 or above
-// 1000 is taken as 1000.
+// ports.MaxEventPage is taken as ports.MaxEventPage.
 func (s *Assistant) ListEvents(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]ports.StreamEvent, error) {
-	if limit < 1 || limit > maxEventPage {
-		limit = maxEventPage
-	}
+	limit = ports.EventPageSize(limit)
 	var rows []eventRow
 	err := s.db.read(ctx).list(ctx, &rows,
 		"SELECT "+eventColumns+" FROM stream_events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",

@@ -123,7 +123,7 @@ func (s *Cloud) GetCloudAccount(ctx context.Context, orgID, id string) (ports.Cl
 }
 
 // ListCloudAccounts implements ports.CloudAccountStore. Names compare
-// bytewise; page.Limit defaults to 50 and is capped at 200.
+// bytewise; a page holds at most page.Size() items.
 func (s *Cloud) ListCloudAccounts(ctx context.Context, orgID string, page ports.Page) ([]ports.CloudAccount, string, error) {
 	rows, next, err := listPage(ctx, s.db.read(ctx), "SELECT "+cloudAccountColumns+" FROM cloud_accounts WHERE org_id = ?",
 		[]any{orgID}, page, keyset[cloudAccountRow]{key: "name", id: "id",
@@ -237,8 +237,8 @@ func (s *Cloud) RecordAudit(ctx context.Context, e ports.AuditEntry) error {
 	return storeErr(err, "audit entry "+e.ID, "org "+e.OrgID)
 }
 
-// ListAudit implements ports.AuditStore. page.Limit defaults to 50 and is
-// capped at 200; entries of the same time are ordered by id, highest first.
+// ListAudit implements ports.AuditStore. A page holds at most page.Size()
+// items; entries of the same time are ordered by id, highest first.
 func (s *Cloud) ListAudit(ctx context.Context, orgID, accountID string, page ports.Page) ([]ports.AuditEntry, string, error) {
 	query := "SELECT " + auditColumns + " FROM audit_log WHERE org_id = ?"
 	args := []any{orgID}

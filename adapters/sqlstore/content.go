@@ -232,8 +232,8 @@ func (s *Content) GetBrief(ctx context.Context, orgID, id string) (ports.Brief, 
 	return r.brief()
 }
 
-// ListBriefs implements ports.ContentStore. page.Limit defaults to 50 and is
-// capped at 200; ties in the creation time are ordered by id, highest first.
+// ListBriefs implements ports.ContentStore. A page holds at most page.Size()
+// items; ties in the creation time are ordered by id, highest first.
 func (s *Content) ListBriefs(ctx context.Context, orgID, projectID string, page ports.Page) ([]ports.Brief, string, error) {
 	query := "SELECT " + briefColumns + " FROM content_briefs WHERE org_id = ?"
 	args := []any{orgID}
@@ -418,8 +418,8 @@ func (s *Content) GetContentItem(ctx context.Context, orgID, id string) (ports.C
 	return r.item()
 }
 
-// ListContentItems implements ports.ContentStore. page.Limit defaults to 50
-// and is capped at 200; ties in the update time are ordered by id, highest
+// ListContentItems implements ports.ContentStore. A page holds at most
+// page.Size() items; ties in the update time are ordered by id, highest
 // first. It is invalid for an unknown status in f.
 func (s *Content) ListContentItems(ctx context.Context, orgID string, f ports.ContentFilter, page ports.Page) ([]ports.ContentItem, string, error) {
 	query := "SELECT " + contentItemColumns + " FROM content_items WHERE org_id = ?"

@@ -109,8 +109,8 @@ func (s *Content) GetContentProject(ctx context.Context, orgID, id string) (port
 	return r.project(), nil
 }
 
-// ListContentProjects implements ports.ContentStore. page.Limit defaults
-// to 50 and is capped at 200.
+// ListContentProjects implements ports.ContentStore. A page holds at most
+// page.Size() items.
 func (s *Content) ListContentProjects(ctx context.Context, orgID string, page ports.Page) ([]ports.ContentProject, string, error) {
 	rows, next, err := listPage(ctx, s.db.read(ctx), "SELECT "+contentProjectColumns+" FROM content_projects WHERE org_id = ?",
 		[]any{orgID}, page, keyset[contentProjectRow]{key: "name_key", id: "id",

@@ -10,21 +10,6 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// Keyset page limits: ports.Page.Limit defaults to and is capped at these.
-const (
-	defaultPageLimit = 50
-	maxPageLimit     = 200
-)
-
-// pageLimit returns how many rows the page asks for: defaultPageLimit when
-// Limit is not positive, at most maxPageLimit.
-func pageLimit(page ports.Page) int {
-	if page.Limit <= 0 {
-		return defaultPageLimit
-	}
-	return min(page.Limit, maxPageLimit)
-}
-
 // encodeKeyCursor returns the opaque cursor of a keyset page that continues
 // after the row with the sort key and id given: each base64url-encoded,
 // joined by a dot, so any bytes survive in either.
@@ -72,7 +57,7 @@ type keyset[R any] struct {
 // the page's rows and the next page's cursor ("" at the end). A malformed
 // cursor is the error malformedCursor returns.
 func listPage[R any](ctx context.Context, c conn, query string, args []any, page ports.Page, ks keyset[R]) ([]R, string, error) {
-	limit := pageLimit(page)
+	limit := page.Size()
 	op, dir := ">", ""
 	if ks.desc {
 		op, dir = "<", " DESC"

@@ -137,8 +137,8 @@ func (s *Identity) VerifyUserEmail(ctx context.Context, userID string) error {
 	return nil
 }
 
-// ListUsers implements ports.UserStore, by email then id; page.Limit
-// defaults to 50 and is capped at 200.
+// ListUsers implements ports.UserStore, by email then id; a page holds at
+// most page.Size() items.
 func (s *Identity) ListUsers(ctx context.Context, orgID string, page ports.Page) ([]ports.User, string, error) {
 	rows, next, err := listPage(ctx, s.db.read(ctx), "SELECT "+userColumns+" FROM users WHERE org_id = ? AND removed_at IS NULL", []any{orgID}, page,
 		keyset[userRow]{key: "email", id: "id", last: func(r userRow) (string, string) { return r.Email, r.ID }})

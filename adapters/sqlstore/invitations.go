@@ -63,8 +63,8 @@ func (s *Invitations) GetInvitationByHash(ctx context.Context, hash []byte) (por
 	return r.invitation(), storeErr(err, "invitation", "")
 }
 
-// ListInvitations implements ports.InvitationStore; page.Limit defaults to
-// 50 and is capped at 200.
+// ListInvitations implements ports.InvitationStore; a page holds at most
+// page.Size() items.
 func (s *Invitations) ListInvitations(ctx context.Context, orgID string, page ports.Page) ([]ports.Invitation, string, error) {
 	rows, next, err := listPage(ctx, s.db.read(ctx), "SELECT "+invitationColumns+" FROM invitations WHERE org_id = ?", []any{orgID}, page,
 		keyset[invitationRow]{key: "created_at", id: "id", desc: true, byTime: true,

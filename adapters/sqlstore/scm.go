@@ -252,7 +252,7 @@ func (s *SCM) PruneRepositories(ctx context.Context, connectionID string, savedB
 }
 
 // ListRepositories implements ports.SCMStore. Full names compare bytewise,
-// and ties are ordered by id; page.Limit defaults to 50 and is capped at 200.
+// and ties are ordered by id; a page holds at most page.Size() items.
 func (s *SCM) ListRepositories(ctx context.Context, owner ports.Owner, page ports.Page) ([]ports.Repository, string, error) {
 	rows, next, err := listPage(ctx, s.db.read(ctx), "SELECT "+repositoryColumns+" FROM repositories WHERE org_id = ? AND user_id = ?",
 		[]any{owner.OrgID, owner.UserID}, page, keyset[repositoryRow]{key: "full_name", id: "id",
@@ -635,8 +635,8 @@ func (s *SCM) AppendActivity(ctx context.Context, entries ...ports.SCMActivity) 
 	return storeErr(err, "scm activity", "")
 }
 
-// ListActivity implements ports.SCMStore. page.Limit defaults to 50 and is
-// capped at 200; entries of the same time are ordered by id, highest first.
+// ListActivity implements ports.SCMStore. A page holds at most page.Size()
+// items; entries of the same time are ordered by id, highest first.
 func (s *SCM) ListActivity(ctx context.Context, repoID int64, page ports.Page) ([]ports.SCMActivity, string, error) {
 	rows, next, err := listPage(ctx, s.db.read(ctx), "SELECT "+activityColumns+" FROM scm_activity WHERE repo_id = ?",
 		[]any{repoID}, page, keyset[activityRow]{key: "at", id: "id", desc: true, byTime: true,

@@ -227,8 +227,8 @@ func (s *Spec) DeleteSpecSession(ctx context.Context, owner ports.Owner, id stri
 	return deleted, err
 }
 
-// ListSpecSessions implements ports.SpecStore. page.Limit defaults to 50 and
-// is capped at 200; ties in the update time are ordered by id.
+// ListSpecSessions implements ports.SpecStore. A page holds at most
+// page.Size() items; ties in the update time are ordered by id.
 func (s *Spec) ListSpecSessions(ctx context.Context, owner ports.Owner, page ports.Page) ([]ports.SpecSession, string, error) {
 	rows, next, err := listPage(ctx, s.db.read(ctx), "SELECT "+specSessionColumns+" FROM spec_sessions WHERE org_id = ? AND user_id = ?",
 		[]any{owner.OrgID, owner.UserID}, page, keyset[specSessionRow]{key: "updated_at", id: "id", desc: true, byTime: true,
