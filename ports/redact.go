@@ -8,7 +8,9 @@ import (
 	"strings"
 )
 
-// RedactedText stands in for a secret that Redact removed from an error.
+// RedactedText stands in for a secret removed from an error (Redact), from a
+// provider's words quoted in a message (Quote), or from a configuration
+// printed for a log: every adapter writes this, and no other, text.
 const RedactedText = "[redacted]"
 
 // Redact returns err as it is, or, should its text contain secret (a
