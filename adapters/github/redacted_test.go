@@ -7,8 +7,8 @@ import (
 
 	gh "github.com/google/go-github/v84/github"
 
+	"github.com/devpilot/devpilot/hosts/sandbox/fakegithub"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakegithub"
 )
 
 // TestRedactedCauseHidesGitHubsError checks the one rule for a redacted

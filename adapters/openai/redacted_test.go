@@ -7,8 +7,8 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/fakeopenai"
 )
 
 // TestRedactedCauseHidesTheKey checks the one rule for a redacted error: a
