@@ -7,22 +7,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/storetest"
 )
-
-func TestContent(t *testing.T) {
-	t.Parallel()
-	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
-		t.Parallel()
-		content, ids := sqlstore.NewContent(db), sqlstore.NewIdentity(db)
-		storetest.TestContent(t, func(*testing.T) storetest.ContentStores {
-			return storetest.ContentStores{
-				Content: content, Tx: db,
-				Identity: storetest.IdentityStores{Orgs: ids, Users: ids, Tokens: ids, Tx: db},
-			}
-		})
-	})
-}
 
 // TestContentBriefCascade deletes a brief in SQL (the port has no way to):
 // its content items go with it, and other briefs' stay.

@@ -10,22 +10,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/ports"
-	"github.com/devpilot/devpilot/testkit/storetest"
 )
-
-func TestSCM(t *testing.T) {
-	t.Parallel()
-	sqlstoretest.ForEachDialect(t, func(t *testing.T, db *sqlstore.DB) {
-		t.Parallel()
-		scm, ids := sqlstore.NewSCM(db), sqlstore.NewIdentity(db)
-		storetest.TestSCM(t, func(*testing.T) storetest.SCMStores {
-			return storetest.SCMStores{
-				SCM: scm, Tx: db,
-				Identity: storetest.IdentityStores{Orgs: ids, Users: ids, Tokens: ids, Tx: db},
-			}
-		})
-	})
-}
 
 // TestRecordDeliveriesAcrossStatements fails the last statement of a batch
 // too big for one: none of the batch is stored. PostgreSQL refuses a time

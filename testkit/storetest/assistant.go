@@ -15,10 +15,10 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// AssistantStores are the assistant stores under test, the Transactor whose
+// assistantStores are the assistant stores under test, the Transactor whose
 // transactions they join, and the identity stores that seed the orgs and
 // users owning their records.
-type AssistantStores struct {
+type assistantStores struct {
 	Sessions      ports.ChatSessionStore
 	Messages      ports.ChatMessageStore
 	Confirmations ports.ConfirmationStore
@@ -26,10 +26,10 @@ type AssistantStores struct {
 	Turns         ports.TurnStore
 	Preferences   ports.PreferenceStore
 	Tx            ports.Transactor
-	Identity      IdentityStores
+	Identity      identityStores
 	// Reopen returns new stores over the same data, as a restarted process
 	// or another replica would open them; they may stay open until t ends.
-	Reopen func(t *testing.T) AssistantStores
+	Reopen func(t *testing.T) assistantStores
 }
 
 // TestAssistant runs the contract of ports.ChatSessionStore,
@@ -45,8 +45,8 @@ type AssistantStores struct {
 // is a conflict; EndTurn of a missing turn is not_found; a turn refused for
 // the cap on a user's turns leaves nothing stored, and a turn that takes over
 // its session's stale turn does not count that turn.
-func TestAssistant(t *testing.T, newStores func(t *testing.T) AssistantStores) {
-	runSuite(t, newStores, []suiteCase[AssistantStores]{
+func TestAssistant(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.assistant, needAssistant), []suiteCase[assistantStores]{
 		{"SessionRoundTrip", testSessionRoundTrip},
 		{"SessionOwnerIsolation", testSessionOwnerIsolation},
 		{"SessionCounts", testSessionCounts},
@@ -107,7 +107,7 @@ func newSession(owner ports.Owner) ports.ChatSession {
 	}
 }
 
-func mustCreateSession(t *testing.T, s AssistantStores, cs ports.ChatSession) ports.ChatSession {
+func mustCreateSession(t *testing.T, s assistantStores, cs ports.ChatSession) ports.ChatSession {
 	t.Helper()
 	if err := s.Sessions.CreateSession(t.Context(), cs); err != nil {
 		t.Fatalf("CreateSession: %v", err)
@@ -116,13 +116,13 @@ func mustCreateSession(t *testing.T, s AssistantStores, cs ports.ChatSession) po
 }
 
 // newChat stores a fresh owner and a session of theirs.
-func newChat(t *testing.T, s AssistantStores) (ports.Owner, ports.ChatSession) {
+func newChat(t *testing.T, s assistantStores) (ports.Owner, ports.ChatSession) {
 	t.Helper()
 	owner := seedOwner(t, s.Identity)
 	return owner, mustCreateSession(t, s, newSession(owner))
 }
 
-func mustGetSession(t *testing.T, s AssistantStores, owner ports.Owner, id string) ports.ChatSession {
+func mustGetSession(t *testing.T, s assistantStores, owner ports.Owner, id string) ports.ChatSession {
 	t.Helper()
 	cs, err := s.Sessions.GetSession(t.Context(), owner, id)
 	if err != nil {
@@ -139,14 +139,14 @@ func newMessage(cs ports.ChatSession, role ports.MessageRole, content string) po
 	}
 }
 
-func mustAppendMessages(t *testing.T, s AssistantStores, msgs ...ports.ChatMessage) {
+func mustAppendMessages(t *testing.T, s assistantStores, msgs ...ports.ChatMessage) {
 	t.Helper()
 	if err := s.Messages.AppendMessages(t.Context(), msgs...); err != nil {
 		t.Fatalf("AppendMessages: %v", err)
 	}
 }
 
-func mustListMessages(t *testing.T, s AssistantStores, sessionID string) []ports.ChatMessage {
+func mustListMessages(t *testing.T, s assistantStores, sessionID string) []ports.ChatMessage {
 	t.Helper()
 	msgs, err := s.Messages.ListMessages(t.Context(), sessionID)
 	if err != nil {
@@ -166,7 +166,7 @@ func newConfirmation(cs ports.ChatSession) ports.Confirmation {
 	}
 }
 
-func mustCreateConfirmation(t *testing.T, s AssistantStores, c ports.Confirmation) ports.Confirmation {
+func mustCreateConfirmation(t *testing.T, s assistantStores, c ports.Confirmation) ports.Confirmation {
 	t.Helper()
 	if err := s.Confirmations.CreateConfirmation(t.Context(), c); err != nil {
 		t.Fatalf("CreateConfirmation: %v", err)
@@ -174,7 +174,7 @@ func mustCreateConfirmation(t *testing.T, s AssistantStores, c ports.Confirmatio
 	return c
 }
 
-func mustGetConfirmation(t *testing.T, s AssistantStores, owner ports.Owner, id string) ports.Confirmation {
+func mustGetConfirmation(t *testing.T, s assistantStores, owner ports.Owner, id string) ports.Confirmation {
 	t.Helper()
 	c, err := s.Confirmations.GetConfirmation(t.Context(), owner, id)
 	if err != nil {
@@ -183,7 +183,7 @@ func mustGetConfirmation(t *testing.T, s AssistantStores, owner ports.Owner, id 
 	return c
 }
 
-func mustDecide(t *testing.T, s AssistantStores, owner ports.Owner, id string, d ports.Decision) ports.Confirmation {
+func mustDecide(t *testing.T, s assistantStores, owner ports.Owner, id string, d ports.Decision) ports.Confirmation {
 	t.Helper()
 	c, err := s.Confirmations.DecideConfirmation(t.Context(), owner, id, d)
 	if err != nil {
@@ -210,14 +210,14 @@ func newEvent(sessionID string, seq int64) ports.StreamEvent {
 	}
 }
 
-func mustAppendEvents(t *testing.T, s AssistantStores, events ...ports.StreamEvent) {
+func mustAppendEvents(t *testing.T, s assistantStores, events ...ports.StreamEvent) {
 	t.Helper()
 	if err := s.Events.AppendEvents(t.Context(), events...); err != nil {
 		t.Fatalf("AppendEvents: %v", err)
 	}
 }
 
-func mustListEvents(t *testing.T, s AssistantStores, sessionID string, afterSeq int64, limit int) []ports.StreamEvent {
+func mustListEvents(t *testing.T, s assistantStores, sessionID string, afterSeq int64, limit int) []ports.StreamEvent {
 	t.Helper()
 	events, err := s.Events.ListEvents(t.Context(), sessionID, afterSeq, limit)
 	if err != nil {
@@ -226,7 +226,7 @@ func mustListEvents(t *testing.T, s AssistantStores, sessionID string, afterSeq 
 	return events
 }
 
-func mustLastEventSeq(t *testing.T, s AssistantStores, sessionID string) int64 {
+func mustLastEventSeq(t *testing.T, s assistantStores, sessionID string) int64 {
 	t.Helper()
 	seq, err := s.Events.LastEventSeq(t.Context(), sessionID)
 	if err != nil {
@@ -361,7 +361,7 @@ func checkNotFound(t *testing.T, what string, err error, resource, id string) {
 	}
 }
 
-func testSessionRoundTrip(t *testing.T, s AssistantStores) {
+func testSessionRoundTrip(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	cs := newSession(owner)
@@ -381,7 +381,7 @@ func testSessionRoundTrip(t *testing.T, s AssistantStores) {
 	checkNotFound(t, "GetSession of a missing session", err, "chat session", missing)
 }
 
-func testSessionOwnerIsolation(t *testing.T, s AssistantStores) {
+func testSessionOwnerIsolation(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
 	stranger := seedOwner(t, s.Identity)
@@ -412,7 +412,7 @@ func testSessionOwnerIsolation(t *testing.T, s AssistantStores) {
 	checkSession(t, "GetSession by the owner afterwards", mustGetSession(t, s, owner, cs.ID), cs)
 }
 
-func testSessionCounts(t *testing.T, s AssistantStores) {
+func testSessionCounts(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
 	other := newSession(owner)
@@ -455,7 +455,7 @@ func testSessionCounts(t *testing.T, s AssistantStores) {
 // testSearchSessions: a search matches the title or the text of a user or
 // assistant message (not a tool result), case-insensitively, takes % and _
 // literally, pages, and finds only the owner's sessions.
-func testSearchSessions(t *testing.T, s AssistantStores) {
+func testSearchSessions(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	session := func(title string, minutes int) ports.ChatSession {
@@ -518,7 +518,7 @@ func testSearchSessions(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testListSessionsPages(t *testing.T, s AssistantStores) {
+func testListSessionsPages(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	mustCreateSession(t, s, newSession(seedColleague(t, s.Identity, owner.OrgID)))
@@ -584,7 +584,7 @@ func testListSessionsPages(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testListSessionsLimits(t *testing.T, s AssistantStores) {
+func testListSessionsLimits(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	const total = 201
@@ -633,7 +633,7 @@ func testListSessionsLimits(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testListSessionsMalformedCursor(t *testing.T, s AssistantStores) {
+func testListSessionsMalformedCursor(t *testing.T, s assistantStores) {
 	owner, _ := newChat(t, s)
 	b64 := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 	for _, cursor := range []string{
@@ -652,7 +652,7 @@ func testListSessionsMalformedCursor(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testSetSessionTitle(t *testing.T, s AssistantStores) {
+func testSetSessionTitle(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
 	older := mustCreateSession(t, s, func() ports.ChatSession {
@@ -676,7 +676,7 @@ func testSetSessionTitle(t *testing.T, s AssistantStores) {
 	checkNotFound(t, "SetSessionTitle of a missing session", s.Sessions.SetSessionTitle(ctx, owner, missing, "x", at), "chat session", missing)
 }
 
-func testTouchSession(t *testing.T, s AssistantStores) {
+func testTouchSession(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner, a := newChat(t, s)
 	b := newSession(owner)
@@ -706,7 +706,7 @@ func testTouchSession(t *testing.T, s AssistantStores) {
 	checkErr(t, "TouchSession of a missing session", s.Sessions.TouchSession(ctx, newID(), at), ports.ErrNotFound)
 }
 
-func testDeleteSessionCascades(t *testing.T, s AssistantStores) {
+func testDeleteSessionCascades(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
 	kept := mustCreateSession(t, s, newSession(owner))
@@ -775,7 +775,7 @@ func testDeleteSessionCascades(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testMessagesRoundTrip(t *testing.T, s AssistantStores) {
+func testMessagesRoundTrip(t *testing.T, s assistantStores) {
 	_, cs := newChat(t, s)
 	turn := newID()
 	msgs := []ports.ChatMessage{
@@ -800,7 +800,7 @@ func testMessagesRoundTrip(t *testing.T, s AssistantStores) {
 	checkMessages(t, "ListMessages", mustListMessages(t, s, cs.ID), msgs)
 }
 
-func testMessagesOrder(t *testing.T, s AssistantStores) {
+func testMessagesOrder(t *testing.T, s assistantStores) {
 	owner, cs := newChat(t, s)
 	other := mustCreateSession(t, s, newSession(owner))
 	var want []ports.ChatMessage
@@ -826,7 +826,7 @@ func testMessagesOrder(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testMessagesErrors(t *testing.T, s AssistantStores) {
+func testMessagesErrors(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	_, cs := newChat(t, s)
 	first := newMessage(cs, ports.MessageUser, "first")
@@ -843,7 +843,7 @@ func testMessagesErrors(t *testing.T, s AssistantStores) {
 	checkMessages(t, "ListMessages after failed appends", mustListMessages(t, s, cs.ID), []ports.ChatMessage{first})
 }
 
-func testConfirmationRoundTrip(t *testing.T, s AssistantStores) {
+func testConfirmationRoundTrip(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
 	c := mustCreateConfirmation(t, s, newConfirmation(cs))
@@ -863,7 +863,7 @@ func testConfirmationRoundTrip(t *testing.T, s AssistantStores) {
 	checkNotFound(t, "GetConfirmation of a missing confirmation", err, "confirmation", missing)
 }
 
-func testListConfirmations(t *testing.T, s AssistantStores) {
+func testListConfirmations(t *testing.T, s assistantStores) {
 	owner, cs := newChat(t, s)
 	other := mustCreateSession(t, s, newSession(owner))
 	var want []ports.Confirmation
@@ -885,7 +885,7 @@ func testListConfirmations(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testDecideConfirmation(t *testing.T, s AssistantStores) {
+func testDecideConfirmation(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	for _, status := range []ports.ConfirmationStatus{ports.ConfirmationApproved, ports.ConfirmationRejected} {
 		owner, cs := newChat(t, s)
@@ -910,7 +910,7 @@ func testDecideConfirmation(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testDecideTwice(t *testing.T, s AssistantStores) {
+func testDecideTwice(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	reject := func(d ports.Decision) ports.Decision {
 		d.Status, d.Reason = ports.ConfirmationRejected, "not now"
@@ -940,7 +940,7 @@ func testDecideTwice(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testDecideExpired(t *testing.T, s AssistantStores) {
+func testDecideExpired(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
 	c := mustCreateConfirmation(t, s, newConfirmation(cs))
@@ -958,7 +958,7 @@ func testDecideExpired(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testConfirmationOwnerIsolation(t *testing.T, s AssistantStores) {
+func testConfirmationOwnerIsolation(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
 	c := mustCreateConfirmation(t, s, newConfirmation(cs))
@@ -982,7 +982,7 @@ func testConfirmationOwnerIsolation(t *testing.T, s AssistantStores) {
 	checkConfirmation(t, "GetConfirmation by the owner afterwards", mustGetConfirmation(t, s, owner, c.ID), c)
 }
 
-func testExpireConfirmations(t *testing.T, s AssistantStores) {
+func testExpireConfirmations(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	// Far before base, so confirmations of other subtests sharing the store are untouched.
 	epoch := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -1034,7 +1034,7 @@ func testExpireConfirmations(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testRecordOutcome(t *testing.T, s AssistantStores) {
+func testRecordOutcome(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
 	c := mustCreateConfirmation(t, s, newConfirmation(cs))
@@ -1073,7 +1073,7 @@ func testRecordOutcome(t *testing.T, s AssistantStores) {
 	checkErr(t, "RecordOutcome of a missing confirmation", s.Confirmations.RecordOutcome(ctx, newID(), o, at), ports.ErrNotFound)
 }
 
-func testRaceDecideConfirmation(t *testing.T, s AssistantStores) {
+func testRaceDecideConfirmation(t *testing.T, s assistantStores) {
 	owner, cs := newChat(t, s)
 	c := mustCreateConfirmation(t, s, newConfirmation(cs))
 	const n = 50
@@ -1114,7 +1114,7 @@ func testRaceDecideConfirmation(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testRaceRecordOutcome(t *testing.T, s AssistantStores) {
+func testRaceRecordOutcome(t *testing.T, s assistantStores) {
 	owner, cs := newChat(t, s)
 	c := mustCreateConfirmation(t, s, newConfirmation(cs))
 	approved := mustDecide(t, s, owner, c.ID, approval(owner.UserID, base.Add(time.Minute)))
@@ -1132,9 +1132,9 @@ func testRaceRecordOutcome(t *testing.T, s AssistantStores) {
 	checkConfirmation(t, "GetConfirmation after the race", mustGetConfirmation(t, s, owner, c.ID), approved)
 }
 
-func testDecideAfterRestart(t *testing.T, s AssistantStores) {
+func testDecideAfterRestart(t *testing.T, s assistantStores) {
 	if s.Reopen == nil {
-		t.Fatalf("AssistantStores.Reopen is nil")
+		t.Fatalf("assistantStores.Reopen is nil")
 	}
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
@@ -1153,14 +1153,14 @@ func testDecideAfterRestart(t *testing.T, s AssistantStores) {
 		t.Fatalf("DecideConfirmation after the restart: %v", err)
 	}
 	checkConfirmation(t, "DecideConfirmation after the restart", got, decided(c, d))
-	for name, stores := range map[string]AssistantStores{"the old stores": s, "the new stores": restarted} {
+	for name, stores := range map[string]assistantStores{"the old stores": s, "the new stores": restarted} {
 		_, err := stores.Confirmations.DecideConfirmation(ctx, owner, c.ID, approval(owner.UserID, base.Add(2*time.Minute)))
 		checkErr(t, "DecideConfirmation again through "+name, err, errAlreadyDecided)
 		checkConfirmation(t, "GetConfirmation through "+name, mustGetConfirmation(t, stores, owner, c.ID), decided(c, d))
 	}
 }
 
-func testEvents(t *testing.T, s AssistantStores) {
+func testEvents(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
 	other := mustCreateSession(t, s, newSession(owner))
@@ -1216,7 +1216,7 @@ func testEvents(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testEventsErrors(t *testing.T, s AssistantStores) {
+func testEventsErrors(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	_, cs := newChat(t, s)
 	stored := []ports.StreamEvent{newEvent(cs.ID, 1), newEvent(cs.ID, 2)}
@@ -1242,7 +1242,7 @@ func testEventsErrors(t *testing.T, s AssistantStores) {
 // or JSON syntax might trip on, with times in another zone and below the
 // microsecond, and reads them back byte for byte (times to the
 // microsecond, in UTC).
-func testEventsText(t *testing.T, s AssistantStores) {
+func testEventsText(t *testing.T, s assistantStores) {
 	_, cs := newChat(t, s)
 	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
 	texts := []string{
@@ -1282,7 +1282,7 @@ func testEventsText(t *testing.T, s AssistantStores) {
 
 // testEventsBigBatch appends more events in one call than one SQL statement
 // of either database takes, and lists them with a limit above the maximum.
-func testEventsBigBatch(t *testing.T, s AssistantStores) {
+func testEventsBigBatch(t *testing.T, s assistantStores) {
 	_, cs := newChat(t, s)
 	const n = 6000
 	events := make([]ports.StreamEvent, n)
@@ -1301,7 +1301,7 @@ func testEventsBigBatch(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testTurns(t *testing.T, s AssistantStores) {
+func testTurns(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
 	other := mustCreateSession(t, s, newSession(owner))
@@ -1365,7 +1365,7 @@ func testTurns(t *testing.T, s AssistantStores) {
 
 // A running turn records that it is alive and learns of a stop request in
 // the same call; one last alive long ago is found and ended as lost.
-func testTurnLeases(t *testing.T, s AssistantStores) {
+func testTurnLeases(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
 	_, idle := newChat(t, s)
@@ -1445,7 +1445,7 @@ func testTurnLeases(t *testing.T, s AssistantStores) {
 }
 
 // Of concurrent EndLostTurn calls, exactly one ends the turn.
-func testRaceEndLostTurn(t *testing.T, s AssistantStores) {
+func testRaceEndLostTurn(t *testing.T, s assistantStores) {
 	_, cs := newChat(t, s)
 	turn := newTurn(cs.ID, base)
 	if err := s.Turns.StartTurn(t.Context(), turn, time.Time{}, 0); err != nil {
@@ -1470,7 +1470,7 @@ func testRaceEndLostTurn(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testStaleTurn(t *testing.T, s AssistantStores) {
+func testStaleTurn(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	_, cs := newChat(t, s)
 	dead := newTurn(cs.ID, base)
@@ -1492,7 +1492,7 @@ func testStaleTurn(t *testing.T, s AssistantStores) {
 	}
 }
 
-func testRaceStartTurn(t *testing.T, s AssistantStores) {
+func testRaceStartTurn(t *testing.T, s assistantStores) {
 	_, cs := newChat(t, s)
 	turns := make([]ports.Turn, 20)
 	for i := range turns {
@@ -1510,7 +1510,7 @@ func testRaceStartTurn(t *testing.T, s AssistantStores) {
 
 // checkRunningTurn fails the test unless want is the session's running
 // turn.
-func checkRunningTurn(t *testing.T, s AssistantStores, what, sessionID string, want ports.Turn) {
+func checkRunningTurn(t *testing.T, s assistantStores, what, sessionID string, want ports.Turn) {
 	t.Helper()
 	got, err := s.Turns.RunningTurn(t.Context(), sessionID)
 	if err != nil {
@@ -1549,7 +1549,7 @@ func checkState(t *testing.T, what string, st, want ports.SessionState) {
 }
 
 // readState reads a session back as ContinueSession returns it.
-func readState(t *testing.T, s AssistantStores, sessionID string) ports.SessionState {
+func readState(t *testing.T, s assistantStores, sessionID string) ports.SessionState {
 	t.Helper()
 	ctx := t.Context()
 	msgs, err := s.Messages.ListMessages(ctx, sessionID)
@@ -1571,7 +1571,7 @@ func readState(t *testing.T, s AssistantStores, sessionID string) ports.SessionS
 // the session's activity, or nothing, and returns the session then; it
 // takes a stale turn over, and refuses a running one, another owner's
 // session and a reused id.
-func testContinueSession(t *testing.T, s AssistantStores) {
+func testContinueSession(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
 	continueSession := func(o ports.Owner, tr ports.Turn, m ports.ChatMessage, staleBefore time.Time) error {
@@ -1680,7 +1680,7 @@ func testContinueSession(t *testing.T, s AssistantStores) {
 
 // Of 20 concurrent ContinueSession calls in one session, one starts its
 // turn and the others are conflicts that store nothing.
-func testRaceContinueSession(t *testing.T, s AssistantStores) {
+func testRaceContinueSession(t *testing.T, s assistantStores) {
 	owner, cs := newChat(t, s)
 	turns := make([]ports.Turn, 20)
 	msgs := make([]ports.ChatMessage, len(turns))
@@ -1709,7 +1709,7 @@ func testRaceContinueSession(t *testing.T, s AssistantStores) {
 // winds up while the next chat tries to start until it can, and what it
 // started from is compared with the session read back while its turn runs
 // (when nothing else writes to it).
-func testContinueSessionAsATurnEnds(t *testing.T, s AssistantStores) {
+func testContinueSessionAsATurnEnds(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner, cs := newChat(t, s)
 	at := base.Add(time.Minute)
@@ -1777,7 +1777,7 @@ func testContinueSessionAsATurnEnds(t *testing.T, s AssistantStores) {
 // the chat finds no session, or the chat's turn starts and the delete is
 // refused, round after round; never both, never a turn in a deleted
 // session.
-func testRaceDeleteSession(t *testing.T, s AssistantStores) {
+func testRaceDeleteSession(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	at := base.Add(time.Minute)
 	for round := range 20 {
@@ -1802,7 +1802,7 @@ func testRaceDeleteSession(t *testing.T, s AssistantStores) {
 	}
 }
 
-func getPreferences(t *testing.T, s AssistantStores, owner ports.Owner) ([]ports.Preference, *time.Time) {
+func getPreferences(t *testing.T, s assistantStores, owner ports.Owner) ([]ports.Preference, *time.Time) {
 	t.Helper()
 	prefs, at, err := s.Preferences.GetPreferences(t.Context(), owner)
 	if err != nil {
@@ -1816,7 +1816,7 @@ func getPreferences(t *testing.T, s AssistantStores, owner ports.Owner) ([]ports
 	return prefs, msPtr(at)
 }
 
-func checkPreferences(t *testing.T, what string, s AssistantStores, owner ports.Owner, want []ports.Preference, wantAt *time.Time) {
+func checkPreferences(t *testing.T, what string, s assistantStores, owner ports.Owner, want []ports.Preference, wantAt *time.Time) {
 	t.Helper()
 	got, at := getPreferences(t, s, owner)
 	if len(got) != 0 || len(want) != 0 {
@@ -1830,7 +1830,7 @@ func checkPreferences(t *testing.T, what string, s AssistantStores, owner ports.
 	checkEqual(t, what+" updated at", at, msPtr(wantAt))
 }
 
-func replacePreferences(t *testing.T, s AssistantStores, owner ports.Owner, prefs []ports.Preference, at time.Time) {
+func replacePreferences(t *testing.T, s assistantStores, owner ports.Owner, prefs []ports.Preference, at time.Time) {
 	t.Helper()
 	if err := s.Preferences.ReplacePreferences(t.Context(), owner, prefs, at); err != nil {
 		t.Fatalf("ReplacePreferences: %v", err)
@@ -1841,7 +1841,7 @@ func newPreference(instruction string, created time.Time) ports.Preference {
 	return ports.Preference{ID: newID(), Instruction: instruction, CreatedAt: created}
 }
 
-func testPreferences(t *testing.T, s AssistantStores) {
+func testPreferences(t *testing.T, s assistantStores) {
 	owner := seedOwner(t, s.Identity)
 	checkPreferences(t, "GetPreferences before any", s, owner, nil, nil)
 	prefs := []ports.Preference{
@@ -1863,7 +1863,7 @@ func testPreferences(t *testing.T, s AssistantStores) {
 	checkPreferences(t, "GetPreferences after replacing with none", s, owner, nil, &at)
 }
 
-func testPreferencesOwnerIsolation(t *testing.T, s AssistantStores) {
+func testPreferencesOwnerIsolation(t *testing.T, s assistantStores) {
 	owner := seedOwner(t, s.Identity)
 	colleague := seedColleague(t, s.Identity, owner.OrgID)
 	stranger := seedOwner(t, s.Identity)
@@ -1886,7 +1886,7 @@ func testPreferencesOwnerIsolation(t *testing.T, s AssistantStores) {
 
 // testAssistantTxJoins calls every method inside one transaction, checks that
 // the reads see the transaction's writes, and that a rollback undoes them.
-func testAssistantTxJoins(t *testing.T, s AssistantStores) {
+func testAssistantTxJoins(t *testing.T, s assistantStores) {
 	// A method writing outside the transaction may wait for it forever on a
 	// single-writer database: bound the wait.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -1983,7 +1983,7 @@ func testAssistantTxJoins(t *testing.T, s AssistantStores) {
 
 // StartSession stores a session, its running turn and its first message, or
 // none of them.
-func testStartSession(t *testing.T, s AssistantStores) {
+func testStartSession(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	start := func(cs ports.ChatSession) (ports.Turn, ports.ChatMessage) {

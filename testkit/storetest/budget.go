@@ -6,11 +6,11 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// TestBudgets runs the contract of ports.BudgetStore. newStore is called by
+// TestBudgets runs the contract of ports.BudgetStore. newStores is called by
 // every subtest (subtests run in parallel) and may return stores over a
 // shared database; each subtest uses organisations of its own.
-func TestBudgets(t *testing.T, newStore func(t *testing.T) ports.BudgetStore) {
-	runSuite(t, newStore, []suiteCase[ports.BudgetStore]{
+func TestBudgets(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.budgets, needBudgets), []suiteCase[ports.BudgetStore]{
 		{"SetGetRemove", testBudgetSetGetRemove},
 		{"Invalid", testBudgetInvalid},
 	})

@@ -14,15 +14,15 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// CloudStores are the cloud stores under test, the Transactor whose
+// cloudStores are the cloud stores under test, the Transactor whose
 // transactions they join, and the identity stores that seed the orgs owning
 // their records.
-type CloudStores struct {
+type cloudStores struct {
 	Accounts ports.CloudAccountStore
 	Costs    ports.CostCacheStore
 	Audit    ports.AuditStore
 	Tx       ports.Transactor
-	Identity IdentityStores
+	Identity identityStores
 }
 
 // TestCloud runs the contract of ports.CloudAccountStore,
@@ -41,8 +41,8 @@ type CloudStores struct {
 // mode, account status or audit outcome is invalid. OrgExternalID is
 // invalid for an empty candidate when the org has none; a build reads back
 // with its time in UTC, and goes with its account.
-func TestCloud(t *testing.T, newStores func(t *testing.T) CloudStores) {
-	runSuite(t, newStores, []suiteCase[CloudStores]{
+func TestCloud(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.cloud, needCloud), []suiteCase[cloudStores]{
 		{"AccountRoundTrip", testCloudAccountRoundTrip},
 		{"AccountInvalid", testCloudAccountInvalid},
 		{"AccountNameConflict", testCloudAccountNameConflict},
@@ -93,7 +93,7 @@ func newAccessKeyAccount(orgID string) ports.CloudAccount {
 	return a
 }
 
-func mustCreateCloudAccount(t *testing.T, s CloudStores, a ports.CloudAccount) ports.CloudAccount {
+func mustCreateCloudAccount(t *testing.T, s cloudStores, a ports.CloudAccount) ports.CloudAccount {
 	t.Helper()
 	if err := s.Accounts.CreateCloudAccount(t.Context(), a); err != nil {
 		t.Fatalf("CreateCloudAccount: %v", err)
@@ -102,13 +102,13 @@ func mustCreateCloudAccount(t *testing.T, s CloudStores, a ports.CloudAccount) p
 }
 
 // newCloud stores a fresh org and an assume-role account of it.
-func newCloud(t *testing.T, s CloudStores) (ports.Org, ports.CloudAccount) {
+func newCloud(t *testing.T, s cloudStores) (ports.Org, ports.CloudAccount) {
 	t.Helper()
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	return org, mustCreateCloudAccount(t, s, newCloudAccount(org.ID))
 }
 
-func mustGetCloudAccount(t *testing.T, s CloudStores, orgID, id string) ports.CloudAccount {
+func mustGetCloudAccount(t *testing.T, s cloudStores, orgID, id string) ports.CloudAccount {
 	t.Helper()
 	a, err := s.Accounts.GetCloudAccount(t.Context(), orgID, id)
 	if err != nil {
@@ -117,7 +117,7 @@ func mustGetCloudAccount(t *testing.T, s CloudStores, orgID, id string) ports.Cl
 	return a
 }
 
-func mustListCloudAccounts(t *testing.T, s CloudStores, orgID string) []ports.CloudAccount {
+func mustListCloudAccounts(t *testing.T, s cloudStores, orgID string) []ports.CloudAccount {
 	t.Helper()
 	list, next, err := s.Accounts.ListCloudAccounts(t.Context(), orgID, ports.Page{Limit: 200})
 	if err != nil {
@@ -191,7 +191,7 @@ func malformedCursors() []string {
 	}
 }
 
-func testCloudAccountRoundTrip(t *testing.T, s CloudStores) {
+func testCloudAccountRoundTrip(t *testing.T, s cloudStores) {
 	ctx := t.Context()
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	role := newCloudAccount(org.ID)
@@ -227,7 +227,7 @@ func testCloudAccountRoundTrip(t *testing.T, s CloudStores) {
 	checkCloudAccounts(t, "ListCloudAccounts after failed creates", mustListCloudAccounts(t, s, org.ID), wantList)
 }
 
-func testCloudAccountInvalid(t *testing.T, s CloudStores) {
+func testCloudAccountInvalid(t *testing.T, s cloudStores) {
 	ctx := t.Context()
 	org, a := newCloud(t, s)
 	for _, mode := range []ports.CloudAuthMode{"", "password", "ASSUME_ROLE"} {
@@ -247,7 +247,7 @@ func testCloudAccountInvalid(t *testing.T, s CloudStores) {
 	checkCloudAccounts(t, "ListCloudAccounts after invalid calls", mustListCloudAccounts(t, s, org.ID), []ports.CloudAccount{a})
 }
 
-func testCloudAccountNameConflict(t *testing.T, s CloudStores) {
+func testCloudAccountNameConflict(t *testing.T, s cloudStores) {
 	ctx := t.Context()
 	org, a := newCloud(t, s)
 	dup := newAccessKeyAccount(org.ID)
@@ -271,7 +271,7 @@ func testCloudAccountNameConflict(t *testing.T, s CloudStores) {
 	checkCloudAccounts(t, "ListCloudAccounts after reusing a deleted account's name", mustListCloudAccounts(t, s, org.ID), []ports.CloudAccount{dup})
 }
 
-func testCloudAccountOrgIsolation(t *testing.T, s CloudStores) {
+func testCloudAccountOrgIsolation(t *testing.T, s cloudStores) {
 	ctx := t.Context()
 	org, a := newCloud(t, s)
 	stranger, theirs := newCloud(t, s)
@@ -292,7 +292,7 @@ func testCloudAccountOrgIsolation(t *testing.T, s CloudStores) {
 
 // listAllCloudAccounts follows the pages of ListCloudAccounts of the size
 // given and returns the accounts and the page sizes.
-func listAllCloudAccounts(t *testing.T, s CloudStores, orgID string, limit int) ([]ports.CloudAccount, []int) {
+func listAllCloudAccounts(t *testing.T, s cloudStores, orgID string, limit int) ([]ports.CloudAccount, []int) {
 	t.Helper()
 	var all []ports.CloudAccount
 	var sizes []int
@@ -313,7 +313,7 @@ func listAllCloudAccounts(t *testing.T, s CloudStores, orgID string, limit int) 
 	return nil, nil
 }
 
-func testListCloudAccountsPages(t *testing.T, s CloudStores) {
+func testListCloudAccountsPages(t *testing.T, s cloudStores) {
 	ctx := t.Context()
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	other := mustCreateOrg(t, s.Identity, newOrg())
@@ -372,7 +372,7 @@ func testListCloudAccountsPages(t *testing.T, s CloudStores) {
 	}
 }
 
-func testListCloudAccountsLimits(t *testing.T, s CloudStores) {
+func testListCloudAccountsLimits(t *testing.T, s cloudStores) {
 	ctx := t.Context()
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	const total = 201
@@ -411,7 +411,7 @@ func testListCloudAccountsLimits(t *testing.T, s CloudStores) {
 	}
 }
 
-func testListCloudAccountsMalformedCursor(t *testing.T, s CloudStores) {
+func testListCloudAccountsMalformedCursor(t *testing.T, s cloudStores) {
 	org, _ := newCloud(t, s)
 	for _, cursor := range malformedCursors() {
 		_, _, err := s.Accounts.ListCloudAccounts(t.Context(), org.ID, ports.Page{Cursor: cursor})
@@ -419,7 +419,7 @@ func testListCloudAccountsMalformedCursor(t *testing.T, s CloudStores) {
 	}
 }
 
-func testRecordCloudTest(t *testing.T, s CloudStores) {
+func testRecordCloudTest(t *testing.T, s cloudStores) {
 	ctx := t.Context()
 	org, a := newCloud(t, s)
 	untouched := mustCreateCloudAccount(t, s, newAccessKeyAccount(org.ID))
@@ -480,7 +480,7 @@ func checkCostReport(t *testing.T, what string, got, want ports.CostReport) {
 	checkEqual(t, what, got, want)
 }
 
-func getCachedCost(t *testing.T, s CloudStores, accountID, key string, now time.Time) (ports.CostReport, bool) {
+func getCachedCost(t *testing.T, s cloudStores, accountID, key string, now time.Time) (ports.CostReport, bool) {
 	t.Helper()
 	r, ok, err := s.Costs.GetCachedCost(t.Context(), accountID, key, now)
 	if err != nil {
@@ -489,7 +489,7 @@ func getCachedCost(t *testing.T, s CloudStores, accountID, key string, now time.
 	return r, ok
 }
 
-func mustPutCachedCost(t *testing.T, s CloudStores, accountID, key string, r ports.CostReport, expiresAt time.Time) {
+func mustPutCachedCost(t *testing.T, s cloudStores, accountID, key string, r ports.CostReport, expiresAt time.Time) {
 	t.Helper()
 	if err := s.Costs.PutCachedCost(t.Context(), accountID, key, r, expiresAt); err != nil {
 		t.Fatalf("PutCachedCost: %v", err)
@@ -498,7 +498,7 @@ func mustPutCachedCost(t *testing.T, s CloudStores, accountID, key string, r por
 
 // checkCached fails the test unless the report cached under the account and
 // key at now is want (nil: none).
-func checkCached(t *testing.T, what string, s CloudStores, accountID, key string, now time.Time, want *ports.CostReport) {
+func checkCached(t *testing.T, what string, s cloudStores, accountID, key string, now time.Time, want *ports.CostReport) {
 	t.Helper()
 	got, ok := getCachedCost(t, s, accountID, key, now)
 	switch {
@@ -511,7 +511,7 @@ func checkCached(t *testing.T, what string, s CloudStores, accountID, key string
 	}
 }
 
-func testCachedCostRoundTrip(t *testing.T, s CloudStores) {
+func testCachedCostRoundTrip(t *testing.T, s cloudStores) {
 	org, a := newCloud(t, s)
 	b := mustCreateCloudAccount(t, s, newAccessKeyAccount(org.ID))
 	expires := base.Add(6 * time.Hour)
@@ -541,7 +541,7 @@ func testCachedCostRoundTrip(t *testing.T, s CloudStores) {
 		ports.KindNotFound, "cloud account "+missing+" not found")
 }
 
-func testCachedCostExpiry(t *testing.T, s CloudStores) {
+func testCachedCostExpiry(t *testing.T, s cloudStores) {
 	_, a := newCloud(t, s)
 	report := newCostReport(1)
 	expires := base.Add(6 * time.Hour).Truncate(time.Millisecond)
@@ -567,7 +567,7 @@ func testCachedCostExpiry(t *testing.T, s CloudStores) {
 	}
 }
 
-func testCachedCostReplace(t *testing.T, s CloudStores) {
+func testCachedCostReplace(t *testing.T, s cloudStores) {
 	_, a := newCloud(t, s)
 	first, second, third := newCostReport(1), newCostReport(2), ports.CostReport{Currency: "USD"}
 	mustPutCachedCost(t, s, a.ID, "k", first, base.Add(time.Hour))
@@ -593,7 +593,7 @@ func newAuditEntry(orgID, accountID string, at time.Time) ports.AuditEntry {
 	}
 }
 
-func mustRecordAudit(t *testing.T, s CloudStores, e ports.AuditEntry) ports.AuditEntry {
+func mustRecordAudit(t *testing.T, s cloudStores, e ports.AuditEntry) ports.AuditEntry {
 	t.Helper()
 	if err := s.Audit.RecordAudit(t.Context(), e); err != nil {
 		t.Fatalf("RecordAudit: %v", err)
@@ -601,7 +601,7 @@ func mustRecordAudit(t *testing.T, s CloudStores, e ports.AuditEntry) ports.Audi
 	return e
 }
 
-func mustListAudit(t *testing.T, s CloudStores, orgID, accountID string) []ports.AuditEntry {
+func mustListAudit(t *testing.T, s cloudStores, orgID, accountID string) []ports.AuditEntry {
 	t.Helper()
 	list, next, err := s.Audit.ListAudit(t.Context(), orgID, accountID, ports.Page{Limit: 200})
 	if err != nil {
@@ -644,7 +644,7 @@ func newestFirst(entries []ports.AuditEntry) []ports.AuditEntry {
 	return entries
 }
 
-func testAuditRoundTrip(t *testing.T, s CloudStores) {
+func testAuditRoundTrip(t *testing.T, s cloudStores) {
 	ctx := t.Context()
 	org, a := newCloud(t, s)
 	ok := newAuditEntry(org.ID, a.ID, base)
@@ -682,7 +682,7 @@ func testAuditRoundTrip(t *testing.T, s CloudStores) {
 
 // listAllAudit follows the pages of ListAudit of the size given and returns
 // the entries and the page sizes.
-func listAllAudit(t *testing.T, s CloudStores, orgID, accountID string, limit int) ([]ports.AuditEntry, []int) {
+func listAllAudit(t *testing.T, s cloudStores, orgID, accountID string, limit int) ([]ports.AuditEntry, []int) {
 	t.Helper()
 	var all []ports.AuditEntry
 	var sizes []int
@@ -703,7 +703,7 @@ func listAllAudit(t *testing.T, s CloudStores, orgID, accountID string, limit in
 	return nil, nil
 }
 
-func testListAuditPages(t *testing.T, s CloudStores) {
+func testListAuditPages(t *testing.T, s cloudStores) {
 	ctx := t.Context()
 	org, a := newCloud(t, s)
 	b := mustCreateCloudAccount(t, s, newAccessKeyAccount(org.ID))
@@ -762,7 +762,7 @@ func testListAuditPages(t *testing.T, s CloudStores) {
 	}
 }
 
-func testListAuditLimits(t *testing.T, s CloudStores) {
+func testListAuditLimits(t *testing.T, s cloudStores) {
 	ctx := t.Context()
 	org, a := newCloud(t, s)
 	const total = 201
@@ -800,7 +800,7 @@ func testListAuditLimits(t *testing.T, s CloudStores) {
 	}
 }
 
-func testListAuditMalformedCursor(t *testing.T, s CloudStores) {
+func testListAuditMalformedCursor(t *testing.T, s cloudStores) {
 	org, a := newCloud(t, s)
 	mustRecordAudit(t, s, newAuditEntry(org.ID, a.ID, base))
 	// A page of accounts continues after a name, not a time.
@@ -817,7 +817,7 @@ func testListAuditMalformedCursor(t *testing.T, s CloudStores) {
 	}
 }
 
-func testAuditOrgIsolation(t *testing.T, s CloudStores) {
+func testAuditOrgIsolation(t *testing.T, s cloudStores) {
 	org, a := newCloud(t, s)
 	mine := mustRecordAudit(t, s, newAuditEntry(org.ID, a.ID, base))
 	stranger, theirs := newCloud(t, s)
@@ -835,7 +835,7 @@ func testAuditOrgIsolation(t *testing.T, s CloudStores) {
 	}
 }
 
-func testDeleteCloudAccount(t *testing.T, s CloudStores) {
+func testDeleteCloudAccount(t *testing.T, s cloudStores) {
 	ctx := t.Context()
 	org, a := newCloud(t, s)
 	kept := mustCreateCloudAccount(t, s, newAccessKeyAccount(org.ID))
@@ -874,7 +874,7 @@ func testDeleteCloudAccount(t *testing.T, s CloudStores) {
 
 // testRaceCreateCloudAccount creates accounts of one name from many callers
 // at once: exactly one is stored.
-func testRaceCreateCloudAccount(t *testing.T, s CloudStores) {
+func testRaceCreateCloudAccount(t *testing.T, s cloudStores) {
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	accounts := make([]ports.CloudAccount, 20)
 	for i := range accounts {
@@ -893,7 +893,7 @@ func testRaceCreateCloudAccount(t *testing.T, s CloudStores) {
 
 // testRacePutCachedCost caches reports under one key from many callers at
 // once: every call succeeds and one of the reports is cached.
-func testRacePutCachedCost(t *testing.T, s CloudStores) {
+func testRacePutCachedCost(t *testing.T, s cloudStores) {
 	_, a := newCloud(t, s)
 	reports := make([]ports.CostReport, 20)
 	for i := range reports {
@@ -924,7 +924,7 @@ func testRacePutCachedCost(t *testing.T, s CloudStores) {
 }
 
 // testRaceRecordAudit appends entries from many callers at once: all are kept.
-func testRaceRecordAudit(t *testing.T, s CloudStores) {
+func testRaceRecordAudit(t *testing.T, s cloudStores) {
 	org, a := newCloud(t, s)
 	entries := make([]ports.AuditEntry, 20)
 	for i := range entries {
@@ -941,7 +941,7 @@ func testRaceRecordAudit(t *testing.T, s CloudStores) {
 
 // testCloudTxJoins calls every method inside one transaction, checks that
 // the reads see the transaction's writes, and that a rollback undoes them.
-func testCloudTxJoins(t *testing.T, s CloudStores) {
+func testCloudTxJoins(t *testing.T, s cloudStores) {
 	// A method writing outside the transaction may wait for it forever on a
 	// single-writer database: bound the wait.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -1022,7 +1022,7 @@ func testCloudTxJoins(t *testing.T, s CloudStores) {
 
 // testOrgExternalID: the first candidate an org is given stays its external
 // id; no other org can take it.
-func testOrgExternalID(t *testing.T, s CloudStores) {
+func testOrgExternalID(t *testing.T, s cloudStores) {
 	ctx := t.Context()
 	org, other := mustCreateOrg(t, s.Identity, newOrg()), mustCreateOrg(t, s.Identity, newOrg())
 	_, err := s.Accounts.OrgExternalID(ctx, org.ID, "", base)
@@ -1046,7 +1046,7 @@ func testOrgExternalID(t *testing.T, s CloudStores) {
 
 // testRaceOrgExternalID asks for an org's external id from many callers at
 // once, each with its own candidate: all get the same one, a candidate.
-func testRaceOrgExternalID(t *testing.T, s CloudStores) {
+func testRaceOrgExternalID(t *testing.T, s cloudStores) {
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	candidates := make([]string, 20)
 	for i := range candidates {
@@ -1078,7 +1078,7 @@ func newCloudBuild(orgID, accountID string) ports.CloudBuild {
 		Branch: "feature/ünïcode", JobID: "42", CreatedAt: base.Add(1234 * time.Millisecond)}
 }
 
-func testCloudBuildRoundTrip(t *testing.T, s CloudStores) {
+func testCloudBuildRoundTrip(t *testing.T, s cloudStores) {
 	ctx := t.Context()
 	org, a := newCloud(t, s)
 	other, _ := newCloud(t, s)

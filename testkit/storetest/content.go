@@ -12,13 +12,13 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// ContentStores are the content store under test, the Transactor whose
+// contentStores are the content store under test, the Transactor whose
 // transactions it joins, and the identity stores that seed the orgs and
 // users owning its records.
-type ContentStores struct {
+type contentStores struct {
 	Content  ports.ContentStore
 	Tx       ports.Transactor
-	Identity IdentityStores
+	Identity identityStores
 }
 
 // TestContent runs the contract of ports.ContentStore and its Transactor.
@@ -46,8 +46,8 @@ type ContentStores struct {
 // unknown status in the filter. A refused conditional write inside a
 // transaction leaves the transaction usable. The content project cases are
 // described at contentProjectCases.
-func TestContent(t *testing.T, newStores func(t *testing.T) ContentStores) {
-	runSuite(t, newStores, append([]suiteCase[ContentStores]{
+func TestContent(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.content, needContent), append([]suiteCase[contentStores]{
 		{"BrandRoundTrip", testBrandRoundTrip},
 		{"PutBrandVersions", testPutBrandVersions},
 		{"BrandOrgIsolation", testBrandOrgIsolation},
@@ -79,7 +79,7 @@ type contentOwner struct {
 }
 
 // newContentOwner stores a fresh org and one of its users.
-func newContentOwner(t *testing.T, s ContentStores) contentOwner {
+func newContentOwner(t *testing.T, s contentStores) contentOwner {
 	t.Helper()
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	return contentOwner{org: org, user: mustCreateUser(t, s.Identity, newUser(org.ID))}
@@ -109,7 +109,7 @@ func newBrand(o contentOwner, projectID string, version int) ports.Brand {
 	}
 }
 
-func mustPutBrand(t *testing.T, s ContentStores, b ports.Brand) ports.Brand {
+func mustPutBrand(t *testing.T, s contentStores, b ports.Brand) ports.Brand {
 	t.Helper()
 	if err := s.Content.PutBrand(t.Context(), b); err != nil {
 		t.Fatalf("PutBrand(version %d): %v", b.Version, err)
@@ -117,7 +117,7 @@ func mustPutBrand(t *testing.T, s ContentStores, b ports.Brand) ports.Brand {
 	return b
 }
 
-func mustGetBrand(t *testing.T, s ContentStores, orgID, projectID string) ports.Brand {
+func mustGetBrand(t *testing.T, s contentStores, orgID, projectID string) ports.Brand {
 	t.Helper()
 	b, err := s.Content.GetBrand(t.Context(), orgID, projectID)
 	if err != nil {
@@ -174,7 +174,7 @@ func checkPreconditionFailed(t *testing.T, what string, err error, message strin
 	checkError(t, what, err, ports.KindPreconditionFailed, message)
 }
 
-func testBrandRoundTrip(t *testing.T, s ContentStores) {
+func testBrandRoundTrip(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o := newContentOwner(t, s)
 	project := newProjectID()
@@ -208,7 +208,7 @@ func testBrandRoundTrip(t *testing.T, s ContentStores) {
 	checkErr(t, "PutBrand in a missing org", s.Content.PutBrand(ctx, orphan), ports.ErrNotFound)
 }
 
-func testPutBrandVersions(t *testing.T, s ContentStores) {
+func testPutBrandVersions(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o := newContentOwner(t, s)
 	project := newProjectID()
@@ -244,7 +244,7 @@ func testPutBrandVersions(t *testing.T, s ContentStores) {
 	checkBrand(t, "GetBrand after stale puts", mustGetBrand(t, s, o.org.ID, project), v3)
 }
 
-func testBrandOrgIsolation(t *testing.T, s ContentStores) {
+func testBrandOrgIsolation(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o, stranger := newContentOwner(t, s), newContentOwner(t, s)
 	project := newProjectID()
@@ -270,7 +270,7 @@ func testBrandOrgIsolation(t *testing.T, s ContentStores) {
 
 // testRacePutBrand puts one version from many callers at once, first and
 // later versions: exactly one succeeds.
-func testRacePutBrand(t *testing.T, s ContentStores) {
+func testRacePutBrand(t *testing.T, s contentStores) {
 	o := newContentOwner(t, s)
 	project := newProjectID()
 	const n = 20
@@ -300,7 +300,7 @@ func newBrief(o contentOwner, projectID string) ports.Brief {
 	}
 }
 
-func mustCreateBrief(t *testing.T, s ContentStores, b ports.Brief) ports.Brief {
+func mustCreateBrief(t *testing.T, s contentStores, b ports.Brief) ports.Brief {
 	t.Helper()
 	if err := s.Content.CreateBrief(t.Context(), b); err != nil {
 		t.Fatalf("CreateBrief: %v", err)
@@ -308,7 +308,7 @@ func mustCreateBrief(t *testing.T, s ContentStores, b ports.Brief) ports.Brief {
 	return b
 }
 
-func mustGetBrief(t *testing.T, s ContentStores, orgID, id string) ports.Brief {
+func mustGetBrief(t *testing.T, s contentStores, orgID, id string) ports.Brief {
 	t.Helper()
 	b, err := s.Content.GetBrief(t.Context(), orgID, id)
 	if err != nil {
@@ -332,7 +332,7 @@ func checkBrief(t *testing.T, what string, got, want ports.Brief) {
 
 // listAllBriefs follows the pages of ListBriefs of the size given and
 // returns the briefs and the page sizes.
-func listAllBriefs(t *testing.T, s ContentStores, orgID, projectID string, limit int) ([]ports.Brief, []int) {
+func listAllBriefs(t *testing.T, s contentStores, orgID, projectID string, limit int) ([]ports.Brief, []int) {
 	t.Helper()
 	var all []ports.Brief
 	var sizes []int
@@ -382,7 +382,7 @@ func checkListedBriefs(t *testing.T, what string, got, want []ports.Brief) {
 	}
 }
 
-func testBriefRoundTrip(t *testing.T, s ContentStores) {
+func testBriefRoundTrip(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o := newContentOwner(t, s)
 	b := mustCreateBrief(t, s, newBrief(o, newProjectID()))
@@ -412,7 +412,7 @@ func testBriefRoundTrip(t *testing.T, s ContentStores) {
 	checkListedBriefs(t, "ListBriefs", all, []ports.Brief{b, bare, empty})
 }
 
-func testBriefOrgIsolation(t *testing.T, s ContentStores) {
+func testBriefOrgIsolation(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o, stranger := newContentOwner(t, s), newContentOwner(t, s)
 	b := mustCreateBrief(t, s, newBrief(o, newProjectID()))
@@ -436,7 +436,7 @@ func testBriefOrgIsolation(t *testing.T, s ContentStores) {
 	}
 }
 
-func testListBriefsPages(t *testing.T, s ContentStores) {
+func testListBriefsPages(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o := newContentOwner(t, s)
 	p, q := newProjectID(), newProjectID()
@@ -478,7 +478,7 @@ func testListBriefsPages(t *testing.T, s ContentStores) {
 	}
 }
 
-func testListBriefsLimits(t *testing.T, s ContentStores) {
+func testListBriefsLimits(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o := newContentOwner(t, s)
 	project := newProjectID()
@@ -513,7 +513,7 @@ func testListBriefsLimits(t *testing.T, s ContentStores) {
 	checkEqual(t, "sizes of the default pages", sizes, []int{50, 50, 50, 50, 1})
 }
 
-func testListBriefsMalformedCursor(t *testing.T, s ContentStores) {
+func testListBriefsMalformedCursor(t *testing.T, s contentStores) {
 	o := newContentOwner(t, s)
 	b := mustCreateBrief(t, s, newBrief(o, newProjectID()))
 	for _, cursor := range malformedCursors() {
@@ -539,7 +539,7 @@ func newContentItem(b ports.Brief, variant int) ports.ContentItem {
 	}
 }
 
-func mustCreateContentItems(t *testing.T, s ContentStores, items ...ports.ContentItem) []ports.ContentItem {
+func mustCreateContentItems(t *testing.T, s contentStores, items ...ports.ContentItem) []ports.ContentItem {
 	t.Helper()
 	if err := s.Content.CreateContentItems(t.Context(), items...); err != nil {
 		t.Fatalf("CreateContentItems: %v", err)
@@ -547,7 +547,7 @@ func mustCreateContentItems(t *testing.T, s ContentStores, items ...ports.Conten
 	return items
 }
 
-func mustGetContentItem(t *testing.T, s ContentStores, orgID, id string) ports.ContentItem {
+func mustGetContentItem(t *testing.T, s contentStores, orgID, id string) ports.ContentItem {
 	t.Helper()
 	it, err := s.Content.GetContentItem(t.Context(), orgID, id)
 	if err != nil {
@@ -557,7 +557,7 @@ func mustGetContentItem(t *testing.T, s ContentStores, orgID, id string) ports.C
 }
 
 // newContent stores a fresh owner, a brief of theirs and one draft of it.
-func newContent(t *testing.T, s ContentStores) (contentOwner, ports.Brief, ports.ContentItem) {
+func newContent(t *testing.T, s contentStores) (contentOwner, ports.Brief, ports.ContentItem) {
 	t.Helper()
 	o := newContentOwner(t, s)
 	b := mustCreateBrief(t, s, newBrief(o, newProjectID()))
@@ -590,7 +590,7 @@ func checkContentItem(t *testing.T, what string, got, want ports.ContentItem) {
 
 // listAllContentItems follows the pages of ListContentItems of the size
 // given and returns the items and the page sizes.
-func listAllContentItems(t *testing.T, s ContentStores, orgID string, f ports.ContentFilter, limit int) ([]ports.ContentItem, []int) {
+func listAllContentItems(t *testing.T, s contentStores, orgID string, f ports.ContentFilter, limit int) ([]ports.ContentItem, []int) {
 	t.Helper()
 	var all []ports.ContentItem
 	var sizes []int
@@ -640,7 +640,7 @@ func checkListedItems(t *testing.T, what string, got, want []ports.ContentItem) 
 	}
 }
 
-func testContentItemRoundTrip(t *testing.T, s ContentStores) {
+func testContentItemRoundTrip(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o := newContentOwner(t, s)
 	b := mustCreateBrief(t, s, newBrief(o, newProjectID()))
@@ -704,7 +704,7 @@ func testContentItemRoundTrip(t *testing.T, s ContentStores) {
 
 // testCreateContentItemsAtomic checks that a batch with one bad item stores
 // none of its items.
-func testCreateContentItemsAtomic(t *testing.T, s ContentStores) {
+func testCreateContentItemsAtomic(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o, b, stored := newContent(t, s)
 	for _, tc := range []struct {
@@ -732,7 +732,7 @@ func testCreateContentItemsAtomic(t *testing.T, s ContentStores) {
 	checkListedItems(t, "ListContentItems after the refused batches", list, []ports.ContentItem{stored})
 }
 
-func testContentItemOrgIsolation(t *testing.T, s ContentStores) {
+func testContentItemOrgIsolation(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o, b, it := newContent(t, s)
 	stranger, _, theirs := newContent(t, s)
@@ -757,7 +757,7 @@ func testContentItemOrgIsolation(t *testing.T, s ContentStores) {
 	checkListedItems(t, "ListContentItems by the other org", list, []ports.ContentItem{theirs})
 }
 
-func testListContentItemsFilters(t *testing.T, s ContentStores) {
+func testListContentItemsFilters(t *testing.T, s contentStores) {
 	o := newContentOwner(t, s)
 	p, q := newProjectID(), newProjectID()
 	b1, b2 := mustCreateBrief(t, s, newBrief(o, p)), mustCreateBrief(t, s, newBrief(o, p))
@@ -822,7 +822,7 @@ func testListContentItemsFilters(t *testing.T, s ContentStores) {
 	}
 }
 
-func testListContentItemsPages(t *testing.T, s ContentStores) {
+func testListContentItemsPages(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o := newContentOwner(t, s)
 	b := mustCreateBrief(t, s, newBrief(o, newProjectID()))
@@ -859,7 +859,7 @@ func testListContentItemsPages(t *testing.T, s ContentStores) {
 	}
 }
 
-func testListContentItemsLimits(t *testing.T, s ContentStores) {
+func testListContentItemsLimits(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o := newContentOwner(t, s)
 	b := mustCreateBrief(t, s, newBrief(o, newProjectID()))
@@ -886,7 +886,7 @@ func testListContentItemsLimits(t *testing.T, s ContentStores) {
 	checkEqual(t, "sizes of the default pages", sizes, []int{50, 50, 50, 50, 1})
 }
 
-func testListContentItemsMalformedCursor(t *testing.T, s ContentStores) {
+func testListContentItemsMalformedCursor(t *testing.T, s contentStores) {
 	o, b, _ := newContent(t, s)
 	for _, cursor := range malformedCursors() {
 		for _, f := range []ports.ContentFilter{{}, {ProjectID: b.ProjectID, BriefID: b.ID, Status: ports.ContentDraft}} {
@@ -902,7 +902,7 @@ func itemStale(id string, stored, version int) string {
 	return fmt.Sprintf("content item %s is at version %d, not %d", id, stored, version-1)
 }
 
-func testUpdateContentItem(t *testing.T, s ContentStores) {
+func testUpdateContentItem(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o, b, it := newContent(t, s)
 	_, _, sibling := newContent(t, s)
@@ -964,7 +964,7 @@ func testUpdateContentItem(t *testing.T, s ContentStores) {
 
 // testRaceUpdateContentItem updates one item from one version from many
 // callers at once: exactly one succeeds, and it is the one stored.
-func testRaceUpdateContentItem(t *testing.T, s ContentStores) {
+func testRaceUpdateContentItem(t *testing.T, s contentStores) {
 	for _, n := range []int{2, 50} {
 		o, _, it := newContent(t, s)
 		updates := make([]ports.ContentItem, n)
@@ -988,7 +988,7 @@ func testRaceUpdateContentItem(t *testing.T, s ContentStores) {
 	}
 }
 
-func testDeleteContentItem(t *testing.T, s ContentStores) {
+func testDeleteContentItem(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o, b, it := newContent(t, s)
 	kept := mustCreateContentItems(t, s, newContentItem(b, 2))[0]
@@ -1028,7 +1028,7 @@ type contentTxWrites struct {
 	staleUpdated ports.ContentItem
 }
 
-func newContentTxWrites(t *testing.T, s ContentStores) contentTxWrites {
+func newContentTxWrites(t *testing.T, s contentStores) contentTxWrites {
 	t.Helper()
 	o := newContentOwner(t, s)
 	w := contentTxWrites{o: o, brief: newBrief(o, newProjectID())}
@@ -1045,7 +1045,7 @@ func newContentTxWrites(t *testing.T, s ContentStores) contentTxWrites {
 // write makes every write inside the transaction of ctx, including refused
 // conditional writes, which must leave the transaction usable, and checks
 // that the reads see them. It returns the first unexpected error.
-func (w contentTxWrites) write(ctx context.Context, t *testing.T, s ContentStores) error {
+func (w contentTxWrites) write(ctx context.Context, t *testing.T, s contentStores) error {
 	var failedErr error
 	step := func(what string, err error) bool {
 		if err != nil && failedErr == nil {
@@ -1097,7 +1097,7 @@ func (w contentTxWrites) write(ctx context.Context, t *testing.T, s ContentStore
 // testContentTxRollback calls every method inside one transaction, checks
 // that the reads see the transaction's writes, and that a rollback undoes
 // them.
-func testContentTxRollback(t *testing.T, s ContentStores) {
+func testContentTxRollback(t *testing.T, s contentStores) {
 	// A method writing outside the transaction may wait for it forever on a
 	// single-writer database: bound the wait.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -1135,7 +1135,7 @@ func testContentTxRollback(t *testing.T, s ContentStores) {
 
 // testContentTxCommit makes the same writes in a transaction that commits:
 // they stay, and refused conditional writes inside it did not spoil it.
-func testContentTxCommit(t *testing.T, s ContentStores) {
+func testContentTxCommit(t *testing.T, s contentStores) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	w := newContentTxWrites(t, s)

@@ -16,7 +16,7 @@ import (
 // not_found is "content project X not found"; UpdateContentProject is
 // precondition_failed with the message "content project X is at version N,
 // not M".
-var contentProjectCases = []suiteCase[ContentStores]{
+var contentProjectCases = []suiteCase[contentStores]{
 	{"ContentProjectRoundTrip", testContentProjectRoundTrip},
 	{"ContentProjectNamesUnique", testContentProjectNamesUnique},
 	{"RaceCreateContentProject", testRaceCreateContentProject},
@@ -35,7 +35,7 @@ func newContentProject(o contentOwner, name string) ports.ContentProject {
 	}
 }
 
-func mustCreateContentProject(t *testing.T, s ContentStores, p ports.ContentProject) ports.ContentProject {
+func mustCreateContentProject(t *testing.T, s contentStores, p ports.ContentProject) ports.ContentProject {
 	t.Helper()
 	if err := s.Content.CreateContentProject(t.Context(), p); err != nil {
 		t.Fatalf("CreateContentProject(%q): %v", p.Name, err)
@@ -57,7 +57,7 @@ func checkContentProject(t *testing.T, what string, got, want ports.ContentProje
 	checkEqual(t, what, got, want)
 }
 
-func mustGetContentProject(t *testing.T, s ContentStores, orgID, id string) ports.ContentProject {
+func mustGetContentProject(t *testing.T, s contentStores, orgID, id string) ports.ContentProject {
 	t.Helper()
 	p, err := s.Content.GetContentProject(t.Context(), orgID, id)
 	if err != nil {
@@ -66,7 +66,7 @@ func mustGetContentProject(t *testing.T, s ContentStores, orgID, id string) port
 	return p
 }
 
-func testContentProjectRoundTrip(t *testing.T, s ContentStores) {
+func testContentProjectRoundTrip(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o := newContentOwner(t, s)
 	p := mustCreateContentProject(t, s, newContentProject(o, "Launch — «Checkout» ✓"))
@@ -89,7 +89,7 @@ func testContentProjectRoundTrip(t *testing.T, s ContentStores) {
 	checkKind(t, "CreateContentProject(missing org)", err, ports.KindNotFound)
 }
 
-func testContentProjectNamesUnique(t *testing.T, s ContentStores) {
+func testContentProjectNamesUnique(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o := newContentOwner(t, s)
 	p := mustCreateContentProject(t, s, newContentProject(o, "Spring Launch"))
@@ -112,7 +112,7 @@ func testContentProjectNamesUnique(t *testing.T, s ContentStores) {
 
 // Of concurrent creates of one name (in different cases) exactly one
 // succeeds: the database's unique index decides.
-func testRaceCreateContentProject(t *testing.T, s ContentStores) {
+func testRaceCreateContentProject(t *testing.T, s contentStores) {
 	o := newContentOwner(t, s)
 	const n = 20
 	projects := make([]ports.ContentProject, n)
@@ -134,7 +134,7 @@ func testRaceCreateContentProject(t *testing.T, s ContentStores) {
 	}
 }
 
-func testEnsureContentProject(t *testing.T, s ContentStores) {
+func testEnsureContentProject(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o := newContentOwner(t, s)
 	id := newProjectID()
@@ -165,7 +165,7 @@ func testEnsureContentProject(t *testing.T, s ContentStores) {
 	checkKind(t, "GetContentProject after a refused ensure", err, ports.KindNotFound)
 }
 
-func listAllContentProjects(t *testing.T, s ContentStores, orgID string, limit int) ([]ports.ContentProject, int) {
+func listAllContentProjects(t *testing.T, s contentStores, orgID string, limit int) ([]ports.ContentProject, int) {
 	t.Helper()
 	var all []ports.ContentProject
 	page := ports.Page{Limit: limit}
@@ -187,7 +187,7 @@ func listAllContentProjects(t *testing.T, s ContentStores, orgID string, limit i
 	}
 }
 
-func testListContentProjectsPages(t *testing.T, s ContentStores) {
+func testListContentProjectsPages(t *testing.T, s contentStores) {
 	o := newContentOwner(t, s)
 	other := newContentOwner(t, s)
 	mustCreateContentProject(t, s, newContentProject(other, "alpha"))
@@ -213,7 +213,7 @@ func testListContentProjectsPages(t *testing.T, s ContentStores) {
 	}
 }
 
-func testListContentProjectsMalformedCursor(t *testing.T, s ContentStores) {
+func testListContentProjectsMalformedCursor(t *testing.T, s contentStores) {
 	o := newContentOwner(t, s)
 	mustCreateContentProject(t, s, newContentProject(o, "Only"))
 	for _, cursor := range malformedCursors() {
@@ -224,7 +224,7 @@ func testListContentProjectsMalformedCursor(t *testing.T, s ContentStores) {
 	}
 }
 
-func testUpdateContentProject(t *testing.T, s ContentStores) {
+func testUpdateContentProject(t *testing.T, s contentStores) {
 	ctx := t.Context()
 	o := newContentOwner(t, s)
 	p := mustCreateContentProject(t, s, newContentProject(o, "Before"))
@@ -273,7 +273,7 @@ func testUpdateContentProject(t *testing.T, s ContentStores) {
 	checkKind(t, "UpdateContentProject(absent, taken name)", err, ports.KindNotFound)
 }
 
-func testRaceUpdateContentProject(t *testing.T, s ContentStores) {
+func testRaceUpdateContentProject(t *testing.T, s contentStores) {
 	o := newContentOwner(t, s)
 	p := mustCreateContentProject(t, s, newContentProject(o, "Raced"))
 	const n = 20
@@ -292,7 +292,7 @@ func testRaceUpdateContentProject(t *testing.T, s ContentStores) {
 
 // A refused create inside a transaction leaves it usable; a rolled back
 // create leaves nothing behind.
-func testContentProjectTxRollback(t *testing.T, s ContentStores) {
+func testContentProjectTxRollback(t *testing.T, s contentStores) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	o := newContentOwner(t, s)

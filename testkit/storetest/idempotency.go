@@ -9,11 +9,11 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// IdempotencyStores are the idempotency store under test and the identity
+// idempotencyStores are the idempotency store under test and the identity
 // stores that seed the users owning its keys.
-type IdempotencyStores struct {
+type idempotencyStores struct {
 	Idempotency ports.IdempotencyStore
-	Identity    IdentityStores
+	Identity    identityStores
 }
 
 // TestIdempotency runs the contract of ports.IdempotencyStore. newStores is
@@ -24,8 +24,8 @@ type IdempotencyStores struct {
 // UTC, at least to the millisecond; an empty Header or Body reads back nil;
 // a claim's Response reads back zero; and Begin returns the claim as it
 // stored it (Completed false, Response zero, whatever rec held).
-func TestIdempotency(t *testing.T, newStores func(t *testing.T) IdempotencyStores) {
-	runSuite(t, newStores, []suiteCase[IdempotencyStores]{
+func TestIdempotency(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.idempotency, needIdempotency), []suiteCase[idempotencyStores]{
 		{"BeginClaims", testBeginClaims},
 		{"BeginMissingUser", testBeginMissingUser},
 		{"CompleteRoundTrip", testCompleteRoundTrip},
@@ -42,7 +42,7 @@ func TestIdempotency(t *testing.T, newStores func(t *testing.T) IdempotencyStore
 }
 
 // newOwner stores a fresh org and user and returns them as an owner.
-func newOwner(t *testing.T, s IdempotencyStores) ports.IdempotencyOwner {
+func newOwner(t *testing.T, s idempotencyStores) ports.IdempotencyOwner {
 	t.Helper()
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	user := mustCreateUser(t, s.Identity, newUser(org.ID))
@@ -78,7 +78,7 @@ func checkIdempotency(t *testing.T, what string, got, want ports.IdempotencyReco
 
 // mustBegin calls Begin and fails the test unless it returns an error-free
 // result with the claimed flag given.
-func mustBegin(t *testing.T, s IdempotencyStores, rec ports.IdempotencyRecord, claimed bool) ports.IdempotencyRecord {
+func mustBegin(t *testing.T, s idempotencyStores, rec ports.IdempotencyRecord, claimed bool) ports.IdempotencyRecord {
 	t.Helper()
 	got, ok, err := s.Idempotency.Begin(t.Context(), rec)
 	if err != nil {
@@ -92,7 +92,7 @@ func mustBegin(t *testing.T, s IdempotencyStores, rec ports.IdempotencyRecord, c
 
 // storedIdempotency returns the owner's record of key, as a Begin that cannot claim it
 // (made at base) sees it.
-func storedIdempotency(t *testing.T, s IdempotencyStores, owner ports.IdempotencyOwner, key string) ports.IdempotencyRecord {
+func storedIdempotency(t *testing.T, s idempotencyStores, owner ports.IdempotencyOwner, key string) ports.IdempotencyRecord {
 	t.Helper()
 	probe := newClaim(owner)
 	probe.Key = key
@@ -100,7 +100,7 @@ func storedIdempotency(t *testing.T, s IdempotencyStores, owner ports.Idempotenc
 	return mustBegin(t, s, probe, false)
 }
 
-func mustComplete(t *testing.T, s IdempotencyStores, rec ports.IdempotencyRecord, resp ports.IdempotentResponse, expiresAt time.Time) ports.IdempotencyRecord {
+func mustComplete(t *testing.T, s idempotencyStores, rec ports.IdempotencyRecord, resp ports.IdempotentResponse, expiresAt time.Time) ports.IdempotencyRecord {
 	t.Helper()
 	if err := s.Idempotency.Complete(t.Context(), rec.Owner, rec.Key, resp, expiresAt); err != nil {
 		t.Fatalf("Complete(%s): %v", rec.Key, err)
@@ -109,7 +109,7 @@ func mustComplete(t *testing.T, s IdempotencyStores, rec ports.IdempotencyRecord
 	return rec
 }
 
-func testBeginClaims(t *testing.T, s IdempotencyStores) {
+func testBeginClaims(t *testing.T, s idempotencyStores) {
 	owner := newOwner(t, s)
 	rec := newClaim(owner)
 	// What Begin ignores: a claim is stored in flight, with no response.
@@ -125,7 +125,7 @@ func testBeginClaims(t *testing.T, s IdempotencyStores) {
 	checkIdempotency(t, "the stored claim", storedIdempotency(t, s, owner, rec.Key), want)
 }
 
-func testBeginMissingUser(t *testing.T, s IdempotencyStores) {
+func testBeginMissingUser(t *testing.T, s idempotencyStores) {
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	other := mustCreateOrg(t, s.Identity, newOrg())
 	user := mustCreateUser(t, s.Identity, newUser(other.ID))
@@ -142,7 +142,7 @@ func testBeginMissingUser(t *testing.T, s IdempotencyStores) {
 	}
 }
 
-func testCompleteRoundTrip(t *testing.T, s IdempotencyStores) {
+func testCompleteRoundTrip(t *testing.T, s idempotencyStores) {
 	owner := newOwner(t, s)
 	rec := newClaim(owner)
 	mustBegin(t, s, rec, true)
@@ -160,7 +160,7 @@ func testCompleteRoundTrip(t *testing.T, s IdempotencyStores) {
 	checkIdempotency(t, "Begin of a completed key after its claim's lease", mustBegin(t, s, later, false), want)
 }
 
-func testCompleteEmptyAndOmitted(t *testing.T, s IdempotencyStores) {
+func testCompleteEmptyAndOmitted(t *testing.T, s idempotencyStores) {
 	owner := newOwner(t, s)
 	for _, tc := range []struct {
 		name string
@@ -183,7 +183,7 @@ func testCompleteEmptyAndOmitted(t *testing.T, s IdempotencyStores) {
 	}
 }
 
-func testCompleteErrors(t *testing.T, s IdempotencyStores) {
+func testCompleteErrors(t *testing.T, s idempotencyStores) {
 	ctx := t.Context()
 	owner, other := newOwner(t, s), newOwner(t, s)
 	resp := ports.IdempotentResponse{Status: 200, Body: []byte("first")}
@@ -202,7 +202,7 @@ func testCompleteErrors(t *testing.T, s IdempotencyStores) {
 	checkIdempotency(t, "the record after a second Complete", storedIdempotency(t, s, owner, rec.Key), want)
 }
 
-func testRelease(t *testing.T, s IdempotencyStores) {
+func testRelease(t *testing.T, s idempotencyStores) {
 	owner := newOwner(t, s)
 	rec := newClaim(owner)
 	mustBegin(t, s, rec, true)
@@ -216,7 +216,7 @@ func testRelease(t *testing.T, s IdempotencyStores) {
 		s.Idempotency.Complete(t.Context(), owner, newClaim(owner).Key, ports.IdempotentResponse{Status: 200}, base), ports.ErrNotFound)
 }
 
-func testReleaseErrors(t *testing.T, s IdempotencyStores) {
+func testReleaseErrors(t *testing.T, s idempotencyStores) {
 	ctx := t.Context()
 	owner, other := newOwner(t, s), newOwner(t, s)
 	checkErr(t, "Release of a missing key", s.Idempotency.Release(ctx, owner, "key-"+newID()), ports.ErrNotFound)
@@ -237,7 +237,7 @@ func testReleaseErrors(t *testing.T, s IdempotencyStores) {
 	checkErr(t, "Release twice", s.Idempotency.Release(ctx, owner, inFlight.Key), ports.ErrNotFound)
 }
 
-func testBeginReplacesExpired(t *testing.T, s IdempotencyStores) {
+func testBeginReplacesExpired(t *testing.T, s idempotencyStores) {
 	owner := newOwner(t, s)
 	abandoned := newClaim(owner) // in flight until base + 1 minute
 	mustBegin(t, s, abandoned, true)
@@ -266,7 +266,7 @@ func testBeginReplacesExpired(t *testing.T, s IdempotencyStores) {
 	}
 }
 
-func testIdempotencyOwnerIsolation(t *testing.T, s IdempotencyStores) {
+func testIdempotencyOwnerIsolation(t *testing.T, s idempotencyStores) {
 	ctx := t.Context()
 	ann := newOwner(t, s)
 	bob := ports.IdempotencyOwner{OrgID: ann.OrgID, UserID: mustCreateUser(t, s.Identity, newUser(ann.OrgID)).ID}
@@ -292,7 +292,7 @@ func testIdempotencyOwnerIsolation(t *testing.T, s IdempotencyStores) {
 	checkErr(t, "Begin for a user in an org not theirs", err, ports.ErrNotFound)
 }
 
-func testPruneIdempotency(t *testing.T, s IdempotencyStores) {
+func testPruneIdempotency(t *testing.T, s idempotencyStores) {
 	ctx := t.Context()
 	// Far before base, so records of other subtests sharing the store are untouched.
 	epoch := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -347,7 +347,7 @@ func testPruneIdempotency(t *testing.T, s IdempotencyStores) {
 
 // raceBegin races 20 Begins of rec.Key, each with its own request hash, and
 // checks that exactly one claims it and the others see that claim.
-func raceBegin(t *testing.T, s IdempotencyStores, rec ports.IdempotencyRecord) {
+func raceBegin(t *testing.T, s idempotencyStores, rec ports.IdempotencyRecord) {
 	t.Helper()
 	type result struct {
 		rec     ports.IdempotencyRecord
@@ -386,11 +386,11 @@ func raceBegin(t *testing.T, s IdempotencyStores, rec ports.IdempotencyRecord) {
 	checkIdempotency(t, "the stored claim", storedIdempotency(t, s, rec.Owner, rec.Key), want)
 }
 
-func testRaceBegin(t *testing.T, s IdempotencyStores) {
+func testRaceBegin(t *testing.T, s idempotencyStores) {
 	raceBegin(t, s, newClaim(newOwner(t, s)))
 }
 
-func testRaceBeginExpired(t *testing.T, s IdempotencyStores) {
+func testRaceBeginExpired(t *testing.T, s idempotencyStores) {
 	owner := newOwner(t, s)
 	old := newClaim(owner)
 	mustBegin(t, s, old, true)

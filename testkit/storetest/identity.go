@@ -12,14 +12,14 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// IdentityStores are the identity stores under test and the Transactor whose
+// identityStores are the identity stores under test and the Transactor whose
 // transactions they join.
-type IdentityStores struct {
+type identityStores struct {
 	Orgs   ports.OrgStore
 	Users  ports.UserStore
 	Tokens ports.TokenStore
-	// Links is the store of sign-in identity links; TestIdentity needs it,
-	// the other suites leave it nil.
+	// Links is the store of sign-in identity links; only TestIdentity uses
+	// it.
 	Links ports.IdentityLinkStore
 	Tx    ports.Transactor
 }
@@ -27,8 +27,8 @@ type IdentityStores struct {
 // TestIdentity runs the contract of ports.OrgStore, ports.UserStore,
 // ports.TokenStore and their Transactor. newStores is called by every subtest
 // (subtests run in parallel) and may return stores over a shared database.
-func TestIdentity(t *testing.T, newStores func(t *testing.T) IdentityStores) {
-	runSuite(t, newStores, []suiteCase[IdentityStores]{
+func TestIdentity(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.identity, needIdentity), []suiteCase[identityStores]{
 		{"OrgRoundTrip", testOrgRoundTrip},
 		{"OrgNotFound", testOrgNotFound},
 		{"OrgNameConflict", testOrgNameConflict},
@@ -88,7 +88,7 @@ func newToken(u ports.User) ports.APIToken {
 	}
 }
 
-func mustCreateOrg(t *testing.T, s IdentityStores, org ports.Org) ports.Org {
+func mustCreateOrg(t *testing.T, s identityStores, org ports.Org) ports.Org {
 	t.Helper()
 	if err := s.Orgs.CreateOrg(t.Context(), org); err != nil {
 		t.Fatalf("CreateOrg: %v", err)
@@ -96,7 +96,7 @@ func mustCreateOrg(t *testing.T, s IdentityStores, org ports.Org) ports.Org {
 	return org
 }
 
-func mustCreateUser(t *testing.T, s IdentityStores, u ports.User) ports.User {
+func mustCreateUser(t *testing.T, s identityStores, u ports.User) ports.User {
 	t.Helper()
 	if err := s.Users.CreateUser(t.Context(), u); err != nil {
 		t.Fatalf("CreateUser: %v", err)
@@ -104,7 +104,7 @@ func mustCreateUser(t *testing.T, s IdentityStores, u ports.User) ports.User {
 	return u
 }
 
-func mustCreateToken(t *testing.T, s IdentityStores, tok ports.APIToken) ports.APIToken {
+func mustCreateToken(t *testing.T, s identityStores, tok ports.APIToken) ports.APIToken {
 	t.Helper()
 	if err := s.Tokens.CreateToken(t.Context(), tok); err != nil {
 		t.Fatalf("CreateToken: %v", err)
@@ -112,7 +112,7 @@ func mustCreateToken(t *testing.T, s IdentityStores, tok ports.APIToken) ports.A
 	return tok
 }
 
-func mustGetToken(t *testing.T, s IdentityStores, id string) ports.APIToken {
+func mustGetToken(t *testing.T, s identityStores, id string) ports.APIToken {
 	t.Helper()
 	tok, err := s.Tokens.GetToken(t.Context(), id)
 	if err != nil {
@@ -122,7 +122,7 @@ func mustGetToken(t *testing.T, s IdentityStores, id string) ports.APIToken {
 }
 
 // newFixture stores a fresh org, user and token.
-func newFixture(t *testing.T, s IdentityStores) fixture {
+func newFixture(t *testing.T, s identityStores) fixture {
 	t.Helper()
 	org := mustCreateOrg(t, s, newOrg())
 	user := mustCreateUser(t, s, newUser(org.ID))
@@ -169,7 +169,7 @@ func checkToken(t *testing.T, what string, got, want ports.APIToken) {
 	checkEqual(t, what, normToken(got), normToken(want))
 }
 
-func testOrgRoundTrip(t *testing.T, s IdentityStores) {
+func testOrgRoundTrip(t *testing.T, s identityStores) {
 	ctx := t.Context()
 	org := mustCreateOrg(t, s, newOrg())
 	got, err := s.Orgs.GetOrg(ctx, org.ID)
@@ -184,7 +184,7 @@ func testOrgRoundTrip(t *testing.T, s IdentityStores) {
 	checkOrg(t, "GetOrgByName", got, org)
 }
 
-func testOrgNotFound(t *testing.T, s IdentityStores) {
+func testOrgNotFound(t *testing.T, s identityStores) {
 	ctx := t.Context()
 	_, err := s.Orgs.GetOrg(ctx, newID())
 	checkErr(t, "GetOrg", err, ports.ErrNotFound)
@@ -192,14 +192,14 @@ func testOrgNotFound(t *testing.T, s IdentityStores) {
 	checkErr(t, "GetOrgByName", err, ports.ErrNotFound)
 }
 
-func testOrgNameConflict(t *testing.T, s IdentityStores) {
+func testOrgNameConflict(t *testing.T, s identityStores) {
 	org := mustCreateOrg(t, s, newOrg())
 	dup := newOrg()
 	dup.Name = org.Name
 	checkErr(t, "CreateOrg with a taken name", s.Orgs.CreateOrg(t.Context(), dup), ports.ErrConflict)
 }
 
-func testUserRoundTrip(t *testing.T, s IdentityStores) {
+func testUserRoundTrip(t *testing.T, s identityStores) {
 	ctx := t.Context()
 	org := mustCreateOrg(t, s, newOrg())
 	user := newUser(org.ID)
@@ -221,7 +221,7 @@ func testUserRoundTrip(t *testing.T, s IdentityStores) {
 	}
 }
 
-func testUserNotFound(t *testing.T, s IdentityStores) {
+func testUserNotFound(t *testing.T, s identityStores) {
 	ctx := t.Context()
 	_, err := s.Users.GetUser(ctx, newID())
 	checkErr(t, "GetUser", err, ports.ErrNotFound)
@@ -232,7 +232,7 @@ func testUserNotFound(t *testing.T, s IdentityStores) {
 	}
 }
 
-func testListUsers(t *testing.T, s IdentityStores) {
+func testListUsers(t *testing.T, s identityStores) {
 	ctx := t.Context()
 	org, other := mustCreateOrg(t, s, newOrg()), mustCreateOrg(t, s, newOrg())
 	var emails []string
@@ -259,7 +259,7 @@ func testListUsers(t *testing.T, s IdentityStores) {
 	checkErr(t, "ListUsers with a bad cursor", err, ports.ErrInvalid)
 }
 
-func testSetUserRole(t *testing.T, s IdentityStores) {
+func testSetUserRole(t *testing.T, s identityStores) {
 	ctx := t.Context()
 	f := newFixture(t, s)
 	if err := s.Users.SetUserRole(ctx, f.org.ID, f.user.ID, ports.RoleAdmin); err != nil {
@@ -276,7 +276,7 @@ func testSetUserRole(t *testing.T, s IdentityStores) {
 	}
 }
 
-func testRemoveUser(t *testing.T, s IdentityStores) {
+func testRemoveUser(t *testing.T, s identityStores) {
 	ctx := t.Context()
 	f := newFixture(t, s)
 	stays := mustCreateUser(t, s, newUser(f.org.ID))
@@ -303,7 +303,7 @@ func testRemoveUser(t *testing.T, s IdentityStores) {
 	}
 }
 
-func testUserEmailConflict(t *testing.T, s IdentityStores) {
+func testUserEmailConflict(t *testing.T, s identityStores) {
 	org := mustCreateOrg(t, s, newOrg())
 	user := newUser(org.ID)
 	user.Email = "bob-" + newID() + "@example.com"
@@ -318,7 +318,7 @@ func testUserEmailConflict(t *testing.T, s IdentityStores) {
 // testUnverifiedEmailsShared: an unverified user's email may be a verified
 // user's, or other unverified users', in any org; only the verified one is
 // found by GetVerifiedUserByEmail, and ListUsersByEmail finds them all.
-func testUnverifiedEmailsShared(t *testing.T, s IdentityStores) {
+func testUnverifiedEmailsShared(t *testing.T, s identityStores) {
 	ctx := t.Context()
 	email := "carol-" + newID() + "@example.com"
 	a, b := mustCreateOrg(t, s, newOrg()), mustCreateOrg(t, s, newOrg())
@@ -374,7 +374,7 @@ func testUnverifiedEmailsShared(t *testing.T, s IdentityStores) {
 	}
 }
 
-func testIdentityLinks(t *testing.T, s IdentityStores) {
+func testIdentityLinks(t *testing.T, s identityStores) {
 	ctx := t.Context()
 	f := newFixture(t, s)
 	other := mustCreateUser(t, s, newUser(f.org.ID))
@@ -413,7 +413,7 @@ func testIdentityLinks(t *testing.T, s IdentityStores) {
 
 // testRaceCreateVerifiedUser: of concurrent verified users with one email,
 // exactly one is created, however many unverified ones join them.
-func testRaceCreateVerifiedUser(t *testing.T, s IdentityStores) {
+func testRaceCreateVerifiedUser(t *testing.T, s identityStores) {
 	org := mustCreateOrg(t, s, newOrg())
 	email := "dave-" + newID() + "@example.com"
 	errs := race(20, func(i int) error {
@@ -437,11 +437,11 @@ func testRaceCreateVerifiedUser(t *testing.T, s IdentityStores) {
 	}
 }
 
-func testUserMissingOrg(t *testing.T, s IdentityStores) {
+func testUserMissingOrg(t *testing.T, s identityStores) {
 	checkErr(t, "CreateUser in a missing org", s.Users.CreateUser(t.Context(), newUser(newID())), ports.ErrNotFound)
 }
 
-func testTokenRoundTrip(t *testing.T, s IdentityStores) {
+func testTokenRoundTrip(t *testing.T, s identityStores) {
 	ctx := t.Context()
 	org := mustCreateOrg(t, s, newOrg())
 	user := mustCreateUser(t, s, newUser(org.ID))
@@ -482,7 +482,7 @@ func testTokenRoundTrip(t *testing.T, s IdentityStores) {
 	}
 }
 
-func testTokenNotFound(t *testing.T, s IdentityStores) {
+func testTokenNotFound(t *testing.T, s identityStores) {
 	ctx := t.Context()
 	_, err := s.Tokens.GetToken(ctx, newID())
 	checkErr(t, "GetToken", err, ports.ErrNotFound)
@@ -490,20 +490,20 @@ func testTokenNotFound(t *testing.T, s IdentityStores) {
 	checkErr(t, "GetTokenByHash", err, ports.ErrNotFound)
 }
 
-func testTokenHashConflict(t *testing.T, s IdentityStores) {
+func testTokenHashConflict(t *testing.T, s identityStores) {
 	f := newFixture(t, s)
 	dup := newToken(f.user)
 	dup.Hash = f.token.Hash
 	checkErr(t, "CreateToken with a taken hash", s.Tokens.CreateToken(t.Context(), dup), ports.ErrConflict)
 }
 
-func testTokenMissingUser(t *testing.T, s IdentityStores) {
+func testTokenMissingUser(t *testing.T, s identityStores) {
 	org := mustCreateOrg(t, s, newOrg())
 	tok := newToken(ports.User{ID: newID(), OrgID: org.ID})
 	checkErr(t, "CreateToken for a missing user", s.Tokens.CreateToken(t.Context(), tok), ports.ErrNotFound)
 }
 
-func testListTokens(t *testing.T, s IdentityStores) {
+func testListTokens(t *testing.T, s identityStores) {
 	orgA := mustCreateOrg(t, s, newOrg())
 	orgB := mustCreateOrg(t, s, newOrg())
 	ann := mustCreateUser(t, s, newUser(orgA.ID))
@@ -565,7 +565,7 @@ func testListTokens(t *testing.T, s IdentityStores) {
 	}
 }
 
-func testRevokeToken(t *testing.T, s IdentityStores) {
+func testRevokeToken(t *testing.T, s identityStores) {
 	ctx := t.Context()
 	f := newFixture(t, s)
 	other := newFixture(t, s)
@@ -595,7 +595,7 @@ func testRevokeToken(t *testing.T, s IdentityStores) {
 // WatchRevocations reports committed revocations (made by any connection)
 // once in place, and stops when its context ends; a store that cannot watch
 // says so at once.
-func testWatchRevocations(t *testing.T, s IdentityStores) {
+func testWatchRevocations(t *testing.T, s identityStores) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	ready := make(chan struct{}, 1)
@@ -657,7 +657,7 @@ func testWatchRevocations(t *testing.T, s IdentityStores) {
 	}
 }
 
-func testTouchToken(t *testing.T, s IdentityStores) {
+func testTouchToken(t *testing.T, s identityStores) {
 	f := newFixture(t, s)
 	const window = time.Minute
 	checkErr(t, "TouchToken of a missing token", s.Tokens.TouchToken(t.Context(), newID(), base, base.Add(-window)), ports.ErrNotFound)
@@ -682,7 +682,7 @@ func testTouchToken(t *testing.T, s IdentityStores) {
 	}
 }
 
-func testDeleteExpiredTokens(t *testing.T, s IdentityStores) {
+func testDeleteExpiredTokens(t *testing.T, s identityStores) {
 	ctx := t.Context()
 	// Far before base, so tokens of other subtests sharing the store are untouched.
 	epoch := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -725,7 +725,7 @@ func testDeleteExpiredTokens(t *testing.T, s IdentityStores) {
 	}
 }
 
-func testTimestampsUTC(t *testing.T, s IdentityStores) {
+func testTimestampsUTC(t *testing.T, s identityStores) {
 	zone := time.FixedZone("UTC-7", -7*3600)
 	org := newOrg()
 	org.CreatedAt = time.Date(2031, 12, 31, 23, 59, 59, 999_999_999, zone)
@@ -742,7 +742,7 @@ func testTimestampsUTC(t *testing.T, s IdentityStores) {
 
 var errAbort = errors.New("storetest: abort")
 
-func testTxCommit(t *testing.T, s IdentityStores) {
+func testTxCommit(t *testing.T, s identityStores) {
 	org := newOrg()
 	err := s.Tx.WithinTx(t.Context(), func(ctx context.Context) error {
 		return s.Orgs.CreateOrg(ctx, org)
@@ -757,7 +757,7 @@ func testTxCommit(t *testing.T, s IdentityStores) {
 	checkOrg(t, "GetOrg after commit", got, org)
 }
 
-func testTxRollback(t *testing.T, s IdentityStores) {
+func testTxRollback(t *testing.T, s identityStores) {
 	org := newOrg()
 	err := s.Tx.WithinTx(t.Context(), func(ctx context.Context) error {
 		if err := s.Orgs.CreateOrg(ctx, org); err != nil {
@@ -775,7 +775,7 @@ func testTxRollback(t *testing.T, s IdentityStores) {
 	checkErr(t, "GetOrg after rollback", err, ports.ErrNotFound)
 }
 
-func testTxRollbackOnPanic(t *testing.T, s IdentityStores) {
+func testTxRollbackOnPanic(t *testing.T, s identityStores) {
 	org := newOrg()
 	func() {
 		defer func() {
@@ -794,7 +794,7 @@ func testTxRollbackOnPanic(t *testing.T, s IdentityStores) {
 	checkErr(t, "GetOrg after a panic", err, ports.ErrNotFound)
 }
 
-func testTxNestedJoins(t *testing.T, s IdentityStores) {
+func testTxNestedJoins(t *testing.T, s identityStores) {
 	outer, inner := newOrg(), newOrg()
 	err := s.Tx.WithinTx(t.Context(), func(ctx context.Context) error {
 		if err := s.Orgs.CreateOrg(ctx, outer); err != nil {
@@ -820,7 +820,7 @@ func testTxNestedJoins(t *testing.T, s IdentityStores) {
 	}
 }
 
-func testRaceCreateOrg(t *testing.T, s IdentityStores) {
+func testRaceCreateOrg(t *testing.T, s identityStores) {
 	name := "org-" + newID()
 	errs := race(20, func(int) error {
 		org := newOrg()
@@ -841,7 +841,7 @@ func testRaceCreateOrg(t *testing.T, s IdentityStores) {
 	}
 }
 
-func testRaceTouchToken(t *testing.T, s IdentityStores) {
+func testRaceTouchToken(t *testing.T, s identityStores) {
 	f := newFixture(t, s)
 	errs := race(20, func(i int) error {
 		at := base.Add(time.Duration(i) * time.Second)
@@ -864,7 +864,7 @@ func newAdmin(orgID string) ports.User {
 }
 
 // activeAdmins returns how many admins of the org are not removed.
-func activeAdmins(t *testing.T, s IdentityStores, orgID string) int {
+func activeAdmins(t *testing.T, s identityStores, orgID string) int {
 	t.Helper()
 	users, _, err := s.Users.ListUsers(t.Context(), orgID, ports.Page{Limit: ports.MaxPageLimit})
 	if err != nil {
@@ -881,7 +881,7 @@ func activeAdmins(t *testing.T, s IdentityStores, orgID string) int {
 
 // testLastAdmin takes the admins of an org away one at a time: the last
 // active one stays, whether demoted or removed.
-func testLastAdmin(t *testing.T, s IdentityStores) {
+func testLastAdmin(t *testing.T, s identityStores) {
 	ctx := t.Context()
 	org := mustCreateOrg(t, s, newOrg())
 	a, b := mustCreateUser(t, s, newAdmin(org.ID)), mustCreateUser(t, s, newAdmin(org.ID))
@@ -922,7 +922,7 @@ func testLastAdmin(t *testing.T, s IdentityStores) {
 
 // testRaceLastAdmin has every admin of an org demote, or remove, one
 // another at once, round after round: exactly one admin is left each time.
-func testRaceLastAdmin(t *testing.T, s IdentityStores) {
+func testRaceLastAdmin(t *testing.T, s identityStores) {
 	for _, remove := range []bool{false, true} {
 		for _, admins := range []int{2, 2, 2, 5, 5} {
 			org := mustCreateOrg(t, s, newOrg())
@@ -954,7 +954,7 @@ func testRaceLastAdmin(t *testing.T, s IdentityStores) {
 
 // testCreateTokenWithin counts only the user's API tokens that are active
 // at the new one's creation.
-func testCreateTokenWithin(t *testing.T, s IdentityStores) {
+func testCreateTokenWithin(t *testing.T, s identityStores) {
 	ctx := t.Context()
 	f := newFixture(t, s) // f.token is active: one
 	other := mustCreateUser(t, s, newUser(f.org.ID))
@@ -999,7 +999,7 @@ func testCreateTokenWithin(t *testing.T, s IdentityStores) {
 
 // testRaceCreateTokenWithin creates more tokens at once than the limit
 // leaves room for: exactly as many as it leaves room for are stored.
-func testRaceCreateTokenWithin(t *testing.T, s IdentityStores) {
+func testRaceCreateTokenWithin(t *testing.T, s identityStores) {
 	const limit, n = 10, 20
 	f := newFixture(t, s)
 	errs := race(n, func(int) error { return s.Tokens.CreateTokenWithin(t.Context(), newToken(f.user), limit) })

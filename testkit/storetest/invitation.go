@@ -12,18 +12,18 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// InvitationStores are the invitation store under test and the identity
+// invitationStores are the invitation store under test and the identity
 // stores (and Transactor) it shares a database with.
-type InvitationStores struct {
+type invitationStores struct {
 	Invitations ports.InvitationStore
-	Identity    IdentityStores
+	Identity    identityStores
 }
 
 // TestInvitations runs the contract of ports.InvitationStore. newStores is
 // called by every subtest (subtests run in parallel) and may return stores
 // over a shared database; each subtest uses organisations of its own.
-func TestInvitations(t *testing.T, newStores func(t *testing.T) InvitationStores) {
-	runSuite(t, newStores, []suiteCase[InvitationStores]{
+func TestInvitations(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.invitation, needInvitation), []suiteCase[invitationStores]{
 		{"RoundTrip", testInvitationRoundTrip},
 		{"Conflicts", testInvitationConflicts},
 		{"List", testListInvitations},
@@ -49,7 +49,7 @@ func newInvitation(orgID, createdBy string) ports.Invitation {
 	}
 }
 
-func mustCreateInvitation(t *testing.T, s InvitationStores, inv ports.Invitation) ports.Invitation {
+func mustCreateInvitation(t *testing.T, s invitationStores, inv ports.Invitation) ports.Invitation {
 	t.Helper()
 	if err := s.Invitations.CreateInvitation(t.Context(), inv); err != nil {
 		t.Fatalf("CreateInvitation: %v", err)
@@ -57,7 +57,7 @@ func mustCreateInvitation(t *testing.T, s InvitationStores, inv ports.Invitation
 	return inv
 }
 
-func mustGetInvitation(t *testing.T, s InvitationStores, hash []byte) ports.Invitation {
+func mustGetInvitation(t *testing.T, s invitationStores, hash []byte) ports.Invitation {
 	t.Helper()
 	inv, err := s.Invitations.GetInvitationByHash(t.Context(), hash)
 	if err != nil {
@@ -80,12 +80,12 @@ func checkInvitation(t *testing.T, what string, got, want ports.Invitation) {
 }
 
 // seedInviter stores a fresh org and an admin of it, who invites.
-func seedInviter(t *testing.T, s InvitationStores) ports.Owner {
+func seedInviter(t *testing.T, s invitationStores) ports.Owner {
 	t.Helper()
 	return seedOwner(t, s.Identity)
 }
 
-func testInvitationRoundTrip(t *testing.T, s InvitationStores) {
+func testInvitationRoundTrip(t *testing.T, s invitationStores) {
 	o := seedInviter(t, s)
 	inv := mustCreateInvitation(t, s, newInvitation(o.OrgID, o.UserID))
 	got := mustGetInvitation(t, s, inv.Hash)
@@ -103,7 +103,7 @@ func testInvitationRoundTrip(t *testing.T, s InvitationStores) {
 	checkErr(t, "GetInvitationByHash of no invitation", err, ports.ErrNotFound)
 }
 
-func testInvitationConflicts(t *testing.T, s InvitationStores) {
+func testInvitationConflicts(t *testing.T, s invitationStores) {
 	o := seedInviter(t, s)
 	inv := mustCreateInvitation(t, s, newInvitation(o.OrgID, o.UserID))
 	sameID := newInvitation(o.OrgID, o.UserID)
@@ -115,7 +115,7 @@ func testInvitationConflicts(t *testing.T, s InvitationStores) {
 	checkErr(t, "CreateInvitation in a missing org", s.Invitations.CreateInvitation(t.Context(), newInvitation(newID(), o.UserID)), ports.ErrNotFound)
 }
 
-func testListInvitations(t *testing.T, s InvitationStores) {
+func testListInvitations(t *testing.T, s invitationStores) {
 	ctx := t.Context()
 	o := seedInviter(t, s)
 	other := seedInviter(t, s)
@@ -163,7 +163,7 @@ func testListInvitations(t *testing.T, s InvitationStores) {
 	}
 }
 
-func testRevokeInvitation(t *testing.T, s InvitationStores) {
+func testRevokeInvitation(t *testing.T, s invitationStores) {
 	ctx := t.Context()
 	o := seedInviter(t, s)
 	inv := mustCreateInvitation(t, s, newInvitation(o.OrgID, o.UserID))
@@ -193,7 +193,7 @@ func testRevokeInvitation(t *testing.T, s InvitationStores) {
 
 // testRevokeInvitationsBy revokes the pending invitations of one inviter
 // of one org, and no other.
-func testRevokeInvitationsBy(t *testing.T, s InvitationStores) {
+func testRevokeInvitationsBy(t *testing.T, s invitationStores) {
 	ctx := t.Context()
 	o := seedInviter(t, s)
 	colleague := seedColleague(t, s.Identity, o.OrgID)
@@ -240,7 +240,7 @@ func testRevokeInvitationsBy(t *testing.T, s InvitationStores) {
 	}
 }
 
-func testAcceptInvitation(t *testing.T, s InvitationStores) {
+func testAcceptInvitation(t *testing.T, s invitationStores) {
 	ctx := t.Context()
 	o := seedInviter(t, s)
 	inv := mustCreateInvitation(t, s, newInvitation(o.OrgID, o.UserID))
@@ -266,7 +266,7 @@ func testAcceptInvitation(t *testing.T, s InvitationStores) {
 
 // testAcceptInvitationAtExpiry: an invitation may be accepted until the
 // instant before ExpiresAt, and not at it.
-func testAcceptInvitationAtExpiry(t *testing.T, s InvitationStores) {
+func testAcceptInvitationAtExpiry(t *testing.T, s invitationStores) {
 	ctx := t.Context()
 	o := seedInviter(t, s)
 	late := mustCreateInvitation(t, s, newInvitation(o.OrgID, o.UserID))
@@ -286,7 +286,7 @@ func testAcceptInvitationAtExpiry(t *testing.T, s InvitationStores) {
 
 // testAcceptInvitationRollsBack: an accept in a transaction that fails is
 // undone, and the invitation may be accepted again.
-func testAcceptInvitationRollsBack(t *testing.T, s InvitationStores) {
+func testAcceptInvitationRollsBack(t *testing.T, s invitationStores) {
 	ctx := t.Context()
 	o := seedInviter(t, s)
 	inv := mustCreateInvitation(t, s, newInvitation(o.OrgID, o.UserID))
@@ -310,7 +310,7 @@ func testAcceptInvitationRollsBack(t *testing.T, s InvitationStores) {
 
 // testRaceAcceptInvitation: of concurrent accepts, each in a transaction
 // as the core runs it, exactly one wins; the others are conflict.
-func testRaceAcceptInvitation(t *testing.T, s InvitationStores) {
+func testRaceAcceptInvitation(t *testing.T, s invitationStores) {
 	o := seedInviter(t, s)
 	inv := mustCreateInvitation(t, s, newInvitation(o.OrgID, o.UserID))
 	const n = 8

@@ -11,7 +11,7 @@ import (
 // the confirmations still waiting: pending and expiring after now. Its
 // confirmations expire centuries after those of the other subtests sharing
 // the store, so that counting at its own times sees only its own.
-func testCountPendingConfirmations(t *testing.T, s AssistantStores) {
+func testCountPendingConfirmations(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	now := time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC)
 	count := func(what string, at time.Time, want int64) {

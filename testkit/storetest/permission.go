@@ -8,11 +8,11 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// PermissionStores are the permission grant store under test and the
+// permissionStores are the permission grant store under test and the
 // identity stores that seed the orgs owning its grants.
-type PermissionStores struct {
+type permissionStores struct {
 	Grants   ports.PermissionStore
-	Identity IdentityStores
+	Identity identityStores
 }
 
 // TestPermissionGrants runs the contract of ports.PermissionStore.
@@ -21,8 +21,8 @@ type PermissionStores struct {
 //
 // Where the port leaves a case open, the suite expects times to read back in
 // UTC, at least to the millisecond, and no roles to read back as nil.
-func TestPermissionGrants(t *testing.T, newStores func(t *testing.T) PermissionStores) {
-	runSuite(t, newStores, []suiteCase[PermissionStores]{
+func TestPermissionGrants(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.permission, needPermission), []suiteCase[permissionStores]{
 		{"ListEmpty", testGrantsEmpty},
 		{"SetAndList", testGrantsSetAndList},
 		{"Upsert", testGrantsUpsert},
@@ -32,7 +32,7 @@ func TestPermissionGrants(t *testing.T, newStores func(t *testing.T) PermissionS
 	})
 }
 
-func mustSetGrant(t *testing.T, s PermissionStores, g ports.PermissionGrant) ports.PermissionGrant {
+func mustSetGrant(t *testing.T, s permissionStores, g ports.PermissionGrant) ports.PermissionGrant {
 	t.Helper()
 	if err := s.Grants.SetPermissionRoles(t.Context(), g.OrgID, g.Permission, g.Roles, g.UpdatedBy, g.UpdatedAt); err != nil {
 		t.Fatalf("SetPermissionRoles(%s, %s, %v): %v", g.OrgID, g.Permission, g.Roles, err)
@@ -40,7 +40,7 @@ func mustSetGrant(t *testing.T, s PermissionStores, g ports.PermissionGrant) por
 	return g
 }
 
-func mustListGrants(t *testing.T, s PermissionStores, orgID string) []ports.PermissionGrant {
+func mustListGrants(t *testing.T, s permissionStores, orgID string) []ports.PermissionGrant {
 	t.Helper()
 	got, err := s.Grants.ListPermissionGrants(t.Context(), orgID)
 	if err != nil {
@@ -71,7 +71,7 @@ func checkGrants(t *testing.T, what string, got, want []ports.PermissionGrant) {
 	checkEqual(t, what, norm(got), norm(want))
 }
 
-func newGrantOrg(t *testing.T, s PermissionStores) (ports.Org, ports.User) {
+func newGrantOrg(t *testing.T, s permissionStores) (ports.Org, ports.User) {
 	t.Helper()
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	u := newUser(org.ID)
@@ -79,7 +79,7 @@ func newGrantOrg(t *testing.T, s PermissionStores) (ports.Org, ports.User) {
 	return org, mustCreateUser(t, s.Identity, u)
 }
 
-func testGrantsEmpty(t *testing.T, s PermissionStores) {
+func testGrantsEmpty(t *testing.T, s permissionStores) {
 	org, _ := newGrantOrg(t, s)
 	if got := mustListGrants(t, s, org.ID); len(got) != 0 {
 		t.Errorf("a new org's grants: %+v, want none", got)
@@ -89,7 +89,7 @@ func testGrantsEmpty(t *testing.T, s PermissionStores) {
 	}
 }
 
-func testGrantsSetAndList(t *testing.T, s PermissionStores) {
+func testGrantsSetAndList(t *testing.T, s permissionStores) {
 	org, admin := newGrantOrg(t, s)
 	// Set out of order: the list is ordered by permission name.
 	want := []ports.PermissionGrant{
@@ -103,7 +103,7 @@ func testGrantsSetAndList(t *testing.T, s PermissionStores) {
 	checkGrants(t, "grants", mustListGrants(t, s, org.ID), []ports.PermissionGrant{want[1], want[0], want[2]})
 }
 
-func testGrantsUpsert(t *testing.T, s PermissionStores) {
+func testGrantsUpsert(t *testing.T, s permissionStores) {
 	org, admin := newGrantOrg(t, s)
 	op := newUser(org.ID)
 	op.Role = ports.RoleOperator // the operator role is stored like the others
@@ -122,7 +122,7 @@ func testGrantsUpsert(t *testing.T, s PermissionStores) {
 	checkGrants(t, "after allowing no role", mustListGrants(t, s, org.ID), []ports.PermissionGrant{none})
 }
 
-func testGrantsOrgIsolation(t *testing.T, s PermissionStores) {
+func testGrantsOrgIsolation(t *testing.T, s permissionStores) {
 	orgA, adminA := newGrantOrg(t, s)
 	orgB, adminB := newGrantOrg(t, s)
 	a := mustSetGrant(t, s, ports.PermissionGrant{OrgID: orgA.ID, Permission: ports.PermCloudDeploy,
@@ -135,14 +135,14 @@ func testGrantsOrgIsolation(t *testing.T, s PermissionStores) {
 	checkGrants(t, "org B", mustListGrants(t, s, orgB.ID), []ports.PermissionGrant{bOnly, b})
 }
 
-func testGrantsMissingOrg(t *testing.T, s PermissionStores) {
+func testGrantsMissingOrg(t *testing.T, s permissionStores) {
 	err := s.Grants.SetPermissionRoles(t.Context(), newID(), ports.PermCloudScale, []ports.Role{ports.RoleAdmin}, newID(), base)
 	if !errors.Is(err, ports.ErrNotFound) {
 		t.Fatalf("SetPermissionRoles for a missing org: %v, want not_found", err)
 	}
 }
 
-func testGrantsRace(t *testing.T, s PermissionStores) {
+func testGrantsRace(t *testing.T, s permissionStores) {
 	org, admin := newGrantOrg(t, s)
 	const n = 8
 	rolesOf := func(i int) []ports.Role {

@@ -9,11 +9,11 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// PublishStores are the publishing store under test and the content stores
+// publishStores are the publishing store under test and the content stores
 // whose items it publishes (the same database).
-type PublishStores struct {
+type publishStores struct {
 	Publish ports.PublishStore
-	ContentStores
+	contentStores
 }
 
 // TestPublish runs the contract of ports.PublishStore. Where the port leaves
@@ -22,8 +22,8 @@ type PublishStores struct {
 // CreatePublication is not_found for another org's item; deleting a content
 // item deletes its publications; of concurrent UpdatePublication calls from
 // one status exactly one wins, the others are precondition_failed.
-func TestPublish(t *testing.T, newStores func(t *testing.T) PublishStores) {
-	runSuite(t, newStores, []suiteCase[PublishStores]{
+func TestPublish(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.publish, needPublish), []suiteCase[publishStores]{
 		{"TargetRoundTrip", testTargetRoundTrip},
 		{"PublicationRoundTrip", testPublicationRoundTrip},
 		{"RaceUpdatePublication", testRaceUpdatePublication},
@@ -54,10 +54,10 @@ func normPublication(p ports.Publication) ports.Publication {
 	return p
 }
 
-func testTargetRoundTrip(t *testing.T, s PublishStores) {
+func testTargetRoundTrip(t *testing.T, s publishStores) {
 	ctx := t.Context()
-	o := newContentOwner(t, s.ContentStores)
-	other := newContentOwner(t, s.ContentStores)
+	o := newContentOwner(t, s.contentStores)
+	other := newContentOwner(t, s.contentStores)
 	project := newProjectID()
 	b := newTarget(o, project, "b — «site» ✓")
 	a := newTarget(o, project, "a")
@@ -111,10 +111,10 @@ func newPublication(it ports.ContentItem, at time.Time) ports.Publication {
 		CreatedAt: at, UpdatedAt: at}
 }
 
-func testPublicationRoundTrip(t *testing.T, s PublishStores) {
+func testPublicationRoundTrip(t *testing.T, s publishStores) {
 	ctx := t.Context()
-	o, _, it := newContent(t, s.ContentStores)
-	other := newContentOwner(t, s.ContentStores)
+	o, _, it := newContent(t, s.contentStores)
+	other := newContentOwner(t, s.contentStores)
 	first, second := newPublication(it, base), newPublication(it, base.Add(time.Second))
 	second.Status = ports.PublicationQueued
 	for _, p := range []ports.Publication{first, second} {
@@ -170,9 +170,9 @@ func testPublicationRoundTrip(t *testing.T, s PublishStores) {
 	}
 }
 
-func testRaceUpdatePublication(t *testing.T, s PublishStores) {
+func testRaceUpdatePublication(t *testing.T, s publishStores) {
 	ctx := t.Context()
-	_, _, it := newContent(t, s.ContentStores)
+	_, _, it := newContent(t, s.contentStores)
 	p := newPublication(it, base)
 	if err := s.Publish.CreatePublication(ctx, p); err != nil {
 		t.Fatal(err)
@@ -194,9 +194,9 @@ func testRaceUpdatePublication(t *testing.T, s PublishStores) {
 	oneWinner(t, "UpdatePublication", errs, ports.ErrPreconditionFailed)
 }
 
-func testPublicationsGoWithItem(t *testing.T, s PublishStores) {
+func testPublicationsGoWithItem(t *testing.T, s publishStores) {
 	ctx := t.Context()
-	o, _, it := newContent(t, s.ContentStores)
+	o, _, it := newContent(t, s.contentStores)
 	p := newPublication(it, base)
 	if err := s.Publish.CreatePublication(ctx, p); err != nil {
 		t.Fatal(err)

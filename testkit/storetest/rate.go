@@ -8,16 +8,16 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// RateStores is the rate store under test.
-type RateStores struct {
+// rateStores is the rate store under test.
+type rateStores struct {
 	Rates ports.RateStore
 }
 
 // TestRates runs the contract of ports.RateStore. newStores is called by
 // every subtest (subtests run in parallel) and may return stores over a
 // shared database; each subtest uses keys of its own.
-func TestRates(t *testing.T, newStores func(t *testing.T) RateStores) {
-	runSuite(t, newStores, []suiteCase[RateStores]{
+func TestRates(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.rate, needRate), []suiteCase[rateStores]{
 		{"LimitReachedAtN", testRateLimit},
 		{"Rollover", testRateRollover},
 		{"KeysIsolated", testRateKeys},
@@ -30,7 +30,7 @@ func TestRates(t *testing.T, newStores func(t *testing.T) RateStores) {
 // rateStart is the start of a minute window, in a non-UTC zone.
 var rateStart = time.Date(2030, 5, 6, 7, 8, 0, 0, time.FixedZone("UTC+5:30", 5*3600+1800))
 
-func take(t *testing.T, s RateStores, key string, window time.Duration, limit int, now time.Time) (bool, time.Duration) {
+func take(t *testing.T, s rateStores, key string, window time.Duration, limit int, now time.Time) (bool, time.Duration) {
 	t.Helper()
 	ok, after, err := s.Rates.TakeRate(t.Context(), key, window, limit, now)
 	if err != nil {
@@ -39,7 +39,7 @@ func take(t *testing.T, s RateStores, key string, window time.Duration, limit in
 	return ok, after
 }
 
-func testRateLimit(t *testing.T, s RateStores) {
+func testRateLimit(t *testing.T, s rateStores) {
 	key := "rate:" + newID()
 	for i := range 3 {
 		now := rateStart.Add(time.Duration(i) * 10 * time.Second)
@@ -63,7 +63,7 @@ func testRateLimit(t *testing.T, s RateStores) {
 	}
 }
 
-func testRateRollover(t *testing.T, s RateStores) {
+func testRateRollover(t *testing.T, s rateStores) {
 	key := "rate:" + newID()
 	for i := range 2 {
 		if ok, _ := take(t, s, key, time.Minute, 2, rateStart.Add(time.Duration(i)*time.Second)); !ok {
@@ -92,7 +92,7 @@ func testRateRollover(t *testing.T, s RateStores) {
 	}
 }
 
-func testRateKeys(t *testing.T, s RateStores) {
+func testRateKeys(t *testing.T, s rateStores) {
 	ann, bo := "rate:"+newID(), "rate:"+newID()
 	take(t, s, ann, time.Minute, 1, rateStart)
 	if ok, _ := take(t, s, ann, time.Minute, 1, rateStart); ok {
@@ -106,7 +106,7 @@ func testRateKeys(t *testing.T, s RateStores) {
 // testRateClockBehind: a take stamped in an earlier window than the key's
 // (a replica whose clock is behind) counts in the newer window, and never
 // sets the window back.
-func testRateClockBehind(t *testing.T, s RateStores) {
+func testRateClockBehind(t *testing.T, s rateStores) {
 	key := "rate:" + newID()
 	later := rateStart.Add(time.Minute)
 	take(t, s, key, time.Minute, 2, later)
@@ -118,7 +118,7 @@ func testRateClockBehind(t *testing.T, s RateStores) {
 	}
 }
 
-func testRateInvalid(t *testing.T, s RateStores) {
+func testRateInvalid(t *testing.T, s rateStores) {
 	for _, tc := range []struct {
 		key    string
 		window time.Duration
@@ -131,7 +131,7 @@ func testRateInvalid(t *testing.T, s RateStores) {
 	}
 }
 
-func testRateRace(t *testing.T, s RateStores) {
+func testRateRace(t *testing.T, s rateStores) {
 	key := "rate:" + newID()
 	const n, k = 16, 5
 	allowed := make([]bool, n)

@@ -10,9 +10,9 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// RetentionStores are the retention store under test and the stores that
+// retentionStores are the retention store under test and the stores that
 // write the records it deletes, over the same data.
-type RetentionStores struct {
+type retentionStores struct {
 	Retention     ports.RetentionStore
 	SCM           ports.SCMStore
 	Sessions      ports.ChatSessionStore
@@ -24,7 +24,7 @@ type RetentionStores struct {
 	Accounts      ports.CloudAccountStore
 	Costs         ports.CostCacheStore
 	Audit         ports.AuditStore
-	Identity      IdentityStores
+	Identity      identityStores
 }
 
 // TestRetention runs the contract of ports.RetentionStore: each table
@@ -34,8 +34,8 @@ type RetentionStores struct {
 // may return stores over a shared database, which no other suite uses at
 // the same time: each subtest owns one table, and its counts are exact.
 // The records due are dated in the 1990s, far before any other suite's.
-func TestRetention(t *testing.T, newStores func(t *testing.T) RetentionStores) {
-	runSuite(t, newStores, []suiteCase[RetentionStores]{
+func TestRetention(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.retention, needRetention), []suiteCase[retentionStores]{
 		{"WebhookDeliveries", testRetentionDeliveries},
 		{"WebhookDigests", testRetentionDigests},
 		{"StreamEvents", testRetentionStreamEvents},
@@ -87,7 +87,7 @@ func drainPrune(t *testing.T, what string, prune func(limit int) (int, error)) i
 	}
 }
 
-func testRetentionDeliveries(t *testing.T, s RetentionStores) {
+func testRetentionDeliveries(t *testing.T, s retentionStores) {
 	ctx := t.Context()
 	record := func(received time.Time, status string, processed time.Time) string {
 		t.Helper()
@@ -130,7 +130,7 @@ func testRetentionDeliveries(t *testing.T, s RetentionStores) {
 	}
 }
 
-func testRetentionDigests(t *testing.T, s RetentionStores) {
+func testRetentionDigests(t *testing.T, s retentionStores) {
 	ctx := t.Context()
 	claim := func(at time.Time) ports.WebhookDigest {
 		t.Helper()
@@ -163,7 +163,7 @@ func testRetentionDigests(t *testing.T, s RetentionStores) {
 	}
 }
 
-func testRetentionStreamEvents(t *testing.T, s RetentionStores) {
+func testRetentionStreamEvents(t *testing.T, s retentionStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	// session stores a session with a turn started at old, ended at ended
@@ -245,7 +245,7 @@ func testRetentionStreamEvents(t *testing.T, s RetentionStores) {
 	}
 }
 
-func testRetentionInvitations(t *testing.T, s RetentionStores) {
+func testRetentionInvitations(t *testing.T, s retentionStores) {
 	ctx := t.Context()
 	inviter := seedOwner(t, s.Identity)
 	invite := func(expires time.Time) ports.Invitation {
@@ -289,7 +289,7 @@ func testRetentionInvitations(t *testing.T, s RetentionStores) {
 	}
 }
 
-func testRetentionOAuthStates(t *testing.T, s RetentionStores) {
+func testRetentionOAuthStates(t *testing.T, s retentionStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	state := func(expires time.Time) ports.OAuthState {
@@ -321,7 +321,7 @@ func testRetentionOAuthStates(t *testing.T, s RetentionStores) {
 	}
 }
 
-func testRetentionRateWindows(t *testing.T, s RetentionStores) {
+func testRetentionRateWindows(t *testing.T, s retentionStores) {
 	ctx := t.Context()
 	const window = time.Minute
 	take := func(key string, at time.Time) bool {
@@ -356,7 +356,7 @@ func testRetentionRateWindows(t *testing.T, s RetentionStores) {
 	}
 }
 
-func testRetentionCostCache(t *testing.T, s RetentionStores) {
+func testRetentionCostCache(t *testing.T, s retentionStores) {
 	ctx := t.Context()
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	account := newCloudAccount(org.ID)
@@ -392,7 +392,7 @@ func testRetentionCostCache(t *testing.T, s RetentionStores) {
 	}
 }
 
-func testRetentionSCMActivity(t *testing.T, s RetentionStores) {
+func testRetentionSCMActivity(t *testing.T, s retentionStores) {
 	ctx := t.Context()
 	repo := newProviderID()
 	var entries []ports.SCMActivity
@@ -417,7 +417,7 @@ func testRetentionSCMActivity(t *testing.T, s RetentionStores) {
 	}
 }
 
-func testRetentionAuditLog(t *testing.T, s RetentionStores) {
+func testRetentionAuditLog(t *testing.T, s retentionStores) {
 	ctx := t.Context()
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	for i := range 4 {

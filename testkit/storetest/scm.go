@@ -16,13 +16,13 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// SCMStores are the source-control store under test, the Transactor whose
+// scmStores are the source-control store under test, the Transactor whose
 // transactions it joins, and the identity stores that seed the orgs and
 // users owning its records.
-type SCMStores struct {
+type scmStores struct {
 	SCM      ports.SCMStore
 	Tx       ports.Transactor
-	Identity IdentityStores
+	Identity identityStores
 }
 
 // TestSCM runs the contract of ports.SCMStore and its Transactor. newStores
@@ -53,8 +53,8 @@ type SCMStores struct {
 // outcome of an id given twice. Activity of
 // the same time lists by id, highest first; of entries sharing an id, in one
 // call or across calls, the first stored is kept.
-func TestSCM(t *testing.T, newStores func(t *testing.T) SCMStores) {
-	runSuite(t, newStores, []suiteCase[SCMStores]{
+func TestSCM(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.scm, needSCM), []suiteCase[scmStores]{
 		{"OAuthStateRoundTrip", testOAuthStateRoundTrip},
 		{"OAuthStateExpired", testOAuthStateExpired},
 		{"RaceConsumeOAuthState", testRaceConsumeOAuthState},
@@ -111,7 +111,7 @@ func newOAuthState(owner ports.Owner) ports.OAuthState {
 	}
 }
 
-func mustCreateOAuthState(t *testing.T, s SCMStores, st ports.OAuthState) ports.OAuthState {
+func mustCreateOAuthState(t *testing.T, s scmStores, st ports.OAuthState) ports.OAuthState {
 	t.Helper()
 	if err := s.SCM.CreateOAuthState(t.Context(), st); err != nil {
 		t.Fatalf("CreateOAuthState: %v", err)
@@ -127,7 +127,7 @@ func checkOAuthState(t *testing.T, what string, got, want ports.OAuthState) {
 	checkEqual(t, what, got, want)
 }
 
-func testOAuthStateRoundTrip(t *testing.T, s SCMStores) {
+func testOAuthStateRoundTrip(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	st := mustCreateOAuthState(t, s, newOAuthState(owner))
@@ -166,7 +166,7 @@ func testOAuthStateRoundTrip(t *testing.T, s SCMStores) {
 	}
 }
 
-func testOAuthStateExpired(t *testing.T, s SCMStores) {
+func testOAuthStateExpired(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	// An expiry every store keeps exactly, so "at its expiry" is exact.
@@ -214,7 +214,7 @@ func testOAuthStateExpired(t *testing.T, s SCMStores) {
 
 // testRaceConsumeOAuthState consumes one state from many callers at once:
 // exactly one gets it.
-func testRaceConsumeOAuthState(t *testing.T, s SCMStores) {
+func testRaceConsumeOAuthState(t *testing.T, s scmStores) {
 	owner := seedOwner(t, s.Identity)
 	for _, tc := range []struct {
 		name    string
@@ -260,7 +260,7 @@ func newConnection(owner ports.Owner, provider string) ports.SCMConnection {
 	}
 }
 
-func mustSaveConnection(t *testing.T, s SCMStores, c ports.SCMConnection) ports.SCMConnection {
+func mustSaveConnection(t *testing.T, s scmStores, c ports.SCMConnection) ports.SCMConnection {
 	t.Helper()
 	got, err := s.SCM.SaveConnection(t.Context(), c)
 	if err != nil {
@@ -269,7 +269,7 @@ func mustSaveConnection(t *testing.T, s SCMStores, c ports.SCMConnection) ports.
 	return got
 }
 
-func mustGetConnection(t *testing.T, s SCMStores, owner ports.Owner, provider string) ports.SCMConnection {
+func mustGetConnection(t *testing.T, s scmStores, owner ports.Owner, provider string) ports.SCMConnection {
 	t.Helper()
 	c, err := s.SCM.GetConnection(t.Context(), owner, provider)
 	if err != nil {
@@ -279,7 +279,7 @@ func mustGetConnection(t *testing.T, s SCMStores, owner ports.Owner, provider st
 }
 
 // newConnected stores a fresh owner and their active GitHub connection.
-func newConnected(t *testing.T, s SCMStores) (ports.Owner, ports.SCMConnection) {
+func newConnected(t *testing.T, s scmStores) (ports.Owner, ports.SCMConnection) {
 	t.Helper()
 	owner := seedOwner(t, s.Identity)
 	return owner, mustSaveConnection(t, s, newConnection(owner, "github"))
@@ -293,7 +293,7 @@ func checkConnection(t *testing.T, what string, got, want ports.SCMConnection) {
 	checkEqual(t, what, got, want)
 }
 
-func testConnectionRoundTrip(t *testing.T, s SCMStores) {
+func testConnectionRoundTrip(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	c := newConnection(owner, "github")
@@ -343,7 +343,7 @@ func testConnectionRoundTrip(t *testing.T, s SCMStores) {
 	checkConnection(t, "the other connection after the conflict", mustGetConnection(t, s, ports.Owner{OrgID: theirs.OrgID, UserID: theirs.UserID}, "github"), theirs)
 }
 
-func testSaveConnectionReplaces(t *testing.T, s SCMStores) {
+func testSaveConnectionReplaces(t *testing.T, s scmStores) {
 	owner, first := newConnected(t, s)
 	repos := mustSaveRepositories(t, s, first.ID, base, newRepo(1001, "acme/api"))
 
@@ -374,7 +374,7 @@ func testSaveConnectionReplaces(t *testing.T, s SCMStores) {
 	checkConnection(t, "SaveConnection with the stored id", mustSaveConnection(t, s, same), same)
 }
 
-func testConnectionOwnerIsolation(t *testing.T, s SCMStores) {
+func testConnectionOwnerIsolation(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	owner, mine := newConnected(t, s)
 	colleague := seedColleague(t, s.Identity, owner.OrgID)
@@ -397,7 +397,7 @@ func testConnectionOwnerIsolation(t *testing.T, s SCMStores) {
 	checkConnection(t, "GetConnection by the owner", mustGetConnection(t, s, owner, "github"), mine)
 }
 
-func testMarkConnectionBroken(t *testing.T, s SCMStores) {
+func testMarkConnectionBroken(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	owner, c := newConnected(t, s)
 	_, other := newConnected(t, s)
@@ -420,7 +420,7 @@ func testMarkConnectionBroken(t *testing.T, s SCMStores) {
 
 // testRaceSaveConnection saves one owner's connection to a provider from
 // many callers at once: all succeed, and all keep one id.
-func testRaceSaveConnection(t *testing.T, s SCMStores) {
+func testRaceSaveConnection(t *testing.T, s scmStores) {
 	owner := seedOwner(t, s.Identity)
 	conns := make([]ports.SCMConnection, 20)
 	for i := range conns {
@@ -466,7 +466,7 @@ func newRepo(providerID int64, fullName string) ports.Repository {
 	}
 }
 
-func mustSaveRepositories(t *testing.T, s SCMStores, connectionID string, at time.Time, repos ...ports.Repository) []ports.Repository {
+func mustSaveRepositories(t *testing.T, s scmStores, connectionID string, at time.Time, repos ...ports.Repository) []ports.Repository {
 	t.Helper()
 	got, err := s.SCM.SaveRepositories(t.Context(), connectionID, repos, at)
 	if err != nil {
@@ -475,7 +475,7 @@ func mustSaveRepositories(t *testing.T, s SCMStores, connectionID string, at tim
 	return got
 }
 
-func mustGetRepository(t *testing.T, s SCMStores, owner ports.Owner, id string) ports.Repository {
+func mustGetRepository(t *testing.T, s scmStores, owner ports.Owner, id string) ports.Repository {
 	t.Helper()
 	r, err := s.SCM.GetRepository(t.Context(), owner, id)
 	if err != nil {
@@ -484,7 +484,7 @@ func mustGetRepository(t *testing.T, s SCMStores, owner ports.Owner, id string) 
 	return r
 }
 
-func mustListRepositories(t *testing.T, s SCMStores, owner ports.Owner) []ports.Repository {
+func mustListRepositories(t *testing.T, s scmStores, owner ports.Owner) []ports.Repository {
 	t.Helper()
 	list, next, err := s.SCM.ListRepositories(t.Context(), owner, ports.Page{Limit: 200})
 	if err != nil {
@@ -544,7 +544,7 @@ func byFullName(repos []ports.Repository) []ports.Repository {
 	return repos
 }
 
-func testRepositoriesRoundTrip(t *testing.T, s SCMStores) {
+func testRepositoriesRoundTrip(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	owner, c := newConnected(t, s)
 	api, web, docs := newRepo(newProviderID(), "acme/api"), newRepo(newProviderID(), "acme/web"), newRepo(newProviderID(), "acme/docs")
@@ -588,7 +588,7 @@ func testRepositoriesRoundTrip(t *testing.T, s SCMStores) {
 	}
 }
 
-func testSaveRepositoriesUpserts(t *testing.T, s SCMStores) {
+func testSaveRepositoriesUpserts(t *testing.T, s scmStores) {
 	owner, c := newConnected(t, s)
 	r1, r2, r3 := newRepo(newProviderID(), "acme/one"), newRepo(newProviderID(), "acme/two"), newRepo(newProviderID(), "acme/three")
 	r2.PushedAt = nil
@@ -630,7 +630,7 @@ func testSaveRepositoriesUpserts(t *testing.T, s SCMStores) {
 	checkRepositories(t, "ListRepositories after saving with the stored ids", mustListRepositories(t, s, owner), byFullName(append(again, kept)))
 }
 
-func testSaveRepositoriesAtomic(t *testing.T, s SCMStores) {
+func testSaveRepositoriesAtomic(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	owner, c := newConnected(t, s)
 	existing := mustSaveRepositories(t, s, c.ID, base, newRepo(newProviderID(), "acme/existing"))
@@ -649,7 +649,7 @@ func testSaveRepositoriesAtomic(t *testing.T, s SCMStores) {
 	checkRepository(t, "the other owner's repository", mustGetRepository(t, s, ports.Owner{OrgID: theirs.OrgID, UserID: theirs.UserID}, taken[0].ID), taken[0])
 }
 
-func testRepositoriesOwnerIsolation(t *testing.T, s SCMStores) {
+func testRepositoriesOwnerIsolation(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	owner, c := newConnected(t, s)
 	colleague := seedColleague(t, s.Identity, owner.OrgID)
@@ -690,7 +690,7 @@ func testRepositoriesOwnerIsolation(t *testing.T, s SCMStores) {
 
 // listAllRepositories follows the pages of ListRepositories of the size
 // given and returns the repositories and the page sizes.
-func listAllRepositories(t *testing.T, s SCMStores, owner ports.Owner, limit int) ([]ports.Repository, []int) {
+func listAllRepositories(t *testing.T, s scmStores, owner ports.Owner, limit int) ([]ports.Repository, []int) {
 	t.Helper()
 	var all []ports.Repository
 	var sizes []int
@@ -711,7 +711,7 @@ func listAllRepositories(t *testing.T, s SCMStores, owner ports.Owner, limit int
 	return nil, nil
 }
 
-func testListRepositoriesPages(t *testing.T, s SCMStores) {
+func testListRepositoriesPages(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	owner, c := newConnected(t, s)
 	_, other := newConnected(t, s)
@@ -765,7 +765,7 @@ func testListRepositoriesPages(t *testing.T, s SCMStores) {
 	}
 }
 
-func testListRepositoriesLimits(t *testing.T, s SCMStores) {
+func testListRepositoriesLimits(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	owner, c := newConnected(t, s)
 	repos := make([]ports.Repository, 201)
@@ -791,7 +791,7 @@ func testListRepositoriesLimits(t *testing.T, s SCMStores) {
 	checkRepositories(t, "default pages of ListRepositories", all, want)
 }
 
-func testListRepositoriesMalformedCursor(t *testing.T, s SCMStores) {
+func testListRepositoriesMalformedCursor(t *testing.T, s scmStores) {
 	owner, c := newConnected(t, s)
 	mustSaveRepositories(t, s, c.ID, base, newRepo(newProviderID(), "acme/api"), newRepo(newProviderID(), "acme/web"))
 	for _, cursor := range malformedCursors() {
@@ -803,7 +803,7 @@ func testListRepositoriesMalformedCursor(t *testing.T, s SCMStores) {
 // testRaceSaveRepositories saves one connection's repositories from many
 // callers at once, each in its own order and with its own new ids: all
 // succeed, and each provider repository is stored once, with one id.
-func testRaceSaveRepositories(t *testing.T, s SCMStores) {
+func testRaceSaveRepositories(t *testing.T, s scmStores) {
 	owner, c := newConnected(t, s)
 	providerIDs := []int64{newProviderID(), newProviderID(), newProviderID(), newProviderID(), newProviderID()}
 	calls := make([][]ports.Repository, 20)
@@ -845,7 +845,7 @@ func newDelivery(event string, payload []byte) ports.WebhookDelivery {
 	return ports.WebhookDelivery{ID: newID(), Event: event, Payload: payload, Status: ports.DeliveryPending, ReceivedAt: base}
 }
 
-func mustRecordDelivery(t *testing.T, s SCMStores, d ports.WebhookDelivery) ports.WebhookDelivery {
+func mustRecordDelivery(t *testing.T, s scmStores, d ports.WebhookDelivery) ports.WebhookDelivery {
 	t.Helper()
 	ok, err := s.SCM.RecordDelivery(t.Context(), d)
 	if err != nil || !ok {
@@ -854,7 +854,7 @@ func mustRecordDelivery(t *testing.T, s SCMStores, d ports.WebhookDelivery) port
 	return d
 }
 
-func mustGetDelivery(t *testing.T, s SCMStores, id string) ports.WebhookDelivery {
+func mustGetDelivery(t *testing.T, s scmStores, id string) ports.WebhookDelivery {
 	t.Helper()
 	d, err := s.SCM.GetDelivery(t.Context(), id)
 	if err != nil {
@@ -886,7 +886,7 @@ func binaryPayload(n int) []byte {
 	return b
 }
 
-func testDeliveryRoundTrip(t *testing.T, s SCMStores) {
+func testDeliveryRoundTrip(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	push := mustRecordDelivery(t, s, newDelivery("push", []byte(`{"ref":"refs/heads/main","after":"`+newID()+`", "x": "«ü»"}`+"\n")))
 	checkDelivery(t, "GetDelivery of a push", mustGetDelivery(t, s, push.ID), push)
@@ -923,7 +923,7 @@ func testDeliveryRoundTrip(t *testing.T, s SCMStores) {
 	checkNotFound(t, "GetDelivery of a missing delivery", err, "webhook delivery", missing)
 }
 
-func testRecordDeliveryTwice(t *testing.T, s SCMStores) {
+func testRecordDeliveryTwice(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	first := mustRecordDelivery(t, s, newDelivery("push", binaryPayload(4096)))
 	for name, d := range map[string]ports.WebhookDelivery{
@@ -961,7 +961,7 @@ func testRecordDeliveryTwice(t *testing.T, s SCMStores) {
 // testRaceRecordDelivery records one delivery id from many callers at once,
 // as a provider's retries might: exactly one stores it, and its payload is
 // the one kept.
-func testRaceRecordDelivery(t *testing.T, s SCMStores) {
+func testRaceRecordDelivery(t *testing.T, s scmStores) {
 	id := newID()
 	deliveries := make([]ports.WebhookDelivery, 20)
 	for i := range deliveries {
@@ -991,7 +991,7 @@ func testRaceRecordDelivery(t *testing.T, s SCMStores) {
 	checkDelivery(t, "GetDelivery after the race", mustGetDelivery(t, s, id), deliveries[winner])
 }
 
-func mustRecordDeliveries(t *testing.T, s SCMStores, ctx context.Context, ds ...ports.WebhookDelivery) []bool {
+func mustRecordDeliveries(t *testing.T, s scmStores, ctx context.Context, ds ...ports.WebhookDelivery) []bool {
 	t.Helper()
 	stored, err := s.SCM.RecordDeliveries(ctx, ds)
 	if err != nil || len(stored) != len(ds) {
@@ -1002,7 +1002,7 @@ func mustRecordDeliveries(t *testing.T, s SCMStores, ctx context.Context, ds ...
 
 // testRecordDeliveries records a batch of new deliveries, one stored before
 // and one twice: each is reported, and the first of an id is the one kept.
-func testRecordDeliveries(t *testing.T, s SCMStores) {
+func testRecordDeliveries(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	if stored, err := s.SCM.RecordDeliveries(ctx, nil); err != nil || len(stored) != 0 {
 		t.Errorf("RecordDeliveries of none = %v, %v", stored, err)
@@ -1038,7 +1038,7 @@ func testRecordDeliveries(t *testing.T, s SCMStores) {
 
 // testRecordDeliveriesAllOrNothing fails a batch for one unknown status, and
 // rolls back a transaction a batch was recorded in: neither stores any.
-func testRecordDeliveriesAllOrNothing(t *testing.T, s SCMStores) {
+func testRecordDeliveriesAllOrNothing(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	first, second := newDelivery("push", []byte("{}")), newDelivery("push", []byte("{}"))
 	bad := newDelivery("push", []byte("{}"))
@@ -1076,7 +1076,7 @@ func testRecordDeliveriesAllOrNothing(t *testing.T, s SCMStores) {
 
 // testRecordDeliveriesBigBatch records more deliveries than one statement
 // holds, some stored before and some twice.
-func testRecordDeliveriesBigBatch(t *testing.T, s SCMStores) {
+func testRecordDeliveriesBigBatch(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	const n = 5000
 	ds := make([]ports.WebhookDelivery, 0, n+2)
@@ -1101,7 +1101,7 @@ func testRecordDeliveriesBigBatch(t *testing.T, s SCMStores) {
 // testRaceRecordDeliveries records batches sharing ids, in different
 // orders, at once: none fails (no deadlock), and each id is reported stored
 // by exactly one.
-func testRaceRecordDeliveries(t *testing.T, s SCMStores) {
+func testRaceRecordDeliveries(t *testing.T, s scmStores) {
 	ids := make([]string, 30)
 	for i := range ids {
 		ids[i] = newID()
@@ -1141,7 +1141,7 @@ func testRaceRecordDeliveries(t *testing.T, s SCMStores) {
 	}
 }
 
-func testFinishDelivery(t *testing.T, s SCMStores) {
+func testFinishDelivery(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	for i, tc := range []struct {
 		status, errMsg string
@@ -1180,7 +1180,7 @@ func testFinishDelivery(t *testing.T, s SCMStores) {
 
 // testGetDeliveries reads several deliveries at once: in the order asked,
 // each once, without those missing.
-func testGetDeliveries(t *testing.T, s SCMStores) {
+func testGetDeliveries(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	d1 := mustRecordDelivery(t, s, newDelivery("push", binaryPayload(300)))
 	d2 := mustRecordDelivery(t, s, newDelivery("ping", nil))
@@ -1211,7 +1211,7 @@ func testGetDeliveries(t *testing.T, s SCMStores) {
 // testFinishDeliveries finishes several deliveries at once, each with its
 // outcome, skipping those missing; a retry finishes them again; an unknown
 // status finishes none.
-func testFinishDeliveries(t *testing.T, s SCMStores) {
+func testFinishDeliveries(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	var ds []ports.WebhookDelivery
 	for range 4 {
@@ -1259,7 +1259,7 @@ func testFinishDeliveries(t *testing.T, s SCMStores) {
 
 // testFinishDeliveriesBigBatch finishes a large batch with several outcomes
 // (on SQL, several statements in one transaction).
-func testFinishDeliveriesBigBatch(t *testing.T, s SCMStores) {
+func testFinishDeliveriesBigBatch(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	const n = 2500
 	ds := make([]ports.WebhookDelivery, n)
@@ -1301,7 +1301,7 @@ func newActivity(repoID int64, at time.Time) ports.SCMActivity {
 	}
 }
 
-func mustAppendActivity(t *testing.T, s SCMStores, entries ...ports.SCMActivity) []ports.SCMActivity {
+func mustAppendActivity(t *testing.T, s scmStores, entries ...ports.SCMActivity) []ports.SCMActivity {
 	t.Helper()
 	if err := s.SCM.AppendActivity(t.Context(), entries...); err != nil {
 		t.Fatalf("AppendActivity: %v", err)
@@ -1309,7 +1309,7 @@ func mustAppendActivity(t *testing.T, s SCMStores, entries ...ports.SCMActivity)
 	return entries
 }
 
-func mustListActivity(t *testing.T, s SCMStores, repoID int64) []ports.SCMActivity {
+func mustListActivity(t *testing.T, s scmStores, repoID int64) []ports.SCMActivity {
 	t.Helper()
 	list, next, err := s.SCM.ListActivity(t.Context(), repoID, ports.Page{Limit: 200})
 	if err != nil {
@@ -1352,7 +1352,7 @@ func activityNewestFirst(entries []ports.SCMActivity) []ports.SCMActivity {
 	return entries
 }
 
-func testActivityRoundTrip(t *testing.T, s SCMStores) {
+func testActivityRoundTrip(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	repo, other := newProviderID(), newProviderID()
 	push := newActivity(repo, base)
@@ -1374,7 +1374,7 @@ func testActivityRoundTrip(t *testing.T, s SCMStores) {
 	checkActivity(t, "ListActivity after appending nothing", mustListActivity(t, s, repo), []ports.SCMActivity{merged, push, api})
 }
 
-func testAppendActivitySkipsDuplicates(t *testing.T, s SCMStores) {
+func testAppendActivitySkipsDuplicates(t *testing.T, s scmStores) {
 	repo := newProviderID()
 	a, b := newActivity(repo, base), newActivity(repo, base.Add(time.Second))
 	mustAppendActivity(t, s, a, b)
@@ -1405,7 +1405,7 @@ func testAppendActivitySkipsDuplicates(t *testing.T, s SCMStores) {
 
 // testAppendActivityBigBatch appends more entries than one statement of
 // either database takes, with a duplicate id across the statements.
-func testAppendActivityBigBatch(t *testing.T, s SCMStores) {
+func testAppendActivityBigBatch(t *testing.T, s scmStores) {
 	repo := newProviderID()
 	entries := make([]ports.SCMActivity, 3100)
 	for i := range entries {
@@ -1425,7 +1425,7 @@ func testAppendActivityBigBatch(t *testing.T, s SCMStores) {
 
 // listAllActivity follows the pages of ListActivity of the size given and
 // returns the entries and the page sizes.
-func listAllActivity(t *testing.T, s SCMStores, repoID int64, limit int) ([]ports.SCMActivity, []int) {
+func listAllActivity(t *testing.T, s scmStores, repoID int64, limit int) ([]ports.SCMActivity, []int) {
 	t.Helper()
 	var all []ports.SCMActivity
 	var sizes []int
@@ -1446,7 +1446,7 @@ func listAllActivity(t *testing.T, s SCMStores, repoID int64, limit int) ([]port
 	return nil, nil
 }
 
-func testListActivityPages(t *testing.T, s SCMStores) {
+func testListActivityPages(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	repo, other := newProviderID(), newProviderID()
 	var entries []ports.SCMActivity
@@ -1483,7 +1483,7 @@ func testListActivityPages(t *testing.T, s SCMStores) {
 	checkActivity(t, "ListActivity after the first page", rest, want[4:])
 }
 
-func testListActivityLimits(t *testing.T, s SCMStores) {
+func testListActivityLimits(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	repo := newProviderID()
 	entries := make([]ports.SCMActivity, 201)
@@ -1509,7 +1509,7 @@ func testListActivityLimits(t *testing.T, s SCMStores) {
 	checkActivity(t, "default pages of ListActivity", all, activityNewestFirst(entries))
 }
 
-func testListActivityMalformedCursor(t *testing.T, s SCMStores) {
+func testListActivityMalformedCursor(t *testing.T, s scmStores) {
 	owner, c := newConnected(t, s)
 	repo := newProviderID()
 	mustAppendActivity(t, s, newActivity(repo, base), newActivity(repo, base))
@@ -1528,7 +1528,7 @@ func testListActivityMalformedCursor(t *testing.T, s SCMStores) {
 // testRaceAppendActivity appends overlapping batches from many callers at
 // once, as concurrent webhook and API syncs would: every call succeeds and
 // each entry is stored once.
-func testRaceAppendActivity(t *testing.T, s SCMStores) {
+func testRaceAppendActivity(t *testing.T, s scmStores) {
 	repo := newProviderID()
 	entries := make([]ports.SCMActivity, 29)
 	for i := range entries {
@@ -1550,7 +1550,7 @@ func testRaceAppendActivity(t *testing.T, s SCMStores) {
 
 // testSCMTxJoins calls every method inside one transaction, checks that the
 // reads see the transaction's writes, and that a rollback undoes them.
-func testSCMTxJoins(t *testing.T, s SCMStores) {
+func testSCMTxJoins(t *testing.T, s scmStores) {
 	// A method writing outside the transaction may wait for it forever on a
 	// single-writer database: bound the wait.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -1654,7 +1654,7 @@ func testSCMTxJoins(t *testing.T, s SCMStores) {
 
 // PruneRepositories deletes what a later save did not touch, of that
 // connection only.
-func testPruneRepositories(t *testing.T, s SCMStores) {
+func testPruneRepositories(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	owner, c := newConnected(t, s)
 	other, oc := newConnected(t, s)
@@ -1686,7 +1686,7 @@ func newDigest(at time.Time) ports.WebhookDigest {
 	return ports.WebhookDigest{Digest: digestOf(newID()), DeliveryID: newID(), At: at}
 }
 
-func mustClaim(t *testing.T, s SCMStores, ctx context.Context, since time.Time, ds ...ports.WebhookDigest) []bool {
+func mustClaim(t *testing.T, s scmStores, ctx context.Context, since time.Time, ds ...ports.WebhookDigest) []bool {
 	t.Helper()
 	claimed, err := s.SCM.ClaimWebhookDigests(ctx, ds, since)
 	if err != nil || len(claimed) != len(ds) {
@@ -1697,7 +1697,7 @@ func mustClaim(t *testing.T, s SCMStores, ctx context.Context, since time.Time, 
 
 // testClaimWebhookDigests claims digests new, repeated within a batch,
 // recent and older than the window.
-func testClaimWebhookDigests(t *testing.T, s SCMStores) {
+func testClaimWebhookDigests(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	window := 24 * time.Hour
 	if got, err := s.SCM.ClaimWebhookDigests(ctx, nil, base); err != nil || len(got) != 0 {
@@ -1741,7 +1741,7 @@ func testClaimWebhookDigests(t *testing.T, s SCMStores) {
 
 // testClaimWebhookDigestsAllOrNothing rolls back a transaction a claim was
 // made in: the digest is new again.
-func testClaimWebhookDigestsAllOrNothing(t *testing.T, s SCMStores) {
+func testClaimWebhookDigestsAllOrNothing(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	d := newDigest(base)
 	err := s.Tx.WithinTx(ctx, func(ctx context.Context) error {
@@ -1763,7 +1763,7 @@ func testClaimWebhookDigestsAllOrNothing(t *testing.T, s SCMStores) {
 
 // testClaimWebhookDigestsBigBatch claims more digests than one statement
 // holds, some claimed before and some twice.
-func testClaimWebhookDigestsBigBatch(t *testing.T, s SCMStores) {
+func testClaimWebhookDigestsBigBatch(t *testing.T, s scmStores) {
 	ctx := t.Context()
 	const n = 12000
 	since := base.Add(-time.Hour)
@@ -1784,7 +1784,7 @@ func testClaimWebhookDigestsBigBatch(t *testing.T, s SCMStores) {
 // testRaceClaimWebhookDigests claims batches sharing digests, in different
 // orders, at once: none fails (no deadlock), and each digest is claimed by
 // exactly one.
-func testRaceClaimWebhookDigests(t *testing.T, s SCMStores) {
+func testRaceClaimWebhookDigests(t *testing.T, s scmStores) {
 	digests := make([]string, 30)
 	for i := range digests {
 		digests[i] = digestOf(newID())

@@ -14,14 +14,14 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// SpecStores are the specification stores under test, the Transactor whose
+// specStores are the specification stores under test, the Transactor whose
 // transactions they join, and the identity stores that seed the orgs and
 // users owning their records.
-type SpecStores struct {
+type specStores struct {
 	Specs     ports.SpecStore
 	Standards ports.StandardStore
 	Tx        ports.Transactor
-	Identity  IdentityStores
+	Identity  identityStores
 }
 
 // TestSpec runs the contract of ports.SpecStore, ports.StandardStore and
@@ -39,8 +39,8 @@ type SpecStores struct {
 // keeps CurrentStage, clears Generating and GenerationID, and is a conflict
 // for a missing session; StartGeneration of an unknown stage is invalid; an
 // empty Checks or AppliesTo may read back nil or empty.
-func TestSpec(t *testing.T, newStores func(t *testing.T) SpecStores) {
-	runSuite(t, newStores, []suiteCase[SpecStores]{
+func TestSpec(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.spec, needSpec), []suiteCase[specStores]{
 		{"SpecSessionRoundTrip", testSpecSessionRoundTrip},
 		{"CreateSpecSessionAtomic", testCreateSpecSessionAtomic},
 		{"SpecSessionOwnerIsolation", testSpecSessionOwnerIsolation},
@@ -84,7 +84,7 @@ func newSpecInput(sessionID string, kind ports.InputKind, content string) ports.
 	}
 }
 
-func mustCreateSpecSession(t *testing.T, s SpecStores, ss ports.SpecSession, inputs ...ports.SpecInput) ports.SpecSession {
+func mustCreateSpecSession(t *testing.T, s specStores, ss ports.SpecSession, inputs ...ports.SpecInput) ports.SpecSession {
 	t.Helper()
 	if err := s.Specs.CreateSpecSession(t.Context(), ss, inputs); err != nil {
 		t.Fatalf("CreateSpecSession: %v", err)
@@ -93,13 +93,13 @@ func mustCreateSpecSession(t *testing.T, s SpecStores, ss ports.SpecSession, inp
 }
 
 // newSpec stores a fresh owner and a draft session of theirs without inputs.
-func newSpec(t *testing.T, s SpecStores) (ports.Owner, ports.SpecSession) {
+func newSpec(t *testing.T, s specStores) (ports.Owner, ports.SpecSession) {
 	t.Helper()
 	owner := seedOwner(t, s.Identity)
 	return owner, mustCreateSpecSession(t, s, newSpecSession(owner))
 }
 
-func mustGetSpecSession(t *testing.T, s SpecStores, owner ports.Owner, id string) ports.SpecSession {
+func mustGetSpecSession(t *testing.T, s specStores, owner ports.Owner, id string) ports.SpecSession {
 	t.Helper()
 	ss, err := s.Specs.GetSpecSession(t.Context(), owner, id)
 	if err != nil {
@@ -108,7 +108,7 @@ func mustGetSpecSession(t *testing.T, s SpecStores, owner ports.Owner, id string
 	return ss
 }
 
-func mustListSpecInputs(t *testing.T, s SpecStores, sessionID string) []ports.SpecInput {
+func mustListSpecInputs(t *testing.T, s specStores, sessionID string) []ports.SpecInput {
 	t.Helper()
 	inputs, err := s.Specs.ListSpecInputs(t.Context(), sessionID)
 	if err != nil {
@@ -117,7 +117,7 @@ func mustListSpecInputs(t *testing.T, s SpecStores, sessionID string) []ports.Sp
 	return inputs
 }
 
-func mustStart(t *testing.T, s SpecStores, owner ports.Owner, id string, stage ports.Stage, generationID string, at time.Time) ports.SpecSession {
+func mustStart(t *testing.T, s specStores, owner ports.Owner, id string, stage ports.Stage, generationID string, at time.Time) ports.SpecSession {
 	t.Helper()
 	ss, err := s.Specs.StartGeneration(t.Context(), owner, id, stage, generationID, at)
 	if err != nil {
@@ -156,7 +156,7 @@ func newGeneration(stage ports.Stage) ports.SpecGeneration {
 	}
 }
 
-func mustListArtifacts(t *testing.T, s SpecStores, sessionID string) []ports.SpecArtifact {
+func mustListArtifacts(t *testing.T, s specStores, sessionID string) []ports.SpecArtifact {
 	t.Helper()
 	artifacts, err := s.Specs.ListArtifacts(t.Context(), sessionID)
 	if err != nil {
@@ -167,7 +167,7 @@ func mustListArtifacts(t *testing.T, s SpecStores, sessionID string) []ports.Spe
 
 // generate runs one generation of stage to completion at the time given and
 // returns the artifact as stored (version as wanted, not stale).
-func generate(t *testing.T, s SpecStores, owner ports.Owner, sessionID string, stage ports.Stage, version int, at time.Time) ports.SpecArtifact {
+func generate(t *testing.T, s specStores, owner ports.Owner, sessionID string, stage ports.Stage, version int, at time.Time) ports.SpecArtifact {
 	t.Helper()
 	gen := newID()
 	mustStart(t, s, owner, sessionID, stage, gen, at)
@@ -266,7 +266,7 @@ func checkConflict(t *testing.T, what string, err error) {
 	checkErr(t, what, err, ports.ErrConflict)
 }
 
-func testSpecSessionRoundTrip(t *testing.T, s SpecStores) {
+func testSpecSessionRoundTrip(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	ss := newSpecSession(owner)
@@ -320,7 +320,7 @@ func testSpecSessionRoundTrip(t *testing.T, s SpecStores) {
 	checkNotFound(t, "GetSpecSession of a missing session", err, "spec session", missing)
 }
 
-func testCreateSpecSessionAtomic(t *testing.T, s SpecStores) {
+func testCreateSpecSessionAtomic(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner, taken := newSpec(t, s)
 	first := newSpecInput(taken.ID, ports.InputNote, "first")
@@ -341,7 +341,7 @@ func testCreateSpecSessionAtomic(t *testing.T, s SpecStores) {
 	checkSpecInputs(t, "ListSpecInputs of the other session", mustListSpecInputs(t, s, taken.ID), []ports.SpecInput{first})
 }
 
-func testSpecSessionOwnerIsolation(t *testing.T, s SpecStores) {
+func testSpecSessionOwnerIsolation(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner, ss := newSpec(t, s)
 	stranger := seedOwner(t, s.Identity)
@@ -375,7 +375,7 @@ func testSpecSessionOwnerIsolation(t *testing.T, s SpecStores) {
 	}
 }
 
-func testListSpecSessionsPages(t *testing.T, s SpecStores) {
+func testListSpecSessionsPages(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	mustCreateSpecSession(t, s, newSpecSession(seedColleague(t, s.Identity, owner.OrgID)))
@@ -439,7 +439,7 @@ func testListSpecSessionsPages(t *testing.T, s SpecStores) {
 	}
 }
 
-func testListSpecSessionsLimits(t *testing.T, s SpecStores) {
+func testListSpecSessionsLimits(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	const total = 201
@@ -488,7 +488,7 @@ func testListSpecSessionsLimits(t *testing.T, s SpecStores) {
 	}
 }
 
-func testListSpecSessionsMalformedCursor(t *testing.T, s SpecStores) {
+func testListSpecSessionsMalformedCursor(t *testing.T, s specStores) {
 	owner, _ := newSpec(t, s)
 	b64 := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 	for _, cursor := range []string{
@@ -507,7 +507,7 @@ func testListSpecSessionsMalformedCursor(t *testing.T, s SpecStores) {
 	}
 }
 
-func testSetSpecRepository(t *testing.T, s SpecStores) {
+func testSetSpecRepository(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	linked := newSpecSession(owner)
@@ -542,7 +542,7 @@ func testSetSpecRepository(t *testing.T, s SpecStores) {
 	checkSpecSession(t, "GetSpecSession after the refused calls", mustGetSpecSession(t, s, owner, ss.ID), want)
 }
 
-func testRenameSpecSession(t *testing.T, s SpecStores) {
+func testRenameSpecSession(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner, ss := newSpec(t, s)
 	at := base.Add(time.Hour)
@@ -567,7 +567,7 @@ func testRenameSpecSession(t *testing.T, s SpecStores) {
 // testDeleteSpecSession deletes a session with inputs and artifacts of
 // several stages, and checks they are gone while another session of the
 // same owner keeps its own.
-func testDeleteSpecSession(t *testing.T, s SpecStores) {
+func testDeleteSpecSession(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	doomed := mustCreateSpecSession(t, s, newSpecSession(owner),
@@ -621,7 +621,7 @@ func testDeleteSpecSession(t *testing.T, s SpecStores) {
 
 // testDeleteSpecSessionGenerating checks a generating session is not
 // deleted, and is once its generation ended.
-func testDeleteSpecSessionGenerating(t *testing.T, s SpecStores) {
+func testDeleteSpecSessionGenerating(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	ss := mustCreateSpecSession(t, s, newSpecSession(owner), newSpecInput("", ports.InputNote, "kept while generating"))
@@ -644,7 +644,7 @@ func testDeleteSpecSessionGenerating(t *testing.T, s SpecStores) {
 	}
 }
 
-func testAddSpecInput(t *testing.T, s SpecStores) {
+func testAddSpecInput(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	ss := newSpecSession(owner)
@@ -677,13 +677,13 @@ func testAddSpecInput(t *testing.T, s SpecStores) {
 }
 
 // addSpecInput is AddSpecInput without limits.
-func addSpecInput(ctx context.Context, s SpecStores, owner ports.Owner, in ports.SpecInput) error {
+func addSpecInput(ctx context.Context, s specStores, owner ports.Owner, in ports.SpecInput) error {
 	_, err := s.Specs.AddSpecInput(ctx, owner, in, ports.SpecInputLimits{})
 	return err
 }
 
 // testAddSpecInputLimits adds inputs up to each limit, one at a time.
-func testAddSpecInputLimits(t *testing.T, s SpecStores) {
+func testAddSpecInputLimits(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner := seedOwner(t, s.Identity)
 	ss := mustCreateSpecSession(t, s, newSpecSession(owner))
@@ -722,7 +722,7 @@ func testAddSpecInputLimits(t *testing.T, s SpecStores) {
 
 // testRaceAddSpecInputs adds inputs to one session at once, past each limit
 // in turn: the session ends at the limit, with exactly as many successes.
-func testRaceAddSpecInputs(t *testing.T, s SpecStores) {
+func testRaceAddSpecInputs(t *testing.T, s specStores) {
 	const n = 12
 	for _, tc := range []struct {
 		name   string
@@ -762,7 +762,7 @@ func testRaceAddSpecInputs(t *testing.T, s SpecStores) {
 	}
 }
 
-func testStartGeneration(t *testing.T, s SpecStores) {
+func testStartGeneration(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner, ss := newSpec(t, s)
 	gen := newID()
@@ -811,7 +811,7 @@ func testStartGeneration(t *testing.T, s SpecStores) {
 	checkSpecSession(t, "GetSpecSession after an invalid StartGeneration", mustGetSpecSession(t, s, owner, fresh.ID), fresh)
 }
 
-func testRaceStartGeneration(t *testing.T, s SpecStores) {
+func testRaceStartGeneration(t *testing.T, s specStores) {
 	owner := seedOwner(t, s.Identity)
 	// Several rounds, each on a fresh session, so a store that checks and
 	// then updates in two steps is caught even where interleavings are rare.
@@ -852,7 +852,7 @@ func testRaceStartGeneration(t *testing.T, s SpecStores) {
 	}
 }
 
-func testCompleteGeneration(t *testing.T, s SpecStores) {
+func testCompleteGeneration(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner, ss := newSpec(t, s)
 	other := mustCreateSpecSession(t, s, newSpecSession(owner))
@@ -924,7 +924,7 @@ func editedArtifact(sessionID, userID string, stage ports.Stage, created time.Ti
 	return a
 }
 
-func testSaveEditedArtifact(t *testing.T, s SpecStores) {
+func testSaveEditedArtifact(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner, ss := newSpec(t, s)
 	scope := generate(t, s, owner, ss.ID, ports.StageScope, 1, base)
@@ -963,7 +963,7 @@ func testSaveEditedArtifact(t *testing.T, s SpecStores) {
 		[]ports.SpecArtifact{scope, prd, edit, edit3, staleEpics})
 }
 
-func testSaveEditedArtifactErrors(t *testing.T, s SpecStores) {
+func testSaveEditedArtifactErrors(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner, ss := newSpec(t, s)
 	generate(t, s, owner, ss.ID, ports.StageScope, 1, base)
@@ -1000,7 +1000,7 @@ func testSaveEditedArtifactErrors(t *testing.T, s SpecStores) {
 
 // testRaceSaveEditedArtifact: edits of the same version race; one is
 // stored as the next version, the others find their base stale.
-func testRaceSaveEditedArtifact(t *testing.T, s SpecStores) {
+func testRaceSaveEditedArtifact(t *testing.T, s specStores) {
 	owner, ss := newSpec(t, s)
 	scope := generate(t, s, owner, ss.ID, ports.StageScope, 1, base)
 	edits := make([]ports.SpecArtifact, 10)
@@ -1020,7 +1020,7 @@ func testRaceSaveEditedArtifact(t *testing.T, s SpecStores) {
 	checkArtifacts(t, "ListArtifacts after the race", mustListArtifacts(t, s, ss.ID), []ports.SpecArtifact{scope, want})
 }
 
-func testCompleteGenerationConflicts(t *testing.T, s SpecStores) {
+func testCompleteGenerationConflicts(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner, ss := newSpec(t, s)
 	scope := generate(t, s, owner, ss.ID, ports.StageScope, 1, base)
@@ -1065,7 +1065,7 @@ func testCompleteGenerationConflicts(t *testing.T, s SpecStores) {
 
 // testRaceCompleteGeneration completes one generation from many callers at
 // once, as retried jobs may: exactly one stores its artifact.
-func testRaceCompleteGeneration(t *testing.T, s SpecStores) {
+func testRaceCompleteGeneration(t *testing.T, s specStores) {
 	owner, ss := newSpec(t, s)
 	gen := newID()
 	mustStart(t, s, owner, ss.ID, ports.StageScope, gen, base)
@@ -1085,7 +1085,7 @@ func testRaceCompleteGeneration(t *testing.T, s SpecStores) {
 	checkArtifacts(t, "ListArtifacts after the race", mustListArtifacts(t, s, ss.ID), []ports.SpecArtifact{want})
 }
 
-func testFailGeneration(t *testing.T, s SpecStores) {
+func testFailGeneration(t *testing.T, s specStores) {
 	ctx := t.Context()
 	owner, ss := newSpec(t, s)
 	scope := generate(t, s, owner, ss.ID, ports.StageScope, 1, base)
@@ -1139,7 +1139,7 @@ func newStandard(orgID string) ports.Standard {
 	}
 }
 
-func mustCreateStandard(t *testing.T, s SpecStores, st ports.Standard) ports.Standard {
+func mustCreateStandard(t *testing.T, s specStores, st ports.Standard) ports.Standard {
 	t.Helper()
 	if err := s.Standards.CreateStandard(t.Context(), st); err != nil {
 		t.Fatalf("CreateStandard: %v", err)
@@ -1147,7 +1147,7 @@ func mustCreateStandard(t *testing.T, s SpecStores, st ports.Standard) ports.Sta
 	return st
 }
 
-func mustGetStandard(t *testing.T, s SpecStores, orgID, id string) ports.Standard {
+func mustGetStandard(t *testing.T, s specStores, orgID, id string) ports.Standard {
 	t.Helper()
 	st, err := s.Standards.GetStandard(t.Context(), orgID, id)
 	if err != nil {
@@ -1156,7 +1156,7 @@ func mustGetStandard(t *testing.T, s SpecStores, orgID, id string) ports.Standar
 	return st
 }
 
-func mustListStandards(t *testing.T, s SpecStores, orgID string) []ports.Standard {
+func mustListStandards(t *testing.T, s specStores, orgID string) []ports.Standard {
 	t.Helper()
 	list, err := s.Standards.ListStandards(t.Context(), orgID)
 	if err != nil {
@@ -1165,7 +1165,7 @@ func mustListStandards(t *testing.T, s SpecStores, orgID string) []ports.Standar
 	return list
 }
 
-func testStandardsCRUD(t *testing.T, s SpecStores) {
+func testStandardsCRUD(t *testing.T, s specStores) {
 	ctx := t.Context()
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	st := newStandard(org.ID)
@@ -1221,7 +1221,7 @@ func testStandardsCRUD(t *testing.T, s SpecStores) {
 	checkNotFound(t, "GetStandard of a missing standard", err, "standard", missing)
 }
 
-func testListStandards(t *testing.T, s SpecStores) {
+func testListStandards(t *testing.T, s specStores) {
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	other := mustCreateOrg(t, s.Identity, newOrg())
 	var want []ports.Standard
@@ -1249,7 +1249,7 @@ func testListStandards(t *testing.T, s SpecStores) {
 	}
 }
 
-func testStandardsOrgIsolation(t *testing.T, s SpecStores) {
+func testStandardsOrgIsolation(t *testing.T, s specStores) {
 	ctx := t.Context()
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	stranger := mustCreateOrg(t, s.Identity, newOrg())
@@ -1270,7 +1270,7 @@ func testStandardsOrgIsolation(t *testing.T, s SpecStores) {
 
 // testSpecTxJoins calls every method inside one transaction, checks that the
 // reads see the transaction's writes, and that a rollback undoes them.
-func testSpecTxJoins(t *testing.T, s SpecStores) {
+func testSpecTxJoins(t *testing.T, s specStores) {
 	// A method writing outside the transaction may wait for it forever on a
 	// single-writer database: bound the wait.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

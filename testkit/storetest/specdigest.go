@@ -11,11 +11,11 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// SpecDigestStores are the digest store under test and the specification
+// specDigestStores are the digest store under test and the specification
 // stores that hold the sessions the digests belong to.
-type SpecDigestStores struct {
+type specDigestStores struct {
 	Digests ports.SpecDigestStore
-	Spec    SpecStores
+	Spec    specStores
 }
 
 // TestSpecDigests runs the contract of ports.SpecDigestStore. newStores is
@@ -25,8 +25,8 @@ type SpecDigestStores struct {
 // Where the port leaves a case open, the suite expects: Data comes back as
 // the same JSON value, CreatedAt to the millisecond and in UTC; an empty
 // InputIDs may read back nil or empty; of concurrent puts one wins whole.
-func TestSpecDigests(t *testing.T, newStores func(t *testing.T) SpecDigestStores) {
-	runSuite(t, newStores, []suiteCase[SpecDigestStores]{
+func TestSpecDigests(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.specDigest, needSpecDigest), []suiteCase[specDigestStores]{
 		{"SpecDigestRoundTrip", testSpecDigestRoundTrip},
 		{"SpecDigestReplaced", testSpecDigestReplaced},
 		{"SpecDigestUnknownSession", testSpecDigestUnknownSession},
@@ -64,7 +64,7 @@ func checkSpecDigest(t *testing.T, what string, got, want ports.SpecDigest) {
 	checkEqual(t, what, got, want)
 }
 
-func mustGetSpecDigest(t *testing.T, s SpecDigestStores, sessionID string) ports.SpecDigest {
+func mustGetSpecDigest(t *testing.T, s specDigestStores, sessionID string) ports.SpecDigest {
 	t.Helper()
 	d, err := s.Digests.GetSpecDigest(t.Context(), sessionID)
 	if err != nil {
@@ -73,7 +73,7 @@ func mustGetSpecDigest(t *testing.T, s SpecDigestStores, sessionID string) ports
 	return d
 }
 
-func testSpecDigestRoundTrip(t *testing.T, s SpecDigestStores) {
+func testSpecDigestRoundTrip(t *testing.T, s specDigestStores) {
 	_, ss := newSpec(t, s.Spec)
 	if _, err := s.Digests.GetSpecDigest(t.Context(), ss.ID); !errors.Is(err, ports.ErrNotFound) {
 		t.Fatalf("GetSpecDigest before a put = %v, want not_found", err)
@@ -92,7 +92,7 @@ func testSpecDigestRoundTrip(t *testing.T, s SpecDigestStores) {
 	checkSpecDigest(t, "empty digest", mustGetSpecDigest(t, s, ss.ID), empty)
 }
 
-func testSpecDigestReplaced(t *testing.T, s SpecDigestStores) {
+func testSpecDigestReplaced(t *testing.T, s specDigestStores) {
 	_, ss := newSpec(t, s.Spec)
 	for n := 1; n <= 3; n++ {
 		d := newSpecDigest(ss.ID, n)
@@ -103,7 +103,7 @@ func testSpecDigestReplaced(t *testing.T, s SpecDigestStores) {
 	}
 }
 
-func testSpecDigestUnknownSession(t *testing.T, s SpecDigestStores) {
+func testSpecDigestUnknownSession(t *testing.T, s specDigestStores) {
 	id := newID()
 	if err := s.Digests.PutSpecDigest(t.Context(), newSpecDigest(id, 1)); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("PutSpecDigest of an unknown session = %v, want not_found", err)
@@ -113,7 +113,7 @@ func testSpecDigestUnknownSession(t *testing.T, s SpecDigestStores) {
 	}
 }
 
-func testSpecDigestPerSession(t *testing.T, s SpecDigestStores) {
+func testSpecDigestPerSession(t *testing.T, s specDigestStores) {
 	owner, a := newSpec(t, s.Spec)
 	b := mustCreateSpecSession(t, s.Spec, newSpecSession(owner))
 	da, db := newSpecDigest(a.ID, 1), newSpecDigest(b.ID, 2)
@@ -126,7 +126,7 @@ func testSpecDigestPerSession(t *testing.T, s SpecDigestStores) {
 	checkSpecDigest(t, "second session's digest", mustGetSpecDigest(t, s, b.ID), db)
 }
 
-func testRacePutSpecDigest(t *testing.T, s SpecDigestStores) {
+func testRacePutSpecDigest(t *testing.T, s specDigestStores) {
 	_, ss := newSpec(t, s.Spec)
 	const n = 8
 	digests := make([]ports.SpecDigest, n)
@@ -148,7 +148,7 @@ func testRacePutSpecDigest(t *testing.T, s SpecDigestStores) {
 	t.Errorf("the digest %q is none of those put", got.Content)
 }
 
-func testSpecDigestDeletedWithSession(t *testing.T, s SpecDigestStores) {
+func testSpecDigestDeletedWithSession(t *testing.T, s specDigestStores) {
 	owner, a := newSpec(t, s.Spec)
 	b := mustCreateSpecSession(t, s.Spec, newSpecSession(owner))
 	da, db := newSpecDigest(a.ID, 1), newSpecDigest(b.ID, 2)

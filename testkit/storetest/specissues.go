@@ -9,11 +9,11 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// IssueExportStores are the export store under test and the specification
+// issueExportStores are the export store under test and the specification
 // stores that hold the sessions the exports belong to.
-type IssueExportStores struct {
+type issueExportStores struct {
 	Exports ports.IssueExportStore
-	Spec    SpecStores
+	Spec    specStores
 }
 
 // TestIssueExports runs the contract of ports.IssueExportStore. newStores
@@ -22,8 +22,8 @@ type IssueExportStores struct {
 //
 // Where the port leaves a case open, the suite expects times back to the
 // millisecond and in UTC.
-func TestIssueExports(t *testing.T, newStores func(t *testing.T) IssueExportStores) {
-	runSuite(t, newStores, []suiteCase[IssueExportStores]{
+func TestIssueExports(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.issueExport, needIssueExport), []suiteCase[issueExportStores]{
 		{"IssueExportRoundTrip", testIssueExportRoundTrip},
 		{"IssueExportOwnerOnly", testIssueExportOwnerOnly},
 		{"IssueExportOneActive", testIssueExportOneActive},
@@ -47,7 +47,7 @@ func checkIssueExport(t *testing.T, what string, got, want ports.IssueExport) {
 	checkEqual(t, what, got, want)
 }
 
-func testIssueExportRoundTrip(t *testing.T, s IssueExportStores) {
+func testIssueExportRoundTrip(t *testing.T, s issueExportStores) {
 	owner, ss := newSpec(t, s.Spec)
 	e := newIssueExport(owner, ss.ID, newID())
 	if err := s.Exports.CreateIssueExport(t.Context(), e); err != nil {
@@ -72,7 +72,7 @@ func testIssueExportRoundTrip(t *testing.T, s IssueExportStores) {
 	checkIssueExport(t, "after progress", got, e)
 }
 
-func testIssueExportOwnerOnly(t *testing.T, s IssueExportStores) {
+func testIssueExportOwnerOnly(t *testing.T, s issueExportStores) {
 	owner, ss := newSpec(t, s.Spec)
 	e := newIssueExport(owner, ss.ID, newID())
 	if err := s.Exports.CreateIssueExport(t.Context(), e); err != nil {
@@ -91,7 +91,7 @@ func testIssueExportOwnerOnly(t *testing.T, s IssueExportStores) {
 	}
 }
 
-func testIssueExportOneActive(t *testing.T, s IssueExportStores) {
+func testIssueExportOneActive(t *testing.T, s issueExportStores) {
 	owner, ss := newSpec(t, s.Spec)
 	repo := newID()
 	first := newIssueExport(owner, ss.ID, repo)
@@ -112,7 +112,7 @@ func testIssueExportOneActive(t *testing.T, s IssueExportStores) {
 	}
 }
 
-func testIssueExportUnknown(t *testing.T, s IssueExportStores) {
+func testIssueExportUnknown(t *testing.T, s issueExportStores) {
 	owner, _ := newSpec(t, s.Spec)
 	if err := s.Exports.CreateIssueExport(t.Context(), newIssueExport(owner, newID(), newID())); !errors.Is(err, ports.ErrNotFound) {
 		t.Errorf("CreateIssueExport of an unknown session = %v, want not_found", err)
@@ -126,7 +126,7 @@ func testIssueExportUnknown(t *testing.T, s IssueExportStores) {
 	}
 }
 
-func testExportedIssuesUpsert(t *testing.T, s IssueExportStores) {
+func testExportedIssuesUpsert(t *testing.T, s issueExportStores) {
 	_, ss := newSpec(t, s.Spec)
 	repo, other := newID(), newID()
 	rec := func(ref, kind string, n int, at time.Time) ports.ExportedIssue {
@@ -166,7 +166,7 @@ func testExportedIssuesUpsert(t *testing.T, s IssueExportStores) {
 	}
 }
 
-func testRaceCreateIssueExport(t *testing.T, s IssueExportStores) {
+func testRaceCreateIssueExport(t *testing.T, s issueExportStores) {
 	owner, ss := newSpec(t, s.Spec)
 	repo := newID()
 	const n = 6
@@ -187,7 +187,7 @@ func testRaceCreateIssueExport(t *testing.T, s IssueExportStores) {
 // testIssueExportsDeletedWithSession checks a deleted session's exports
 // and the record of the issues they created go with it, and another
 // session's stay.
-func testIssueExportsDeletedWithSession(t *testing.T, s IssueExportStores) {
+func testIssueExportsDeletedWithSession(t *testing.T, s issueExportStores) {
 	ctx := t.Context()
 	owner, a := newSpec(t, s.Spec)
 	b := mustCreateSpecSession(t, s.Spec, newSpecSession(owner))

@@ -103,13 +103,13 @@ func race(n int, fn func(i int) error) []error {
 
 // seedOwner stores a fresh org and one of its users, the owner of the
 // records a suite stores.
-func seedOwner(t *testing.T, ids IdentityStores) ports.Owner {
+func seedOwner(t *testing.T, ids identityStores) ports.Owner {
 	t.Helper()
 	return seedColleague(t, ids, mustCreateOrg(t, ids, newOrg()).ID)
 }
 
 // seedColleague stores another user of the org.
-func seedColleague(t *testing.T, ids IdentityStores, orgID string) ports.Owner {
+func seedColleague(t *testing.T, ids identityStores, orgID string) ports.Owner {
 	t.Helper()
 	u := mustCreateUser(t, ids, newUser(orgID))
 	return ports.Owner{OrgID: orgID, UserID: u.ID}

@@ -8,11 +8,11 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// ToolPolicyStores are the tool policy store under test and the identity
+// toolPolicyStores are the tool policy store under test and the identity
 // stores that seed the orgs owning its policies.
-type ToolPolicyStores struct {
+type toolPolicyStores struct {
 	Policies ports.ToolPolicyStore
-	Identity IdentityStores
+	Identity identityStores
 }
 
 // TestToolPolicies runs the contract of ports.ToolPolicyStore. newStores is
@@ -21,8 +21,8 @@ type ToolPolicyStores struct {
 //
 // Where the port leaves a case open, the suite expects times to read back in
 // UTC, at least to the millisecond.
-func TestToolPolicies(t *testing.T, newStores func(t *testing.T) ToolPolicyStores) {
-	runSuite(t, newStores, []suiteCase[ToolPolicyStores]{
+func TestToolPolicies(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.toolPolicy, needToolPolicy), []suiteCase[toolPolicyStores]{
 		{"ListEmpty", testToolPoliciesEmpty},
 		{"SetAndList", testToolPoliciesSetAndList},
 		{"Upsert", testToolPoliciesUpsert},
@@ -32,7 +32,7 @@ func TestToolPolicies(t *testing.T, newStores func(t *testing.T) ToolPolicyStore
 	})
 }
 
-func newPolicyOrg(t *testing.T, s ToolPolicyStores) (ports.Org, ports.User) {
+func newPolicyOrg(t *testing.T, s toolPolicyStores) (ports.Org, ports.User) {
 	t.Helper()
 	org := mustCreateOrg(t, s.Identity, newOrg())
 	u := newUser(org.ID)
@@ -40,7 +40,7 @@ func newPolicyOrg(t *testing.T, s ToolPolicyStores) (ports.Org, ports.User) {
 	return org, mustCreateUser(t, s.Identity, u)
 }
 
-func mustSetPolicy(t *testing.T, s ToolPolicyStores, p ports.ToolPolicy) ports.ToolPolicy {
+func mustSetPolicy(t *testing.T, s toolPolicyStores, p ports.ToolPolicy) ports.ToolPolicy {
 	t.Helper()
 	if err := s.Policies.SetAlwaysConfirm(t.Context(), p.OrgID, p.Tool, p.AlwaysConfirm, p.UpdatedBy, p.UpdatedAt); err != nil {
 		t.Fatalf("SetAlwaysConfirm(%s, %s, %v): %v", p.OrgID, p.Tool, p.AlwaysConfirm, err)
@@ -48,7 +48,7 @@ func mustSetPolicy(t *testing.T, s ToolPolicyStores, p ports.ToolPolicy) ports.T
 	return p
 }
 
-func mustListPolicies(t *testing.T, s ToolPolicyStores, orgID string) []ports.ToolPolicy {
+func mustListPolicies(t *testing.T, s toolPolicyStores, orgID string) []ports.ToolPolicy {
 	t.Helper()
 	got, err := s.Policies.ListToolPolicies(t.Context(), orgID)
 	if err != nil {
@@ -76,7 +76,7 @@ func checkPolicies(t *testing.T, what string, got, want []ports.ToolPolicy) {
 	checkEqual(t, what, norm(got), norm(want))
 }
 
-func testToolPoliciesEmpty(t *testing.T, s ToolPolicyStores) {
+func testToolPoliciesEmpty(t *testing.T, s toolPolicyStores) {
 	org, _ := newPolicyOrg(t, s)
 	if got := mustListPolicies(t, s, org.ID); len(got) != 0 {
 		t.Errorf("a new org's policies: %+v, want none", got)
@@ -86,7 +86,7 @@ func testToolPoliciesEmpty(t *testing.T, s ToolPolicyStores) {
 	}
 }
 
-func testToolPoliciesSetAndList(t *testing.T, s ToolPolicyStores) {
+func testToolPoliciesSetAndList(t *testing.T, s toolPolicyStores) {
 	org, admin := newPolicyOrg(t, s)
 	// Set out of order: the list is ordered by tool name.
 	want := []ports.ToolPolicy{
@@ -100,7 +100,7 @@ func testToolPoliciesSetAndList(t *testing.T, s ToolPolicyStores) {
 	checkPolicies(t, "policies", mustListPolicies(t, s, org.ID), []ports.ToolPolicy{want[1], want[0], want[2]})
 }
 
-func testToolPoliciesUpsert(t *testing.T, s ToolPolicyStores) {
+func testToolPoliciesUpsert(t *testing.T, s toolPolicyStores) {
 	org, admin := newPolicyOrg(t, s)
 	other := mustCreateUser(t, s.Identity, newUser(org.ID))
 	first := mustSetPolicy(t, s, ports.ToolPolicy{OrgID: org.ID, Tool: "get_costs", AlwaysConfirm: true, UpdatedBy: admin.ID, UpdatedAt: base})
@@ -115,7 +115,7 @@ func testToolPoliciesUpsert(t *testing.T, s ToolPolicyStores) {
 	checkPolicies(t, "after setting again", mustListPolicies(t, s, org.ID), []ports.ToolPolicy{again})
 }
 
-func testToolPoliciesOrgIsolation(t *testing.T, s ToolPolicyStores) {
+func testToolPoliciesOrgIsolation(t *testing.T, s toolPolicyStores) {
 	orgA, adminA := newPolicyOrg(t, s)
 	orgB, adminB := newPolicyOrg(t, s)
 	a := mustSetPolicy(t, s, ports.ToolPolicy{OrgID: orgA.ID, Tool: "list_repos", AlwaysConfirm: true, UpdatedBy: adminA.ID, UpdatedAt: base})
@@ -126,14 +126,14 @@ func testToolPoliciesOrgIsolation(t *testing.T, s ToolPolicyStores) {
 	checkPolicies(t, "org B", mustListPolicies(t, s, orgB.ID), []ports.ToolPolicy{bOnly, b})
 }
 
-func testToolPoliciesMissingOrg(t *testing.T, s ToolPolicyStores) {
+func testToolPoliciesMissingOrg(t *testing.T, s toolPolicyStores) {
 	err := s.Policies.SetAlwaysConfirm(t.Context(), newID(), "get_costs", true, newID(), base)
 	if !errors.Is(err, ports.ErrNotFound) {
 		t.Fatalf("SetAlwaysConfirm for a missing org: %v, want not_found", err)
 	}
 }
 
-func testToolPoliciesRace(t *testing.T, s ToolPolicyStores) {
+func testToolPoliciesRace(t *testing.T, s toolPolicyStores) {
 	org, admin := newPolicyOrg(t, s)
 	const n = 8
 	errs := race(n, func(i int) error {

@@ -10,7 +10,7 @@ import (
 
 // testTurnCap covers the cap on a user's running turns (maxPerUser) of
 // StartTurn, StartSession and ContinueSession.
-func testTurnCap(t *testing.T, s AssistantStores) {
+func testTurnCap(t *testing.T, s assistantStores) {
 	ctx := t.Context()
 	const maxTurns = 2
 	owner, a := newChat(t, s)
@@ -86,7 +86,7 @@ func testTurnCap(t *testing.T, s AssistantStores) {
 
 // testRaceTurnCap starts turns of one user in many sessions at once, with
 // StartTurn, ContinueSession and StartSession: exactly the cap get through.
-func testRaceTurnCap(t *testing.T, s AssistantStores) {
+func testRaceTurnCap(t *testing.T, s assistantStores) {
 	const n, maxTurns = 12, 3
 	owner := seedOwner(t, s.Identity)
 	sessions := make([]ports.ChatSession, n)

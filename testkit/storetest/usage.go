@@ -9,16 +9,16 @@ import (
 	"github.com/devpilot/devpilot/ports"
 )
 
-// UsageStores is the usage store under test.
-type UsageStores struct {
+// usageStores is the usage store under test.
+type usageStores struct {
 	Usage ports.UsageStore
 }
 
 // TestUsage runs the contract of ports.UsageStore. newStores is called by
 // every subtest (subtests run in parallel) and may return stores over a
 // shared database; each subtest uses organisations of its own.
-func TestUsage(t *testing.T, newStores func(t *testing.T) UsageStores) {
-	runSuite(t, newStores, []suiteCase[UsageStores]{
+func TestUsage(t *testing.T, newStores Factory) {
+	runSuite(t, view(newStores, Stores.usage, needUsage), []suiteCase[usageStores]{
 		{"Empty", testUsageEmpty},
 		{"AddAndGroup", testUsageAddAndGroup},
 		{"DaysAreUTC", testUsageDaysAreUTC},
@@ -36,14 +36,14 @@ var usageDay = time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC)
 
 func day(n int) time.Time { return usageDay.AddDate(0, 0, n) }
 
-func mustAddUsage(t *testing.T, s UsageStores, r ports.UsageRecord) {
+func mustAddUsage(t *testing.T, s usageStores, r ports.UsageRecord) {
 	t.Helper()
 	if err := s.Usage.AddUsage(t.Context(), r); err != nil {
 		t.Fatalf("AddUsage(%+v): %v", r, err)
 	}
 }
 
-func mustSumUsage(t *testing.T, s UsageStores, q ports.UsageQuery) []ports.UsageTotal {
+func mustSumUsage(t *testing.T, s usageStores, q ports.UsageQuery) []ports.UsageTotal {
 	t.Helper()
 	got, err := s.Usage.SumUsage(t.Context(), q)
 	if err != nil {
@@ -60,7 +60,7 @@ func usageOf(org, user, model string, f ports.Feature, on time.Time, prompt, com
 		PromptTokens: prompt, CompletionTokens: completion, Calls: 1}
 }
 
-func testUsageEmpty(t *testing.T, s UsageStores) {
+func testUsageEmpty(t *testing.T, s usageStores) {
 	org := newID()
 	for _, g := range []ports.UsageGroup{"", ports.UsageByDay, ports.UsageByModel, ports.UsageByUser, ports.UsageByFeature} {
 		if got := mustSumUsage(t, s, ports.UsageQuery{OrgID: org, From: day(0), To: day(30), GroupBy: g}); got != nil {
@@ -69,7 +69,7 @@ func testUsageEmpty(t *testing.T, s UsageStores) {
 	}
 }
 
-func testUsageAddAndGroup(t *testing.T, s UsageStores) {
+func testUsageAddAndGroup(t *testing.T, s usageStores) {
 	org, ann, bo := newID(), newID(), newID()
 	for _, r := range []ports.UsageRecord{
 		usageOf(org, ann, "gpt-a", ports.FeatureChat, day(0), 100, 10),
@@ -112,7 +112,7 @@ func testUsageAddAndGroup(t *testing.T, s UsageStores) {
 	checkEqual(t, "by user", mustSumUsage(t, s, q), want)
 }
 
-func testUsageDaysAreUTC(t *testing.T, s UsageStores) {
+func testUsageDaysAreUTC(t *testing.T, s usageStores) {
 	org := newID()
 	newYork := time.FixedZone("New York", -5*60*60)
 	// 21:00 in New York on 2026-11-02 is 02:00 UTC on 2026-11-03.
@@ -121,7 +121,7 @@ func testUsageDaysAreUTC(t *testing.T, s UsageStores) {
 	checkEqual(t, "by day", got, []ports.UsageTotal{{Key: "2026-11-03", PromptTokens: 1, CompletionTokens: 1, Calls: 1}})
 }
 
-func testUsageRangeAndUser(t *testing.T, s UsageStores) {
+func testUsageRangeAndUser(t *testing.T, s usageStores) {
 	org, ann := newID(), newID()
 	for i := range 5 {
 		mustAddUsage(t, s, usageOf(org, ann, "m", ports.FeatureChat, day(i), int64(i+1), 0))
@@ -138,7 +138,7 @@ func testUsageRangeAndUser(t *testing.T, s UsageStores) {
 	}
 }
 
-func testUsageOrgIsolation(t *testing.T, s UsageStores) {
+func testUsageOrgIsolation(t *testing.T, s usageStores) {
 	a, b := newID(), newID()
 	mustAddUsage(t, s, usageOf(a, "u", "m", ports.FeatureChat, day(0), 10, 1))
 	mustAddUsage(t, s, usageOf(b, "u", "m", ports.FeatureChat, day(0), 20, 2))
@@ -146,7 +146,7 @@ func testUsageOrgIsolation(t *testing.T, s UsageStores) {
 	checkEqual(t, "org a", got, []ports.UsageTotal{{PromptTokens: 10, CompletionTokens: 1, Calls: 1}})
 }
 
-func testUsageInvalid(t *testing.T, s UsageStores) {
+func testUsageInvalid(t *testing.T, s usageStores) {
 	org := newID()
 	good := usageOf(org, "u", "m", ports.FeatureChat, day(0), 1, 1)
 	bad := map[string]func(r *ports.UsageRecord){
@@ -172,7 +172,7 @@ func testUsageInvalid(t *testing.T, s UsageStores) {
 	}
 }
 
-func testUsageRaceAdd(t *testing.T, s UsageStores) {
+func testUsageRaceAdd(t *testing.T, s usageStores) {
 	org := newID()
 	const n = 16
 	for i, err := range race(n, func(i int) error {
@@ -191,7 +191,7 @@ func keyed(r ports.UsageRecord, key string) ports.UsageRecord {
 	return r
 }
 
-func testUsageKeyedOnce(t *testing.T, s UsageStores) {
+func testUsageKeyedOnce(t *testing.T, s usageStores) {
 	org := newID()
 	k1, k2 := "voice:"+newID()+":resp_1", "voice:"+newID()+":resp_2"
 	mustAddUsage(t, s, keyed(usageOf(org, "u", "m", ports.FeatureVoice, day(0), 100, 40), k1))
@@ -215,7 +215,7 @@ func testUsageKeyedOnce(t *testing.T, s UsageStores) {
 	checkEqual(t, "after the retried key", got, []ports.UsageTotal{{PromptTokens: 117, CompletionTokens: 45, Calls: 5}})
 }
 
-func testUsageRaceKeyed(t *testing.T, s UsageStores) {
+func testUsageRaceKeyed(t *testing.T, s usageStores) {
 	org := newID()
 	key := "voice:" + newID() + ":resp_race"
 	const n = 16
@@ -230,7 +230,7 @@ func testUsageRaceKeyed(t *testing.T, s UsageStores) {
 	checkEqual(t, "after concurrent adds of one key", got, []ports.UsageTotal{{PromptTokens: 3, CompletionTokens: 2, Calls: 1}})
 }
 
-func testUsagePruneKeys(t *testing.T, s UsageStores) {
+func testUsagePruneKeys(t *testing.T, s usageStores) {
 	// Days long before the other subtests', whose keys stay.
 	org, past := newID(), day(-400)
 	old, recent := "voice:"+newID()+":old", "voice:"+newID()+":recent"
