@@ -261,13 +261,36 @@ func TestConsolePublish(t *testing.T) {
 				t.Errorf("item B after the cancel is %s", it.Status)
 			}
 
-			// The brand makes banned words blocking: publishing is refused,
-			// in words, whatever the reason.
-			code, body = crAPI(b, "PUT", "/content/brands/"+project, map[string]any{"name": "Spring", "banned_words": []string{"synergy"},
-				"banned_words_blocking": true}, "If-Match", `"1"`)
-			if code != 200 {
-				t.Fatalf("PUT brand (blocking): %d %s", code, body)
+			// The brand's settings, in the page, make banned words blocking
+			// (the form keeps its banned words, and a save of the form keeps
+			// the choice): publishing is refused, in words, whatever the
+			// reason.
+			b.do(chromedp.Click(chromedp.CSS(`dialog.content-item .item-head .close`), chromedp.NodeVisible))
+			b.do(chromedp.Reload()) // the brand form was drawn before the API changed the brand
+			b.waitFor("the brand form", `document.querySelector('#brand-save') && document.querySelector('#brand summary').textContent.includes('version 1')`, 15*time.Second)
+			b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('details#brand').open = true`))
+			if eval[bool](b, `document.querySelector('#brand-banned-blocking').checked`) {
+				t.Errorf("banned words are shown blocking before anyone made them so")
 			}
+			b.do(chromedp.Click(chromedp.ID("brand-banned-blocking"), chromedp.NodeVisible),
+				chromedp.Click(chromedp.ID("brand-save"), chromedp.NodeVisible))
+			b.waitFor("version 2 saved", `document.querySelector('#brand summary').textContent.includes('version 2')`, 15*time.Second)
+			var brand struct {
+				BannedWords []string `json:"banned_words"`
+				Blocking    bool     `json:"banned_words_blocking"`
+			}
+			code, body = crAPI(b, "GET", "/content/brands/"+project, nil)
+			if err := json.Unmarshal(body, &brand); code != 200 || err != nil || !brand.Blocking || strings.Join(brand.BannedWords, ",") != "synergy" {
+				t.Fatalf("the brand after the page made banned words blocking: %d %s", code, body)
+			}
+			b.do(chromedp.Click(chromedp.ID("brand-save"), chromedp.NodeVisible))
+			b.waitFor("version 3 saved", `document.querySelector('#brand summary').textContent.includes('version 3')`, 15*time.Second)
+			if code, body = crAPI(b, "GET", "/content/brands/"+project, nil); code != 200 || !strings.Contains(string(body), `"banned_words_blocking":true`) {
+				t.Errorf("a save of the form dropped the blocking: %d %s", code, body)
+			}
+			publishShots(b, "brand-blocking")
+			b.do(chromedp.Click(chromedp.CSS(cardB+" .card-open"), chromedp.NodeVisible))
+			b.waitFor("item B's publish form", `document.querySelector('dialog.content-item[open][data-loaded] details.item-publish') && document.querySelector('dialog.content-item .pub[data-status="cancelled"]')`, 15*time.Second)
 			b.do(chromedp.Click(chromedp.CSS(`dialog.content-item details.item-publish > summary`), chromedp.NodeVisible))
 			b.waitFor("the target chosen", `document.querySelector('dialog.content-item select[name="publish-target"]').value !== ''`, 15*time.Second)
 			b.do(chromedp.Click(chromedp.ID("item-publish"), chromedp.NodeVisible))

@@ -25,6 +25,7 @@ export function brandSection(pid) {
     preferred_terms: h('textarea', { name: 'preferred_terms', rows: 2, placeholder: 'utilize => use' }),
     style_guide: h('textarea', { name: 'style_guide', rows: 3, maxlength: 20000 }),
     examples: h('textarea', { name: 'examples', rows: 3 }),
+    banned_words_blocking: h('input', { type: 'checkbox', name: 'banned_words_blocking', id: 'brand-banned-blocking' }),
   };
   const status = h('div', { class: 'brand-status', 'aria-live': 'polite' });
   const errEl = h('div', { 'aria-live': 'assertive' });
@@ -37,6 +38,7 @@ export function brandSection(pid) {
     inputs.audience.value = b.audience || '';
     inputs.values.value = (b.values || []).join('\n');
     inputs.banned_words.value = (b.banned_words || []).join(', ');
+    inputs.banned_words_blocking.checked = !!b.banned_words_blocking;
     inputs.preferred_terms.value = Object.entries(b.preferred_terms || {}).map(([k, v]) => `${k} => ${v}`).join('\n');
     inputs.style_guide.value = b.style_guide || '';
     inputs.examples.value = (b.examples || []).join('\n---\n');
@@ -63,6 +65,7 @@ export function brandSection(pid) {
       audience: inputs.audience.value.trim(),
       values: splitList(inputs.values.value, '\n'),
       banned_words: splitList(inputs.banned_words.value),
+      banned_words_blocking: inputs.banned_words_blocking.checked,
       preferred_terms: preferred,
       style_guide: inputs.style_guide.value,
       examples: inputs.examples.value.split(EXAMPLE_SEP).map((s) => s.trim()).filter(Boolean),
@@ -107,6 +110,9 @@ export function brandSection(pid) {
       field('Preferred terms', inputs.preferred_terms, 'One per line: avoid => use.'),
       field('Style guide', inputs.style_guide),
       field('Examples', inputs.examples, 'Separate examples with a line holding ---.')),
+    h('div', { class: 'brand-blocking' },
+      h('label', { for: 'brand-banned-blocking' }, inputs.banned_words_blocking,
+        ' Banned words block: an item using one cannot be approved or published, even with a reason')),
     status, errEl,
     h('div', { class: 'row' }, button('Save brand settings', save, { class: 'primary', id: 'brand-save', errEl })));
   form.addEventListener('submit', (ev) => { ev.preventDefault(); save(); });
