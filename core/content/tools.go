@@ -36,6 +36,7 @@ const (
 "audience":{"type":"string","maxLength":1000},
 "values":{"type":"array","maxItems":20,"items":{"type":"string","maxLength":200}},
 "banned_words":{"type":"array","maxItems":200,"items":{"type":"string","maxLength":100},"description":"Words and phrases content must never use."},
+"banned_words_blocking":{"type":"boolean","description":"True: an item using a banned word cannot be approved or published at all. False or left out: it is flagged, and a person may let it through with a reason."},
 "preferred_terms":{"type":"array","maxItems":200,"items":{"type":"object","additionalProperties":false,"required":["avoid","use"],"properties":{
 "avoid":{"type":"string","minLength":1,"maxLength":100,"description":"A term content should not use."},
 "use":{"type":"string","maxLength":100,"description":"The term to use instead."}}},"description":"Terms to avoid, each with the term to use instead."},
@@ -87,25 +88,28 @@ const (
 )
 
 type toolBrand struct {
-	ProjectID      string     `json:"project_id"`
-	Name           string     `json:"name"`
-	Voice          string     `json:"voice"`
-	Tone           []string   `json:"tone"`
-	Audience       string     `json:"audience"`
-	Values         []string   `json:"values"`
-	BannedWords    []string   `json:"banned_words"`
-	PreferredTerms termPairs  `json:"preferred_terms"`
-	StyleGuide     string     `json:"style_guide"`
-	Examples       []string   `json:"examples"`
-	Version        int        `json:"version"`
-	UpdatedAt      *time.Time `json:"updated_at,omitempty"`
-	Truncated      bool       `json:"truncated,omitempty"`
+	ProjectID   string   `json:"project_id"`
+	Name        string   `json:"name"`
+	Voice       string   `json:"voice"`
+	Tone        []string `json:"tone"`
+	Audience    string   `json:"audience"`
+	Values      []string `json:"values"`
+	BannedWords []string `json:"banned_words"`
+	// BannedWordsBlocking is true when a banned word blocks approval and
+	// publishing.
+	BannedWordsBlocking bool       `json:"banned_words_blocking"`
+	PreferredTerms      termPairs  `json:"preferred_terms"`
+	StyleGuide          string     `json:"style_guide"`
+	Examples            []string   `json:"examples"`
+	Version             int        `json:"version"`
+	UpdatedAt           *time.Time `json:"updated_at,omitempty"`
+	Truncated           bool       `json:"truncated,omitempty"`
 }
 
 func toolBrandOf(b ports.Brand) toolBrand {
 	out := toolBrand{ProjectID: b.ProjectID, Name: b.Name, Voice: b.Voice, Tone: nonNil(b.Tone), Audience: b.Audience,
-		Values: nonNil(b.Values), BannedWords: nonNil(b.BannedWords), PreferredTerms: pairsOf(b.PreferredTerms),
-		Examples: make([]string, len(b.Examples)), Version: b.Version}
+		Values: nonNil(b.Values), BannedWords: nonNil(b.BannedWords), BannedWordsBlocking: b.BannedWordsBlocking,
+		PreferredTerms: pairsOf(b.PreferredTerms), Examples: make([]string, len(b.Examples)), Version: b.Version}
 	out.StyleGuide, out.Truncated = ports.ClipBytes(b.StyleGuide, maxToolBodyLen)
 	for i, ex := range b.Examples {
 		var cut bool
@@ -235,7 +239,7 @@ func (s *Service) Tools() []tool.Tool {
 	tools := []tool.Tool{
 		{
 			Name:        "get_brand",
-			Description: "Get a project's brand settings: voice, tone, audience, values, banned words, preferred terms, style guide and examples (defaults when none are set), with their version. Read it before update_brand or when judging a draft. The style guide and examples are cut at a few thousand characters (truncated says so).",
+			Description: "Get a project's brand settings: voice, tone, audience, values, banned words (and whether they block approval and publishing), preferred terms, style guide and examples (defaults when none are set), with their version. Read it before update_brand or when judging a draft. The style guide and examples are cut at a few thousand characters (truncated says so).",
 			Schema:      json.RawMessage(getBrandSchema),
 			Effect:      tool.EffectRead,
 			Run:         s.runGetBrand,
@@ -334,17 +338,20 @@ func (s *Service) Tools() []tool.Tool {
 }
 
 type updateBrandArgs struct {
-	ProjectID      string    `json:"project_id"`
-	Name           string    `json:"name"`
-	Voice          string    `json:"voice"`
-	Tone           []string  `json:"tone"`
-	Audience       string    `json:"audience"`
-	Values         []string  `json:"values"`
-	BannedWords    []string  `json:"banned_words"`
-	PreferredTerms termPairs `json:"preferred_terms"`
-	StyleGuide     string    `json:"style_guide"`
-	Examples       []string  `json:"examples"`
-	Version        *int      `json:"version"`
+	ProjectID   string   `json:"project_id"`
+	Name        string   `json:"name"`
+	Voice       string   `json:"voice"`
+	Tone        []string `json:"tone"`
+	Audience    string   `json:"audience"`
+	Values      []string `json:"values"`
+	BannedWords []string `json:"banned_words"`
+	// BannedWordsBlocking makes a banned word block approval and publishing;
+	// left out, it is false like every other setting left out.
+	BannedWordsBlocking bool      `json:"banned_words_blocking"`
+	PreferredTerms      termPairs `json:"preferred_terms"`
+	StyleGuide          string    `json:"style_guide"`
+	Examples            []string  `json:"examples"`
+	Version             *int      `json:"version"`
 }
 
 type createBriefArgs struct {
@@ -456,8 +463,8 @@ func (s *Service) runUpdateBrand(ctx context.Context, raw json.RawMessage) (any,
 		return nil, err
 	}
 	b, err := s.PutBrand(ctx, args.ProjectID, BrandInput{Name: args.Name, Voice: args.Voice, Tone: args.Tone,
-		Audience: args.Audience, Values: args.Values, BannedWords: args.BannedWords, PreferredTerms: args.PreferredTerms.asMap(),
-		StyleGuide: args.StyleGuide, Examples: args.Examples, IfVersion: args.Version})
+		Audience: args.Audience, Values: args.Values, BannedWords: args.BannedWords, BannedWordsBlocking: args.BannedWordsBlocking,
+		PreferredTerms: args.PreferredTerms.asMap(), StyleGuide: args.StyleGuide, Examples: args.Examples, IfVersion: args.Version})
 	if err != nil {
 		return nil, err
 	}
@@ -581,8 +588,12 @@ func summariseUpdateBrand(raw json.RawMessage) string {
 	if n := ports.OneLine(args.Name); n != "" {
 		name = fmt.Sprintf(" (%q)", clipRunes(n, 60))
 	}
+	banned := count(len(args.BannedWords), "banned word")
+	if args.BannedWordsBlocking {
+		banned += " (blocking approval and publishing)"
+	}
 	return fmt.Sprintf("Replace the brand settings of project %s%s with %s and %s; settings left out are cleared.",
-		args.ProjectID, name, count(len(args.BannedWords), "banned word"), count(len(args.PreferredTerms), "preferred term"))
+		args.ProjectID, name, banned, count(len(args.PreferredTerms), "preferred term"))
 }
 
 func summariseCreateBrief(raw json.RawMessage) string {

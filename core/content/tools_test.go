@@ -134,6 +134,8 @@ func TestWriteToolSummaries(t *testing.T) {
 			`Replace the brand settings of project web-site ("Acme") with 1 banned word and 2 preferred terms; settings left out are cleared.`},
 		{"update_brand", `{"project_id":"web-site"}`,
 			`Replace the brand settings of project web-site with 0 banned words and 0 preferred terms; settings left out are cleared.`},
+		{"update_brand", `{"project_id":"web-site","banned_words":["cheap","free"],"banned_words_blocking":true}`,
+			`Replace the brand settings of project web-site with 2 banned words (blocking approval and publishing) and 0 preferred terms; settings left out are cleared.`},
 		{"create_brief", `{"project_id":"web-site","title":"Faster approvals","length":{"min_words":300}}`,
 			`Create the article brief "Faster approvals" for project web-site.`},
 		{"create_brief", `{"project_id":"blog","title":"Launch","format":"linkedin post"}`,
@@ -252,6 +254,22 @@ func TestWriteToolsRun(t *testing.T) {
 	}
 	if _, err := tl("update_brand").Run(as(alice), json.RawMessage(`{"project_id":"web-site","version":0}`)); errCode(err) != content.CodeStaleVersion {
 		t.Errorf("update_brand from a stale version: %v", err)
+	}
+	// Blocking banned words are a setting the assistant reads and writes
+	// like the others, so that a replacement it makes can keep them.
+	res, err = tl("update_brand").Run(as(alice), json.RawMessage(`{"project_id":"web-site","name":"Acme","banned_words":["cheap"],"banned_words_blocking":true,"version":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := encode(res); !strings.Contains(s, `"version":2`) || !strings.Contains(s, `"banned_words_blocking":true`) {
+		t.Errorf("update_brand with blocking banned words %s", s)
+	}
+	if b, err := e.svc.Brand(as(alice), "web-site"); err != nil || !b.BannedWordsBlocking {
+		t.Errorf("the brand after update_brand made banned words blocking: %+v %v", b, err)
+	}
+	res, err = tl("get_brand").Run(as(alice), json.RawMessage(`{"project_id":"web-site"}`))
+	if s := encode(res); err != nil || !strings.Contains(s, `"banned_words_blocking":true`) {
+		t.Errorf("get_brand %s %v", s, err)
 	}
 
 	res, err = tl("create_brief").Run(as(alice), json.RawMessage(`{"project_id":"web-site","title":"Faster approvals","keywords":["expenses"],"length":{"min_words":3,"max_words":500}}`))
