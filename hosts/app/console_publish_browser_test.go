@@ -204,6 +204,14 @@ func TestConsolePublish(t *testing.T) {
 				t.Errorf("the publication reads %q", got)
 			}
 			publishShots(b, "published")
+			// At 390 px the dialog, its publication and the remote URL stay
+			// within the screen.
+			b.do(chromedp.EmulateViewport(390, 844))
+			b.waitFor("a narrow layout", `window.innerWidth === 390`, 10*time.Second)
+			if w := eval[int](b, `Math.max(document.documentElement.scrollWidth, Math.ceil(document.querySelector('dialog.content-item .pub[data-status="succeeded"]').getBoundingClientRect().right))`); w > 390 {
+				t.Errorf("the published item's dialog reaches %d px at 390", w)
+			}
+			b.do(chromedp.EmulateViewport(1280, 900))
 			if it := getPubItem(b, idA); it.Status != "published" || it.PublishedVia != "target" || !strings.HasPrefix(it.PublishedURL, "https://hooks.example.com/posts/") {
 				t.Errorf("item A after publishing: %+v", it)
 			}
