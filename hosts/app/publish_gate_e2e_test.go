@@ -153,6 +153,36 @@ func TestPublishOnlyForRealEndToEnd(t *testing.T) {
 			if v := st.publishedView(member, blocked.ID); v.Status != "in_review" || v.Override != nil {
 				t.Fatalf("the blocked item changed: %+v", v)
 			}
+
+			// Marking published elsewhere and each decision to let the
+			// findings through are in the audit log, with the URL and the
+			// reasons.
+			code, body, _ = st.call(st.admin("auditor@example.com"), "GET", "/api/v1/audit?limit=200", nil)
+			var audit struct {
+				Items []struct {
+					Action, Resource string
+					Arguments        map[string]any
+				}
+			}
+			if err := json.Unmarshal(body, &audit); code != 200 || err != nil {
+				t.Fatalf("audit: %d %s", code, body)
+			}
+			found := map[string]bool{}
+			for _, e := range audit.Items {
+				switch {
+				case e.Action == "content.mark_published" && strings.HasSuffix(e.Resource, item) && e.Arguments["published_url"] == "https://blog.example.com/spring":
+					found["marked published elsewhere"] = true
+				case e.Action == "content.override_brand_findings" && strings.HasSuffix(e.Resource, cheap.ID) && e.Arguments["reason"] == "Legal approved the wording":
+					found["approved anyway"] = true
+				case e.Action == "content.publish" && strings.HasSuffix(e.Resource, cheap.ID) && e.Arguments["override_reason"] == "Publish anyway, campaign":
+					found["published anyway"] = true
+				}
+			}
+			for _, want := range []string{"marked published elsewhere", "approved anyway", "published anyway"} {
+				if !found[want] {
+					t.Errorf("the audit log lacks %q: %s", want, body)
+				}
+			}
 		})
 	}
 }
