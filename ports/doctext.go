@@ -26,8 +26,9 @@ const MaxDocumentBytes = 20 << 20
 //
 // Extract reads at most MaxDocumentBytes of r (more is KindPayloadTooLarge)
 // and returns the document's text as UTF-8 fit to store (CleanText): a PDF's
-// pages each after a "[page N]" line, a Word document's paragraphs separated
-// by blank lines, so that citations can point at them. Text longer than max
+// pages each after a "[page N]" line, a Word document's paragraphs each
+// starting "[paragraph N] " and separated by blank lines, so that citations
+// can point at them. Text longer than max
 // bytes is KindPayloadTooLarge. A file that cannot be read (corrupt,
 // truncated, encrypted), one that holds no text (a scanned PDF), or one
 // whose extraction does not finish in time is KindInvalid with a message

@@ -244,6 +244,7 @@ func (x *Extractor) docxText(ctx context.Context, name string, data []byte, max 
 	dec := xml.NewDecoder(&cappedReader{r: rc, n: limit})
 	var out, par strings.Builder
 	inText := false
+	paragraphs := 0 // numbered like PDF pages, so a citation can name its place
 	for tokens := 0; ; tokens++ {
 		if tokens%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -290,7 +291,8 @@ func (x *Extractor) docxText(ctx context.Context, name string, data []byte, max 
 				if out.Len() > 0 {
 					out.WriteString("\n\n")
 				}
-				out.WriteString(text)
+				paragraphs++
+				fmt.Fprintf(&out, "[paragraph %d] %s", paragraphs, text)
 			}
 		case xml.CharData:
 			if inText {

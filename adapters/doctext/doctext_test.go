@@ -31,7 +31,7 @@ func TestExtract(t *testing.T) {
 		{name: "pdf 2.0", ct: ports.MediaPDF, data: bytes.Replace(fixture.PDF("two"), []byte("%PDF-1.4"), []byte("%PDF-2.0"), 1), max: 1 << 20,
 			want: "[page 1]\ntwo\n"},
 		{name: "docx paragraphs", ct: ports.MediaDOCX, data: docx, max: 1 << 20,
-			want: "First paragraph & more\n\nSecond paragraph\n"},
+			want: "[paragraph 1] First paragraph & more\n\n[paragraph 2] Second paragraph\n"},
 		{name: "scanned pdf", ct: ports.MediaPDF, data: fixture.PDF("", ""), max: 1 << 20,
 			kind: ports.KindInvalid, contains: "no text layer"},
 		{name: "pdf text over the cap", ct: ports.MediaPDF, data: twoPages, max: 20,

@@ -82,7 +82,7 @@ func TestSpecDocumentUploads(t *testing.T) {
 					prompt += m.Content
 				}
 			}
-			for _, want := range []string{"[page 1]\nCheckout in one click\n\n[page 2]\nRefunds within a day", "Goal: faster checkout\n\nNon-goal: loyalty points"} {
+			for _, want := range []string{"[page 1]\nCheckout in one click\n\n[page 2]\nRefunds within a day", "[paragraph 1] Goal: faster checkout\n\n[paragraph 2] Non-goal: loyalty points"} {
 				if !strings.Contains(prompt, want) {
 					t.Errorf("the model's prompt lacks %q", want)
 				}
