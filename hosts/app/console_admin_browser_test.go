@@ -64,9 +64,7 @@ func (b *browser) lookAtWidths(name string) {
 		b.do(chromedp.EmulateViewport(int64(w), 900))
 		b.waitFor("the viewport", `window.innerWidth === `+itoa(w), 10*time.Second)
 		if w == 390 {
-			if sw := eval[int](b, `document.documentElement.scrollWidth`); sw > 390 {
-				b.t.Errorf("%s: the page is %d px wide at 390", name, sw)
-			}
+			b.noneOffScreen(name)
 		}
 		b.look(name + "-" + itoa(w))
 	}
@@ -200,6 +198,8 @@ func TestConsoleRepoStates(t *testing.T) {
 			b.do(chromedp.EmulateViewport(1440, 900))
 			b.look("repos-connected-1440-" + string(d))
 			b.do(chromedp.EmulateViewport(390, 844))
+			b.waitFor("the phone's viewport", `window.innerWidth === 390`, 10*time.Second)
+			b.noneOffScreen("repositories, connected")
 			b.look("repos-connected-390-" + string(d))
 			b.do(chromedp.EmulateViewport(1280, 900))
 
@@ -223,6 +223,8 @@ func TestConsoleRepoStates(t *testing.T) {
 				t.Errorf("not connected shown as %q", got)
 			}
 			m.do(chromedp.EmulateViewport(390, 844))
+			m.waitFor("the phone's viewport", `window.innerWidth === 390`, 10*time.Second)
+			m.noneOffScreen("repositories, not connected")
 			m.look("repos-not-connected-390-" + string(d))
 
 			// The member's menu has neither Members nor Admin; #/admin says why.
@@ -239,6 +241,7 @@ func TestConsoleRepoStates(t *testing.T) {
 			if got := m.text("#admin-refused"); !strings.Contains(got, "Only an organisation admin") {
 				t.Errorf("#/admin for a member: %q", got)
 			}
+			m.noneOffScreen("the admin page, refused to a member")
 			m.look("admin-member-390-" + string(d))
 		})
 	}
@@ -263,6 +266,8 @@ func TestConsoleReposNotConfigured(t *testing.T) {
 				t.Errorf("not configured offers a connection or repositories: %q", b.text("main"))
 			}
 			b.do(chromedp.EmulateViewport(390, 844))
+			b.waitFor("the phone's viewport", `window.innerWidth === 390`, 10*time.Second)
+			b.noneOffScreen("repositories, not configured")
 			b.look("repos-not-configured-390-" + string(d))
 		})
 	}
@@ -378,6 +383,7 @@ func TestConsoleAdmin(t *testing.T) {
 			if eval[bool](b, `document.querySelector('main').scrollWidth > document.querySelector('main').clientWidth + 1`) {
 				t.Error("the admin page scrolls sideways at 390 px")
 			}
+			b.noneOffScreen("the admin page")
 			b.look("admin-390-" + string(d))
 		})
 	}

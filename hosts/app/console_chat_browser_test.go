@@ -414,11 +414,18 @@ func TestConsoleChatResumeXSSMic(t *testing.T) {
 			b.do(chromedp.Evaluate[chromedp.Void](`window.__alerts = 0; window.alert = () => { window.__alerts++; }`))
 			checkXSS("stored")
 
-			// Delete the chat (two presses), and it leaves the list.
+			// Delete the chat: the in-page confirmation dialog asks first
+			// (Escape keeps the chat), and it leaves the list.
 			xssID := b.openSessionID()
 			b.do(chromedp.Click(chromedp.ID("chat-delete"), chromedp.NodeVisible))
-			b.waitFor("the delete confirmation", `document.querySelector('#chat-delete').textContent === 'Really delete?'`, chatWait)
+			b.waitFor("the delete confirmation", `document.querySelector('dialog.confirm-dialog[open]')`, chatWait)
+			b.do(chromedp.KeyEvent(kb.Escape))
+			b.waitFor("the confirmation cancelled", `!document.querySelector('dialog.confirm-dialog') && document.activeElement === document.querySelector('#chat-delete')`, chatWait)
+			if !eval[bool](b, fmt.Sprintf(`!!document.querySelector('.chat-session-list a[data-session-id=%q]')`, xssID)) {
+				t.Error("cancelling the delete removed the chat")
+			}
 			b.do(chromedp.Click(chromedp.ID("chat-delete"), chromedp.NodeVisible))
+			b.confirmInPage()
 			b.waitFor("the chat gone", fmt.Sprintf(`location.hash === '#/chat' && document.querySelector('.chat-session-list') && !document.querySelector('.chat-session-list a[data-session-id=%q]')`, xssID), chatWait)
 			req, _ := http.NewRequest(http.MethodGet, b.base+"/api/v1/agent/sessions/"+xssID, nil)
 			req.Header.Set("Authorization", "Bearer "+b.h.sb.Token())

@@ -253,6 +253,9 @@ func TestConsoleCloud(t *testing.T) {
 			}
 			b.do(chromedp.Evaluate[chromedp.Void](added + `.querySelector('button[data-action="delete"]').click()`))
 			b.waitFor("the delete dialog", `document.querySelector('#delete-account-dialog[open]')`, 10*time.Second)
+			if got := eval[string](b, `document.activeElement.textContent`); got != "Cancel" {
+				t.Errorf("the delete dialog opens with focus on %q, want Cancel (Enter alone must not delete)", got)
+			}
 			b.click(`#delete-account-dialog button[type=submit]`)
 			b.waitFor("the account to go", `!(`+added+`) && document.querySelector('`+demo+`')`, 15*time.Second)
 

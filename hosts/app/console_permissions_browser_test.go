@@ -91,6 +91,7 @@ func TestConsolePermissions(t *testing.T) {
 			if right := eval[float64](a, `document.querySelector('.perm-list').getBoundingClientRect().right`); right > 390 {
 				t.Errorf("the permissions reach %.0f px at 390 px wide", right)
 			}
+			a.noneOffScreen("the permissions page")
 			a.look("permissions-390")
 
 			// Now the member's scale goes through.

@@ -43,6 +43,15 @@ const offScreen = `(() => {
   return bad.slice(0, 10).join('; ');
 })()`
 
+// noneOffScreen fails the test when the page, as shown now, has an
+// element off screen (see offScreen), naming what and where.
+func (b *browser) noneOffScreen(what string) {
+	b.t.Helper()
+	if bad := eval[string](b, offScreen); bad != "" {
+		b.t.Errorf("%s at %d px: off screen: %s", what, eval[int](b, `window.innerWidth`), bad)
+	}
+}
+
 // regexpStatus matches a status prefix such as "Error 409" or "HTTP 422".
 var regexpStatus = regexp.MustCompile(`(?i)\b(error|http)\s*:?\s*\d{3}\b`)
 
@@ -119,7 +128,7 @@ func TestConsoleShell(t *testing.T) {
 			b.waitFor("the menu closed", `!(`+shown(`#nav a[href="#/tokens"]`)+`) && document.activeElement === document.querySelector('#menu-toggle')`, 5*time.Second)
 
 			// No main page reaches beyond the screen.
-			for _, page := range []string{"chat", "specs", "cloud", "content", "repos", "tokens", "members"} {
+			for _, page := range []string{"chat", "specs", "cloud", "content", "repos", "tokens", "members", "permissions", "admin"} {
 				b.goTo("#/" + page)
 				b.waitFor(page+" drawn", fmt.Sprintf(`document.title.startsWith(document.querySelector('#nav a[href="#/%s"]').textContent) && document.querySelector('#main h1, #main h2')`, page), 15*time.Second)
 				// Let what the page loads after its heading arrive (no

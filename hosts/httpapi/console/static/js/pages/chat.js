@@ -17,7 +17,7 @@
 // done{finish_reason:"stopped"} and the turn says it was stopped.
 
 import { api, list, stream } from '../api.js';
-import { h, mount, loading, empty, errorBox, toast, when, button, reconnecting, problemText } from '../ui.js';
+import { h, mount, loading, empty, errorBox, toast, when, button, reconnecting, problemText, confirmAction } from '../ui.js';
 import { Turn, userMessage, parseJSON, tickCountdowns } from './chat/turn.js';
 import { micButton } from './chat/mic.js';
 import { openMemory } from './chat/memory.js';
@@ -172,9 +172,8 @@ export function render(main, args) {
     const s = st.session;
     heading.textContent = s ? sessionLabel(s) : (st.id ? 'Chat' : 'New chat');
     if (!st.id) { mount(actions); return; }
-    let armed = false;
     const del = button('Delete', async () => {
-      if (!armed) { armed = true; del.textContent = 'Really delete?'; toast('Press again to delete this chat.'); return; }
+      if (!await confirmAction({ title: 'Delete the chat?', text: `Delete “${heading.textContent}” and its messages for good? This cannot be undone.` })) return;
       await api('DELETE', `${SESSIONS}/${encodeURIComponent(st.id)}`);
       toast('Chat deleted.');
       location.hash = '#/chat';

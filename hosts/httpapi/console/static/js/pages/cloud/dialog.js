@@ -7,8 +7,9 @@ let seq = 0;
 // confirmDialog opens a modal <dialog> titled title, with body (nodes) and
 // Cancel / confirmLabel buttons. onConfirm runs on confirm; when it throws,
 // its error is shown in the dialog, which stays open; when it returns, the
-// dialog closes. Focus goes to the first control on open and back to the
-// element that had it on close. It resolves to onConfirm's value, or to
+// dialog closes. Focus goes to the first field on open (else Cancel for a
+// danger dialog, the confirm button otherwise) and back to the element that
+// had it on close. It resolves to onConfirm's value, or to
 // null when cancelled.
 export function confirmDialog({ title, body, confirmLabel = 'Confirm', danger = false, onConfirm, id }) {
   const opener = document.activeElement;
@@ -48,7 +49,9 @@ export function confirmDialog({ title, body, confirmLabel = 'Confirm', danger = 
       }
     });
     dlg.showModal();
+    // A destructive confirmation with nothing to type starts on Cancel, as
+    // ui.js confirmAction does: Enter alone never destroys.
     const first = form.querySelector('input, select, textarea');
-    (first || ok).focus();
+    (first || (danger ? cancel : ok)).focus();
   });
 }
