@@ -8,6 +8,7 @@ package permission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -133,29 +134,52 @@ func (s *Service) Check(ctx context.Context, perm ports.Permission) error {
 }
 
 // CheckTool is Check of the permission that guards the assistant tool
-// named name; nil for a tool none guards.
+// named name; nil for a tool none guards. A refusal is recorded in the
+// audit log (permission.denied, refused, naming the tool).
 func (s *Service) CheckTool(ctx context.Context, name string) error {
 	info, ok := ports.PermissionForTool(name)
 	if !ok {
 		return nil
 	}
-	return s.Check(ctx, info.Name)
+	return s.checkAudited(ctx, info.Name, map[string]string{"tool": name})
 }
 
 // CheckRoute is Check of the permission that guards the HTTP operation
-// method pattern; nil for one none guards.
+// method pattern; nil for one none guards. A refusal is recorded in the
+// audit log (permission.denied, refused, naming the operation).
 func (s *Service) CheckRoute(ctx context.Context, method, pattern string) error {
 	info, ok := ports.PermissionForRoute(method, pattern)
 	if !ok {
 		return nil
 	}
-	return s.Check(ctx, info.Name)
+	return s.checkAudited(ctx, info.Name, map[string]string{"operation": method + " " + pattern})
 }
+
+// checkAudited is Check, and when the policy refuses the caller, an audit
+// entry of the refused attempt: the write was asked for and did not run,
+// which the audit log says as it says a cloud write's refusal. A failure
+// to record it does not change the answer (the refusal stands).
+func (s *Service) checkAudited(ctx context.Context, perm ports.Permission, what map[string]string) error {
+	err := s.Check(ctx, perm)
+	var pe *ports.Error
+	if err == nil || s.d.Audit == nil || !errors.As(err, &pe) || pe.Code != ports.CodePermissionDenied {
+		return err
+	}
+	p, _ := ports.PrincipalFrom(ctx) // Check found it
+	args, _ := json.Marshal(what)    // strings always encode
+	_ = s.d.Audit.RecordAudit(context.WithoutCancel(ctx), ports.AuditEntry{ID: s.d.IDs.NewID(), OrgID: p.OrgID,
+		UserID: p.UserID, Action: ActionDenied, Resource: "permission/" + string(perm), Arguments: args,
+		Outcome: ports.AuditRefused, Error: pe.Message, At: s.d.Clock.Now()})
+	return err
+}
+
+// ActionDenied is the audit action of a write the policy refused.
+const ActionDenied = "permission.denied"
 
 // Set replaces the roles the caller's organisation allows perm with roles
 // (unknown roles are invalid; duplicates count once; none means nobody) and
 // records the change in the audit log. The caller needs policy.permissions
-// (by default admins only). Errors: unauthenticated; forbidden
+// (by default admins only; a refusal is audited as CheckRoute's is). Errors: unauthenticated; forbidden
 // (permission_denied) for a caller without policy.permissions; not_found
 // for an unknown permission; invalid for an unknown role or for roles
 // without admin on a permission that guards the policy itself; the
@@ -165,7 +189,7 @@ func (s *Service) Set(ctx context.Context, perm string, roles []ports.Role) (Ent
 	if err != nil {
 		return Entry{}, err
 	}
-	if err := s.Check(ctx, ports.PermPolicyPermissions); err != nil {
+	if err := s.checkAudited(ctx, ports.PermPolicyPermissions, map[string]string{"permission": perm}); err != nil {
 		return Entry{}, err
 	}
 	info, ok := ports.LookupPermission(perm)

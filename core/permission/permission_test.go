@@ -3,6 +3,7 @@ package permission_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,9 +89,41 @@ func TestPolicy(t *testing.T) {
 	if err := svc.Check(as(ports.RoleAdmin), ports.PermCloudScale); err == nil || ports.Public(err).Message != "cloud.scale is allowed to no role in this organisation" {
 		t.Errorf("admin after allowing nobody: %v", err)
 	}
-	entries, _, err := store.ListAudit(context.Background(), "org-1", "", ports.Page{Limit: 10})
-	if err != nil || len(entries) != 2 || entries[0].Action != "permission.set" || entries[0].Resource != "permission/cloud.scale" {
-		t.Errorf("audit: %+v, %v", entries, err)
+	entries, _, err := store.ListAudit(context.Background(), "org-1", "", ports.Page{Limit: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sets, denied []ports.AuditEntry
+	for _, e := range entries {
+		switch e.Action {
+		case "permission.set":
+			sets = append(sets, e)
+		case permission.ActionDenied:
+			denied = append(denied, e)
+		default:
+			t.Errorf("audit entry %+v", e)
+		}
+	}
+	if len(sets) != 2 || sets[0].Resource != "permission/cloud.scale" || sets[0].Outcome != ports.AuditOK {
+		t.Errorf("audit of the changes: %+v", sets)
+	}
+	// The refusals of CheckTool, CheckRoute and Set are audited, oldest
+	// last, each naming what was asked; Check's own are not (it is a
+	// question, not an attempt).
+	want := []struct{ user, resource, args string }{
+		{"u-operator", "permission/policy.permissions", `{"permission":"cloud.scale"}`},
+		{"u-member", "permission/cloud.scale", `{"operation":"POST /api/v1/infrastructure/containers/services/:service/scale"}`},
+		{"u-member", "permission/cloud.scale", `{"tool":"scale_service"}`},
+	}
+	if len(denied) != len(want) {
+		t.Fatalf("audited refusals: %+v", denied)
+	}
+	for i, w := range want {
+		e := denied[i]
+		if e.UserID != w.user || e.Resource != w.resource || string(e.Arguments) != w.args || e.Outcome != ports.AuditRefused ||
+			!strings.Contains(e.Error, "needs the admin") {
+			t.Errorf("refusal %d: %+v, want %+v", i, e, w)
+		}
 	}
 	var nilSvc *permission.Service
 	if err := nilSvc.Check(as(ports.RoleMember), ports.PermCloudScale); err != nil {

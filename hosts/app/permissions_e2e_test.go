@@ -39,7 +39,7 @@ func TestPermissionsEndToEnd(t *testing.T) {
 			c := &cloudClient{st: st}
 			admin, _ := st.cloudUser("root@example.com", "acme", ports.RoleAdmin)
 			operator, _ := st.cloudUser("ops@example.com", "acme", ports.RoleOperator)
-			member, _ := st.cloudUser("dev@example.com", "acme", ports.RoleMember)
+			member, memberID := st.cloudUser("dev@example.com", "acme", ports.RoleMember)
 			updates := func() int { return len(st.aws.CallsTo(fakeaws.ServiceECS, "UpdateService")) }
 
 			code, _, body := c.do(t, admin, "POST", "/cloud/accounts", newCloudAccount("prod", false))
@@ -166,9 +166,43 @@ func TestPermissionsEndToEnd(t *testing.T) {
 			}
 
 			// Each change is in the organisation's audit log.
-			code, _, body = c.do(t, admin, "GET", "/api/v1/audit", nil)
+			code, _, body = c.do(t, admin, "GET", "/api/v1/audit?limit=100", nil)
 			if code != 200 || strings.Count(string(body), `"permission.set"`) != 3 || !strings.Contains(string(body), "permission/cloud.scale") {
 				t.Fatalf("audit: %d %s", code, body)
+			}
+			// So is every refused attempt, with what was asked: the scale
+			// by HTTP on both paths, and by tool (the chat's proposal, the
+			// voice call and the refused confirmation).
+			audit := decodeOK[struct {
+				Items []struct {
+					UserID    string `json:"user_id"`
+					Action    string
+					Resource  string
+					Arguments json.RawMessage
+					Outcome   string
+					Error     string
+				}
+			}](t, "audit", code, 200, body)
+			refused := map[string]int{}
+			for _, e := range audit.Items {
+				if e.Action != "permission.denied" || e.UserID != memberID || e.Outcome != "refused" {
+					continue
+				}
+				if e.Resource == "permission/cloud.scale" && !strings.Contains(e.Error, "cloud.scale needs") {
+					t.Errorf("a refusal's entry says %q", e.Error)
+				}
+				refused[e.Resource+" "+string(e.Arguments)]++
+			}
+			for what, n := range map[string]int{
+				`permission/cloud.scale {"operation":"POST /infrastructure/containers/services/:service/scale"}`:        1,
+				`permission/cloud.scale {"operation":"POST /api/v1/infrastructure/containers/services/:service/scale"}`: 1,
+				`permission/cloud.scale {"tool":"scale_service"}`:                                                       3,
+				`permission/cloud.deploy {"operation":"POST /deployments/apps/:app_id/deploy"}`:                         1,
+				`permission/policy.permissions {"operation":"PUT /api/v1/permissions/:permission"}`:                     1,
+			} {
+				if refused[what] != n {
+					t.Errorf("the audit log has %d refusals %s, want %d (all: %v)", refused[what], what, n, refused)
+				}
 			}
 		})
 	}
