@@ -142,6 +142,12 @@ func ranOutcome(o ports.ToolOutcome) ports.ToolCallOutcome {
 	return ports.ToolCallFailed
 }
 
+// CheckTool is the Guard's verdict on the caller's running the tool named
+// name (nil without a Guard), for a host that must ask before it opens a
+// transaction: a refusal the Guard records (in the audit log) would be
+// rolled back with the transaction that ExecuteToolUnder failed in.
+func (s *Service) CheckTool(ctx context.Context, name string) error { return s.guard(ctx, name) }
+
 // guard is the Guard's verdict on the caller's running the tool named name;
 // nil without a Guard.
 func (s *Service) guard(ctx context.Context, name string) error {

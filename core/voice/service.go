@@ -98,6 +98,10 @@ type Assistant interface {
 	Instructions(ctx context.Context, base string) (string, error)
 	// Policy reads the tool policy of the caller's organisation.
 	Policy(ctx context.Context) (tool.Policy, error)
+	// CheckTool returns nil when the caller's role may run the tool named
+	// name; forbidden (permission_denied, naming the permission) when the
+	// organisation's permission policy refuses it.
+	CheckTool(ctx context.Context, name string) error
 	// ExecuteToolUnder checks a call and runs a read at once or makes a
 	// write (or a read pol marks) a pending confirmation of the session.
 	ExecuteToolUnder(ctx context.Context, sessionID string, call ports.ToolCall, pol tool.Policy) (tool.Execution, error)

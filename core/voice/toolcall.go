@@ -61,8 +61,10 @@ type ToolCallResult struct {
 // write. A call refused for its name or arguments runs nothing and stores
 // nothing. Errors: invalid (fields name, call_id, arguments: malformed, an
 // unknown tool, or arguments that do not match the tool's schema, with the
-// registry's explanation); not_found when SessionID is not the caller's chat
-// session; the stores'.
+// registry's explanation); forbidden (permission_denied, naming the
+// permission) when the organisation's permission policy refuses the caller
+// the tool, nothing stored and the refusal audited; not_found when SessionID
+// is not the caller's chat session; the stores'.
 func (s *Service) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallResult, error) {
 	p, err := ports.RequirePrincipal(ctx)
 	if err != nil {
@@ -71,6 +73,13 @@ func (s *Service) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallResul
 	call, def, err := s.validCall(ctx, in)
 	if err != nil {
 		s.d.Observer.ToolCall(def.Name, ports.ToolCallRefused) // def is zero for an unknown tool
+		return ToolCallResult{}, err
+	}
+	// The permission policy is asked first, outside the write's
+	// transaction, so that its refusal is refused before anything is
+	// stored and stays in the audit log.
+	if err := s.d.Assistant.CheckTool(ctx, def.Name); err != nil {
+		s.d.Observer.ToolCall(def.Name, ports.ToolCallRefused)
 		return ToolCallResult{}, err
 	}
 	sess, fresh, err := s.voiceSession(ctx, p, in.SessionID)

@@ -116,6 +116,11 @@ func TestConsoleLogsAndCosts(t *testing.T) {
 			b.click("#costs-show")
 			b.waitFor("costs by region again", `document.querySelector('#costs-compare tbody tr[data-key="eu-west-1"]')`, 20*time.Second)
 			b.noneOffScreen("costs by region")
+			// A table's caption wraps inside the table's scrolling box
+			// rather than running out of view with the wide rows.
+			if bad := eval[string](b, `[...document.querySelectorAll('#main table.cost-table')].filter(t => t.caption && t.caption.getBoundingClientRect().right > t.getBoundingClientRect().right + 1).map(t => t.caption.textContent).join('; ')`); bad != "" {
+				t.Errorf("at 390 px a cost table's caption runs out of its box: %s", bad)
+			}
 			b.look("costs-390-" + string(d))
 			b.goTo("#/cloud/containers/production")
 			// (Opened until it shows lines: the list may be drawn again as it loads.)
