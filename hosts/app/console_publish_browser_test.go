@@ -260,6 +260,7 @@ func TestConsolePublish(t *testing.T) {
 			}
 			publishShots(b, "scheduled")
 			b.do(chromedp.Click(chromedp.CSS(`dialog.content-item .pub[data-status="scheduled"] .pub-cancel`), chromedp.NodeVisible))
+			b.confirmInPage() // cancelling asks in the page first, like every destructive action
 			b.waitFor("the publication cancelled", `document.querySelector('dialog.content-item .pub[data-status="cancelled"]') && !document.querySelector('dialog.content-item .pub-cancel')`, 15*time.Second)
 			code, body = crAPI(b, "GET", "/content/"+idB+"/publications", nil)
 			if code != 200 || !strings.Contains(string(body), `"status":"cancelled"`) {

@@ -8,7 +8,7 @@
 // while a publication is queued or running, until it settles.
 
 import { api, list } from '../../api.js';
-import { h, mount, field, button, errorBox, empty, toast, when } from '../../ui.js';
+import { h, mount, field, button, errorBox, empty, toast, when, confirmAction } from '../../ui.js';
 
 const POLL_MS = 1000;
 
@@ -125,6 +125,11 @@ export function publishPanel(item, onChanged) {
         h('small', {}, p.status === 'scheduled' ? `for ${when(p.at)}` : when(p.finished_at || p.at)),
         (p.status === 'scheduled' || p.status === 'queued')
           ? button('Cancel', async () => {
+            if (!await confirmAction({
+              title: 'Stop this publication?',
+              text: `The publication via “${p.target_name}”${p.status === 'scheduled' ? ` scheduled for ${when(p.at)}` : ''} will not happen. Publish again to schedule another.`,
+              confirmLabel: 'Stop publication',
+            })) return;
             await api('DELETE', `/content/${encodeURIComponent(item.id)}/publications/${encodeURIComponent(p.id)}`);
             toast(`Publication via ${p.target_name} cancelled.`);
             load();
