@@ -72,6 +72,7 @@ func TestConsolePermissions(t *testing.T) {
 				t.Errorf("the admin may untick admin on policy.permissions")
 			}
 			a.look("permissions-1440")
+			a.readmeShot("permissions")
 			a.click(row + ` input[data-role=member]`)
 			a.waitFor("the saved change", `document.querySelector('`+row+` .perm-changed') && document.querySelector('`+row+` input[data-role=member]').checked`, 10*time.Second)
 			var pol struct {

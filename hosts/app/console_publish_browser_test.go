@@ -203,6 +203,7 @@ func TestConsolePublish(t *testing.T) {
 			if got := b.text(`dialog.content-item .pub[data-status="succeeded"]`); !strings.Contains(got, "Published") || !strings.Contains(got, "1 attempt") {
 				t.Errorf("the publication reads %q", got)
 			}
+			b.readmeShot("publish")
 			publishShots(b, "published")
 			// At 390 px the dialog, its publication and the remote URL stay
 			// within the screen.
