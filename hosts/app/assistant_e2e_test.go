@@ -75,7 +75,7 @@ func startStackWith(t *testing.T, dialect string, extra map[string]string) *stac
 	st := &stack{t: t, model: fakeopenai.New(t, fakeopenai.WithOfferedToolsOnly()), aws: fakeaws.New(t)}
 	env := map[string]string{
 		app.EnvAWSEndpoint:   st.aws.URL(),
-		app.EnvDatabaseURL:   sqlstoretest.URL(t, sqlstoreDialect(dialect)),
+		app.EnvDatabaseURL:   stackDBURL(t, sqlstoreDialect(dialect)),
 		app.EnvDatabaseConns: strconv.Itoa(sqlstoretest.TestMaxConns),
 		app.EnvDataDir:       t.TempDir(),
 		app.EnvHTTPAddr:      "127.0.0.1:0",

@@ -3,11 +3,15 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +30,12 @@ import (
 // migrate` does before serve and worker start.
 func migrateDB(t *testing.T, vars map[string]string) {
 	t.Helper()
+	if path, ok := strings.CutPrefix(vars[app.EnvDatabaseURL], "sqlite:"); ok {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			writeMigratedSQLite(t, path) // see dbtemplate_test.go
+			return
+		}
+	}
 	db, err := sqlstore.Open(t.Context(), vars[app.EnvDatabaseURL])
 	if err != nil {
 		t.Fatal(err)

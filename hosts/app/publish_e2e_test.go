@@ -196,7 +196,7 @@ func TestPublishEndToEnd(t *testing.T) {
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			st, _ := startApp(t, map[string]string{app.EnvDatabaseURL: sqlstoretest.URL(t, sqlstoreDialect(string(d))), app.EnvDataDir: t.TempDir()})
+			st, _ := startApp(t, map[string]string{app.EnvDatabaseURL: stackDBURL(t, sqlstoreDialect(string(d))), app.EnvDataDir: t.TempDir()})
 			member := st.operator("publisher@example.com")
 			rc := newReceiver(t, 2)
 
@@ -349,7 +349,7 @@ func TestPublishScheduledSurvivesRestart(t *testing.T) {
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			env := map[string]string{app.EnvDatabaseURL: sqlstoretest.URL(t, sqlstoreDialect(string(d))), app.EnvDataDir: t.TempDir()}
+			env := map[string]string{app.EnvDatabaseURL: stackDBURL(t, sqlstoreDialect(string(d))), app.EnvDataDir: t.TempDir()}
 			st, stop := startApp(t, env)
 			member := st.operator("scheduler@example.com")
 			rc := newReceiver(t, 0)
@@ -478,7 +478,7 @@ func TestPublishTargetAddressGuardEndToEnd(t *testing.T) {
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			st, _ := startApp(t, map[string]string{app.EnvDatabaseURL: sqlstoretest.URL(t, sqlstoreDialect(string(d))), app.EnvDataDir: t.TempDir(),
+			st, _ := startApp(t, map[string]string{app.EnvDatabaseURL: stackDBURL(t, sqlstoreDialect(string(d))), app.EnvDataDir: t.TempDir(),
 				app.EnvPublishAllowPrivate: "0"})
 			tok := st.operator("publisher@example.com")
 			for _, host := range fixture.LocalHostSpellings {

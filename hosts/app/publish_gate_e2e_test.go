@@ -73,7 +73,7 @@ func TestPublishOnlyForRealEndToEnd(t *testing.T) {
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			st, _ := startApp(t, map[string]string{app.EnvDatabaseURL: sqlstoretest.URL(t, sqlstoreDialect(string(d))), app.EnvDataDir: t.TempDir()})
+			st, _ := startApp(t, map[string]string{app.EnvDatabaseURL: stackDBURL(t, sqlstoreDialect(string(d))), app.EnvDataDir: t.TempDir()})
 			member := st.operator("publisher@example.com")
 
 			// A status change alone no longer publishes: it needs the URL

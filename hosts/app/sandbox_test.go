@@ -183,6 +183,9 @@ func startSandboxWith(t *testing.T, dataDir, dbURL string, extra map[string]stri
 		vars[app.EnvDatabaseURL] = dbURL
 	}
 	maps.Copy(vars, extra)
+	if vars[app.EnvDatabaseURL] == "" && vars[app.EnvDataDir] == dataDir {
+		seedMigratedSQLite(t, dataDir)
+	}
 	cfg, err := app.Load(app.ModeRun, env(vars))
 	if err != nil {
 		t.Fatal(err)

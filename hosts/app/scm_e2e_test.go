@@ -77,7 +77,7 @@ func startSCMStack(t *testing.T, dialect string, edits ...func(env map[string]st
 	st.gh.RegisterApp(scmClientID, scmClientSecret).CallbackURL(st.public + "/scm-oauth/callback")
 	env := map[string]string{
 		app.EnvAWSEndpoint:    st.aws.URL(),
-		app.EnvDatabaseURL:    sqlstoretest.URL(t, sqlstoreDialect(dialect)),
+		app.EnvDatabaseURL:    stackDBURL(t, sqlstoreDialect(dialect)),
 		app.EnvDataDir:        t.TempDir(),
 		app.EnvHTTPAddr:       addr,
 		app.EnvPublicURL:      st.public,
