@@ -10,7 +10,7 @@ PKGS     := ./...
 # It took 21 min on a quiet day in the last full CI run: leave headroom.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build run eval test test-deploy test-postgres generate check-generate check-tidy lint fmt bench fuzz clean
+.PHONY: all build run eval test test-short test-deploy test-postgres generate check-generate check-tidy lint fmt bench fuzz clean
 
 all: lint test
 
@@ -33,6 +33,14 @@ eval: build
 test:
 	$(GO) test $(RACE) -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 	@$(MAKE) --no-print-directory test-deploy
+
+## test-short: the inner loop: the unit and contract tests, on SQLite only,
+## without the race detector. Under -short the tests that start devpilot
+## (hosts/app's end-to-end and browser tests, hosts/devpilot's binaries and
+## image) skip; make test runs them. Results of unchanged packages come from
+## go test's cache.
+test-short:
+	DEVPILOT_TEST_POSTGRES_URL= $(GO) test -short -timeout 10m $(PKGS)
 
 ## test-deploy: compose.yaml and the Helm chart (deploy/helm/devpilot) loaded,
 ## linted and rendered with compose-go and the Helm SDK, and their output

@@ -72,6 +72,7 @@ func startStack(t *testing.T, dialect string) *stack {
 // startStackWith starts a stack whose environment also has extra.
 func startStackWith(t *testing.T, dialect string, extra map[string]string) *stack {
 	t.Helper()
+	skipShort(t)
 	st := &stack{t: t, model: fakeopenai.New(t, fakeopenai.WithOfferedToolsOnly()), aws: fakeaws.New(t)}
 	env := map[string]string{
 		app.EnvAWSEndpoint:   st.aws.URL(),

@@ -71,6 +71,7 @@ func startBrowser(t *testing.T, d sqlstore.Dialect, size ...int) *browser {
 // extra.
 func startBrowserWith(t *testing.T, d sqlstore.Dialect, extra map[string]string, size ...int) *browser {
 	t.Helper()
+	skipShort(t)
 	exe := chromiumPath(t)
 	browsers <- struct{}{}
 	t.Cleanup(func() { <-browsers })

@@ -50,6 +50,7 @@ func migrateDB(t *testing.T, vars map[string]string) {
 // and providers of vars, and returns the address it serves on.
 func startProcess(t *testing.T, mode app.Mode, vars map[string]string, opts ...fx.Option) string {
 	t.Helper()
+	skipShort(t)
 	vars = maps.Clone(vars)
 	if vars[app.EnvDatabaseConns] == "" {
 		vars[app.EnvDatabaseConns] = strconv.Itoa(sqlstoretest.TestMaxConns)

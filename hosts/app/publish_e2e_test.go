@@ -81,6 +81,7 @@ func (rc *receiver) deliveries() []delivery {
 // returns it with a stop function, for tests that restart it.
 func startApp(t *testing.T, env map[string]string) (*stack, func()) {
 	t.Helper()
+	skipShort(t)
 	st := &stack{t: t, model: fakeopenai.New(t, fakeopenai.WithOfferedToolsOnly()), aws: fakeaws.New(t)}
 	full := map[string]string{
 		app.EnvAWSEndpoint: st.aws.URL(), app.EnvDatabaseConns: strconv.Itoa(sqlstoretest.TestMaxConns),

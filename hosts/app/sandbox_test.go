@@ -178,6 +178,7 @@ func startSandbox(t *testing.T, dataDir, dbURL string) *sandboxHost {
 // startSandboxWith is startSandbox with extra added to the environment.
 func startSandboxWith(t *testing.T, dataDir, dbURL string, extra map[string]string) *sandboxHost {
 	t.Helper()
+	skipShort(t)
 	vars := map[string]string{app.EnvDataDir: dataDir, app.EnvHTTPAddr: "127.0.0.1:0"}
 	if dbURL != "" {
 		vars[app.EnvDatabaseURL] = dbURL

@@ -71,6 +71,7 @@ func freeAddr(t *testing.T) string {
 // startSCMStack starts the stack; edits change its environment first.
 func startSCMStack(t *testing.T, dialect string, edits ...func(env map[string]string)) *scmStack {
 	t.Helper()
+	skipShort(t)
 	st := &scmStack{stack: &stack{t: t, model: fakeopenai.New(t, fakeopenai.WithOfferedToolsOnly()), aws: fakeaws.New(t)}, gh: fakegithub.New(t)}
 	addr := freeAddr(t)
 	st.public = "http://" + addr

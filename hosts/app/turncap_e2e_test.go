@@ -26,6 +26,7 @@ import (
 // extra adds variables to every replica's environment.
 func startReplicas(t *testing.T, d sqlstore.Dialect, n int, extra map[string]string) []*stack {
 	t.Helper()
+	skipShort(t)
 	model, aws := fakeopenai.New(t, fakeopenai.WithOfferedToolsOnly()), fakeaws.New(t)
 	env := map[string]string{
 		app.EnvAWSEndpoint:   aws.URL(),

@@ -27,6 +27,9 @@ const crashDeadline = 20 * time.Second
 // the database; the next `devpilot run` takes it up as it starts and the
 // stage is generated, with no new request from anyone.
 func TestRunResumesStageAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills devpilot processes (-short)")
+	}
 	scope, err := os.ReadFile(filepath.Join("..", "..", "core", "spec", "testdata", "scope.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -66,6 +66,9 @@ var walkthroughChecks = []struct {
 // variables, which turn the sandbox off, and DEVPILOT_*). Everything stays
 // on loopback: the sandbox's fakes answer for OpenAI, AWS and GitHub.
 func TestREADMEWalkthrough(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the README against a devpilot process (-short)")
+	}
 	t.Parallel()
 	for _, tool := range []string{"bash", "curl", "openssl"} {
 		if _, err := exec.LookPath(tool); err != nil {
