@@ -265,6 +265,7 @@ func find(evs []sse, name string) sse {
 }
 
 func TestAssistantEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -443,6 +444,7 @@ func TestAssistantEndToEnd(t *testing.T) {
 // A chat and its confirmation work over HTTP/2 without TLS, as a proxy
 // multiplexing its upstream connections sends them.
 func TestAssistantOverCleartextHTTP2(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

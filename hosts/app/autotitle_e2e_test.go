@@ -41,6 +41,7 @@ func waitTitle(t *testing.T, get func() (int, []byte), session string) string {
 // a request for it, with one model call charged to the title feature; a
 // later turn makes none; with DEVPILOT_AUTO_TITLE=0 no session is titled.
 func TestAutoTitleEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -89,6 +90,7 @@ func TestAutoTitleEndToEnd(t *testing.T) {
 // TestSandboxAutoTitle: the sandbox's demo model titles a chat after its
 // first answer.
 func TestSandboxAutoTitle(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -38,6 +38,7 @@ func (st *stack) budget(token, method string, body any, header ...string) (int, 
 // when a turn runs out midway), refused calls are not counted, and going
 // back to the default (unlimited here) lets the organisation work again.
 func TestOrgTokenBudget(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -48,6 +48,7 @@ func tally(t *testing.T, what string, codes []int, bodies [][]byte, allowed map[
 // would pass them arrive together. On both databases (the races were lost
 // on PostgreSQL).
 func TestCapsHoldUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

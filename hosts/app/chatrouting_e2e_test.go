@@ -17,6 +17,7 @@ import (
 // confirmation: the spec area stays in play because the conversation called
 // its write.
 func TestChatRoutingFollowsConversation(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -14,6 +14,7 @@ import (
 // by a word of an answer or of the title, case-insensitively, pages, and
 // refuses a q with a control character or too long with 422 naming q.
 func TestChatSearchAPI(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -287,6 +287,7 @@ func newCloudAccount(name string, readOnly bool) map[string]any {
 }
 
 func TestCloudEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -994,6 +995,7 @@ func TestCloudBadInput(t *testing.T) {
 // answers 400 naming the choices; a build's logs need only the build id
 // its deploy returned; the assume-role external id is the org's.
 func TestCloudResolution(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

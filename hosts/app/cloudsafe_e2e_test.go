@@ -17,6 +17,7 @@ import (
 // builds are listed a page at a time; a function that fails is audited as
 // failed.
 func TestCloudActSafely(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -173,6 +174,7 @@ func TestCloudActSafely(t *testing.T) {
 // TestCloudBuildsList covers GET /deployments/apps/{app_id}/builds: a
 // branch's builds, newest first, a page at a time, each one opening.
 func TestCloudBuildsList(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

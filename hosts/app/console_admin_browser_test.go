@@ -181,6 +181,7 @@ func (b *browser) clickWebLink(what, sel string) string {
 // pull request links open HTML pages of its fake GitHub. A member's menu
 // has no Members or Admin entry, and #/admin tells them plainly.
 func TestConsoleRepoStates(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -251,6 +252,7 @@ func TestConsoleRepoStates(t *testing.T) {
 // no GitHub OAuth app: one badge, what an admin must set, no Connect button
 // and no green "Connected" however the demo user was once connected.
 func TestConsoleReposNotConfigured(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -277,6 +279,7 @@ func TestConsoleReposNotConfigured(t *testing.T) {
 // by feature beside the budget and what is left of it, set the budget, and
 // mark a read tool "always confirm", at 1440 and 390 px.
 func TestConsoleAdmin(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -264,6 +264,7 @@ func (b *browser) goTo(fragment string) {
 }
 
 func TestConsoleSignIn(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -80,6 +80,7 @@ type chatSessionDetail struct {
 }
 
 func TestConsoleChat(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -343,6 +344,7 @@ const cutStream = `(() => {
 })()`
 
 func TestConsoleChatResumeXSSMic(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -29,6 +29,7 @@ const recordChatBodies = `(() => {
 // that page as context.current_page and the session as
 // selected_project_id, on the first message and on a follow-up.
 func TestConsoleChatSendsPage(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

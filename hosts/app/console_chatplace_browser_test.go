@@ -76,6 +76,7 @@ func (b *browser) openNewChat() {
 const bannerShown = `(e => e && !e.hidden && e.getClientRects().length > 0 && e.textContent === 'Reconnecting…')(document.getElementById('reconnecting'))`
 
 func TestConsoleChatKeepsPlace(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -310,6 +311,7 @@ func (b *browser) restart(whileDown func()) {
 }
 
 func TestConsoleRecoversAfterRestart(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -50,6 +50,7 @@ func roles(s chatSessionDetail) map[string]int {
 }
 
 func TestConsoleChatReopen(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -100,6 +101,7 @@ func TestConsoleChatReopen(t *testing.T) {
 }
 
 func TestConsoleChatStop(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

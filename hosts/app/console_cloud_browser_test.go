@@ -68,6 +68,7 @@ func plainAmounts(s string) string {
 // service through its dialog (and the audit entry it leaves), a dry-run
 // invoke, and deploying the Amplify app and reading a build's steps.
 func TestConsoleCloud(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

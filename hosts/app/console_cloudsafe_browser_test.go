@@ -19,6 +19,7 @@ import (
 // one. The pages are looked at 1440 and 390 px wide (saved where
 // DEVPILOT_LOOK asks).
 func TestConsoleCloudSafe(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

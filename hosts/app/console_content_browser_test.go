@@ -57,6 +57,7 @@ const xssBody = "Our synergy story.\n\n<script>window.__xss = 1</script>\n\n" +
 	`<img src=x onerror="window.__xss = 2">` + "\n\n[click me](javascript:window.__xss=3)"
 
 func TestConsoleContent(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

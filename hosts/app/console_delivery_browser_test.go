@@ -153,6 +153,7 @@ func (v visit) String() string {
 // single-sign-on configuration, the sandbox's demo token) are data, counted
 // and reported apart. Signed in, a reload again fetches no console file.
 func TestConsoleDeliveryCaching(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -18,6 +18,7 @@ import (
 // joins, and lands in the console signed in as the new member; the
 // invitation is no longer pending and the teammate is a member.
 func TestConsoleInvite(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -18,6 +18,7 @@ import (
 // looks at costs by region beside the previous period, with the month's
 // forecast, and downloads them as CSV; at 1440 and 390 px wide.
 func TestConsoleLogsAndCosts(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -16,6 +16,7 @@ import (
 // members on the Members page, makes one an admin, and removes another,
 // whose token is refused at once.
 func TestConsoleMembers(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

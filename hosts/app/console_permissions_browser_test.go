@@ -19,6 +19,7 @@ import (
 // the Permissions page, and the member's scale then goes through. The page
 // is looked at 1440 and 390 px wide.
 func TestConsolePermissions(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

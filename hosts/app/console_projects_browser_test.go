@@ -24,6 +24,7 @@ const selectedProject = `(s => s && s.selectedOptions[0] ? s.selectedOptions[0].
 // through the API) and an id remembered by the browser from before still
 // show and open.
 func TestConsoleProjects(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -87,6 +87,7 @@ func publishShots(b *browser, name string) {
 // demo user's, a sandbox draft said to be the sandbox model's; and the
 // target deleted after a confirmation in the page.
 func TestConsolePublish(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

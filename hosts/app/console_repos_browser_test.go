@@ -14,6 +14,7 @@ import (
 )
 
 func TestConsoleRepos(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

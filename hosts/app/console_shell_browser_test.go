@@ -69,6 +69,7 @@ func shown(sel string) string {
 // a status prefix and goes on the next success. The favicon and manifest
 // are served.
 func TestConsoleShell(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

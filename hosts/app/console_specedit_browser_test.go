@@ -54,6 +54,7 @@ func typeInto(b *browser, sel, s string) {
 // versions compare: the changed and the added requirement, and the
 // Markdown's lines added and removed. On both databases, at 1440 and 390 px.
 func TestConsoleSpecEdit(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -209,6 +210,7 @@ func TestConsoleSpecEdit(t *testing.T) {
 // as items to edit; a removed story is gone from the saved version. On both
 // databases.
 func TestConsoleSpecEditEveryStage(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

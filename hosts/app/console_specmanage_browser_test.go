@@ -30,6 +30,7 @@ import (
 // list no longer shows it and the API answers 404. The page is looked at
 // 1440 and 390 px wide.
 func TestConsoleSpecManage(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

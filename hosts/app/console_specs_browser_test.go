@@ -22,6 +22,7 @@ import (
 // traceability view, a stage document holding markup shown as text, and an
 // admin's standard.
 func TestConsoleSpecs(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

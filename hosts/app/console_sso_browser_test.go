@@ -44,6 +44,7 @@ func (b *browser) ssoSignIn() {
 // after which the cookie no longer works; a refused sign-in comes back to
 // the sign-in page with the reason.
 func TestConsoleSSO(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -95,6 +96,7 @@ func TestConsoleSSO(t *testing.T) {
 // signed in by the session cookie too); from then on the provider's
 // sign-in reaches them.
 func TestConsoleVerifyEmail(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -22,6 +22,7 @@ import (
 // their next request is refused. (That a removal ends a session on every
 // replica at once is TestOIDCSignIn's.)
 func TestConsoleTeammateJourney(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

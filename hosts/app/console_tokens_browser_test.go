@@ -15,6 +15,7 @@ import (
 // token, sees its secret once, finds it listed (without the secret), and
 // revokes it; the token works between the two, and is refused after.
 func TestConsoleTokens(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -18,6 +18,7 @@ import (
 // with no area chosen says so and creates nothing. The page is looked at
 // 1440 and 390 px wide. On both databases.
 func TestConsoleTokenScopes(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

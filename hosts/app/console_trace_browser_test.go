@@ -21,6 +21,7 @@ import (
 // on the item (scrolled to and highlighted); ids in code stay text. On both
 // databases, at 1440 and 390 px.
 func TestConsoleTrace(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -75,6 +75,7 @@ func hasCheck(checks []ports.ContentCheck, kind, term string) bool {
 }
 
 func TestContentEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -49,6 +49,7 @@ func (st *stack) projects(token string) []projectView {
 // used without a record (a brand, a brief) gets one named after it and
 // keeps working; writes are audited.
 func TestContentProjects(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -152,6 +152,7 @@ func deltas(evs []sse) string {
 // carries Last-Event-ID is refused, and a finished turn replays through
 // its done.
 func TestChatOutlivesItsConnection(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -244,6 +245,7 @@ func TestChatOutlivesItsConnection(t *testing.T) {
 // and no tool call is started. Nothing runs then: a second stop is 409;
 // another user's session is 404.
 func TestStopFromTheOtherReplica(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -310,6 +312,7 @@ func TestStopFromTheOtherReplica(t *testing.T) {
 // resuming it on a live replica gets what was stored, then error
 // (turn_lost) and done, and never waits past the lease.
 func TestLostTurnEndsItsStream(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -355,6 +358,7 @@ func TestLostTurnEndsItsStream(t *testing.T) {
 // on without its client ends the turn within its shutdown grace, stored as
 // cancelled (error, then done), never left running.
 func TestShutdownEndsTheTurnsItRuns(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -61,6 +61,7 @@ var hostileBytes = []struct{ class, text string }{
 // model's reply and tool arguments, a webhook's commit messages) is stored
 // cleaned, never refused.
 func TestHostileInputEverywhere(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -110,6 +111,7 @@ func TestHostileInputEverywhere(t *testing.T) {
 // NUL, controls and bidi overrides are stored cleaned and read back, on
 // both databases.
 func TestModelOutputIsStoredClean(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -15,6 +15,7 @@ import (
 // A brief created twice with one Idempotency-Key is created once; the key
 // with another body is refused; another user's same key is their own.
 func TestIdempotencyEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -64,6 +65,7 @@ func TestIdempotencyEndToEnd(t *testing.T) {
 // are created with an Idempotency-Key, no column of any table holds their
 // secret, and a retry with the key still gets the same response.
 func TestIdempotencyKeepsNoSecret(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -89,6 +89,7 @@ func (st *stack) sendBytes(method, path string, body []byte) (int, string, []byt
 // unknown ones; members may not invite; every step is audited. On both
 // databases.
 func TestInvitations(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -301,6 +302,7 @@ func sameProblem(raw []byte, want string) bool {
 // accept, and an admin to invite, is refused as a problem, never a 500;
 // and nothing hostile is stored.
 func TestInvitationsHostileInput(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -15,6 +15,7 @@ import (
 // removes them; accepting one is then refused like any bad secret. On both
 // databases.
 func TestInvitationsDieWithInviterRole(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

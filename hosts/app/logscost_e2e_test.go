@@ -92,6 +92,7 @@ func next(t *testing.T, evs <-chan followEvent) followEvent {
 }
 
 func TestCloudLogFollow(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -232,6 +233,7 @@ func ratEq(a json.Number, b string) bool {
 }
 
 func TestCloudCostAnalysis(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

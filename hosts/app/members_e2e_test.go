@@ -20,6 +20,7 @@ import (
 // member; members may do neither; every change is audited. On both
 // databases.
 func TestMembers(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -116,6 +117,7 @@ func TestMembers(t *testing.T) {
 // in production, and here its second replica is only held to its cache's
 // few seconds.
 func TestMemberRemovedOnEveryReplica(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

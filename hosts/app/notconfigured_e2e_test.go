@@ -14,6 +14,7 @@ import (
 // its first attempt (not after four over 30 s), and the session's error
 // names the setting.
 func TestSpecWithoutModelFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -87,6 +87,7 @@ func startProcess(t *testing.T, mode app.Mode, vars map[string]string, opts ...f
 // spec stage, a content draft and a burst of webhook deliveries, each
 // process's /metrics carries non-zero series for what it did.
 func TestOperationsCheck(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

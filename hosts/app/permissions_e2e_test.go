@@ -30,6 +30,7 @@ func refusedFor(t *testing.T, what string, code int, body []byte, perm string) {
 // naming the permission; an operator may; once an admin gives members the
 // permission, the member may too.
 func TestPermissionsEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -24,6 +24,7 @@ import (
 // organisation's user answers as for any new email (item 8). On both
 // databases.
 func TestOIDCSignInInvitationCannotPlantAccount(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -108,6 +109,7 @@ func TestOIDCSignInInvitationCannotPlantAccount(t *testing.T) {
 // from then on. The attempt does not finish in another browser (the one a
 // planter could send the link to). On both databases.
 func TestOIDCVerifyInvitedEmail(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -126,6 +126,7 @@ func (w *eventWatch) close() {
 // whole generation through five stages from one call, with no polling by
 // the client; Last-Event-ID skips the state seen; on both databases.
 func TestProgressStreams(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -194,6 +194,7 @@ func (st *stack) publish(token, itemID string, req map[string]any) (int, map[str
 }
 
 func TestPublishEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -347,6 +348,7 @@ func mustJSON(v any) []byte {
 // is delivered once, signed, no earlier than its time, by a new process
 // started on the same database after the first one stopped.
 func TestPublishScheduledSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -395,6 +397,7 @@ func TestPublishScheduledSurvivesRestart(t *testing.T) {
 }
 
 func TestPublishGitHubFileEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -476,6 +479,7 @@ func TestPublishGitHubFileEndToEnd(t *testing.T) {
 // any spelling of a local or non-public address is 422 problem+json
 // naming the field, and nothing is stored.
 func TestPublishTargetAddressGuardEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -70,6 +70,7 @@ func (st *stack) cheapItem(token string) contentView {
 }
 
 func TestPublishOnlyForRealEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -21,6 +21,7 @@ import (
 // together, so the user gets 429 at the same count whichever replica
 // answers, and another user is not affected.
 func TestRateLimitAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

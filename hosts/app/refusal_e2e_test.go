@@ -49,6 +49,7 @@ func closedConn(err error) bool {
 // 999 bytes that never come while holding the descriptor. A client that
 // sends its whole body keeps its connection for the next request.
 func TestRefusedBeforeBodyIsAnsweredAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			st := startSCMStack(t, string(d))
@@ -162,6 +163,7 @@ func refusedAtOnce(c net.Conn, deadline time.Time, head string, status int) erro
 // webhook body deadline (here DEVPILOT_BODY_READ_TIMEOUT, 5 s, shorter
 // than the webhook's own 10 s).
 func TestSlowWebhookBodiesDoNotStarveDeliveries(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

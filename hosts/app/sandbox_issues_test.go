@@ -16,6 +16,7 @@ import (
 // story and a tracking issue per epic; a second export changes none of
 // their numbers.
 func TestSandboxSpecToIssues(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -452,6 +452,7 @@ func (h *sandboxHost) chat(token, message string) (events, tools []string) {
 }
 
 func TestSandboxRun(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

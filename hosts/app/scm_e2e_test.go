@@ -382,6 +382,7 @@ func (st *scmStack) githubToken(login string) string {
 }
 
 func TestSCMEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -616,6 +617,7 @@ func TestSCMEndToEnd(t *testing.T) {
 // to connect is 503 naming the variables to set (as the README says), in
 // both of authorize's forms, and sends no one anywhere.
 func TestSCMNotConfigured(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -643,6 +645,7 @@ func TestSCMNotConfigured(t *testing.T) {
 }
 
 func TestSCMBadInputAndFaults(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -11,6 +11,7 @@ import (
 // javascript: URLs becomes activity whose url is empty in the API; a
 // delivery's http(s) links are kept.
 func TestSCMActivityURLsAreWebURLs(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

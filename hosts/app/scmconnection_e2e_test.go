@@ -39,6 +39,7 @@ func (st *scmStack) connectionState(token, path string) scmConnectionJSON {
 // user never connected (where /scm/repos answers an empty list, which the
 // console once took for "connected"), and connected with two repositories.
 func TestSCMConnectionStates(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -176,6 +176,7 @@ func (st *stack) cookieCall(s browserSession, method, path string, body any, hea
 // removing the member, or signing out, ends the session on both replicas.
 // On both databases.
 func TestOIDCSignIn(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -295,6 +296,7 @@ func waitStatus(t *testing.T, d sqlstore.Dialect, replicas []*stack, s browserSe
 // or forged callback, an unverified email, a user the policy does not
 // admit — and a browser is sent back to the console with the reason.
 func TestOIDCSignInRefused(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

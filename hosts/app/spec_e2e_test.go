@@ -90,6 +90,7 @@ func (st *stack) admin(email string) string {
 }
 
 func TestSpecEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

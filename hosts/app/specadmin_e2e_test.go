@@ -16,6 +16,7 @@ import (
 // its inputs and audited; and inputs sent without a title get one from
 // their content.
 func TestSpecRenameDelete(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -17,6 +17,7 @@ import (
 // document's paragraph breaks, and that text reaches the model; a scanned
 // PDF, a corrupt file and a truncated .docx are 422.
 func TestSpecDocumentUploads(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -14,6 +14,7 @@ import (
 // (If-Match on its version), lists the PRD's versions and compares them, on
 // both databases.
 func TestSpecEditVersionsDiff(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

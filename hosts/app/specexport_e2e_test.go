@@ -60,6 +60,7 @@ var exportDisposition = regexp.MustCompile(`^attachment; filename="spec-[0-9a-f]
 // fake model, regenerates the epics (so stories and PRPs are stale), and
 // downloads it as a zip archive and as Markdown; on both databases.
 func TestSpecExportEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -90,6 +90,7 @@ func issuesByRef(t *testing.T, repo *fakegithub.Repo) map[string]fakegithub.Issu
 // after its stories changed, and once more with PRPs under a secondary rate
 // limit; on both databases.
 func TestSpecIssueExportEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -237,6 +238,7 @@ func stageOutputText(t *testing.T, stage string) string {
 
 // TestSpecIssueExportHostile sends bad ids and bodies to the export routes.
 func TestSpecIssueExportHostile(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

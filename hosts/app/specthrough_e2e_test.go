@@ -12,6 +12,7 @@ import (
 // a session through all five stages in the background, and a chain stops
 // at the first stage that fails, with its reason; on both databases.
 func TestSpecGenerateThrough(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

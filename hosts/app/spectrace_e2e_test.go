@@ -79,6 +79,7 @@ func csvTraceLines(t *testing.T, archive []byte) []string {
 // before the PRD; 404 for another user's or organisation's session; on both
 // databases.
 func TestSpecTraceabilityEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -18,6 +18,7 @@ import (
 // configured model's name, and a version edited by hand names its editor
 // (generated_by.user_name), on both databases.
 func TestSpecWhoMadeItSandbox(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

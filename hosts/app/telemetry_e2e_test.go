@@ -55,6 +55,7 @@ func seriesValue(metrics, series string) (float64, bool) {
 // the database, and the processing lag is observed once the worker has
 // processed the delivery.
 func TestMetricsOfTheCores(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

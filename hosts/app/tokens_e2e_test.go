@@ -18,6 +18,7 @@ type tokenView struct {
 // nobody touches another's tokens; each action is in the organisation's
 // audit log, which only admins read. On both databases.
 func TestOwnTokens(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

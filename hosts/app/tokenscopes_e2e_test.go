@@ -22,6 +22,7 @@ import (
 // specs but not content; a token that may chat but not write the cloud
 // cannot approve the assistant's scale either. On both databases.
 func TestTokenScopes(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -51,6 +51,7 @@ func (st *stack) chatListingWidgets(token string, runs bool) []sse {
 }
 
 func TestToolPolicyEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -163,6 +163,7 @@ func TestTracingOffExportsNothing(t *testing.T) {
 // trace of devpilot's own instead of failing the request, and a client's
 // baggage is never forwarded to the model's provider; on both databases.
 func TestTracingHostileHeaders(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

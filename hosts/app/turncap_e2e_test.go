@@ -84,6 +84,7 @@ func startReplicas(t *testing.T, d sqlstore.Dialect, n int, extra map[string]str
 // and checks that one more chat of the same user is 429 too_many_turns on
 // any replica, with nothing stored, while another user chats on.
 func TestTurnCapAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -44,6 +44,7 @@ func (st *stack) usage(token, query string) (int, usageReport) {
 // TestUsageAccountsForEveryToken: every token the model reported is in
 // /api/v1/usage, charged to the user and feature it was used for.
 func TestUsageAccountsForEveryToken(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -122,6 +123,7 @@ func TestUsageAccountsForEveryToken(t *testing.T) {
 // organisation's budget is refused before the provider is called; on both
 // databases.
 func TestUsageOfTranscriptions(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

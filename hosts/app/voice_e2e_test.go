@@ -18,6 +18,7 @@ import (
 )
 
 func TestVoiceEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -233,6 +234,7 @@ func TestTranscriptionEndToEnd(t *testing.T) {
 // realtime client secret is minted: 429 budget_exceeded, and the provider
 // hears nothing; with the budget lifted, a session starts again.
 func TestVoiceSessionOverBudget(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -55,6 +55,7 @@ func (st *stack) waitVoiceUsage(token string, prompt, completion int64) usageRep
 // from its sideband: every response's tokens are in /api/v1/usage under
 // voice, once, also when the sideband drops and is joined again.
 func TestVoiceCallUsage(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -188,6 +189,7 @@ func TestVoiceCallRefusesBadOffers(t *testing.T) {
 // registered; an id the provider does not know charges nothing, and a
 // malformed one is refused.
 func TestVoiceOwnCallUsage(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -16,6 +16,7 @@ import (
 // TestWorkerServesProbesAndMetrics: the worker command answers /livez,
 // /readyz and /metrics on DEVPILOT_WORKER_ADDR, and nothing of the API.
 func TestWorkerServesProbesAndMetrics(t *testing.T) {
+	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
