@@ -96,10 +96,15 @@ const (
 	FinishContentFilter FinishReason = "content_filter"
 )
 
-// Usage counts the tokens of one call.
+// Usage counts the tokens of one call. PromptTokens counts every input
+// token, those read from or written to the provider's prompt cache included;
+// CacheReadTokens and CacheWriteTokens say how many of them were (0 from a
+// provider that does not report it).
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
+	CacheReadTokens  int
+	CacheWriteTokens int
 }
 
 // ChatResult is a finished completion: all its text, its complete tool calls
@@ -113,6 +118,9 @@ type ChatResult struct {
 	// ID is the provider's identifier of the completion ("chatcmpl-…"),
 	// "" when it sent none.
 	ID string
+	// Provider names the provider that answered ("openai", "anthropic",
+	// "bedrock"); "" from an adapter that does not say.
+	Provider string
 }
 
 // LLM error codes, set as Error.Code on the kinds named.
