@@ -31,7 +31,9 @@ func setup(t *testing.T) (*fakeopenai.Server, *fakeanthropic.Server, *anthropic.
 
 func user(text string) ports.Message { return ports.Message{Role: ports.MessageUser, Content: text} }
 
-func system(text string) ports.Message { return ports.Message{Role: ports.MessageSystem, Content: text} }
+func system(text string) ports.Message {
+	return ports.Message{Role: ports.MessageSystem, Content: text}
+}
 
 // sent is the JSON body of the request number i the fake received.
 func sent(t *testing.T, script *fakeopenai.Server, i int) map[string]any {
