@@ -14,6 +14,7 @@ package anthropic
 import (
 	"cmp"
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -178,19 +179,19 @@ func (c *Client) stream(ctx context.Context, b *built, onDelta func(string) erro
 	s := c.api.Messages.NewStreaming(ctx, b.params)
 	defer func() { _ = s.Close() }()
 	var (
-		acc      anthropic.Message
+		msg      message
 		content  strings.Builder
 		started  bool
 		stopped  bool
 		answerAt = int64(-1) // the index of the forced tool's block
 	)
 	partial := func() ports.ChatResult {
-		return ports.ChatResult{Content: content.String(), Model: cmp.Or(acc.Model, b.params.Model), ID: acc.ID}
+		return ports.ChatResult{Content: content.String(), Model: cmp.Or(msg.model, b.params.Model), ID: msg.id}
 	}
 	for s.Next() {
 		ev := s.Current()
 		started = true
-		if err := acc.Accumulate(ev); err != nil {
+		if err := msg.add(&ev); err != nil {
 			return partial(), &failure{err: ports.Wrap(ports.KindUpstream, err, msgMalformed)}
 		}
 		var text string
@@ -226,20 +227,29 @@ func (c *Client) stream(ctx context.Context, b *built, onDelta func(string) erro
 		return partial(), &failure{err: truncated(errors.New("the stream ended before message_stop"))}
 	}
 	res := partial()
-	for i, blk := range acc.Content {
-		if blk.Type != "tool_use" {
+	seen := map[string]bool{}
+	for _, blk := range msg.blocks {
+		if blk.typ != "tool_use" {
 			continue
 		}
-		if int64(i) == answerAt {
-			res.Content = string(ports.CleanJSON(blk.Input))
+		input := blk.input.String()
+		if strings.TrimSpace(input) == "" {
+			input = "{}"
+		}
+		input = string(ports.CleanJSON([]byte(input)))
+		if blk.index == answerAt {
+			res.Content = input
 			continue
 		}
-		res.ToolCalls = append(res.ToolCalls, ports.ToolCall{
-			ID: blk.ID, Name: blk.Name, Arguments: string(ports.CleanJSON(blk.Input)),
-		})
+		id := blk.id
+		if id == "" || seen[id] { // every call needs an id of its own for its result
+			id = "toolu_" + crand.Text()
+		}
+		seen[id] = true
+		res.ToolCalls = append(res.ToolCalls, ports.ToolCall{ID: id, Name: blk.name, Arguments: input})
 	}
-	res.FinishReason = finishReason(acc.StopReason, len(res.ToolCalls) > 0, answerAt >= 0)
-	u := acc.Usage
+	res.FinishReason = finishReason(msg.stop, len(res.ToolCalls) > 0, answerAt >= 0)
+	u := msg.usage
 	res.Usage = ports.Usage{
 		PromptTokens:     int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
 		CompletionTokens: int(u.OutputTokens),
@@ -247,6 +257,64 @@ func (c *Client) stream(ctx context.Context, b *built, onDelta func(string) erro
 		CacheWriteTokens: int(u.CacheCreationInputTokens),
 	}
 	return res, nil
+}
+
+// message is what a stream said of its message: the SDK's Accumulate
+// without its copies of the raw JSON, and keeping a tool's input as the
+// model wrote it, valid JSON or not, for the core to judge.
+type message struct {
+	id, model string
+	stop      anthropic.StopReason
+	usage     anthropic.MessageDeltaUsage
+	blocks    []*block
+}
+
+// block is one content block of a streamed message.
+type block struct {
+	index         int64
+	typ, id, name string
+	input         strings.Builder
+}
+
+// add applies one event. It returns an error for an event about a block
+// that was not started, or a block started out of order.
+func (m *message) add(ev *anthropic.MessageStreamEventUnion) error {
+	switch ev.Type {
+	case "message_start":
+		m.id, m.model = ev.Message.ID, ev.Message.Model
+		u := ev.Message.Usage
+		m.usage = anthropic.MessageDeltaUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CacheCreationInputTokens: u.CacheCreationInputTokens, CacheReadInputTokens: u.CacheReadInputTokens}
+	case "content_block_start":
+		if ev.Index != int64(len(m.blocks)) {
+			return fmt.Errorf("content block %d started after %d blocks", ev.Index, len(m.blocks))
+		}
+		cb := ev.ContentBlock
+		m.blocks = append(m.blocks, &block{index: ev.Index, typ: cb.Type, id: cb.ID, name: cb.Name})
+	case "content_block_delta":
+		if ev.Index < 0 || ev.Index >= int64(len(m.blocks)) {
+			return fmt.Errorf("a delta of content block %d, which was not started", ev.Index)
+		}
+		if ev.Delta.Type == "input_json_delta" {
+			m.blocks[ev.Index].input.WriteString(ev.Delta.PartialJSON)
+		}
+	case "message_delta":
+		m.stop = ev.Delta.StopReason
+		// Every count is a total for the whole message; those not sent
+		// keep what message_start said.
+		u := ev.Usage
+		m.usage.OutputTokens = u.OutputTokens
+		if u.JSON.InputTokens.Valid() {
+			m.usage.InputTokens = u.InputTokens
+		}
+		if u.JSON.CacheCreationInputTokens.Valid() {
+			m.usage.CacheCreationInputTokens = u.CacheCreationInputTokens
+		}
+		if u.JSON.CacheReadInputTokens.Valid() {
+			m.usage.CacheReadInputTokens = u.CacheReadInputTokens
+		}
+	}
+	return nil
 }
 
 // finishReason maps Anthropic's stop_reason. The forced call of a

@@ -369,3 +369,33 @@ func TestChatHostileContent(t *testing.T) {
 		t.Errorf("content = %q", res.Content)
 	}
 }
+
+func TestChatInvalidArgumentsPassThrough(t *testing.T) {
+	t.Parallel()
+	script, _, c := setup(t)
+	script.Enqueue(
+		fakeopenai.ToolCalls(fakeopenai.Call{ID: "toolu_x", Name: "t", Arguments: `{"a": tru`}),
+		fakeopenai.Text(`not json at all`),
+		fakeopenai.Text("fine"),
+	)
+	tools := []ports.ToolDefinition{{Name: "t", Parameters: json.RawMessage(`{"type":"object"}`)}}
+	msgs := []ports.Message{user("go")}
+	res, err := c.Chat(context.Background(), ports.ChatRequest{Messages: msgs, Tools: tools}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ToolCalls) != 1 || res.ToolCalls[0].Arguments != `{"a": tru` {
+		t.Fatalf("result = %+v", res)
+	}
+	res, err = c.Chat(context.Background(), ports.ChatRequest{Messages: msgs,
+		ResponseFormat: &ports.JSONSchemaFormat{Name: "answer", Schema: json.RawMessage(`{"type":"object"}`)}}, nil)
+	if err != nil || res.Content != "not json at all" {
+		t.Fatalf("structured result %+v, error %v", res, err)
+	}
+	// The invalid arguments go back as an empty input, which the API accepts.
+	msgs = append(msgs, ports.Message{Role: ports.MessageAssistant, ToolCalls: []ports.ToolCall{{ID: "toolu_x", Name: "t", Arguments: `{"a": tru`}}},
+		ports.Message{Role: ports.MessageTool, ToolCallID: "toolu_x", Content: "invalid arguments"})
+	if _, err := c.Chat(context.Background(), ports.ChatRequest{Messages: msgs, Tools: tools}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
