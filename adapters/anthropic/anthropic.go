@@ -17,6 +17,7 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -59,6 +60,14 @@ type Config struct {
 	// (Anthropic requires a cap on every call); DefaultMaxTokens when zero
 	// or negative.
 	MaxTokens int
+	// MaxRetries is how many times a call that failed before any of its
+	// answer reached onDelta is tried again, when the failure may pass
+	// (rate limited, overloaded, a server error, a dropped connection, a
+	// cut stream): with exponential backoff and jitter, never sooner than
+	// the API's Retry-After, and not when that asks for more than 30s.
+	// None when zero or negative, the default, which leaves retrying to the
+	// caller (devpilot's failover between providers).
+	MaxRetries int
 }
 
 // String describes the configuration without its API key.
@@ -82,6 +91,14 @@ type Client struct {
 	model     string
 	timeout   time.Duration
 	maxTokens int
+
+	// Retry pacing: how many retries, the first backoff, the largest, and
+	// the longest wait a Retry-After may ask for before the call gives up
+	// instead.
+	maxRetries   int
+	backoffBase  time.Duration
+	backoffMax   time.Duration
+	maxRetryWait time.Duration
 }
 
 var _ ports.LLM = (*Client)(nil)
@@ -125,6 +142,11 @@ func New(cfg Config) (*Client, error) {
 		model:     cfg.Model,
 		timeout:   cfg.Timeout,
 		maxTokens: cfg.MaxTokens,
+
+		maxRetries:   max(cfg.MaxRetries, 0),
+		backoffBase:  500 * time.Millisecond,
+		backoffMax:   8 * time.Second,
+		maxRetryWait: 30 * time.Second,
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
@@ -142,7 +164,8 @@ var errCallTimeout = errors.New("anthropic: call timeout")
 // complete. With a ResponseFormat, the answer is the input of the forced
 // tool call (see buildParams), streamed to onDelta as it comes, the way
 // the OpenAI adapter streams structured content, and returned as Content
-// with FinishReason stop. Nothing is tried again. Errors: rate_limited
+// with FinishReason stop. A failure that may pass is tried again as
+// Config.MaxRetries says, only while nothing has reached onDelta. Errors: rate_limited
 // (with RetryAfter), unavailable (overloaded, server errors, unreachable;
 // with RetryAfter when the API gave one), timeout (Config.Timeout passed),
 // invalid (Code context_length or invalid_request), upstream (Code
@@ -157,21 +180,59 @@ func (c *Client) Chat(ctx context.Context, req ports.ChatRequest, onDelta func(d
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, c.timeout, errCallTimeout)
 	defer cancel()
-	res, f := c.stream(callCtx, b, onDelta)
-	res.Provider = ProviderName
-	if f == nil {
-		return res, nil
+	delivered := false
+	deliver := onDelta
+	if onDelta != nil {
+		deliver = func(d string) error { delivered = true; return onDelta(d) }
 	}
-	if f.callerErr != nil {
-		return res, f.callerErr
+	for attempt := 0; ; attempt++ {
+		res, f := c.stream(callCtx, b, deliver)
+		res.Provider = ProviderName
+		if f == nil {
+			return res, nil
+		}
+		if f.callerErr != nil {
+			return res, f.callerErr
+		}
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if callCtx.Err() != nil {
+			return res, timeoutAfter(c.timeout)
+		}
+		if delivered || res.Content != "" || attempt >= c.maxRetries || !f.err.Retryable() {
+			return res, f.err
+		}
+		wait := c.backoff(attempt, f.err.RetryAfter)
+		if deadline, ok := callCtx.Deadline(); wait > c.maxRetryWait || (ok && time.Until(deadline) < wait) {
+			return res, f.err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-callCtx.Done():
+			t.Stop()
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			return res, timeoutAfter(c.timeout)
+		}
 	}
-	if err := ctx.Err(); err != nil {
-		return res, err
+}
+
+// backoff is the wait before retry number attempt+1: exponential from
+// backoffBase up to backoffMax, with equal jitter, and never shorter than
+// what the API asked for.
+func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	d := c.backoffBase
+	for i := 0; i < attempt && d < c.backoffMax; i++ {
+		d *= 2
 	}
-	if callCtx.Err() != nil {
-		return res, timeoutAfter(c.timeout)
+	d = min(d, c.backoffMax)
+	if half := int64(d / 2); half > 0 {
+		d = time.Duration(half + rand.Int64N(half+1))
 	}
-	return res, f.err
+	return max(d, retryAfter)
 }
 
 // stream runs one streamed request and reads it to its end.

@@ -264,6 +264,9 @@ func TestChatErrors(t *testing.T) {
 		{"overloaded mid-stream", fakeopenai.Text("a b c").FailAfter(1, fakeopenai.Overloaded()), ports.KindUnavailable, "", 0},
 		{"rate limited mid-stream", fakeopenai.Text("a b c").FailAfter(1, fakeopenai.RateLimited(0)), ports.KindRateLimited, "", 0},
 		{"hangup", fakeopenai.Hangup(), ports.KindUnavailable, "", 0},
+		{"key echoed", fakeopenai.APIError(http.StatusBadRequest, "invalid_request_error", "", "the key "+testKey+" is bad"),
+			ports.KindInvalid, ports.CodeInvalidRequest, 0},
+		{"forbidden", fakeopenai.APIError(http.StatusForbidden, "permission_error", "", "no access"), ports.KindUpstream, "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -398,4 +401,61 @@ func TestChatInvalidArgumentsPassThrough(t *testing.T) {
 	if _, err := c.Chat(context.Background(), ports.ChatRequest{Messages: msgs, Tools: tools}, nil); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestChatRetries(t *testing.T) {
+	t.Parallel()
+	client := func(t *testing.T, retries int) (*fakeopenai.Server, *anthropic.Client) {
+		script := fakeopenai.New(t)
+		fake := fakeanthropic.New(t, script)
+		c, err := anthropic.New(anthropic.Config{APIKey: testKey, BaseURL: fake.URL(), Model: "m", MaxRetries: retries})
+		if err != nil {
+			t.Fatal(err)
+		}
+		anthropic.SetBackoff(c, time.Microsecond, time.Microsecond)
+		return script, c
+	}
+	req := ports.ChatRequest{Messages: []ports.Message{user("hi")}}
+	t.Run("overloaded then answered", func(t *testing.T) {
+		t.Parallel()
+		script, c := client(t, 2)
+		script.Enqueue(fakeopenai.Error(fakeanthropic.StatusOverloaded, `{}`), fakeopenai.Text("a b").AbortedAfter(0), fakeopenai.Text("fine"))
+		res, err := c.Chat(context.Background(), req, nil)
+		if err != nil || res.Content != "fine" || len(script.Requests()) != 3 {
+			t.Errorf("result %+v, error %v, %d requests", res, err, len(script.Requests()))
+		}
+	})
+	t.Run("none by default", func(t *testing.T) {
+		t.Parallel()
+		script, c := client(t, 0)
+		script.Enqueue(fakeopenai.Error(fakeanthropic.StatusOverloaded, `{}`))
+		if _, err := c.Chat(context.Background(), req, nil); !ports.IsKind(err, ports.KindUnavailable) || len(script.Requests()) != 1 {
+			t.Errorf("error %v, %d requests", err, len(script.Requests()))
+		}
+	})
+	t.Run("not after a delta", func(t *testing.T) {
+		t.Parallel()
+		script, c := client(t, 2)
+		script.Enqueue(fakeopenai.TextChunks("a", "b").FailAfter(1, fakeopenai.Overloaded()))
+		res, err := c.Chat(context.Background(), req, func(string) error { return nil })
+		if !ports.IsKind(err, ports.KindUnavailable) || res.Content != "a" || len(script.Requests()) != 1 {
+			t.Errorf("result %+v, error %v, %d requests", res, err, len(script.Requests()))
+		}
+	})
+	t.Run("not a refusal", func(t *testing.T) {
+		t.Parallel()
+		script, c := client(t, 2)
+		script.Enqueue(fakeopenai.ContextLengthExceeded())
+		if _, err := c.Chat(context.Background(), req, nil); !errors.Is(err, ports.ErrContextLength) || len(script.Requests()) != 1 {
+			t.Errorf("error %v, %d requests", err, len(script.Requests()))
+		}
+	})
+	t.Run("not past a long Retry-After", func(t *testing.T) {
+		t.Parallel()
+		script, c := client(t, 2)
+		script.Enqueue(fakeopenai.RateLimited(time.Hour))
+		if _, err := c.Chat(context.Background(), req, nil); !ports.IsKind(err, ports.KindRateLimited) || len(script.Requests()) != 1 {
+			t.Errorf("error %v, %d requests", err, len(script.Requests()))
+		}
+	})
 }
