@@ -106,8 +106,9 @@ var _ ports.LLM = (*Client)(nil)
 // New returns a Client for cfg. It returns an internal Error when Model is
 // missing, BaseURL is not an http(s) URL, or the API key is missing for
 // Anthropic's own API. Nothing is read from the environment: the SDK's
-// defaults (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, profiles) are off, so
-// what the caller configured is what is used.
+// defaults (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, profiles) and its
+// OpenTelemetry spans are off, so what the caller configured is what is
+// used.
 func New(cfg Config) (*Client, error) {
 	if cfg.Model == "" {
 		return nil, ports.Errorf(ports.KindInternal, "anthropic: no model configured")
@@ -129,6 +130,11 @@ func New(cfg Config) (*Client, error) {
 		option.WithBaseURL(base + "/"),
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),
+		// devpilot traces model calls itself (telemetry.TraceLLM and the
+		// traced HTTP client a host passes): the SDK's spans would
+		// duplicate those, and carry prompts when
+		// ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE says so.
+		option.WithoutOpenTelemetry(),
 	}
 	if cfg.APIKey != "" {
 		// Anthropic's API takes the key as x-api-key; the SDK's

@@ -459,3 +459,20 @@ func TestChatRetries(t *testing.T) {
 		}
 	})
 }
+
+// TestIgnoresTheSDKsEnvironment checks that the SDK's environment variables
+// do not change where a configured client goes or what key it sends.
+func TestIgnoresTheSDKsEnvironment(t *testing.T) {
+	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
+	t.Setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Leak: yes")
+	script, _, c := setup(t)
+	script.Enqueue(fakeopenai.Text("ok"))
+	if _, err := c.Chat(context.Background(), ports.ChatRequest{Messages: []ports.Message{user("hi")}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h := script.Requests()[0].Header
+	if h.Get("X-Api-Key") != testKey || h.Get("Authorization") != "" || h.Get("X-Leak") != "" || h.Get("Traceparent") != "" {
+		t.Errorf("headers = %v", h)
+	}
+}
