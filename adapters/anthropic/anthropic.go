@@ -6,9 +6,10 @@
 // and the tool definitions are marked for Anthropic's prompt cache; and
 // provider failures are mapped to ports.Error kinds.
 //
-// The SDK's own retries are off (option.WithMaxRetries(0)): a failed call
-// is returned at once, classified, for devpilot's retries and failover
-// to decide what to do next.
+// The SDK's own retries are off (option.WithMaxRetries(0)). By default a
+// failed call is returned at once, classified, for devpilot's failover
+// between providers to decide what to do next; Config.MaxRetries makes the
+// adapter try a passing failure again itself, before any output.
 package anthropic
 
 import (
@@ -171,14 +172,15 @@ var errCallTimeout = errors.New("anthropic: call timeout")
 // tool call (see buildParams), streamed to onDelta as it comes, the way
 // the OpenAI adapter streams structured content, and returned as Content
 // with FinishReason stop. A failure that may pass is tried again as
-// Config.MaxRetries says, only while nothing has reached onDelta. Errors: rate_limited
-// (with RetryAfter), unavailable (overloaded, server errors, unreachable;
-// with RetryAfter when the API gave one), timeout (Config.Timeout passed),
-// invalid (Code context_length or invalid_request), upstream (Code
-// truncated when the stream ended before message_stop; also rejected
-// credentials and malformed streams), ctx's error when ctx ends, and
-// onDelta's error as it was returned. On error the result holds the text
-// received so far.
+// Config.MaxRetries says, only while nothing has reached onDelta. Errors:
+// rate_limited (with RetryAfter), unavailable (overloaded, server errors,
+// unreachable; with RetryAfter when the API gave one), timeout
+// (Config.Timeout passed), invalid (Code context_length or
+// invalid_request), upstream (Code truncated when the stream ended before
+// message_stop; also rejected credentials, billing and malformed streams),
+// ctx's error when ctx ends, and onDelta's error as it was returned. On
+// error the result holds the text received so far. Every result names
+// ProviderName.
 func (c *Client) Chat(ctx context.Context, req ports.ChatRequest, onDelta func(delta string) error) (ports.ChatResult, error) {
 	b, err := c.buildParams(req)
 	if err != nil {
