@@ -158,8 +158,80 @@ func (s *Server) mcpEndpoint(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeoutCause(r.Context(), mcpCallTimeout, errRequestTimeout)
 	defer cancel()
 	ctx = context.WithValue(ctx, mcpRequestKey{}, r)
-	s.mcpHandler.ServeHTTP(w, r.WithContext(ctx))
+	ew := &mcpErrorWriter{ResponseWriter: w}
+	s.mcpHandler.ServeHTTP(ew, r.WithContext(ctx))
+	if ew.status != 0 {
+		return transportError(ew.status, ew.body.Bytes())
+	}
 	return nil
+}
+
+// mcpErrorWriter holds back an error answer of the MCP transport (plain
+// text or a JSON-RPC error body), for the endpoint to answer as a problem
+// like every other route; any other answer passes through.
+type mcpErrorWriter struct {
+	http.ResponseWriter
+	status int // the held-back error's, 0 for none
+	body   bytes.Buffer
+}
+
+func (w *mcpErrorWriter) WriteHeader(code int) {
+	if code >= 400 && w.status == 0 {
+		w.status = code
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *mcpErrorWriter) Write(b []byte) (int, error) {
+	if w.status != 0 {
+		if room := 2048 - w.body.Len(); room > 0 {
+			w.body.Write(b[:min(len(b), room)])
+		}
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *mcpErrorWriter) Flush() {
+	if w.status == 0 {
+		_ = http.NewResponseController(w.ResponseWriter).Flush()
+	}
+}
+
+func (w *mcpErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// transportError is the problem for an error the MCP transport answered
+// with status: its message, from a JSON-RPC error body or plain text.
+func transportError(status int, body []byte) error {
+	msg := strings.TrimSpace(string(body))
+	var rpc struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &rpc) == nil && rpc.Error.Message != "" {
+		msg = rpc.Error.Message
+	}
+	msg = "MCP transport: " + ports.Line(msg, 500)
+	kind := ports.KindMalformed
+	switch status {
+	case http.StatusRequestEntityTooLarge:
+		kind = ports.KindPayloadTooLarge
+	case http.StatusUnsupportedMediaType:
+		kind = ports.KindUnsupportedMedia
+	case http.StatusMethodNotAllowed:
+		kind = kindMethodNotAllowed
+	case http.StatusForbidden:
+		kind = ports.KindForbidden
+	case http.StatusNotFound:
+		kind = ports.KindNotFound
+	default:
+		if status >= 500 {
+			return ports.Errorf(ports.KindInternal, "%s (status %d)", msg, status)
+		}
+	}
+	return &ports.Error{Kind: kind, Message: msg}
 }
 
 // callsTool reports whether the (buffered) body holds a tools/call request.

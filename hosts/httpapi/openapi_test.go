@@ -307,7 +307,7 @@ func TestOpenAPIServed(t *testing.T) {
 
 // TestOpenAPIBodyLimitOnPublicReads: the public reads whose only documented
 // client error is 413 (the probes, metrics, this document, the sign-in
-// config) do refuse a body over the limit, as the document says.
+// config, the MCP server's resource metadata) do refuse a body over the limit, as the document says.
 func TestOpenAPIBodyLimitOnPublicReads(t *testing.T) {
 	t.Parallel()
 	doc := loadOpenAPI(t)
@@ -333,7 +333,8 @@ func TestOpenAPIBodyLimitOnPublicReads(t *testing.T) {
 			t.Errorf("%s with a body over the limit = %d %q, want the documented 413 problem", key, rr.Code, rr.Header().Get("Content-Type"))
 		}
 	}
-	if checked != 5 {
-		t.Errorf("%d public reads document only a 413, want 5 (/livez, /readyz, /metrics, /openapi.json, /auth/config)", checked)
+	if checked != 6 {
+		t.Errorf("%d public reads document only a 413, want 6 (/livez, /readyz, /metrics, /openapi.json, /auth/config, "+
+			"/.well-known/oauth-protected-resource/mcp)", checked)
 	}
 }
