@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -293,6 +294,36 @@ func TestMCPServerElicitation(t *testing.T) {
 			v := confirmationOf(t, res)
 			if v.Status != "approved" || ran(stacks) != 2 || (apiCode != 200 && apiCode != 409) {
 				t.Fatalf("raced approvals: %+v, API %d, ran %d times in all", v, apiCode, ran(stacks))
+			}
+
+			// A write of the specification area approved in the call tells the
+			// client, on the call's own stream, that the resource list changed.
+			id := one.noteSession(dev, "Notes", "A first note.")
+			changed := make(chan struct{}, 4)
+			c := mcp.NewClient(&mcp.Implementation{Name: "go-test-agent", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return &mcp.ElicitResult{Action: "accept"}, nil
+				},
+				ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { changed <- struct{}{} },
+			})
+			watcher, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: other.base + "/mcp",
+				HTTPClient: &http.Client{Transport: bearer{dev, http.DefaultTransport}}, DisableStandaloneSSE: true}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer watcher.Close()
+			res, err = watcher.CallTool(ctx, &mcp.CallToolParams{Name: "add_spec_input", Arguments: map[string]any{
+				"session_id": id, "kind": "note", "title": "More", "content": "A second note."}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := confirmationOf(t, res); v.Status != "approved" || v.Result == nil || !v.Result.OK {
+				t.Fatalf("add_spec_input: %+v", v)
+			}
+			select {
+			case <-changed:
+			case <-time.After(10 * time.Second): // notifications are handled apart from the response
+				t.Error("no notifications/resources/list_changed on the call's stream")
 			}
 
 			// A forged requestState is refused, and nothing runs.

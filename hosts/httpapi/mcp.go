@@ -285,7 +285,47 @@ func (s *Server) newMCPServer() *mcp.Server {
 	m.addResources(srv)
 	m.addPrompts(srv)
 	m.addTools(srv)
+	srv.AddSendingMiddleware(listChangedOnStream)
 	return srv
+}
+
+// listChangedToken marks the progress notification that
+// notifyResourcesChanged sends, which listChangedOnStream turns into
+// notifications/resources/list_changed.
+const listChangedToken = "devpilot-resources-list-changed"
+
+// notifyResourcesChanged tells the client, on the stream of the request
+// being answered, that the resource list changed. The SDK sends
+// list_changed to every session on its standalone stream, which a
+// stateless server does not have; a notification sent with the request's
+// context goes out on the request's own stream, and progress is the one
+// the SDK lets a handler send so.
+func notifyResourcesChanged(ctx context.Context, ss *mcp.ServerSession) {
+	if ss == nil {
+		return
+	}
+	_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: listChangedToken})
+}
+
+// listChangedOnStream is the sending middleware that sends
+// notifyResourcesChanged's notification as notifications/resources/list_changed.
+func listChangedOnStream(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if p, ok := req.GetParams().(*mcp.ProgressNotificationParams); ok && method == "notifications/progress" && p.ProgressToken == listChangedToken {
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			return next(ctx, "notifications/resources/list_changed",
+				&mcp.ServerRequest[*mcp.ResourceListChangedParams]{Session: ss, Params: &mcp.ResourceListChangedParams{}})
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// changesResources reports whether running the tool named name changes the
+// resource list: a write of the specification area (a new input, a stage
+// generated or regenerated).
+func (m *mcpServer) changesResources(name string) bool {
+	def, ok := m.s.d.MCPAssistant.Registry().Lookup(name)
+	return ok && def.Area == tool.AreaSpec && def.Effect == tool.EffectWrite
 }
 
 // principal is the request's caller, set by the route's authentication.
@@ -749,6 +789,9 @@ func (m *mcpServer) finishApproval(ctx context.Context, p ports.Principal, req *
 		Approved: answer.Action == "accept", Reason: ports.Line(reason, assistant.MaxReasonLen)})
 	switch {
 	case err == nil:
+		if res.Outcome != nil && res.Outcome.OK && m.changesResources(res.Confirmation.ToolName) {
+			notifyResourcesChanged(ctx, req.Session)
+		}
 		return m.confirmationResult(ctx, res.Confirmation, ""), nil
 	case ports.IsKind(err, ports.KindConflict), ports.IsKind(err, ports.KindGone):
 		// Decided elsewhere first (or expired): report it as it stands.
