@@ -166,9 +166,9 @@ func (s *Server) mcpEndpoint(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// mcpErrorWriter holds back an error answer of the MCP transport (plain
-// text or a JSON-RPC error body), for the endpoint to answer as a problem
-// like every other route; any other answer passes through.
+// mcpErrorWriter holds back an error answer of the MCP transport in plain
+// text, for the endpoint to answer as a problem like every other route;
+// any other answer passes through.
 type mcpErrorWriter struct {
 	http.ResponseWriter
 	status int // the held-back error's, 0 for none
@@ -176,7 +176,10 @@ type mcpErrorWriter struct {
 }
 
 func (w *mcpErrorWriter) WriteHeader(code int) {
-	if code >= 400 && w.status == 0 {
+	// A JSON-RPC error body is the protocol's own answer (protocol
+	// 2026-07-28 sends some with 400 or 404), which clients parse: it
+	// passes through.
+	if code >= 400 && w.status == 0 && !strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
 		w.status = code
 		return
 	}
