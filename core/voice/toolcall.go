@@ -28,7 +28,7 @@ type ToolCallInput struct {
 	// recorded in: "" is a voice session (the package's SessionTitle); a
 	// host that relays another client's calls (MCP) names its own.
 	SessionTitle string
-	Name      string
+	Name         string
 	// Arguments is a JSON object, or a JSON string holding one (the realtime
 	// API sends arguments as a string); empty means {}.
 	Arguments json.RawMessage
