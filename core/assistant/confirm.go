@@ -325,3 +325,24 @@ func (s *Service) ExecuteToolUnder(ctx context.Context, sessionID string, call p
 	}
 	return ex, nil
 }
+
+// GetConfirmation returns the caller's confirmation id as it stands: a
+// pending one whose time has passed reads as expired even before the
+// expiry job records it. Errors: not_found when it is absent or another's.
+func (s *Service) GetConfirmation(ctx context.Context, id string) (ports.Confirmation, error) {
+	p, err := ports.RequirePrincipal(ctx)
+	if err != nil {
+		return ports.Confirmation{}, err
+	}
+	if !ports.IsID(id) {
+		return ports.Confirmation{}, ports.NotFound("confirmation", id)
+	}
+	c, err := s.d.Confirmations.GetConfirmation(ctx, p.Owner(), id)
+	if err != nil {
+		return ports.Confirmation{}, err
+	}
+	if c.Status == ports.ConfirmationPending && !s.d.Clock.Now().Before(c.ExpiresAt) {
+		c.Status = ports.ConfirmationExpired
+	}
+	return c, nil
+}

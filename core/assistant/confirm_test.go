@@ -347,3 +347,29 @@ func TestExecuteTool(t *testing.T) {
 		t.Errorf("another's session: %v", err)
 	}
 }
+
+// TestGetConfirmation: the caller's confirmation as it stands, a pending
+// one past its time read as expired; another user's, an unknown and a
+// malformed id are not found.
+func TestGetConfirmation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, assistant.Config{})
+	var runs counter
+	_, confs := pendingWrites(t, e, &runs, "c1")
+	c, err := e.svc.GetConfirmation(as(alice), confs[0].ID)
+	if err != nil || c.Status != ports.ConfirmationPending || c.ToolName != confs[0].ToolName {
+		t.Fatalf("pending: %+v %v", c, err)
+	}
+	for _, id := range []string{projectID, "nope"} {
+		if _, err := e.svc.GetConfirmation(as(alice), id); !ports.IsKind(err, ports.KindNotFound) {
+			t.Errorf("GetConfirmation(%q) = %v, want not_found", id, err)
+		}
+	}
+	if _, err := e.svc.GetConfirmation(as(bob), confs[0].ID); !ports.IsKind(err, ports.KindNotFound) {
+		t.Errorf("another user's: %v", err)
+	}
+	e.clock.Advance(15 * time.Minute)
+	if c, err := e.svc.GetConfirmation(as(alice), confs[0].ID); err != nil || c.Status != ports.ConfirmationExpired {
+		t.Errorf("past its time: %+v %v", c.Status, err)
+	}
+}

@@ -122,6 +122,7 @@ func (s *Service) Tools() []tool.Tool {
 			Description: "Export a specification session to GitHub issues in one of the user's connected repositories: one issue per story (optionally per PRP) and a tracking issue per epic listing its stories as a task list. Exporting again updates the issues created before instead of duplicating them; none is closed. It runs in the background: say so, and give the export_id; do not wait in a loop.",
 			Schema:      json.RawMessage(exportIssuesSchema),
 			Effect:      tool.EffectWrite,
+			Idempotent:  true,
 			Summary:     summariseExportIssues,
 			Describe:    tool.NamedSummary(summariseExportIssues, s.nameOf),
 			Run:         s.runExportIssues,

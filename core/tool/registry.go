@@ -44,6 +44,14 @@ type Tool struct {
 	// know them, looked up for the principal in ctx (NamedSummary makes
 	// one); "" falls back to Summary.
 	Describe func(ctx context.Context, args json.RawMessage) string
+	// Destructive marks a write that may remove or replace what exists
+	// (deleting, overwriting, redeploying, scaling to zero) rather than only
+	// add to it; MCP clients see it as destructiveHint. Reads ignore it.
+	Destructive bool
+	// Idempotent marks a write that, repeated with the same arguments, has
+	// no further effect; MCP clients see it as idempotentHint. Reads are
+	// idempotent whatever it says.
+	Idempotent bool
 	// Area is the part of the product the tool belongs to; routing offers a
 	// page's area's tools (see Route).
 	Area Area

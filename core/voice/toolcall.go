@@ -22,9 +22,13 @@ const recentSessions = 50
 // ToolCallInput is a tool call a voice model made.
 type ToolCallInput struct {
 	// SessionID is the chat session to record the call in; "" is the
-	// caller's latest voice session, or a new one.
+	// caller's latest session titled SessionTitle, or a new one.
 	SessionID string
-	Name      string
+	// SessionTitle is the title of the session a call without SessionID is
+	// recorded in: "" is a voice session (the package's SessionTitle); a
+	// host that relays another client's calls (MCP) names its own.
+	SessionTitle string
+	Name         string
 	// Arguments is a JSON object, or a JSON string holding one (the realtime
 	// API sends arguments as a string); empty means {}.
 	Arguments json.RawMessage
@@ -82,7 +86,7 @@ func (s *Service) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallResul
 		s.d.Observer.ToolCall(def.Name, ports.ToolCallRefused)
 		return ToolCallResult{}, err
 	}
-	sess, fresh, err := s.voiceSession(ctx, p, in.SessionID)
+	sess, fresh, err := s.voiceSession(ctx, p, in.SessionID, in.SessionTitle)
 	if err != nil {
 		return ToolCallResult{}, err
 	}
@@ -158,10 +162,13 @@ func normaliseArgs(raw json.RawMessage) (string, bool) {
 }
 
 // voiceSession picks the chat session a call is recorded in: the one named
-// (whose owner ExecuteTool checks), else the caller's latest voice session
-// among the most recently active ones, else a new one, which the caller must
-// store (fresh).
-func (s *Service) voiceSession(ctx context.Context, p ports.Principal, id string) (sess ports.ChatSession, fresh bool, err error) {
+// (whose owner ExecuteTool checks), else the caller's latest session titled
+// title ("" is SessionTitle) among the most recently active ones, else a new
+// one, which the caller must store (fresh).
+func (s *Service) voiceSession(ctx context.Context, p ports.Principal, id, title string) (sess ports.ChatSession, fresh bool, err error) {
+	if title == "" {
+		title = SessionTitle
+	}
 	if id != "" {
 		if !ports.IsID(id) {
 			return ports.ChatSession{}, false, ports.NotFound("chat session", id)
@@ -173,11 +180,13 @@ func (s *Service) voiceSession(ctx context.Context, p ports.Principal, id string
 		return ports.ChatSession{}, false, err
 	}
 	for _, r := range recent { // most recently updated first
-		if r.Title == SessionTitle {
+		if r.Title == title {
 			return r, false, nil
 		}
 	}
-	return s.newSession(p), true, nil
+	sess = s.newSession(p)
+	sess.Title = title
+	return sess, true, nil
 }
 
 // read runs a read call, then records it with its outcome.

@@ -585,11 +585,14 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		WebhookReadsPerClient: p.Config.WebhookReadsPerClient,
 		LogPoll:               p.Config.LogPoll,
 		LogFollowFor:          p.Config.LogFollowFor,
+		PublicURL:             p.Config.PublicURL,
+		OIDCIssuer:            p.Config.SignIn.Issuer,
 	}, httpapi.Deps{Identity: p.Identity, Tokens: p.Identity, Members: p.Identity, Invitations: p.Identity, AuditLog: p.Identity,
 		SignIn: p.Identity, SignInSeal: p.Cipher, Assistant: p.Assistant, Spec: p.Spec, Documents: doctext.New(), Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
 		DemoToken: demoToken, Idempotency: p.Idempotency, IdempotencySeal: p.Cipher, Rates: p.Rates, Metrics: p.Metrics,
-		Tracer: p.Tracing.Provider(), Propagator: p.Tracing.Propagator(), Permissions: perms})
+		Tracer: p.Tracing.Provider(), Propagator: p.Tracing.Propagator(), Permissions: perms,
+		MCPAssistant: p.Assistant, SpecDocuments: p.Spec, MCPSeal: p.Cipher})
 
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {

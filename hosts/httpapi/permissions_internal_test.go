@@ -49,6 +49,7 @@ var unguardedWrites = map[string]string{
 	"PUT /usage/budget":                      "the budget: admins only (core/usage)",
 	"POST /auth/logout":                      "the caller's own session",
 	"POST /auth/oidc/verify":                 "signs the caller in",
+	"POST /mcp":                              "the MCP server; each tool call is guarded by its tool's permission",
 }
 
 // TestPermissionsGuardEveryWrite: every route a permission of the policy

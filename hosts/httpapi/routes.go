@@ -67,6 +67,9 @@ func (s *Server) routes() {
 	if s.d.Permissions != nil {
 		s.permissionRoutes()
 	}
+	if s.d.Assistant != nil || s.d.Spec != nil {
+		s.mcpRoutes()
+	}
 }
 
 // operationRoutes are the probes and the metrics, which every Server serves.
@@ -95,6 +98,9 @@ type route struct {
 	bodyTimeout time.Duration
 	// scope is what a token's scopes must allow (see routeAreas).
 	scope routeScope
+	// resourceMetadata names, in a 401's challenge, where the route's
+	// RFC 9728 protected-resource metadata is (the MCP endpoint).
+	resourceMetadata bool
 }
 
 type routeOption func(*route)
@@ -180,6 +186,9 @@ func (s *Server) wrap(rt route) httprouter.Handle {
 		if !rt.public {
 			p, err := s.authenticate(ctx, w, r)
 			if err != nil {
+				if rt.resourceMetadata {
+					s.addResourceMetadata(w, r)
+				}
 				s.writeError(w, r.WithContext(ctx), err)
 				return
 			}

@@ -101,6 +101,9 @@ var routeAreas = func() map[string]routeScope {
 		"GET /invitations", "POST /invitations", "DELETE /invitations/:invitation_id",
 		"GET /usage", "GET /usage/budget", "PUT /usage/budget", "GET /audit",
 		"GET /permissions", "PUT /permissions/:permission")
+	// The MCP endpoint carries many operations: each checks the scope of
+	// what it reads or runs (a resource's area, a tool's area and effect).
+	m["POST /mcp"] = routeScope{ports.ScopeAccount, accessAny}
 	for _, rt := range []string{"GET /me", "GET /auth/session", "POST /auth/logout", "POST /auth/oidc/verify"} {
 		m[rt] = routeScope{ports.ScopeAccount, accessAny}
 	}

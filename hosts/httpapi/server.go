@@ -103,8 +103,17 @@ type Deps struct {
 	// DemoToken returns the sandbox's demo token, which GET /api/v1/sandbox
 	// hands out when Providers is ProvidersSandbox; nil or "" hands out none.
 	DemoToken func() string
-	Logger    *slog.Logger         // nil: slog.Default()
-	Metrics   *prometheus.Registry // nil: a new registry with Go and process collectors
+	// MCPAssistant and SpecDocuments serve the MCP server at /mcp with
+	// Assistant, Voice (which records an MCP client's tool calls), Spec and
+	// SCM; MCPSeal seals the state of an approval asked through
+	// elicitation, so that any replica can finish it. Without
+	// MCPAssistant or Voice the MCP server offers no tools, without
+	// SpecDocuments no specification, without MCPSeal no elicitation.
+	MCPAssistant  MCPAssistant
+	SpecDocuments SpecDocuments
+	MCPSeal       ports.Cipher
+	Logger        *slog.Logger         // nil: slog.Default()
+	Metrics       *prometheus.Registry // nil: a new registry with Go and process collectors
 	// Tracer, when set, puts each request under a server span named by its
 	// route ("POST /api/v1/agent/chat"), a child of the caller's span when
 	// the request carries W3C trace context (read with Propagator, W3C
@@ -166,6 +175,13 @@ type Config struct {
 	// LogFollowFor is how long one log stream lasts before it asks its
 	// client to reconnect (default cloud.DefaultLogFollowFor, 15 min).
 	LogFollowFor time.Duration
+	// PublicURL is the address clients reach the server at, for the links
+	// the MCP server gives (its protected-resource metadata, the console's
+	// page of a confirmation); "" takes the request's scheme and host.
+	PublicURL string
+	// OIDCIssuer is the OpenID Connect issuer console sign-in uses, named
+	// as the MCP server's authorization server; "" names devpilot itself.
+	OIDCIssuer string
 }
 
 // Defaults for Config.
@@ -213,6 +229,8 @@ type Server struct {
 	// registered lists the routes as handle registered them (HEAD twins
 	// aside), for the test that holds openapi.json to the router.
 	registered []route
+	// mcpHandler serves /mcp's Streamable HTTP transport (stateless).
+	mcpHandler http.Handler
 }
 
 // New builds a Server with every route registered. It panics when Identity
