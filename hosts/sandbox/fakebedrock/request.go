@@ -26,6 +26,7 @@ type wireRequest struct {
 				InputSchema struct {
 					JSON json.RawMessage `json:"json"`
 				} `json:"inputSchema"`
+				Strict bool `json:"strict"`
 			} `json:"toolSpec"`
 			CachePoint json.RawMessage `json:"cachePoint"`
 		} `json:"tools"`
@@ -134,7 +135,8 @@ func decode(body []byte, d *decoded) error {
 				if len(schema) == 0 || schema[0] != '{' {
 					return invalid("The toolConfig.tools.%d.toolSpec.inputSchema.json field must be a JSON object.", i)
 				}
-				tool := fakeopenai.Tool{Type: "function", Name: t.ToolSpec.Name, Description: t.ToolSpec.Description, Parameters: schema}
+				tool := fakeopenai.Tool{Type: "function", Name: t.ToolSpec.Name, Description: t.ToolSpec.Description, Parameters: schema,
+					Strict: t.ToolSpec.Strict || requiresEvery(schema)}
 				toolNames[tool.Name] = tool
 				r.Tools = append(r.Tools, tool)
 				pending.Tools = append(pending.Tools, tool)
@@ -294,4 +296,30 @@ func decode(body []byte, d *decoded) error {
 		d.prefixTokens = fakeopenai.EstimateTokens(&prefix) - 3 // no reply priming in a prefix
 	}
 	return nil
+}
+
+// requiresEvery reports whether schema is an object schema in the strict
+// subset: no other properties, every one of them required. A model holds
+// to what such a schema requires (a nullable property is sent as null), as
+// OpenAI's strict function calling does, so the tool reaches the script as
+// Strict and the demo model answers it as it answers OpenAI's strict tools.
+func requiresEvery(schema json.RawMessage) bool {
+	var s struct {
+		Properties           map[string]json.RawMessage `json:"properties"`
+		Required             []string                   `json:"required"`
+		AdditionalProperties *bool                      `json:"additionalProperties"`
+	}
+	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 || s.AdditionalProperties == nil || *s.AdditionalProperties {
+		return false
+	}
+	req := make(map[string]bool, len(s.Required))
+	for _, r := range s.Required {
+		req[r] = true
+	}
+	for k := range s.Properties {
+		if !req[k] {
+			return false
+		}
+	}
+	return true
 }
