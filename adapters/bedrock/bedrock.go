@@ -144,6 +144,12 @@ var _ ports.LLM = (*Client)(nil)
 // http(s) URL, PromptCache is unknown or the configuration cannot be loaded
 // (a malformed shared config file named by the environment).
 func New(ctx context.Context, cfg Config) (*Client, error) {
+	return newClient(ctx, cfg, nil)
+}
+
+// newClient is New with the SDK retryer's backoff (nil: the SDK's
+// exponential backoff with jitter).
+func newClient(ctx context.Context, cfg Config, backoff retry.BackoffDelayer) (*Client, error) {
 	if cfg.Region == "" {
 		return nil, ports.Errorf(ports.KindInternal, "bedrock: no region configured")
 	}
@@ -190,6 +196,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			so.MaxAttempts = retries + 1
 			so.MaxBackoff = maxBackoff
 			so.RateLimiter = ratelimit.None
+			if backoff != nil {
+				so.Backoff = backoff
+			}
 		})
 	})
 	c := &Client{

@@ -35,6 +35,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, stream bool) {
 		writeError(w, http.StatusBadRequest, "ValidationException", err.Error(), nil)
 		return
 	}
+	if d.hasCache && s.cachingRefused(d.req.Model) {
+		writeError(w, http.StatusBadRequest, "ValidationException",
+			"You invoked an unsupported model or your request did not allow prompt caching. See the documentation for more information.", nil)
+		return
+	}
 	turn, seq, ok := s.script.TakeTurn(d.req)
 	if !ok {
 		writeError(w, http.StatusInternalServerError, "InternalServerException",

@@ -37,6 +37,8 @@
 // cacheReadInputTokens afterwards (the prefix's estimated tokens, within
 // the turn's prompt tokens: inputTokens + cache reads + cache writes is the
 // turn's PromptTokens). Bedrock's minimum cacheable prefix is not modelled.
+// A request with a cachePoint for a model without prompt caching is refused
+// as Bedrock refuses it (RefusePromptCaching).
 package fakebedrock
 
 import (
@@ -44,6 +46,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
@@ -58,9 +61,9 @@ type Server struct {
 	t      testing.TB
 	mux    *http.ServeMux
 
-	mu     sync.Mutex
-	cached map[[sha256.Size]byte]bool
-	seq    int
+	mu      sync.Mutex
+	cached  map[[sha256.Size]byte]bool
+	noCache map[string]bool
 }
 
 // New starts a fake answering from script's turns, closed when the test
@@ -89,6 +92,46 @@ func newServer(script *fakeopenai.Server) *Server {
 	})
 	s.mux = mux
 	return s
+}
+
+// RefusePromptCaching makes the fake refuse a request for model that
+// carries a cachePoint, as Bedrock refuses one for a model without prompt
+// caching, with its ValidationException ("You invoked an unsupported model
+// or your request did not allow prompt caching. …"). It always refuses
+// them for the model families of Bedrock that have no prompt caching
+// (Meta, Mistral, Cohere, AI21, DeepSeek, Qwen, …: a model id with a
+// provider prefix other than anthropic. or amazon.nova).
+func (s *Server) RefusePromptCaching(model string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.noCache == nil {
+		s.noCache = map[string]bool{}
+	}
+	s.noCache[model] = true
+}
+
+// cachingRefused reports whether the fake refuses cachePoints for model.
+func (s *Server) cachingRefused(model string) bool {
+	s.mu.Lock()
+	refused := s.noCache[model]
+	s.mu.Unlock()
+	if refused {
+		return true
+	}
+	lower := strings.ToLower(model)
+	if strings.Contains(lower, ":inference-profile/") || strings.Contains(lower, ":foundation-model/") {
+		lower = lower[strings.LastIndex(lower, "/")+1:]
+	}
+	if strings.HasPrefix(lower, "arn:") {
+		return false // an application inference profile: any model
+	}
+	for _, p := range []string{"us.", "eu.", "apac.", "us-gov.", "global.", "jp.", "au.", "ca."} {
+		lower = strings.TrimPrefix(lower, p)
+	}
+	if !strings.Contains(lower, ".") {
+		return false
+	}
+	return !strings.HasPrefix(lower, "anthropic.") && !strings.HasPrefix(lower, "amazon.nova")
 }
 
 // URL is the fake's base URL, for the adapter's Config.Endpoint; "" for a
