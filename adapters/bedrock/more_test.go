@@ -244,3 +244,39 @@ func TestConfigString(t *testing.T) {
 		}
 	}
 }
+
+func TestChatStructuredOutputWithoutForcedTool(t *testing.T) {
+	t.Parallel()
+	llama := "meta.llama3-3-70b-instruct-v1:0"
+	c, script := newClient(t, func(c *bedrock.Config) { c.Model = llama })
+	answer := `{"title":"Dark mode"}`
+	schema := json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"}},"required":["title"]}`)
+	req := ports.ChatRequest{
+		Messages:       []ports.Message{{Role: ports.MessageSystem, Content: "Write a stage."}, {Role: ports.MessageUser, Content: "go"}},
+		ResponseFormat: &ports.JSONSchemaFormat{Name: "spec_scope", Schema: schema, Strict: true},
+	}
+	script.Enqueue(
+		fakeopenai.Text("Here it is.").WithToolCalls(fakeopenai.Call{ID: "t1", Name: "spec_scope", Arguments: answer}),
+		fakeopenai.Text(answer),
+	)
+	for i := range 2 {
+		var deltas []string
+		res, err := c.Chat(context.Background(), req, collect(&deltas))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Content != answer || strings.Join(deltas, "") != answer || len(res.ToolCalls) != 0 || res.FinishReason != ports.FinishStop {
+			t.Fatalf("call %d: result %+v, deltas %q", i, res, deltas)
+		}
+	}
+	// The refused forced choice is remembered: one request a call.
+	reqs := script.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	r := reqs[0]
+	if r.ResponseFormat != nil || len(r.Tools) != 1 || r.Tools[0].Name != "spec_scope" ||
+		!strings.Contains(r.Messages[1].Content, "Answer only by calling the tool spec_scope") {
+		t.Fatalf("request %+v", r)
+	}
+}

@@ -35,6 +35,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, stream bool) {
 		writeError(w, http.StatusBadRequest, "ValidationException", err.Error(), nil)
 		return
 	}
+	if d.forced && s.forceRefused(d.req.Model) {
+		writeError(w, http.StatusBadRequest, "ValidationException",
+			"This model doesn't support the toolConfig.toolChoice.tool field. Remove toolConfig.toolChoice.tool and try again.", nil)
+		return
+	}
 	if d.hasCache && s.cachingRefused(d.req.Model) {
 		writeError(w, http.StatusBadRequest, "ValidationException",
 			"You invoked an unsupported model or your request did not allow prompt caching. See the documentation for more information.", nil)

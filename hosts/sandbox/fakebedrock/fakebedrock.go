@@ -38,7 +38,8 @@
 // the turn's prompt tokens: inputTokens + cache reads + cache writes is the
 // turn's PromptTokens). Bedrock's minimum cacheable prefix is not modelled.
 // A request with a cachePoint for a model without prompt caching is refused
-// as Bedrock refuses it (RefusePromptCaching).
+// as Bedrock refuses it (RefusePromptCaching), and so is a forced tool for
+// a model that cannot be forced (RefuseForcedTools).
 package fakebedrock
 
 import (
@@ -64,6 +65,7 @@ type Server struct {
 	mu      sync.Mutex
 	cached  map[[sha256.Size]byte]bool
 	noCache map[string]bool
+	noForce map[string]bool
 }
 
 // New starts a fake answering from script's turns, closed when the test
@@ -110,6 +112,34 @@ func (s *Server) RefusePromptCaching(model string) {
 	s.noCache[model] = true
 }
 
+// RefuseForcedTools makes the fake refuse a request for model that forces
+// a tool (toolChoice tool or any), as Bedrock refuses it for a model that
+// cannot be forced, with its ValidationException ("This model doesn't
+// support the toolConfig.toolChoice.tool field. …"). It always refuses it
+// for the model families of Bedrock that have no forced tool choice (all
+// but Anthropic's, Amazon Nova and Mistral Large).
+func (s *Server) RefuseForcedTools(model string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.noForce == nil {
+		s.noForce = map[string]bool{}
+	}
+	s.noForce[model] = true
+}
+
+// forceRefused reports whether the fake refuses a forced tool for model.
+func (s *Server) forceRefused(model string) bool {
+	s.mu.Lock()
+	refused := s.noForce[model]
+	s.mu.Unlock()
+	if refused {
+		return true
+	}
+	id, known := modelID(model)
+	return known && !strings.HasPrefix(id, "anthropic.") && !strings.HasPrefix(id, "amazon.nova") &&
+		!strings.HasPrefix(id, "mistral.mistral-large")
+}
+
 // cachingRefused reports whether the fake refuses cachePoints for model.
 func (s *Server) cachingRefused(model string) bool {
 	s.mu.Lock()
@@ -118,20 +148,25 @@ func (s *Server) cachingRefused(model string) bool {
 	if refused {
 		return true
 	}
+	id, known := modelID(model)
+	return known && !strings.HasPrefix(id, "anthropic.") && !strings.HasPrefix(id, "amazon.nova")
+}
+
+// modelID is the foundation model id of model (a model id, an inference
+// profile id or the ARN of either), lower case; known is false for an
+// application inference profile and a bare name, which may be any model.
+func modelID(model string) (id string, known bool) {
 	lower := strings.ToLower(model)
 	if strings.Contains(lower, ":inference-profile/") || strings.Contains(lower, ":foundation-model/") {
 		lower = lower[strings.LastIndex(lower, "/")+1:]
 	}
 	if strings.HasPrefix(lower, "arn:") {
-		return false // an application inference profile: any model
+		return "", false // an application inference profile: any model
 	}
 	for _, p := range []string{"us.", "eu.", "apac.", "us-gov.", "global.", "jp.", "au.", "ca."} {
 		lower = strings.TrimPrefix(lower, p)
 	}
-	if !strings.Contains(lower, ".") {
-		return false
-	}
-	return !strings.HasPrefix(lower, "anthropic.") && !strings.HasPrefix(lower, "amazon.nova")
+	return lower, strings.Contains(lower, ".")
 }
 
 // URL is the fake's base URL, for the adapter's Config.Endpoint; "" for a

@@ -70,6 +70,7 @@ func TestRefusesWhatBedrockRefuses(t *testing.T) {
 		{"unanswered call", sigv4, `{` + tools + `,"messages":[{"role":"user","content":[{"text":"a"}]},{"role":"assistant","content":[{"toolUse":{"toolUseId":"t1","name":"f","input":{}}}]},{"role":"user","content":[{"text":"and?"}]}]}`, 400, "ValidationException", "Expected toolResult"},
 		{"forced tool not offered", sigv4, `{"toolConfig":{"tools":[{"toolSpec":{"name":"f","inputSchema":{"json":{"type":"object"}}}}],"toolChoice":{"tool":{"name":"g"}}},"messages":[{"role":"user","content":[{"text":"a"}]}]}`, 400, "ValidationException", "not in toolConfig"},
 		{"cachePoint first", sigv4, `{"system":[{"cachePoint":{"type":"default"}}],"messages":[{"role":"user","content":[{"text":"a"}]}]}`, 400, "ValidationException", "cachePoint"},
+		{"forced tool on Llama", sigv4, `{"toolConfig":{"tools":[{"toolSpec":{"name":"f","inputSchema":{"json":{"type":"object"}}}}],"toolChoice":{"tool":{"name":"f"}}},"messages":[{"role":"user","content":[{"text":"a"}]}]}`, 400, "ValidationException", "toolChoice"},
 		{"prompt caching on Llama", sigv4, `{"system":[{"text":"s"},{"cachePoint":{"type":"default"}}],"messages":[{"role":"user","content":[{"text":"a"}]}]}`, 400, "ValidationException", "prompt caching"},
 	}
 	for _, tt := range tests {
