@@ -15,7 +15,10 @@
 // one tool (toolChoice.tool) is a request for structured output: it
 // becomes a json_schema ResponseFormat named after that tool, with its
 // input schema, the tool is left out of Tools, and the turn's text (the
-// JSON answer) is sent as that tool's toolUse input.
+// JSON answer) is sent as that tool's toolUse input. A turn that names a
+// model of its own (fakeopenai's WithModel or SetModel: the sandbox's demo
+// model) names it in the metadata's trace.promptRouter.invokedModelId, as
+// Bedrock names the model a prompt router chose.
 //
 // Like Bedrock, it requires a SigV4 Authorization header scoped to the
 // bedrock service (any access key; the signature is not checked) and
