@@ -228,9 +228,9 @@ var errCallTimeout = errors.New("bedrock: call timeout")
 // Llama, among others) is asked in the system prompt to answer with that
 // tool instead, from then on; its text is the answer when it writes text.
 // Temperature is held to 0..1, the range of Bedrock's models; Seed is not
-// sent (Converse has none). The SDK tries a throttled or failed request again (see
-// Config.MaxRetries) before the stream starts; nothing is tried again once
-// it has. Errors: unavailable (throttling, with RetryAfter when the service
+// sent (Converse has none). The SDK tries a throttled or failed request
+// again (see Config.MaxRetries) before the stream starts; nothing is tried
+// again once it has. Errors: unavailable (throttling, with RetryAfter when the service
 // sent one; service unavailable, internal server error, model not ready,
 // the endpoint unreachable), timeout (Config.Timeout passed, or the model
 // timed out), invalid (Code context_length for an input too long for the
