@@ -46,7 +46,7 @@ type Store struct {
 	identity    identityData
 	invitations map[string]ports.Invitation // by id
 	policies    map[policyKey]ports.ToolPolicy
-	mcpServers  map[string]ports.MCPServer         // by id
+	mcpServers  map[string]ports.MCPServer // by id
 	mcpPolicies map[mcpPolicyKey]ports.MCPToolPolicy
 	grants      map[grantKey]ports.PermissionGrant
 	usage       map[usageKey]ports.UsageTotal
