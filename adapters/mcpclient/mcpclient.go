@@ -19,7 +19,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -246,11 +245,12 @@ func (c *Client) connFor(ep ports.MCPEndpoint) *conn {
 	return cn
 }
 
-// drop closes the session, if any; the next use connects anew.
+// drop closes the session, if any; the next use connects anew. The
+// cached list goes too: without a session no notification says it changed.
 func (cn *conn) drop() {
 	cn.mu.Lock()
 	s := cn.session
-	cn.session = nil
+	cn.session, cn.stale = nil, true
 	cn.mu.Unlock()
 	if s != nil {
 		go s.Close() // closing may wait on the server; nobody waits for it
@@ -447,10 +447,6 @@ func mapErr(ctx context.Context, doing string, err error) error {
 		return &ports.Error{Kind: ports.KindUpstream, Message: doing + ": the server's answer is too large", Err: err}
 	case isBroken(err):
 		return &ports.Error{Kind: ports.KindUnavailable, Message: doing + ": the server could not be reached or broke off (" + msg + ")", Err: err}
-	}
-	var jerr interface{ Error() string }
-	if errors.As(err, &jerr) {
-		return &ports.Error{Kind: ports.KindUpstream, Message: fmt.Sprintf("%s: %s", doing, msg), Err: err}
 	}
 	return &ports.Error{Kind: ports.KindUpstream, Message: doing + ": " + msg, Err: err}
 }
