@@ -22,7 +22,7 @@ func startMCPStack(t *testing.T, dialect string, extra map[string]string) (*stac
 	t.Helper()
 	url := stackDBURL(t, sqlstoreDialect(dialect))
 	env := map[string]string{app.EnvDatabaseURL: url, app.EnvPublishAllowPrivate: "1",
-		app.EnvMCPListTimeout: "2s", app.EnvMCPCallTimeout: "2s"}
+		app.EnvMCPListTimeout: "2s", app.EnvMCPCallTimeout: "5s", app.EnvRateRequests: "1000"}
 	for k, v := range extra {
 		env[k] = v
 	}
