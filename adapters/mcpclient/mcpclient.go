@@ -294,7 +294,7 @@ func (c *Client) sessionFor(ctx context.Context, ep ports.MCPEndpoint, cn *conn)
 			Transport:     roundTripper{base: c.base, headers: ep.Headers, max: c.cfg.MaxResponse},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		MaxRetries:   1,
+		MaxRetries: 1,
 		// Larger than MaxResponse, so that the answer's cap trips first
 		// and the call fails at once.
 		MaxEventSize: int(2 * c.cfg.MaxResponse),
