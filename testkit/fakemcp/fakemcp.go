@@ -21,7 +21,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,7 +41,6 @@ type Server struct {
 	headers  []http.Header
 	calls    map[string]int
 	Started  chan string // the name of each call as it starts
-	hangings atomic.Int32
 }
 
 // LookupIn is lookup's input.
