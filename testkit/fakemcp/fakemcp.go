@@ -36,11 +36,11 @@ type Server struct {
 	closed chan struct{}
 	once   sync.Once
 
-	mu       sync.Mutex
-	header   [2]string // a header every request must carry, when set
-	headers  []http.Header
-	calls    map[string]int
-	Started  chan string // the name of each call as it starts
+	mu      sync.Mutex
+	header  [2]string // a header every request must carry, when set
+	headers []http.Header
+	calls   map[string]int
+	Started chan string // the name of each call as it starts
 }
 
 // LookupIn is lookup's input.
