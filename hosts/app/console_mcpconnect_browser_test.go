@@ -100,6 +100,9 @@ func TestConsoleMCPConnect(t *testing.T) {
 			if got := b.text("#mcp-prps p"); !strings.Contains(got, "implement_prp") || !strings.Contains(got, "prp: PRP-1.1") || !strings.Contains(got, "session: "+id) {
 				t.Errorf("what to ask reads %q", got)
 			}
+			if got := b.text(".mcp-resources"); !strings.Contains(got, "devpilot://specs/"+id+"/traceability") {
+				t.Errorf("the resources read %q", got)
+			}
 			b.click(`#mcp-prp-table tr[data-prp="PRP-1.1"] button.copy`)
 			if got := clip(); got != uri {
 				t.Errorf("Copy of PRP-1.1's resource put %q on the clipboard", got)
@@ -112,6 +115,9 @@ func TestConsoleMCPConnect(t *testing.T) {
 			// The token link opens the Tokens page's form, named for an agent.
 			b.click("#mcp-token-link")
 			b.waitFor("the token form for an agent", `document.querySelector('#token-for-agent') && document.querySelector('#token-name').value === 'Coding agent (MCP)'`, 10*time.Second)
+			if !eval[bool](b, `document.querySelector('#token-scope-read').checked && document.activeElement.id === 'token-name'`) {
+				t.Errorf("the token form for an agent is not read only, or the keyboard is not in it")
+			}
 		})
 	}
 }

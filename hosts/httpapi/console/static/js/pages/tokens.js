@@ -75,8 +75,8 @@ function scopesCell(t) {
 }
 
 // render draws the page; #/tokens/mcp (the link of a specification's
-// "Connect a coding agent" panel) names the new token for a coding agent
-// and puts the keyboard in the form.
+// "Connect a coding agent" panel) names the new token for a coding agent,
+// read only, and puts the keyboard in the form.
 export function render(main, args) {
   const forAgent = (args || [])[0] === 'mcp';
   const errEl = h('div', { 'aria-live': 'assertive' });
@@ -153,11 +153,15 @@ export function render(main, args) {
     form);
   if (forAgent) {
     name.value = 'Coding agent (MCP)';
+    // Read only to begin with: the least an agent needs to read PRPs.
+    const ro = form.querySelector('#token-scope-read');
+    ro.checked = true;
+    ro.dispatchEvent(new Event('change'));
     form.insertBefore(h('p', { class: 'notice', id: 'token-for-agent' },
-      'For a coding agent: “Read only” lets it read specifications and PRPs; “Read and write” also lets it ask for changes, each waiting for approval. ',
+      'For a coding agent: “Read only” (chosen) lets it read specifications and PRPs; “Read and write” also lets it ask for changes, each waiting for approval. ',
       'Copy the token when it is shown, into the agent’s MCP settings.'), name.closest('.field'));
-    name.focus({ preventScroll: true });
-    form.scrollIntoView({ block: 'start' });
+    // after the shell has focused the page (app.js route)
+    setTimeout(() => { name.focus({ preventScroll: true }); form.scrollIntoView({ block: 'start' }); }, 0);
   }
   refresh();
 }

@@ -125,12 +125,15 @@ export function connectPanel(id) {
     key = next;
     const first = items.length ? items[0].id : 'PRP-1.1';
     mount(prps,
-      h('p', {}, 'The specification is the resource ', h('code', { class: 'mcp-uri' }, session), '; ask the agent to use the prompt ',
-        h('code', { id: 'mcp-prompt' }, 'implement_prp'), ' with ', h('code', {}, `session: ${id}`), ' and ', h('code', {}, `prp: ${first}`),
-        ', for example “Implement ', first, ' of devpilot specification ', id, ' with the implement_prp prompt.”'),
+      h('p', {}, 'Ask the agent to use the prompt ', h('code', { id: 'mcp-prompt' }, 'implement_prp'), ' with ', h('code', {}, `session: ${id}`),
+        ' and ', h('code', {}, `prp: ${first}`), ', for example “Implement ', first, ' of devpilot specification ', id,
+        ' with the implement_prp prompt.” The prompt ', h('code', {}, 'review_against_story'), ' (', h('code', {}, 'session'), ', ',
+        h('code', {}, 'story'), ') reviews a change against its story.'),
+      h('p', { class: 'mcp-resources' }, 'Resources: the specification ', h('code', { class: 'mcp-uri' }, session), ', its traceability table ',
+        h('code', { class: 'mcp-uri' }, `${session}/traceability`), items.length ? ' and each PRP:' : '.'),
       items.length
         ? h('div', { class: 'table-wrap' }, h('table', { class: 'mcp-prp-table', id: 'mcp-prp-table' },
-          h('thead', {}, h('tr', {}, ['PRP', 'Resource', ''].map((t) => h('th', { scope: 'col' }, t)))),
+          h('thead', {}, h('tr', {}, ['PRP', 'Resource', h('span', { class: 'sr-only' }, 'Copy')].map((t) => h('th', { scope: 'col' }, t)))),
           h('tbody', {}, items.map((p) => {
             const uri = `${session}/prps/${p.id}`;
             return h('tr', { dataset: { prp: p.id } },
