@@ -107,8 +107,10 @@ func TestConsoleMCPConnect(t *testing.T) {
 			if got := clip(); got != uri {
 				t.Errorf("Copy of PRP-1.1's resource put %q on the clipboard", got)
 			}
+			// The picture: the panel above the short Inputs view.
+			b.click("#spec-view-inputs")
+			b.waitFor("the inputs view", `document.querySelector('.spec-inputs')`, 10*time.Second)
 			clearToast(b)
-			b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#spec-connect').scrollIntoView({block: 'start'})`))
 			b.readmeShot("mcp-connect")
 			b.lookAtWidths("mcp-connect")
 
