@@ -25,6 +25,7 @@ const (
 	PermSpecWrite         Permission = "spec.write"
 	PermSCMWrite          Permission = "scm.write"
 	PermPolicyPermissions Permission = "policy.permissions"
+	PermMCPManage         Permission = "mcp.manage"
 )
 
 // PermissionInfo describes one permission: what it guards (the assistant's
@@ -81,6 +82,10 @@ var Permissions = []PermissionInfo{
 	{Name: PermSCMWrite, Area: "scm", Description: "Write to the repository host (export a specification as issues)",
 		Defaults: allRoles, Tools: []string{"export_spec_to_github"},
 		Routes: []string{"POST /pse/sessions/:session_id/export/github"}},
+	{Name: PermMCPManage, Area: "mcp", Description: "Register and delete MCP servers and set their tools' policies",
+		Defaults: []Role{RoleAdmin},
+		Routes: []string{"POST /api/v1/mcp/servers", "DELETE /api/v1/mcp/servers/:server_id",
+			"POST /api/v1/mcp/servers/:server_id/test", "PUT /api/v1/mcp/servers/:server_id/tools/:tool_name/policy"}},
 	{Name: PermPolicyPermissions, Area: "policy", Description: "Change who may do what (this policy)",
 		Defaults: []Role{RoleAdmin}, Guarded: true,
 		Routes: []string{"PUT /api/v1/permissions/:permission"}},

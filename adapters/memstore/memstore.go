@@ -46,6 +46,8 @@ type Store struct {
 	identity    identityData
 	invitations map[string]ports.Invitation // by id
 	policies    map[policyKey]ports.ToolPolicy
+	mcpServers  map[string]ports.MCPServer // by id
+	mcpPolicies map[mcpPolicyKey]ports.MCPToolPolicy
 	grants      map[grantKey]ports.PermissionGrant
 	usage       map[usageKey]ports.UsageTotal
 	usageKeys   map[string]string     // the day (YYYY-MM-DD) of each usage key
@@ -73,6 +75,8 @@ func New() *Store {
 	s.scm.init()
 	s.assistant.init()
 	s.policies = map[policyKey]ports.ToolPolicy{}
+	s.mcpServers = map[string]ports.MCPServer{}
+	s.mcpPolicies = map[mcpPolicyKey]ports.MCPToolPolicy{}
 	s.grants = map[grantKey]ports.PermissionGrant{}
 	s.usage = map[usageKey]ports.UsageTotal{}
 	s.usageKeys = map[string]string{}

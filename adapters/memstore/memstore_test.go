@@ -22,6 +22,7 @@ func TestIdempotency(t *testing.T)      { runSuite(t, storetest.TestIdempotency)
 func TestInvitations(t *testing.T)      { runSuite(t, storetest.TestInvitations) }
 func TestPermissionGrants(t *testing.T) { runSuite(t, storetest.TestPermissionGrants) }
 func TestToolPolicies(t *testing.T)     { runSuite(t, storetest.TestToolPolicies) }
+func TestMCPServers(t *testing.T)       { runSuite(t, storetest.TestMCPServers) }
 func TestRates(t *testing.T)            { runSuite(t, storetest.TestRates) }
 func TestUsage(t *testing.T)            { runSuite(t, storetest.TestUsage) }
 func TestBudgets(t *testing.T)          { runSuite(t, storetest.TestBudgets) }
@@ -40,7 +41,7 @@ func runSuite(t *testing.T, suite func(*testing.T, storetest.Factory)) {
 			CloudAccounts: s, Costs: s, Audit: s,
 			Content: s, Publish: s,
 			Specs: s, Standards: s, SpecDigests: s, IssueExports: s,
-			SCM: s, Idempotency: s, Invitations: s, Permissions: s, ToolPolicies: s,
+			SCM: s, Idempotency: s, Invitations: s, Permissions: s, ToolPolicies: s, MCPServers: s,
 			Rates: s, Usage: s, Budgets: s, Retention: s,
 			Reopen: open,
 		}

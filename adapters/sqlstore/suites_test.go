@@ -23,6 +23,7 @@ func TestIdempotency(t *testing.T)      { runSuite(t, storetest.TestIdempotency)
 func TestInvitations(t *testing.T)      { runSuite(t, storetest.TestInvitations) }
 func TestPermissionGrants(t *testing.T) { runSuite(t, storetest.TestPermissionGrants) }
 func TestToolPolicies(t *testing.T)     { runSuite(t, storetest.TestToolPolicies) }
+func TestMCPServers(t *testing.T)       { runSuite(t, storetest.TestMCPServers) }
 func TestRates(t *testing.T)            { runSuite(t, storetest.TestRates) }
 func TestUsage(t *testing.T)            { runSuite(t, storetest.TestUsage) }
 func TestBudgets(t *testing.T)          { runSuite(t, storetest.TestBudgets) }
@@ -57,6 +58,7 @@ func openStores(t *testing.T, url string) storetest.Stores {
 		Invitations:  sqlstore.NewInvitations(db),
 		Permissions:  sqlstore.NewPermissions(db),
 		ToolPolicies: sqlstore.NewToolPolicies(db),
+		MCPServers:   sqlstore.NewMCPServers(db),
 		Rates:        sqlstore.NewRates(db),
 		Usage:        sqlstore.NewUsage(db),
 		Budgets:      sqlstore.NewBudgets(db),

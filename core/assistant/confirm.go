@@ -72,7 +72,7 @@ func (s *Service) Confirm(ctx context.Context, in ConfirmInput) (ConfirmResult, 
 	// policy (which may have changed since the call was proposed) must let
 	// their role run it. Either refusal leaves the confirmation pending.
 	if in.Approved {
-		if def, ok := s.d.Registry.Lookup(c.ToolName); ok {
+		if def, ok := s.registryOf(ctx, p.OrgID, c.ToolName).Lookup(c.ToolName); ok {
 			if err := toolScopeError(p, def); err != nil {
 				return ConfirmResult{Confirmation: c}, err
 			}
@@ -187,7 +187,11 @@ func decideError(c ports.Confirmation, err error) error {
 // marked always_confirm, checking its arguments again in case the tool
 // changed since it was asked for.
 func (s *Service) execute(ctx context.Context, c ports.Confirmation) ports.ToolOutcome {
-	args, def, problem := s.d.Registry.CheckWith(ports.ToolCall{ID: c.ToolCallID, Name: c.ToolName, Arguments: string(c.Arguments)}, tool.Known{})
+	var orgID string
+	if p, ok := ports.PrincipalFrom(ctx); ok {
+		orgID = p.OrgID
+	}
+	args, def, problem := s.registryOf(ctx, orgID, c.ToolName).CheckWith(ports.ToolCall{ID: c.ToolCallID, Name: c.ToolName, Arguments: string(c.Arguments)}, tool.Known{})
 	if problem != "" {
 		return failed(problem)
 	}
@@ -297,7 +301,7 @@ func (s *Service) ExecuteToolUnder(ctx context.Context, sessionID string, call p
 	if call.ID == "" {
 		call.ID = "call_" + s.d.IDs.NewID()
 	}
-	args, def, problem := s.d.Registry.CheckWith(call, tool.Known{})
+	args, def, problem := s.registryOf(ctx, p.OrgID, call.Name).CheckWith(call, tool.Known{})
 	if problem == "" {
 		if err := s.guard(ctx, def.Name); err != nil {
 			return tool.Execution{}, err

@@ -1,6 +1,8 @@
 package assistant
 
 import (
+	"slices"
+
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
 )
@@ -14,7 +16,7 @@ import (
 // unscoped tokens and calls without a principal pass.
 func toolScopeError(p ports.Principal, def tool.Tool) error {
 	area := ports.ScopeArea(def.Area)
-	if area == ports.ScopeAccount {
+	if area == ports.ScopeAccount || !slices.Contains(ports.ScopeAreas, area) { // an extra tool's area
 		area = ports.ScopeAssistant
 	}
 	write := def.Effect != tool.EffectRead

@@ -166,6 +166,9 @@ type Deps struct {
 	Clock         ports.Clock
 	IDs           ports.IDs
 	Registry      *tool.Registry
+	// Extra, when set, adds each organisation's own tools (its MCP
+	// servers') to the registry's, for its turns and confirmations.
+	Extra tool.Source
 	// Guard, when set, refuses a tool call the caller's role may not make:
 	// when the model proposes it, when it is confirmed and when a host
 	// executes it (ExecuteTool).

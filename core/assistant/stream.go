@@ -70,6 +70,7 @@ func (r *Run) StreamBatches(ctx context.Context, emit func([]Event) error) error
 		log:    log,
 		budget: s.cfg.HistoryTokens,
 	}
+	t.reg, t.notes = s.registryFor(mctx, r.p.OrgID)
 	t.em = &emitter{
 		ctx: t.store, store: s.appendEvents, storeNow: s.appendEventsNow, clock: s.d.Clock, log: log,
 		sessionID: r.session.ID, turnID: r.turn.ID, seq: r.lastSeq,
@@ -120,6 +121,10 @@ type turnRun struct {
 	policy     tool.Policy
 	policyErr  error
 	policyRead bool
+	// reg is the registry of the turn: the service's with the
+	// organisation's extra tools; notes say which were left out.
+	reg   *tool.Registry
+	notes []string
 }
 
 // ending is how a turn ends: done's finish reason and the error event before
@@ -183,7 +188,7 @@ func (t *turnRun) reportPrologue() {
 func (t *turnRun) tooManyRounds(calls []ports.ToolCall, rounds int) ending {
 	reason := fmt.Sprintf("not run: the limit of %d tool rounds in one reply was reached", rounds)
 	for _, c := range calls {
-		args, def, _ := t.s.d.Registry.CheckWith(c, t.known())
+		args, def, _ := t.reg.CheckWith(c, t.known())
 		t.announce(c, args)
 		t.answer(c, failed(reason))
 		t.s.d.Observer.ToolCall(def.Name, ports.ToolCallRefused)
@@ -270,8 +275,8 @@ func (t *turnRun) callModel() ([]ports.ToolCall, ports.FinishReason, error) {
 // request's estimated size in tokens too.
 func (t *turnRun) request(budget int) (ports.ChatRequest, int) {
 	s := t.s
-	tools := s.d.Registry.RouteFollowing(t.page, lastUserText(t.history), recentTools(t.history, t.confs), s.cfg.MaxTools)
-	msgs := buildMessages(systemPrompt(s.cfg.SystemPrompt, t.prefs, t.turn.StartedAt.In(s.cfg.Location))+"\n\n"+ContextRule,
+	tools := t.reg.RouteFollowing(t.page, lastUserText(t.history), recentTools(t.history, t.confs), s.cfg.MaxTools)
+	msgs := buildMessages(systemPrompt(s.cfg.SystemPrompt, t.prefs, t.turn.StartedAt.In(s.cfg.Location))+"\n\n"+ContextRule+notesBlock(t.notes),
 		t.history, t.confs, s.d.Clock.Now())
 	withContext(msgs, t.page, t.turn.StartedAt.In(s.cfg.Location))
 	msgs, trimmed := fitHistory(msgs, tools, budget)
@@ -353,7 +358,7 @@ func (t *turnRun) append(m ports.ChatMessage) {
 // confirmations it asked for.
 func (t *turnRun) runCalls(calls []ports.ToolCall) (asked int) {
 	for _, c := range calls {
-		args, def, problem := t.s.d.Registry.CheckWith(c, t.known())
+		args, def, problem := t.reg.CheckWith(c, t.known())
 		checked := problem != "" // refused by the registry: unknown, or bad arguments
 		t.announce(c, args)
 		if problem == "" && !t.em.stopped() && t.ctx.Err() == nil {

@@ -49,6 +49,10 @@ type Tool struct {
 	Area Area
 	// Core marks a read that helps on any page; routing offers it always.
 	Core bool
+	// Loose marks a tool whose schema devpilot did not write (an MCP
+	// server's): the model is shown it as it is, without strict mode, and
+	// arguments are still validated against it.
+	Loose bool
 	// FillProject names a top-level string property that takes the selected
 	// project's id (PageContext.SelectedProjectID) when the model leaves it
 	// out or sends null; the model is shown it as nullable even when the
@@ -74,6 +78,9 @@ type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]*entry
 	defs  []ports.ToolDefinition // built on first use after a change
+	// words bring areas of tools added by With into play when a message
+	// names them.
+	words map[Area]*regexp.Regexp
 }
 
 type entry struct {
@@ -170,7 +177,7 @@ func (r *Registry) Definitions() []ports.ToolDefinition {
 }
 
 func (e *entry) definition() ports.ToolDefinition {
-	return ports.ToolDefinition{Name: e.tool.Name, Description: e.tool.Description, Parameters: e.wire, Strict: true}
+	return ports.ToolDefinition{Name: e.tool.Name, Description: e.tool.Description, Parameters: e.wire, Strict: !e.tool.Loose}
 }
 
 func compileTool(t Tool) (*entry, error) {
@@ -192,6 +199,10 @@ func compileTool(t Tool) (*entry, error) {
 	schema, doc, err := compileSchema(t.Name, t.Schema)
 	if err != nil {
 		return nil, bad("invalid schema: %v", err)
+	}
+	if t.Loose {
+		t.Schema = slices.Clone(t.Schema)
+		return &entry{tool: t, schema: schema, doc: doc, wire: t.Schema}, nil
 	}
 	var nullable []string
 	if t.FillProject != "" {

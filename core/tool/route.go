@@ -123,6 +123,19 @@ func (r *Registry) RouteFollowing(page *PageContext, message string, recent []st
 		addArea(a)
 	}
 	r.mu.RLock()
+	if len(r.words) > 0 {
+		lower := strings.ToLower(message)
+		extra := make([]Area, 0, len(r.words))
+		for a, re := range r.words {
+			if re.MatchString(lower) {
+				extra = append(extra, a)
+			}
+		}
+		slices.Sort(extra)
+		for _, a := range extra {
+			addArea(a)
+		}
+	}
 	entries := make([]*entry, 0, len(r.tools))
 	for _, e := range r.tools {
 		entries = append(entries, e)

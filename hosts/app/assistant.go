@@ -7,6 +7,7 @@ import (
 
 	"github.com/devpilot/devpilot/adapters/sqlstore"
 	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/mcptools"
 	"github.com/devpilot/devpilot/core/permission"
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/ports"
@@ -51,6 +52,9 @@ type AssistantParams struct {
 	// Observer, when given (TelemetryModule), hears the tool calls and
 	// decisions.
 	Observer ports.Observer `optional:"true"`
+	// MCP, when given (MCPModule), adds each organisation's MCP servers'
+	// tools to its turns.
+	MCP *mcptools.Service `optional:"true"`
 	// Lifecycle, when given, waits on stop for the sessions being titled.
 	Lifecycle fx.Lifecycle `optional:"true"`
 }
@@ -62,6 +66,15 @@ func guard(p *permission.Service) tool.Guard {
 		return nil
 	}
 	return p
+}
+
+// extra is the assistant's source of organisations' tools: m, or none (a
+// nil interface) without it.
+func extra(m *mcptools.Service) tool.Source {
+	if m == nil {
+		return nil
+	}
+	return m
 }
 
 // NewAssistant returns the assistant service; it titles sessions after
@@ -85,7 +98,7 @@ func NewAssistant(p AssistantParams) *assistant.Service {
 	}, assistant.Deps{
 		Sessions: p.Sessions, Messages: p.Messages, Confirmations: p.Confirmations, Events: p.Events,
 		Turns: p.Turns, Preferences: p.Preferences, Policies: p.Policies, Tx: p.Tx, LLM: p.LLM, Clock: p.Clock, IDs: p.IDs,
-		Registry: p.Registry, Observer: p.Observer, Logger: p.Logger, Guard: guard(p.Permissions),
+		Registry: p.Registry, Observer: p.Observer, Logger: p.Logger, Guard: guard(p.Permissions), Extra: extra(p.MCP),
 	})
 	if p.Lifecycle != nil {
 		p.Lifecycle.Append(fx.StopHook(svc.Drain))

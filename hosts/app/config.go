@@ -113,6 +113,11 @@ type Config struct {
 	// not public (loopback, private and the other ranges ports.PublicAddr
 	// refuses) (DEVPILOT_PUBLISH_ALLOW_PRIVATE=1); off by default.
 	PublishAllowPrivate bool
+	// MCPListTimeout bounds listing one MCP server's tools for a turn
+	// (DEVPILOT_MCP_LIST_TIMEOUT, default 5s); MCPCallTimeout bounds one
+	// call of an MCP tool (DEVPILOT_MCP_CALL_TIMEOUT, default 30s).
+	MCPListTimeout time.Duration
+	MCPCallTimeout time.Duration
 	// CloudScaleConfirmAbove is the desired count above which scaling a
 	// container service needs its name typed
 	// (DEVPILOT_CLOUD_SCALE_CONFIRM_ABOVE, default 10, 1 to 1000;
@@ -392,6 +397,10 @@ const (
 	// WordPress sites) be loopback and private addresses: for tests and
 	// sandboxes only. Default 0.
 	EnvPublishAllowPrivate = "DEVPILOT_PUBLISH_ALLOW_PRIVATE"
+	// EnvMCPListTimeout and EnvMCPCallTimeout are Config.MCPListTimeout
+	// and Config.MCPCallTimeout.
+	EnvMCPListTimeout = "DEVPILOT_MCP_LIST_TIMEOUT"
+	EnvMCPCallTimeout = "DEVPILOT_MCP_CALL_TIMEOUT"
 	// EnvCloudScaleConfirmAbove is Config.CloudScaleConfirmAbove.
 	EnvCloudScaleConfirmAbove = "DEVPILOT_CLOUD_SCALE_CONFIRM_ABOVE"
 )
@@ -588,6 +597,8 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	c.AuthCacheTTL = r.durationOrOff(EnvAuthCacheTTL, 5*time.Second, time.Minute)
 	c.BodyLimit = r.number(EnvBodyLimit, 1<<20, 1, 1<<40)
 	c.PublishAllowPrivate = r.oneOf(EnvPublishAllowPrivate, "0", "0", "1") == "1"
+	c.MCPListTimeout = r.duration(EnvMCPListTimeout, 5*time.Second)
+	c.MCPCallTimeout = r.duration(EnvMCPCallTimeout, 30*time.Second)
 	c.CloudScaleConfirmAbove = int(r.number(EnvCloudScaleConfirmAbove, cloud.DefaultScaleConfirmAbove, 1, cloud.MaxDesiredCount))
 	c.RateLimit = int(r.number(EnvRateRequests, 30, 0, 1_000_000))
 	c.RateWindow = r.duration(EnvRateWindow, time.Minute)

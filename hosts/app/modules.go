@@ -23,6 +23,7 @@ import (
 	"github.com/devpilot/devpilot/adapters/system"
 	"github.com/devpilot/devpilot/adapters/telemetry"
 	"github.com/devpilot/devpilot/core/assistant"
+	"github.com/devpilot/devpilot/core/mcptools"
 	"github.com/devpilot/devpilot/core/cloud"
 	"github.com/devpilot/devpilot/core/content"
 	"github.com/devpilot/devpilot/core/identity"
@@ -562,6 +563,8 @@ type HTTPParams struct {
 	// Cipher seals console sign-in attempts into a cookie, and the
 	// responses kept for Idempotency-Key replays.
 	Cipher ports.Cipher
+	// MCP serves /api/v1/mcp/servers (MCPModule).
+	MCP *mcptools.Service `optional:"true"`
 }
 
 // NewHTTPServer returns the HTTP API server bound to the app's lifecycle.
@@ -569,6 +572,10 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 	var demoToken func() string
 	if sb := p.Config.sandbox; sb != nil {
 		demoToken = sb.ConsoleToken
+	}
+	var mcpServers httpapi.MCPServers // nil, not a nil pointer, without MCPModule
+	if p.MCP != nil {
+		mcpServers = p.MCP
 	}
 	var perms httpapi.Permissions // nil, not a nil pointer, without a policy
 	if p.Permissions != nil {
@@ -589,7 +596,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		SignIn: p.Identity, SignInSeal: p.Cipher, Assistant: p.Assistant, Spec: p.Spec, Documents: doctext.New(), Cloud: p.Cloud, SCM: p.SCM,
 		Content: p.Content, Voice: p.Voice, Usage: p.Usage, Ready: p.Ready, Logger: p.Logger, Providers: providers(p.Config),
 		DemoToken: demoToken, Idempotency: p.Idempotency, IdempotencySeal: p.Cipher, Rates: p.Rates, Metrics: p.Metrics,
-		Tracer: p.Tracing.Provider(), Propagator: p.Tracing.Propagator(), Permissions: perms})
+		Tracer: p.Tracing.Provider(), Propagator: p.Tracing.Propagator(), Permissions: perms, MCP: mcpServers})
 
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
@@ -638,6 +645,7 @@ func Options(cfg Config, logger *slog.Logger) fx.Option {
 		CoreModule,
 		LLMModule,
 		AssistantModule,
+		MCPModule,
 		SpecModule,
 		CloudModule,
 		SCMModule,

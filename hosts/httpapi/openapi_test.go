@@ -67,11 +67,14 @@ func (stubIdentity) Me(context.Context) (identity.Me, error) { return identity.M
 
 func (stubReadiness) Ready(context.Context) error { return nil }
 
+type stubMCP struct{ MCPServers }
+
 func fullServer() *Server {
 	return New(Config{}, Deps{
 		Identity: stubIdentity{}, Ready: stubReadiness{},
 		Assistant: stubAssistant{}, Spec: stubSpec{}, Cloud: stubCloud{}, SCM: stubSCM{}, Content: stubContent{}, Voice: stubVoice{},
 		Usage: stubUsage{}, Tokens: stubTokens{}, AuditLog: stubAuditLog{}, Members: stubMembers{}, Invitations: stubInvites{}, Idempotency: stubIdem{}, Permissions: stubPerms{},
+		MCP: stubMCP{},
 		IdempotencySeal: stubCipher{}, SignIn: stubSignIn{}, SignInSeal: stubCipher{},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

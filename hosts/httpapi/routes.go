@@ -61,6 +61,9 @@ func (s *Server) routes() {
 	if s.d.Invitations != nil {
 		s.invitationRoutes()
 	}
+	if s.d.MCP != nil {
+		s.mcpRoutes()
+	}
 	if s.d.AuditLog != nil {
 		s.handle(http.MethodGet, "/api/v1/audit", s.listOrgAudit)
 	}

@@ -60,7 +60,10 @@ var routeAreas = func() map[string]routeScope {
 		"GET /agent/sessions/:session_id/stream", "POST /agent/sessions/:session_id/stop",
 		"POST /agent/generate-title",
 		"GET /agent/memory/preferences", "POST /agent/memory/preferences",
-		"GET /agent/tools", "PUT /agent/tools/:name")
+		"GET /agent/tools", "PUT /agent/tools/:name",
+		"POST /mcp/servers", "GET /mcp/servers", "DELETE /mcp/servers/:server_id",
+		"GET /mcp/servers/:server_id/tools", "PUT /mcp/servers/:server_id/tools/:tool_name/policy")
+	m["POST /mcp/servers/:server_id/test"] = routeScope{ports.ScopeAssistant, accessRead}
 	add(ports.ScopeCloud,
 		"GET /cloud/external-id", "POST /cloud/accounts", "GET /cloud/accounts", "GET /cloud/accounts/:account_id",
 		"DELETE /cloud/accounts/:account_id", "GET /cloud/accounts/:account_id/audit", "GET /cloud/costs",

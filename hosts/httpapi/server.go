@@ -76,6 +76,9 @@ type Deps struct {
 	// ports.Permissions names; nil leaves the routes out and guards
 	// nothing.
 	Permissions Permissions
+	// MCP serves /api/v1/mcp/servers, the organisation's remote MCP
+	// servers for its admins; nil leaves them out.
+	MCP MCPServers
 	// AuditLog serves /api/v1/audit, the organisation's audit log for
 	// admins; nil leaves it out.
 	AuditLog AuditLog

@@ -50,6 +50,7 @@ type Stores struct {
 	Invitations  ports.InvitationStore
 	Permissions  ports.PermissionStore
 	ToolPolicies ports.ToolPolicyStore
+	MCPServers   ports.MCPServerStore
 	Rates        ports.RateStore
 	Usage        ports.UsageStore
 	Budgets      ports.BudgetStore
@@ -119,6 +120,7 @@ var (
 	needSpec       = needs("Specs", "Standards")
 	needSpecDigest = needs("Specs", "Standards", "SpecDigests")
 	needToolPolicy = needs("ToolPolicies")
+	needMCP        = needs("MCPServers")
 	needUsage      = []string{"Usage"}
 )
 
@@ -179,6 +181,10 @@ func (s Stores) permission() permissionStores {
 
 func (s Stores) toolPolicy() toolPolicyStores {
 	return toolPolicyStores{Policies: s.ToolPolicies, Identity: s.identity()}
+}
+
+func (s Stores) mcp() mcpStores {
+	return mcpStores{Servers: s.MCPServers, Identity: s.identity()}
 }
 
 func (s Stores) rate() rateStores { return rateStores{Rates: s.Rates} }

@@ -1,0 +1,466 @@
+// Package mcpclient is the ports.MCPClient over the official MCP Go SDK
+// (github.com/modelcontextprotocol/go-sdk), on its Streamable HTTP client
+// transport. It keeps one session per server (and set of headers) in the
+// process, caches each server's tool list for Config.ToolsTTL and drops
+// the cache when the server notifies that its list changed; a replica
+// that missed the notification refreshes when the TTL ends.
+//
+// Unless Config.AllowPrivate, it connects only to addresses that are
+// ports.PublicAddr, whatever a host name resolves to (the dialer checks
+// every address it connects to), and follows no redirects. Every answer to
+// a request is read at most Config.MaxResponse bytes far: a larger one
+// fails the call instead of being buffered whole. Header values (the
+// server's credentials) are sent and never logged nor put in an error.
+package mcpclient
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/devpilot/devpilot/ports"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Config tunes the Client. Zero values take the defaults named.
+type Config struct {
+	// ToolsTTL bounds how long a server's tool list is cached (1 minute).
+	ToolsTTL time.Duration
+	// MaxResponse bounds the bytes read of one answer (4 MiB).
+	MaxResponse int64
+	// MaxText bounds the text of a call's result (256 KiB); the rest is
+	// cut and MCPResult.Truncated set.
+	MaxText int
+	// MaxTools bounds the tools read of one server (500).
+	MaxTools int
+	// DialTimeout bounds connecting (5 s).
+	DialTimeout time.Duration
+	// AllowPrivate lets servers be loopback and private addresses (tests,
+	// the sandbox).
+	AllowPrivate bool
+	// Resolver finds a host name's addresses (net.DefaultResolver).
+	Resolver Resolver
+	// Logger hears what the SDK logs (nil discards).
+	Logger *slog.Logger
+}
+
+// Resolver looks up the IP addresses of a host name; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Client is the ports.MCPClient.
+type Client struct {
+	cfg  Config
+	base http.RoundTripper
+	mu   sync.Mutex
+	conn map[string]*conn // by server id and endpoint hash
+}
+
+var _ ports.MCPClient = (*Client)(nil)
+
+// conn is one server's session and tool cache.
+type conn struct {
+	mu      sync.Mutex
+	session *mcp.ClientSession
+	tools   []ports.MCPTool
+	fetched time.Time
+	stale   bool
+}
+
+// New returns a Client.
+func New(cfg Config) *Client {
+	if cfg.ToolsTTL <= 0 {
+		cfg.ToolsTTL = time.Minute
+	}
+	if cfg.MaxResponse <= 0 {
+		cfg.MaxResponse = 4 << 20
+	}
+	if cfg.MaxText <= 0 {
+		cfg.MaxText = 256 << 10
+	}
+	if cfg.MaxTools <= 0 {
+		cfg.MaxTools = 500
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	dialer := &net.Dialer{Timeout: cfg.DialTimeout, Control: control(cfg.AllowPrivate)}
+	tr := &http.Transport{Proxy: nil, DialContext: resolvingDial(dialer, cfg.Resolver, cfg.AllowPrivate),
+		TLSHandshakeTimeout: cfg.DialTimeout, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}
+	return &Client{cfg: cfg, base: tr, conn: map[string]*conn{}}
+}
+
+var errPrivate = errors.New("the server resolves to a local or private address")
+
+// control refuses, unless allowPrivate, a socket about to connect to an
+// address that is not ports.PublicAddr.
+func control(allowPrivate bool) func(network, address string, _ syscall.RawConn) error {
+	return func(_, address string, _ syscall.RawConn) error {
+		if allowPrivate {
+			return nil
+		}
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil || !ports.PublicAddr(ap.Addr()) {
+			return errPrivate
+		}
+		return nil
+	}
+}
+
+// resolvingDial resolves a host name with r and dials its addresses in
+// turn; unless allowPrivate, a name with any address that is not public is
+// refused before a socket is made.
+func resolvingDial(d *net.Dialer, r Resolver, allowPrivate bool) func(ctx context.Context, network, address string) (net.Conn, error) {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(address)
+		if err != nil {
+			return nil, err
+		}
+		addrs := []netip.Addr{}
+		if a, err := netip.ParseAddr(host); err == nil {
+			addrs = append(addrs, a)
+		} else if addrs, err = r.LookupNetIP(ctx, "ip", host); err != nil {
+			return nil, err
+		}
+		for _, a := range addrs {
+			if !allowPrivate && !ports.PublicAddr(a) {
+				return nil, &net.OpError{Op: "dial", Net: network, Addr: &net.TCPAddr{IP: a.AsSlice()}, Err: errPrivate}
+			}
+		}
+		first := error(&net.AddrError{Err: "no address", Addr: host})
+		for i, a := range addrs {
+			c, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
+			if err == nil {
+				return c, nil
+			}
+			if i == 0 {
+				first = err
+			}
+		}
+		return nil, first
+	}
+}
+
+// errTooLarge fails reading an answer past Config.MaxResponse.
+var errTooLarge = errors.New("the server's answer is too large")
+
+// roundTripper sends the server's headers and bounds what is read of the
+// answers to requests (not of the standing event stream, a GET, whose
+// events the transport bounds one by one).
+type roundTripper struct {
+	base    http.RoundTripper
+	headers map[string]string
+	max     int64
+}
+
+func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("User-Agent", "devpilot")
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || req.Method == http.MethodGet {
+		return resp, err
+	}
+	resp.Body = &capped{r: resp.Body, left: t.max}
+	return resp, nil
+}
+
+// capped reads at most left bytes, then fails with errTooLarge.
+type capped struct {
+	r    io.ReadCloser
+	left int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+func (c *capped) Close() error { return c.r.Close() }
+
+// key identifies a server's session: its id, address and headers.
+func key(ep ports.MCPEndpoint) string {
+	h := sha256.New()
+	h.Write([]byte(ep.URL))
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range ep.Headers {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, k := range names {
+		h.Write([]byte{0})
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write([]byte(ep.Headers[k]))
+	}
+	return ep.ServerID + ":" + hex.EncodeToString(h.Sum(nil))
+}
+
+func (c *Client) connFor(ep ports.MCPEndpoint) *conn {
+	k := key(ep)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cn, ok := c.conn[k]
+	if !ok {
+		// A server's older sessions (another address or headers) go.
+		for old, o := range c.conn {
+			if strings.HasPrefix(old, ep.ServerID+":") {
+				o.drop()
+				delete(c.conn, old)
+			}
+		}
+		cn = &conn{}
+		c.conn[k] = cn
+	}
+	return cn
+}
+
+// drop closes the session, if any; the next use connects anew.
+func (cn *conn) drop() {
+	cn.mu.Lock()
+	s := cn.session
+	cn.session = nil
+	cn.mu.Unlock()
+	if s != nil {
+		go s.Close() // closing may wait on the server; nobody waits for it
+	}
+}
+
+// sessionFor returns the server's session, connecting when it has none.
+func (c *Client) sessionFor(ctx context.Context, ep ports.MCPEndpoint, cn *conn) (*mcp.ClientSession, error) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.session != nil {
+		return cn.session, nil
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "devpilot", Version: "1"}, &mcp.ClientOptions{
+		Logger: c.cfg.Logger,
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			cn.mu.Lock()
+			cn.stale = true
+			cn.mu.Unlock()
+		},
+	})
+	tr := &mcp.StreamableClientTransport{
+		Endpoint: ep.URL,
+		HTTPClient: &http.Client{
+			Transport:     roundTripper{base: c.base, headers: ep.Headers, max: c.cfg.MaxResponse},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		MaxRetries:   1,
+		MaxEventSize: int(c.cfg.MaxResponse),
+	}
+	s, err := client.Connect(ctx, tr, nil)
+	if err != nil {
+		return nil, mapErr(ctx, "connecting", err)
+	}
+	cn.session = s
+	return s, nil
+}
+
+// ListTools implements ports.MCPClient.
+func (c *Client) ListTools(ctx context.Context, ep ports.MCPEndpoint) ([]ports.MCPTool, error) {
+	return c.list(ctx, ep, false)
+}
+
+// Refresh implements ports.MCPClient.
+func (c *Client) Refresh(ctx context.Context, ep ports.MCPEndpoint) ([]ports.MCPTool, error) {
+	return c.list(ctx, ep, true)
+}
+
+func (c *Client) list(ctx context.Context, ep ports.MCPEndpoint, fresh bool) ([]ports.MCPTool, error) {
+	cn := c.connFor(ep)
+	cn.mu.Lock()
+	if !fresh && !cn.stale && cn.tools != nil && time.Since(cn.fetched) < c.cfg.ToolsTTL {
+		tools := cn.tools
+		cn.mu.Unlock()
+		return tools, nil
+	}
+	cn.mu.Unlock()
+	tools, err := c.fetch(ctx, ep, cn)
+	if err != nil && ctx.Err() == nil && isBroken(err) {
+		// The session may have ended on the server (a restart): once more
+		// with a new one. Listing changes nothing.
+		cn.drop()
+		tools, err = c.fetch(ctx, ep, cn)
+	}
+	if err != nil {
+		cn.drop()
+		return nil, err
+	}
+	return tools, nil
+}
+
+func (c *Client) fetch(ctx context.Context, ep ports.MCPEndpoint, cn *conn) ([]ports.MCPTool, error) {
+	s, err := c.sessionFor(ctx, ep, cn)
+	if err != nil {
+		return nil, err
+	}
+	cn.mu.Lock()
+	cn.stale = false // a notification from here on makes the list stale again
+	cn.mu.Unlock()
+	tools := []ports.MCPTool{}
+	for t, err := range s.Tools(ctx, nil) {
+		if err != nil {
+			return nil, mapErr(ctx, "listing tools", err)
+		}
+		if len(tools) == c.cfg.MaxTools {
+			break
+		}
+		tools = append(tools, toolOf(t))
+	}
+	cn.mu.Lock()
+	cn.tools, cn.fetched = tools, time.Now()
+	cn.mu.Unlock()
+	return tools, nil
+}
+
+func toolOf(t *mcp.Tool) ports.MCPTool {
+	out := ports.MCPTool{Name: t.Name, Description: t.Description}
+	if t.Annotations != nil {
+		out.ReadOnly = t.Annotations.ReadOnlyHint
+		// The spec's default for a tool that is not read-only is destructive.
+		out.Destructive = !t.Annotations.ReadOnlyHint && (t.Annotations.DestructiveHint == nil || *t.Annotations.DestructiveHint)
+	} else {
+		out.Destructive = true
+	}
+	if t.InputSchema != nil {
+		if b, err := json.Marshal(t.InputSchema); err == nil {
+			out.InputSchema = b
+		}
+	}
+	return out
+}
+
+// CallTool implements ports.MCPClient. A call is never repeated: it may
+// have done its work before the connection broke.
+func (c *Client) CallTool(ctx context.Context, ep ports.MCPEndpoint, name string, args json.RawMessage) (ports.MCPResult, error) {
+	cn := c.connFor(ep)
+	s, err := c.sessionFor(ctx, ep, cn)
+	if err != nil {
+		return ports.MCPResult{}, err
+	}
+	var arguments any = map[string]any{}
+	if len(args) > 0 {
+		arguments = args
+	}
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: arguments})
+	if err != nil {
+		if isBroken(err) || ctx.Err() != nil {
+			cn.drop()
+		}
+		return ports.MCPResult{}, mapErr(ctx, "calling "+ports.Clip(name, 64), err)
+	}
+	return c.result(res), nil
+}
+
+// result is the text of a call's answer: its text contents, one per
+// line, else its structured content as JSON; other contents are named.
+func (c *Client) result(res *mcp.CallToolResult) ports.MCPResult {
+	var b strings.Builder
+	for _, ct := range res.Content {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		switch v := ct.(type) {
+		case *mcp.TextContent:
+			b.WriteString(v.Text)
+		case *mcp.ImageContent:
+			b.WriteString("[an image (" + v.MIMEType + ") was left out]")
+		case *mcp.AudioContent:
+			b.WriteString("[audio (" + v.MIMEType + ") was left out]")
+		case *mcp.ResourceLink:
+			b.WriteString("[a link to the resource " + v.URI + "]")
+		case *mcp.EmbeddedResource:
+			if v.Resource != nil && v.Resource.Text != "" {
+				b.WriteString(v.Resource.Text)
+			} else {
+				b.WriteString("[an embedded resource was left out]")
+			}
+		default:
+			b.WriteString("[a content item devpilot does not read was left out]")
+		}
+		if b.Len() > c.cfg.MaxText {
+			break
+		}
+	}
+	if b.Len() == 0 && res.StructuredContent != nil {
+		if j, err := json.Marshal(res.StructuredContent); err == nil {
+			b.Write(j)
+		}
+	}
+	text, cut := ports.ClipBytes(b.String(), c.cfg.MaxText)
+	return ports.MCPResult{Text: text, IsError: res.IsError, Truncated: cut}
+}
+
+// isBroken reports whether err says the session or its connection is gone.
+func isBroken(err error) bool {
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "session not found") || strings.Contains(msg, "404") || strings.Contains(msg, "connection")
+}
+
+// mapErr makes an error of the SDK one of the port's kinds, with a message
+// that holds no header value (the SDK's errors name the URL at most).
+func mapErr(ctx context.Context, doing string, err error) error {
+	msg := ports.Clip(ports.OneLine(err.Error()), 300)
+	switch {
+	case ctx.Err() != nil:
+		return &ports.Error{Kind: ports.KindTimeout, Message: doing + ": it did not answer in time", Err: err}
+	case errors.Is(err, errPrivate):
+		return &ports.Error{Kind: ports.KindInvalid, Message: doing + ": " + errPrivate.Error(), Err: err}
+	case errors.Is(err, errTooLarge) || strings.Contains(msg, "too large") || strings.Contains(msg, "exceeds"):
+		return &ports.Error{Kind: ports.KindUpstream, Message: doing + ": the server's answer is too large", Err: err}
+	case isBroken(err):
+		return &ports.Error{Kind: ports.KindUnavailable, Message: doing + ": the server could not be reached or broke off (" + msg + ")", Err: err}
+	}
+	var jerr interface{ Error() string }
+	if errors.As(err, &jerr) {
+		return &ports.Error{Kind: ports.KindUpstream, Message: fmt.Sprintf("%s: %s", doing, msg), Err: err}
+	}
+	return &ports.Error{Kind: ports.KindUpstream, Message: doing + ": " + msg, Err: err}
+}
+
+// Close closes every session.
+func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, cn := range c.conn {
+		cn.drop()
+		delete(c.conn, k)
+	}
+}
