@@ -177,7 +177,7 @@ function toolsTable(s, r) {
 
 // toolRow is one tool; its policy select saves at once.
 function toolRow(s, t, errEl) {
-  const approval = h('td', { class: 'mcp-approval' });
+  const approval = h('td', { class: 'mcp-approval', dataset: { label: 'Approval' } });
   const drawApproval = (it) => mount(approval, it.policy === 'disabled'
     ? h('span', { class: 'badge' }, 'hidden from the assistant')
     : it.needs_approval ? h('span', { class: 'badge warn' }, 'needs approval') : h('span', { class: 'badge ok' }, 'runs at once'));
@@ -205,11 +205,11 @@ function toolRow(s, t, errEl) {
   });
   return h('tr', { dataset: { name: t.name, remote: t.remote_name } },
     h('th', { scope: 'row' }, h('code', {}, breakable(t.name)), t.description ? h('small', {}, t.description) : null),
-    h('td', { class: 'mcp-hints' },
+    h('td', { class: 'mcp-hints', dataset: { label: 'Hints' } },
       t.read_only ? h('span', { class: 'badge ok' }, 'read-only') : h('span', { class: 'badge' }, 'may write'),
       t.destructive ? h('span', { class: 'badge bad' }, 'destructive') : null),
     approval,
-    h('td', {}, sel));
+    h('td', { class: 'mcp-policy-cell', dataset: { label: 'Policy' } }, sel));
 }
 
 // breakable is a tool's name with a line-break opportunity after each _,
