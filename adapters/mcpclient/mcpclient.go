@@ -76,6 +76,7 @@ var _ ports.MCPClient = (*Client)(nil)
 type conn struct {
 	mu      sync.Mutex
 	session *mcp.ClientSession
+	end     context.CancelFunc // ends the session's context
 	tools   []ports.MCPTool
 	fetched time.Time
 	stale   bool
@@ -183,18 +184,29 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || req.Method == http.MethodGet {
 		return resp, err
 	}
-	resp.Body = &capped{r: resp.Body, left: t.max}
+	trip, _ := req.Context().Value(tripKey{}).(context.CancelCauseFunc)
+	resp.Body = &capped{r: resp.Body, left: t.max, trip: trip}
 	return resp, nil
 }
 
-// capped reads at most left bytes, then fails with errTooLarge.
+// tripKey keys, in a call's context, the function that ends the call with
+// errTooLarge when its answer is too large, so that the call fails at once
+// with that cause rather than wait for an answer that will not come.
+type tripKey struct{}
+
+// capped reads at most left bytes, then fails with errTooLarge (and trips
+// the call, when it knows it).
 type capped struct {
 	r    io.ReadCloser
 	left int64
+	trip context.CancelCauseFunc
 }
 
 func (c *capped) Read(p []byte) (int, error) {
 	if c.left <= 0 {
+		if c.trip != nil {
+			c.trip(errTooLarge)
+		}
 		return 0, errTooLarge
 	}
 	if int64(len(p)) > c.left {
@@ -246,14 +258,18 @@ func (c *Client) connFor(ep ports.MCPEndpoint) *conn {
 	return cn
 }
 
-// drop closes the session, if any; the next use connects anew.
+// drop closes the session, if any; the next use connects anew. The
+// cached list goes too: without a session no notification says it changed.
 func (cn *conn) drop() {
 	cn.mu.Lock()
-	s := cn.session
-	cn.session = nil
+	s, end := cn.session, cn.end
+	cn.session, cn.end, cn.stale = nil, nil, true
 	cn.mu.Unlock()
 	if s != nil {
-		go s.Close() // closing may wait on the server; nobody waits for it
+		go func() { // closing may wait on the server; nobody waits for it
+			s.Close()
+			end()
+		}()
 	}
 }
 
@@ -278,15 +294,42 @@ func (c *Client) sessionFor(ctx context.Context, ep ports.MCPEndpoint, cn *conn)
 			Transport:     roundTripper{base: c.base, headers: ep.Headers, max: c.cfg.MaxResponse},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		MaxRetries:   1,
-		MaxEventSize: int(c.cfg.MaxResponse),
+		MaxRetries: 1,
+		// Larger than MaxResponse, so that the answer's cap trips first
+		// and the call fails at once.
+		MaxEventSize: int(2 * c.cfg.MaxResponse),
 	}
-	s, err := client.Connect(ctx, tr, nil)
-	if err != nil {
-		return nil, mapErr(ctx, "connecting", err)
+	// The session outlives the call that opens it (its event stream brings
+	// tools/list_changed), so it is opened under a context of its own,
+	// ended when the session is dropped; the caller waits for it only as
+	// long as its own context allows.
+	life, end := context.WithCancel(context.Background())
+	type opened struct {
+		s   *mcp.ClientSession
+		err error
 	}
-	cn.session = s
-	return s, nil
+	ch := make(chan opened, 1)
+	go func() {
+		s, err := client.Connect(life, tr, nil)
+		ch <- opened{s, err}
+	}()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			end()
+			return nil, mapErr(ctx, "connecting", o.err)
+		}
+		cn.session, cn.end = o.s, end
+		return o.s, nil
+	case <-ctx.Done():
+		end()
+		go func() {
+			if o := <-ch; o.s != nil {
+				o.s.Close()
+			}
+		}()
+		return nil, mapErr(ctx, "connecting", ctx.Err())
+	}
 }
 
 // ListTools implements ports.MCPClient.
@@ -375,8 +418,15 @@ func (c *Client) CallTool(ctx context.Context, ep ports.MCPEndpoint, name string
 	if len(args) > 0 {
 		arguments = args
 	}
-	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: arguments})
+	cctx, trip := context.WithCancelCause(ctx)
+	defer trip(nil)
+	res, err := s.CallTool(context.WithValue(cctx, tripKey{}, trip), &mcp.CallToolParams{Name: name, Arguments: arguments})
 	if err != nil {
+		if errors.Is(context.Cause(cctx), errTooLarge) {
+			cn.drop() // the answer was left unread
+			return ports.MCPResult{}, &ports.Error{Kind: ports.KindUpstream,
+				Message: fmt.Sprintf("calling %s: the server's answer is larger than %d bytes; it was not read", ports.Clip(name, 64), c.cfg.MaxResponse), Err: err}
+		}
 		if isBroken(err) || ctx.Err() != nil {
 			cn.drop()
 		}
@@ -447,10 +497,6 @@ func mapErr(ctx context.Context, doing string, err error) error {
 		return &ports.Error{Kind: ports.KindUpstream, Message: doing + ": the server's answer is too large", Err: err}
 	case isBroken(err):
 		return &ports.Error{Kind: ports.KindUnavailable, Message: doing + ": the server could not be reached or broke off (" + msg + ")", Err: err}
-	}
-	var jerr interface{ Error() string }
-	if errors.As(err, &jerr) {
-		return &ports.Error{Kind: ports.KindUpstream, Message: fmt.Sprintf("%s: %s", doing, msg), Err: err}
 	}
 	return &ports.Error{Kind: ports.KindUpstream, Message: doing + ": " + msg, Err: err}
 }

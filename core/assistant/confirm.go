@@ -158,7 +158,9 @@ func (s *Service) guard(ctx context.Context, name string) error {
 }
 
 // toolName is name as an Observer hears it: ports.UnknownTool unless the
-// registry has it (a confirmation may outlive its tool).
+// service's registry has it (a confirmation may outlive its tool, and an
+// organisation's own tools, its MCP servers', are not named one by one, so
+// that metrics keep a bounded set of labels).
 func (s *Service) toolName(name string) string {
 	if _, ok := s.d.Registry.Lookup(name); !ok {
 		return ports.UnknownTool

@@ -191,7 +191,7 @@ func (t *turnRun) tooManyRounds(calls []ports.ToolCall, rounds int) ending {
 		args, def, _ := t.reg.CheckWith(c, t.known())
 		t.announce(c, args)
 		t.answer(c, failed(reason))
-		t.s.d.Observer.ToolCall(def.Name, ports.ToolCallRefused)
+		t.s.d.Observer.ToolCall(t.s.toolName(def.Name), ports.ToolCallRefused)
 	}
 	return ending{reason: FinishError, err: &ErrorData{Code: CodeToolLoopLimit,
 		Message: fmt.Sprintf("the assistant called tools %d times in a row without answering; ask again or narrow the request", rounds)}}
@@ -375,21 +375,21 @@ func (t *turnRun) runCalls(calls []ports.ToolCall) (asked int) {
 			t.log().Info("tool call refused", "tool", c.Name, "problem", problem)
 			t.answer(c, failed(problem))
 			if checked {
-				obs.ToolCall(def.Name, ports.ToolCallRefused)
+				obs.ToolCall(t.s.toolName(def.Name), ports.ToolCallRefused)
 			} else { // the policy could not be read, or the reply was cancelled meanwhile
-				obs.ToolCall(def.Name, ports.ToolCallFailed)
+				obs.ToolCall(t.s.toolName(def.Name), ports.ToolCallFailed)
 			}
 		case t.em.stopped() || t.ctx.Err() != nil:
 			t.answer(c, t.notRun())
-			obs.ToolCall(def.Name, ports.ToolCallFailed)
+			obs.ToolCall(t.s.toolName(def.Name), ports.ToolCallFailed)
 		case !t.policy.Confirms(def):
 			o := t.s.runTool(t.ctx, def, args)
 			t.answer(c, o)
-			obs.ToolCall(def.Name, ranOutcome(o))
+			obs.ToolCall(t.s.toolName(def.Name), ranOutcome(o))
 		default:
 			if t.askConfirmation(c, def, args) {
 				asked++
-				obs.ToolCall(def.Name, ports.ToolCallPending)
+				obs.ToolCall(t.s.toolName(def.Name), ports.ToolCallPending)
 			}
 		}
 	}

@@ -74,7 +74,7 @@ func fullServer() *Server {
 		Identity: stubIdentity{}, Ready: stubReadiness{},
 		Assistant: stubAssistant{}, Spec: stubSpec{}, Cloud: stubCloud{}, SCM: stubSCM{}, Content: stubContent{}, Voice: stubVoice{},
 		Usage: stubUsage{}, Tokens: stubTokens{}, AuditLog: stubAuditLog{}, Members: stubMembers{}, Invitations: stubInvites{}, Idempotency: stubIdem{}, Permissions: stubPerms{},
-		MCP: stubMCP{},
+		MCP:             stubMCP{},
 		IdempotencySeal: stubCipher{}, SignIn: stubSignIn{}, SignInSeal: stubCipher{},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
