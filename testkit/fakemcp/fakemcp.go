@@ -21,7 +21,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,12 +36,11 @@ type Server struct {
 	closed chan struct{}
 	once   sync.Once
 
-	mu       sync.Mutex
-	header   [2]string // a header every request must carry, when set
-	headers  []http.Header
-	calls    map[string]int
-	Started  chan string // the name of each call as it starts
-	hangings atomic.Int32
+	mu      sync.Mutex
+	header  [2]string // a header every request must carry, when set
+	headers []http.Header
+	calls   map[string]int
+	Started chan string // the name of each call as it starts
 }
 
 // LookupIn is lookup's input.

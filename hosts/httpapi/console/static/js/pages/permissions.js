@@ -11,7 +11,7 @@ import { me } from '../app.js';
 
 export const title = 'Permissions';
 
-const AREAS = { cloud: 'Cloud', content: 'Content', spec: 'Specifications', scm: 'Repositories', policy: 'Policy' };
+const AREAS = { cloud: 'Cloud', content: 'Content', spec: 'Specifications', scm: 'Repositories', mcp: 'MCP servers', policy: 'Policy' };
 
 // render draws the page.
 export function render(main) {
