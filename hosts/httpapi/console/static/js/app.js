@@ -15,9 +15,10 @@ import * as tokens from './pages/tokens.js';
 import * as members from './pages/members.js';
 import * as admin from './pages/admin.js';
 import * as permissions from './pages/permissions.js';
+import * as mcp from './pages/mcp.js';
 import * as join from './pages/join.js';
 
-const pages = { chat, specs, cloud, content, repos, tokens, members, permissions, admin };
+const pages = { chat, specs, cloud, content, repos, tokens, members, permissions, mcp, admin };
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
 const menuToggle = document.getElementById('menu-toggle');

@@ -74,8 +74,11 @@ function scopesCell(t) {
   return h('span', { class: 'scopes' }, scopes.map((sc) => h('code', { class: 'scope' }, sc === 'read' ? 'read only' : sc)));
 }
 
-// render draws the page.
-export function render(main) {
+// render draws the page; #/tokens/mcp (the link of a specification's
+// "Connect a coding agent" panel) names the new token for a coding agent,
+// read only, and puts the keyboard in the form.
+export function render(main, args) {
+  const forAgent = (args || [])[0] === 'mcp';
   const errEl = h('div', { 'aria-live': 'assertive' });
   const made = h('div', { 'aria-live': 'polite' });
   const table = h('div', { class: 'tokens-list' }, loading('Loading your tokens…'));
@@ -148,5 +151,17 @@ export function render(main) {
     h('p', { class: 'muted' }, 'API tokens act as you: for scripts, CI and other clients. Each expires; revoke one the moment it is not needed.'),
     h('section', { class: 'card', 'aria-label': 'Your tokens' }, table, errEl),
     form);
+  if (forAgent) {
+    name.value = 'Coding agent (MCP)';
+    // Read only to begin with: the least an agent needs to read PRPs.
+    const ro = form.querySelector('#token-scope-read');
+    ro.checked = true;
+    ro.dispatchEvent(new Event('change'));
+    form.insertBefore(h('p', { class: 'notice', id: 'token-for-agent' },
+      'For a coding agent: “Read only” (chosen) lets it read specifications and PRPs; “Read and write” also lets it ask for changes, each waiting for approval. ',
+      'Copy the token when it is shown, into the agent’s MCP settings.'), name.closest('.field'));
+    // after the shell has focused the page (app.js route)
+    setTimeout(() => { name.focus({ preventScroll: true }); form.scrollIntoView({ block: 'start' }); }, 0);
+  }
   refresh();
 }

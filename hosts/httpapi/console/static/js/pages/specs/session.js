@@ -7,6 +7,7 @@
 
 import { api, stream, download } from '../../api.js';
 import { manageBar } from './manage.js';
+import { connectPanel } from './connect.js';
 import { h, mount, loading, empty, errorBox, toast, button, when, details, pretty } from '../../ui.js';
 import { render as md } from '../../md.js';
 import { traceView, latest } from './trace.js';
@@ -50,6 +51,7 @@ export function sessionView(el, id, tab, onChange) {
   const actionErr = h('div', { 'aria-live': 'assertive' });
   const panel = h('div', { class: 'spec-panel' });
   const manage = manageBar(id, () => refresh()); // rename, repository, export to issues, delete
+  const connect = connectPanel(id); // how a coding agent reaches this specification over MCP
   mount(el, loading('Loading the specification…'));
 
   // say updates the live status only when its text changes, so that a
@@ -132,8 +134,9 @@ export function sessionView(el, id, tab, onChange) {
     const focused = document.activeElement && el.contains(document.activeElement) ? document.activeElement.id : null;
     const current = latest(s.artifacts);
     if (!view) view = s.current_stage || 'inputs';
-    if (!el.contains(head)) mount(el, head, manage.el, status, stepper, actions, actionErr, panel);
+    if (!el.contains(head)) mount(el, head, manage.el, connect.el, status, stepper, actions, actionErr, panel);
     manage.update(s, view);
+    connect.update(s);
 
     mount(head,
       h('h2', { class: 'spec-name' }, s.name), ' ', statusBadge(s.status),
