@@ -20,6 +20,8 @@ type MCPServers interface {
 	SetToolPolicy(ctx context.Context, id, remote string, pol ports.MCPPolicy) (mcptools.ToolInfo, error)
 }
 
+// mcpServerRoutes serves the admin API of the organisation's remote MCP
+// servers (devpilot as an MCP client).
 func (s *Server) mcpServerRoutes() {
 	s.handle(http.MethodPost, "/api/v1/mcp/servers", s.createMCPServer)
 	s.handle(http.MethodGet, "/api/v1/mcp/servers", s.listMCPServers)
