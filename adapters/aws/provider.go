@@ -251,11 +251,25 @@ func (p *Provider) start(ctx context.Context, c ports.CloudCredentials) (context
 func (p *Provider) assumeRole(k roleKey) *sdkaws.CredentialsCache {
 	cfg := p.base.Copy()
 	cfg.Region = k.region
-	client := sts.NewFromConfig(cfg)
-	provider := stscreds.NewAssumeRoleProvider(client, k.arn, func(o *stscreds.AssumeRoleOptions) {
-		o.RoleSessionName = p.sessionName
-		if k.externalID != "" {
-			o.ExternalID = sdkaws.String(k.externalID)
+	return AssumeRoleCredentials(cfg, k.arn, k.externalID, p.sessionName)
+}
+
+// AssumeRoleCredentials returns cached credentials of the role roleARN,
+// assumed through STS (in base's region, at base's endpoint) with base's
+// credentials, the external id when it is not empty, and the session name
+// (DefaultRoleSessionName when empty): how cloud accounts and other AWS
+// clients of devpilot (Amazon Bedrock) assume roles. The role is assumed at
+// the first use and again before its credentials expire; a failure is the
+// error of the call that needed them.
+func AssumeRoleCredentials(base sdkaws.Config, roleARN, externalID, sessionName string) *sdkaws.CredentialsCache {
+	if sessionName == "" {
+		sessionName = DefaultRoleSessionName
+	}
+	client := sts.NewFromConfig(base)
+	provider := stscreds.NewAssumeRoleProvider(client, roleARN, func(o *stscreds.AssumeRoleOptions) {
+		o.RoleSessionName = sessionName
+		if externalID != "" {
+			o.ExternalID = sdkaws.String(externalID)
 		}
 	})
 	return sdkaws.NewCredentialsCache(provider)
