@@ -24,6 +24,7 @@ const (
 	EnvBedrockRoleARN    = "DEVPILOT_BEDROCK_ROLE_ARN"
 	EnvBedrockExternalID = "DEVPILOT_BEDROCK_EXTERNAL_ID"
 	EnvBedrockEndpoint   = "DEVPILOT_BEDROCK_ENDPOINT"
+	EnvBedrockRetries    = "DEVPILOT_BEDROCK_MAX_RETRIES"
 )
 
 // ModelFeatures pairs each routed feature with the variable of its
@@ -71,6 +72,14 @@ type BedrockConfig struct {
 	RoleARN    string
 	ExternalID string
 	Endpoint   string // "" is AWS's
+	// MaxRetries is how often a throttled or failed call is tried again
+	// before its stream starts (DEVPILOT_BEDROCK_MAX_RETRIES, default 2;
+	// -1 in bedrock.Config, none, for 0).
+	MaxRetries int
+	// AccessKeyID, SecretAccessKey and SessionToken are AWS_ACCESS_KEY_ID,
+	// AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN as Load read them: static
+	// base credentials when set, else the SDK's default chain.
+	AccessKeyID, SecretAccessKey, SessionToken string
 }
 
 // Configured reports whether the Bedrock provider may be used.
@@ -84,6 +93,19 @@ func (c ModelsConfig) Uses(provider string) bool {
 		}
 	}
 	return false
+}
+
+// firstModel returns the first model a route (or the default) names of
+// provider.
+func (c ModelsConfig) firstModel(provider string) string {
+	for _, f := range ModelFeatures {
+		for _, t := range c.Routes[f.Feature] {
+			if t.Provider == provider {
+				return t.Model
+			}
+		}
+	}
+	return ""
 }
 
 // Models returns every model a list names, the default's first, each once.
@@ -113,11 +135,20 @@ func (r *reader) models(defaultModel string, openaiConfigured bool) ModelsConfig
 			BaseURL: r.url(EnvAnthropicBaseURL),
 		},
 		Bedrock: BedrockConfig{
-			Region:     r.str(EnvBedrockRegion, r.str("AWS_REGION", "")),
-			RoleARN:    r.str(EnvBedrockRoleARN, ""),
-			ExternalID: r.str(EnvBedrockExternalID, ""),
-			Endpoint:   r.url(EnvBedrockEndpoint),
+			Region:          r.str(EnvBedrockRegion, r.str("AWS_REGION", "")),
+			RoleARN:         r.str(EnvBedrockRoleARN, ""),
+			ExternalID:      r.str(EnvBedrockExternalID, ""),
+			Endpoint:        r.url(EnvBedrockEndpoint),
+			AccessKeyID:     r.str("AWS_ACCESS_KEY_ID", ""),
+			SecretAccessKey: r.str("AWS_SECRET_ACCESS_KEY", ""),
+			SessionToken:    r.str("AWS_SESSION_TOKEN", ""),
 		},
+	}
+	if c.Bedrock.MaxRetries = int(r.number(EnvBedrockRetries, 2, 0, 10)); c.Bedrock.MaxRetries == 0 {
+		c.Bedrock.MaxRetries = -1
+	}
+	if c.Bedrock.AccessKeyID == "" || c.Bedrock.SecretAccessKey == "" {
+		c.Bedrock.AccessKeyID, c.Bedrock.SecretAccessKey, c.Bedrock.SessionToken = "", "", ""
 	}
 	caps, err := llmroute.ParseCapabilities(r.str(EnvModelCapabilities, ""), llmroute.DefaultCapabilities())
 	if err != nil {
