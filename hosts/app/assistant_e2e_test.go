@@ -97,7 +97,7 @@ func startStackOn(t *testing.T, c stackCase, extra map[string]string) *stack {
 		// after the first answer turns them on in extra.
 		app.EnvAutoTitle: "0",
 	}
-	maps.Copy(env, providerEnv(t, c.provider, st.model))
+	maps.Copy(env, c.modelEnv(t, st.model))
 	maps.Copy(env, extra)
 	cfg, err := app.Load(app.ModeRun, func(k string) string { return env[k] })
 	if err != nil {

@@ -36,6 +36,17 @@ const (
 type stackCase struct {
 	dialect  sqlstore.Dialect
 	provider modelProvider
+	// env, when set, is the model providers' environment instead of
+	// providerEnv's, given the stack's script.
+	env func(script *fakeopenai.Server) map[string]string
+}
+
+// modelEnv is the environment of c's model providers over script.
+func (c stackCase) modelEnv(t *testing.T, script *fakeopenai.Server) map[string]string {
+	if c.env != nil {
+		return c.env(script)
+	}
+	return providerEnv(t, c.provider, script)
 }
 
 // name is the subtest's name: the dialect, then the provider when it is

@@ -46,7 +46,7 @@ func startReplicasOn(t *testing.T, c stackCase, n int, extra map[string]string) 
 		app.EnvAutoTitle:     "0", // the script holds the chat's model calls only
 		app.EnvLLMStructured: "strict",
 	}
-	for k, v := range providerEnv(t, c.provider, model) {
+	for k, v := range c.modelEnv(t, model) {
 		env[k] = v
 	}
 	for k, v := range extra {
