@@ -3,8 +3,8 @@ package app
 import (
 	"cmp"
 	"context"
-	"maps"
 	"log/slog"
+	"maps"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"

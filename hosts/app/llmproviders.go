@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"net/http"
 	"os"
 
@@ -59,4 +60,28 @@ func newModelProviders(cfg Config, tracing *telemetry.Tracing) (map[string]ports
 		out[llmroute.ProviderBedrock] = telemetry.TraceProviderLLM(c, tracing.Provider(), llmroute.ProviderBedrock, model, endpoint)
 	}
 	return out, nil
+}
+
+// NewModelRouter returns the models of cfg's routes (DEVPILOT_MODEL_*)
+// behind the failover router, neither traced, measured nor metered: for a
+// host that calls a model on its own behalf, as the evaluation's judge
+// does (ctx's attribution picks the route; llmroute.FeatureJudge the
+// judge's). Errors: an adapter's configuration error.
+func NewModelRouter(cfg Config, logger *slog.Logger) (ports.LLM, error) {
+	c, err := NewOpenAI(cfg, logger, nil)
+	if err != nil {
+		return nil, err
+	}
+	providers, err := newModelProviders(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	providers[llmroute.ProviderOpenAI] = unconfigured{}
+	if c != nil {
+		providers[llmroute.ProviderOpenAI] = c
+	}
+	return llmroute.New(llmroute.Config{
+		Providers: providers, Routes: cfg.Models.Routes, Default: cfg.Models.Default,
+		Capabilities: cfg.Models.Capabilities, Log: logger,
+	})
 }
