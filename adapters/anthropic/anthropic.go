@@ -6,16 +6,19 @@
 // and the tool definitions are marked for Anthropic's prompt cache; and
 // provider failures are mapped to ports.Error kinds.
 //
-// The SDK's own retries are off (option.WithMaxRetries(0)): a failed call
-// is returned at once, classified, for devpilot's retries and failover
-// to decide what to do next.
+// The SDK's own retries are off (option.WithMaxRetries(0)). By default a
+// failed call is returned at once, classified, for devpilot's failover
+// between providers to decide what to do next; Config.MaxRetries makes the
+// adapter try a passing failure again itself, before any output.
 package anthropic
 
 import (
 	"cmp"
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -58,6 +61,14 @@ type Config struct {
 	// (Anthropic requires a cap on every call); DefaultMaxTokens when zero
 	// or negative.
 	MaxTokens int
+	// MaxRetries is how many times a call that failed before any of its
+	// answer reached onDelta is tried again, when the failure may pass
+	// (rate limited, overloaded, a server error, a dropped connection, a
+	// cut stream): with exponential backoff and jitter, never sooner than
+	// the API's Retry-After, and not when that asks for more than 30s.
+	// None when zero or negative, the default, which leaves retrying to the
+	// caller (devpilot's failover between providers).
+	MaxRetries int
 }
 
 // String describes the configuration without its API key.
@@ -81,6 +92,14 @@ type Client struct {
 	model     string
 	timeout   time.Duration
 	maxTokens int
+
+	// Retry pacing: how many retries, the first backoff, the largest, and
+	// the longest wait a Retry-After may ask for before the call gives up
+	// instead.
+	maxRetries   int
+	backoffBase  time.Duration
+	backoffMax   time.Duration
+	maxRetryWait time.Duration
 }
 
 var _ ports.LLM = (*Client)(nil)
@@ -88,8 +107,9 @@ var _ ports.LLM = (*Client)(nil)
 // New returns a Client for cfg. It returns an internal Error when Model is
 // missing, BaseURL is not an http(s) URL, or the API key is missing for
 // Anthropic's own API. Nothing is read from the environment: the SDK's
-// defaults (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, profiles) are off, so
-// what the caller configured is what is used.
+// defaults (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, profiles) and its
+// OpenTelemetry spans are off, so what the caller configured is what is
+// used.
 func New(cfg Config) (*Client, error) {
 	if cfg.Model == "" {
 		return nil, ports.Errorf(ports.KindInternal, "anthropic: no model configured")
@@ -111,6 +131,11 @@ func New(cfg Config) (*Client, error) {
 		option.WithBaseURL(base + "/"),
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),
+		// devpilot traces model calls itself (telemetry.TraceLLM and the
+		// traced HTTP client a host passes): the SDK's spans would
+		// duplicate those, and carry prompts when
+		// ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE says so.
+		option.WithoutOpenTelemetry(),
 	}
 	if cfg.APIKey != "" {
 		// Anthropic's API takes the key as x-api-key; the SDK's
@@ -124,6 +149,11 @@ func New(cfg Config) (*Client, error) {
 		model:     cfg.Model,
 		timeout:   cfg.Timeout,
 		maxTokens: cfg.MaxTokens,
+
+		maxRetries:   max(cfg.MaxRetries, 0),
+		backoffBase:  500 * time.Millisecond,
+		backoffMax:   8 * time.Second,
+		maxRetryWait: 30 * time.Second,
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
@@ -141,14 +171,16 @@ var errCallTimeout = errors.New("anthropic: call timeout")
 // complete. With a ResponseFormat, the answer is the input of the forced
 // tool call (see buildParams), streamed to onDelta as it comes, the way
 // the OpenAI adapter streams structured content, and returned as Content
-// with FinishReason stop. Nothing is tried again. Errors: rate_limited
-// (with RetryAfter), unavailable (overloaded, server errors, unreachable;
-// with RetryAfter when the API gave one), timeout (Config.Timeout passed),
-// invalid (Code context_length or invalid_request), upstream (Code
-// truncated when the stream ended before message_stop; also rejected
-// credentials and malformed streams), ctx's error when ctx ends, and
-// onDelta's error as it was returned. On error the result holds the text
-// received so far.
+// with FinishReason stop. A failure that may pass is tried again as
+// Config.MaxRetries says, only while nothing has reached onDelta. Errors:
+// rate_limited (with RetryAfter), unavailable (overloaded, server errors,
+// unreachable; with RetryAfter when the API gave one), timeout
+// (Config.Timeout passed), invalid (Code context_length or
+// invalid_request), upstream (Code truncated when the stream ended before
+// message_stop; also rejected credentials, billing and malformed streams),
+// ctx's error when ctx ends, and onDelta's error as it was returned. On
+// error the result holds the text received so far. Every result names
+// ProviderName.
 func (c *Client) Chat(ctx context.Context, req ports.ChatRequest, onDelta func(delta string) error) (ports.ChatResult, error) {
 	b, err := c.buildParams(req)
 	if err != nil {
@@ -156,21 +188,59 @@ func (c *Client) Chat(ctx context.Context, req ports.ChatRequest, onDelta func(d
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, c.timeout, errCallTimeout)
 	defer cancel()
-	res, f := c.stream(callCtx, b, onDelta)
-	res.Provider = ProviderName
-	if f == nil {
-		return res, nil
+	delivered := false
+	deliver := onDelta
+	if onDelta != nil {
+		deliver = func(d string) error { delivered = true; return onDelta(d) }
 	}
-	if f.callerErr != nil {
-		return res, f.callerErr
+	for attempt := 0; ; attempt++ {
+		res, f := c.stream(callCtx, b, deliver)
+		res.Provider = ProviderName
+		if f == nil {
+			return res, nil
+		}
+		if f.callerErr != nil {
+			return res, f.callerErr
+		}
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if callCtx.Err() != nil {
+			return res, timeoutAfter(c.timeout)
+		}
+		if delivered || res.Content != "" || attempt >= c.maxRetries || !f.err.Retryable() {
+			return res, f.err
+		}
+		wait := c.backoff(attempt, f.err.RetryAfter)
+		if deadline, ok := callCtx.Deadline(); wait > c.maxRetryWait || (ok && time.Until(deadline) < wait) {
+			return res, f.err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-callCtx.Done():
+			t.Stop()
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			return res, timeoutAfter(c.timeout)
+		}
 	}
-	if err := ctx.Err(); err != nil {
-		return res, err
+}
+
+// backoff is the wait before retry number attempt+1: exponential from
+// backoffBase up to backoffMax, with equal jitter, and never shorter than
+// what the API asked for.
+func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	d := c.backoffBase
+	for i := 0; i < attempt && d < c.backoffMax; i++ {
+		d *= 2
 	}
-	if callCtx.Err() != nil {
-		return res, timeoutAfter(c.timeout)
+	d = min(d, c.backoffMax)
+	if half := int64(d / 2); half > 0 {
+		d = time.Duration(half + rand.Int64N(half+1))
 	}
-	return res, f.err
+	return max(d, retryAfter)
 }
 
 // stream runs one streamed request and reads it to its end.
@@ -178,19 +248,19 @@ func (c *Client) stream(ctx context.Context, b *built, onDelta func(string) erro
 	s := c.api.Messages.NewStreaming(ctx, b.params)
 	defer func() { _ = s.Close() }()
 	var (
-		acc      anthropic.Message
+		msg      message
 		content  strings.Builder
 		started  bool
 		stopped  bool
 		answerAt = int64(-1) // the index of the forced tool's block
 	)
 	partial := func() ports.ChatResult {
-		return ports.ChatResult{Content: content.String(), Model: cmp.Or(acc.Model, b.params.Model), ID: acc.ID}
+		return ports.ChatResult{Content: content.String(), Model: cmp.Or(msg.model, b.params.Model), ID: msg.id}
 	}
 	for s.Next() {
 		ev := s.Current()
 		started = true
-		if err := acc.Accumulate(ev); err != nil {
+		if err := msg.add(&ev); err != nil {
 			return partial(), &failure{err: ports.Wrap(ports.KindUpstream, err, msgMalformed)}
 		}
 		var text string
@@ -226,20 +296,29 @@ func (c *Client) stream(ctx context.Context, b *built, onDelta func(string) erro
 		return partial(), &failure{err: truncated(errors.New("the stream ended before message_stop"))}
 	}
 	res := partial()
-	for i, blk := range acc.Content {
-		if blk.Type != "tool_use" {
+	seen := map[string]bool{}
+	for _, blk := range msg.blocks {
+		if blk.typ != "tool_use" {
 			continue
 		}
-		if int64(i) == answerAt {
-			res.Content = string(ports.CleanJSON(blk.Input))
+		input := blk.input.String()
+		if strings.TrimSpace(input) == "" {
+			input = "{}"
+		}
+		input = string(ports.CleanJSON([]byte(input)))
+		if blk.index == answerAt {
+			res.Content = input
 			continue
 		}
-		res.ToolCalls = append(res.ToolCalls, ports.ToolCall{
-			ID: blk.ID, Name: blk.Name, Arguments: string(ports.CleanJSON(blk.Input)),
-		})
+		id := blk.id
+		if id == "" || seen[id] { // every call needs an id of its own for its result
+			id = "toolu_" + crand.Text()
+		}
+		seen[id] = true
+		res.ToolCalls = append(res.ToolCalls, ports.ToolCall{ID: id, Name: blk.name, Arguments: input})
 	}
-	res.FinishReason = finishReason(acc.StopReason, len(res.ToolCalls) > 0, answerAt >= 0)
-	u := acc.Usage
+	res.FinishReason = finishReason(msg.stop, len(res.ToolCalls) > 0, answerAt >= 0)
+	u := msg.usage
 	res.Usage = ports.Usage{
 		PromptTokens:     int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
 		CompletionTokens: int(u.OutputTokens),
@@ -247,6 +326,64 @@ func (c *Client) stream(ctx context.Context, b *built, onDelta func(string) erro
 		CacheWriteTokens: int(u.CacheCreationInputTokens),
 	}
 	return res, nil
+}
+
+// message is what a stream said of its message: the SDK's Accumulate
+// without its copies of the raw JSON, and keeping a tool's input as the
+// model wrote it, valid JSON or not, for the core to judge.
+type message struct {
+	id, model string
+	stop      anthropic.StopReason
+	usage     anthropic.MessageDeltaUsage
+	blocks    []*block
+}
+
+// block is one content block of a streamed message.
+type block struct {
+	index         int64
+	typ, id, name string
+	input         strings.Builder
+}
+
+// add applies one event. It returns an error for an event about a block
+// that was not started, or a block started out of order.
+func (m *message) add(ev *anthropic.MessageStreamEventUnion) error {
+	switch ev.Type {
+	case "message_start":
+		m.id, m.model = ev.Message.ID, ev.Message.Model
+		u := ev.Message.Usage
+		m.usage = anthropic.MessageDeltaUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CacheCreationInputTokens: u.CacheCreationInputTokens, CacheReadInputTokens: u.CacheReadInputTokens}
+	case "content_block_start":
+		if ev.Index != int64(len(m.blocks)) {
+			return fmt.Errorf("content block %d started after %d blocks", ev.Index, len(m.blocks))
+		}
+		cb := ev.ContentBlock
+		m.blocks = append(m.blocks, &block{index: ev.Index, typ: cb.Type, id: cb.ID, name: cb.Name})
+	case "content_block_delta":
+		if ev.Index < 0 || ev.Index >= int64(len(m.blocks)) {
+			return fmt.Errorf("a delta of content block %d, which was not started", ev.Index)
+		}
+		if ev.Delta.Type == "input_json_delta" {
+			m.blocks[ev.Index].input.WriteString(ev.Delta.PartialJSON)
+		}
+	case "message_delta":
+		m.stop = ev.Delta.StopReason
+		// Every count is a total for the whole message; those not sent
+		// keep what message_start said.
+		u := ev.Usage
+		m.usage.OutputTokens = u.OutputTokens
+		if u.JSON.InputTokens.Valid() {
+			m.usage.InputTokens = u.InputTokens
+		}
+		if u.JSON.CacheCreationInputTokens.Valid() {
+			m.usage.CacheCreationInputTokens = u.CacheCreationInputTokens
+		}
+		if u.JSON.CacheReadInputTokens.Valid() {
+			m.usage.CacheReadInputTokens = u.CacheReadInputTokens
+		}
+	}
+	return nil
 }
 
 // finishReason maps Anthropic's stop_reason. The forced call of a

@@ -264,6 +264,9 @@ func TestChatErrors(t *testing.T) {
 		{"overloaded mid-stream", fakeopenai.Text("a b c").FailAfter(1, fakeopenai.Overloaded()), ports.KindUnavailable, "", 0},
 		{"rate limited mid-stream", fakeopenai.Text("a b c").FailAfter(1, fakeopenai.RateLimited(0)), ports.KindRateLimited, "", 0},
 		{"hangup", fakeopenai.Hangup(), ports.KindUnavailable, "", 0},
+		{"key echoed", fakeopenai.APIError(http.StatusBadRequest, "invalid_request_error", "", "the key "+testKey+" is bad"),
+			ports.KindInvalid, ports.CodeInvalidRequest, 0},
+		{"forbidden", fakeopenai.APIError(http.StatusForbidden, "permission_error", "", "no access"), ports.KindUpstream, "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -367,5 +370,109 @@ func TestChatHostileContent(t *testing.T) {
 	}
 	if res.Content != "ok\ufffd done" {
 		t.Errorf("content = %q", res.Content)
+	}
+}
+
+func TestChatInvalidArgumentsPassThrough(t *testing.T) {
+	t.Parallel()
+	script, _, c := setup(t)
+	script.Enqueue(
+		fakeopenai.ToolCalls(fakeopenai.Call{ID: "toolu_x", Name: "t", Arguments: `{"a": tru`}),
+		fakeopenai.Text(`not json at all`),
+		fakeopenai.Text("fine"),
+	)
+	tools := []ports.ToolDefinition{{Name: "t", Parameters: json.RawMessage(`{"type":"object"}`)}}
+	msgs := []ports.Message{user("go")}
+	res, err := c.Chat(context.Background(), ports.ChatRequest{Messages: msgs, Tools: tools}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ToolCalls) != 1 || res.ToolCalls[0].Arguments != `{"a": tru` {
+		t.Fatalf("result = %+v", res)
+	}
+	res, err = c.Chat(context.Background(), ports.ChatRequest{Messages: msgs,
+		ResponseFormat: &ports.JSONSchemaFormat{Name: "answer", Schema: json.RawMessage(`{"type":"object"}`)}}, nil)
+	if err != nil || res.Content != "not json at all" {
+		t.Fatalf("structured result %+v, error %v", res, err)
+	}
+	// The invalid arguments go back as an empty input, which the API accepts.
+	msgs = append(msgs, ports.Message{Role: ports.MessageAssistant, ToolCalls: []ports.ToolCall{{ID: "toolu_x", Name: "t", Arguments: `{"a": tru`}}},
+		ports.Message{Role: ports.MessageTool, ToolCallID: "toolu_x", Content: "invalid arguments"})
+	if _, err := c.Chat(context.Background(), ports.ChatRequest{Messages: msgs, Tools: tools}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestChatRetries(t *testing.T) {
+	t.Parallel()
+	client := func(t *testing.T, retries int) (*fakeopenai.Server, *anthropic.Client) {
+		script := fakeopenai.New(t)
+		fake := fakeanthropic.New(t, script)
+		c, err := anthropic.New(anthropic.Config{APIKey: testKey, BaseURL: fake.URL(), Model: "m", MaxRetries: retries})
+		if err != nil {
+			t.Fatal(err)
+		}
+		anthropic.SetBackoff(c, time.Microsecond, time.Microsecond)
+		return script, c
+	}
+	req := ports.ChatRequest{Messages: []ports.Message{user("hi")}}
+	t.Run("overloaded then answered", func(t *testing.T) {
+		t.Parallel()
+		script, c := client(t, 2)
+		script.Enqueue(fakeopenai.Error(fakeanthropic.StatusOverloaded, `{}`), fakeopenai.Text("a b").AbortedAfter(0), fakeopenai.Text("fine"))
+		res, err := c.Chat(context.Background(), req, nil)
+		if err != nil || res.Content != "fine" || len(script.Requests()) != 3 {
+			t.Errorf("result %+v, error %v, %d requests", res, err, len(script.Requests()))
+		}
+	})
+	t.Run("none by default", func(t *testing.T) {
+		t.Parallel()
+		script, c := client(t, 0)
+		script.Enqueue(fakeopenai.Error(fakeanthropic.StatusOverloaded, `{}`))
+		if _, err := c.Chat(context.Background(), req, nil); !ports.IsKind(err, ports.KindUnavailable) || len(script.Requests()) != 1 {
+			t.Errorf("error %v, %d requests", err, len(script.Requests()))
+		}
+	})
+	t.Run("not after a delta", func(t *testing.T) {
+		t.Parallel()
+		script, c := client(t, 2)
+		script.Enqueue(fakeopenai.TextChunks("a", "b").FailAfter(1, fakeopenai.Overloaded()))
+		res, err := c.Chat(context.Background(), req, func(string) error { return nil })
+		if !ports.IsKind(err, ports.KindUnavailable) || res.Content != "a" || len(script.Requests()) != 1 {
+			t.Errorf("result %+v, error %v, %d requests", res, err, len(script.Requests()))
+		}
+	})
+	t.Run("not a refusal", func(t *testing.T) {
+		t.Parallel()
+		script, c := client(t, 2)
+		script.Enqueue(fakeopenai.ContextLengthExceeded())
+		if _, err := c.Chat(context.Background(), req, nil); !errors.Is(err, ports.ErrContextLength) || len(script.Requests()) != 1 {
+			t.Errorf("error %v, %d requests", err, len(script.Requests()))
+		}
+	})
+	t.Run("not past a long Retry-After", func(t *testing.T) {
+		t.Parallel()
+		script, c := client(t, 2)
+		script.Enqueue(fakeopenai.RateLimited(time.Hour))
+		if _, err := c.Chat(context.Background(), req, nil); !ports.IsKind(err, ports.KindRateLimited) || len(script.Requests()) != 1 {
+			t.Errorf("error %v, %d requests", err, len(script.Requests()))
+		}
+	})
+}
+
+// TestIgnoresTheSDKsEnvironment checks that the SDK's environment variables
+// do not change where a configured client goes or what key it sends.
+func TestIgnoresTheSDKsEnvironment(t *testing.T) {
+	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
+	t.Setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Leak: yes")
+	script, _, c := setup(t)
+	script.Enqueue(fakeopenai.Text("ok"))
+	if _, err := c.Chat(context.Background(), ports.ChatRequest{Messages: []ports.Message{user("hi")}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h := script.Requests()[0].Header
+	if h.Get("X-Api-Key") != testKey || h.Get("Authorization") != "" || h.Get("X-Leak") != "" || h.Get("Traceparent") != "" {
+		t.Errorf("headers = %v", h)
 	}
 }

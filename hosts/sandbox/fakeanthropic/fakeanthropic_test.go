@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/devpilot/devpilot/hosts/sandbox/fakeanthropic"
 	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
@@ -134,5 +135,36 @@ func TestStreamsAndAnswersJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &msg); err != nil || resp.StatusCode != 200 || msg.Type != "message" ||
 		len(msg.Content) != 1 || msg.Content[0].Text != "plain" || msg.StopReason != "end_turn" {
 		t.Errorf("%d %s", resp.StatusCode, b)
+	}
+}
+
+// TestErrorsOnTheWire checks that a turn's errors are Anthropic's.
+func TestErrorsOnTheWire(t *testing.T) {
+	t.Parallel()
+	script := fakeopenai.New(t)
+	fake := fakeanthropic.New(t, script)
+	tests := []struct {
+		resp   fakeopenai.Response
+		status int
+		typ    string
+		says   string
+		header string
+	}{
+		{fakeopenai.RateLimited(4 * time.Second), 429, "rate_limit_error", "", "4"},
+		{fakeopenai.Overloaded(), 529, "overloaded_error", "Overloaded", ""},
+		{fakeopenai.ServerError(), 500, "api_error", "", ""},
+		{fakeopenai.Unauthorized(), 401, "authentication_error", "invalid x-api-key", ""},
+		{fakeopenai.ContextLengthExceeded(), 400, "invalid_request_error", "prompt is too long: 130412 tokens > 128000 maximum", ""},
+	}
+	for _, tt := range tests {
+		script.Enqueue(tt.resp)
+		resp, b := post(t, fake.URL(), good, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"}]}`)
+		var e struct {
+			Error struct{ Type, Message string } `json:"error"`
+		}
+		if err := json.Unmarshal(b, &e); err != nil || resp.StatusCode != tt.status || e.Error.Type != tt.typ ||
+			!strings.Contains(e.Error.Message, tt.says) || resp.Header.Get("Retry-After") != tt.header {
+			t.Errorf("%d %v %s, want %d %s", resp.StatusCode, resp.Header, b, tt.status, tt.typ)
+		}
 	}
 }

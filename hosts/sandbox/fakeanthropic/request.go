@@ -251,6 +251,7 @@ func (d *decoded) toScript(path string, header map[string][]string, body []byte)
 	for _, b := range d.system {
 		r.Messages = append(r.Messages, fakeopenai.Message{Role: "system", Content: *b.Text})
 	}
+	names := map[string]string{} // the tool of each tool_use id
 	for i, bs := range d.messages {
 		role := w.Messages[i].Role
 		var text strings.Builder
@@ -261,8 +262,10 @@ func (d *decoded) toScript(path string, header map[string][]string, body []byte)
 				text.WriteString(*b.Text)
 			case "tool_use":
 				calls = append(calls, fakeopenai.Call{ID: b.ID, Name: b.Name, Arguments: string(b.Input)})
+				names[b.ID] = b.Name
 			case "tool_result":
-				r.Messages = append(r.Messages, fakeopenai.Message{Role: "tool", ToolCallID: b.ToolUseID, Content: resultText(b.Content)})
+				r.Messages = append(r.Messages, fakeopenai.Message{Role: "tool", ToolCallID: b.ToolUseID,
+					Name: names[b.ToolUseID], Content: resultText(b.Content)})
 			}
 		}
 		if role == "assistant" || text.Len() > 0 {
