@@ -131,8 +131,10 @@ type Client struct {
 	maxTokens   int
 	promptCache PromptCache
 
-	// noCache holds the models Bedrock refused a cachePoint for.
+	// noCache holds the models Bedrock refused a cachePoint for, noForce
+	// those it refused a forced tool choice for.
 	noCache sync.Map
+	noForce sync.Map
 }
 
 var _ ports.LLM = (*Client)(nil)
@@ -144,6 +146,12 @@ var _ ports.LLM = (*Client)(nil)
 // http(s) URL, PromptCache is unknown or the configuration cannot be loaded
 // (a malformed shared config file named by the environment).
 func New(ctx context.Context, cfg Config) (*Client, error) {
+	return newClient(ctx, cfg, nil)
+}
+
+// newClient is New with the SDK retryer's backoff (nil: the SDK's
+// exponential backoff with jitter).
+func newClient(ctx context.Context, cfg Config, backoff retry.BackoffDelayer) (*Client, error) {
 	if cfg.Region == "" {
 		return nil, ports.Errorf(ports.KindInternal, "bedrock: no region configured")
 	}
@@ -190,6 +198,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			so.MaxAttempts = retries + 1
 			so.MaxBackoff = maxBackoff
 			so.RateLimiter = ratelimit.None
+			if backoff != nil {
+				so.Backoff = backoff
+			}
 		})
 	})
 	c := &Client{
@@ -213,9 +224,13 @@ var errCallTimeout = errors.New("bedrock: call timeout")
 // named after the format whose input schema is the format's schema and
 // forces its use: the input the model writes for it is streamed to onDelta
 // as text and returned as the result's Content (finish reason stop), never
-// as a tool call. The SDK tries a throttled or failed request again (see
-// Config.MaxRetries) before the stream starts; nothing is tried again once
-// it has. Errors: unavailable (throttling, with RetryAfter when the service
+// as a tool call. A model Bedrock refuses a forced tool choice for (Meta's
+// Llama, among others) is asked in the system prompt to answer with that
+// tool instead, from then on; its text is the answer when it writes text.
+// Temperature is held to 0..1, the range of Bedrock's models; Seed is not
+// sent (Converse has none). The SDK tries a throttled or failed request
+// again (see Config.MaxRetries) before the stream starts; nothing is tried
+// again once it has. Errors: unavailable (throttling, with RetryAfter when the service
 // sent one; service unavailable, internal server error, model not ready,
 // the endpoint unreachable), timeout (Config.Timeout passed, or the model
 // timed out), invalid (Code context_length for an input too long for the
@@ -229,8 +244,10 @@ func (c *Client) Chat(ctx context.Context, req ports.ChatRequest, onDelta func(d
 	callCtx, cancel := context.WithTimeoutCause(ctx, c.timeout, errCallTimeout)
 	defer cancel()
 	cache := c.cacheFor(model)
+	_, refused := c.noForce.Load(model)
+	force := !refused
 	for {
-		in, structured, err := c.buildInput(req, model, cache)
+		in, structured, err := c.buildInput(req, model, cache, force)
 		if err != nil {
 			return res, err
 		}
@@ -251,6 +268,11 @@ func (c *Client) Chat(ctx context.Context, req ports.ChatRequest, onDelta func(d
 		if cache != noCachePoints && res.Content == "" && refusedCachePoint(err) && c.promptCache == PromptCacheAuto {
 			c.noCache.Store(model, true)
 			cache = noCachePoints
+			continue
+		}
+		if force && structured != "" && res.Content == "" && refusedToolChoice(err) {
+			c.noForce.Store(model, true)
+			force = false
 			continue
 		}
 		return res, classify(err)

@@ -244,12 +244,18 @@ func TestChatInferenceProfileARN(t *testing.T) {
 	if res.Model != arn || r.Model != arn {
 		t.Fatalf("result model %q, request model %q", res.Model, r.Model)
 	}
+	// A turn of another model (a prompt router's choice; the sandbox's
+	// demo model) is named by it.
+	script.Enqueue(fakeopenai.Text("ok").WithModel(ports.SandboxModel))
+	if res, err = c.Chat(context.Background(), ports.ChatRequest{Messages: []ports.Message{{Role: ports.MessageUser, Content: "hi"}}}, nil); err != nil || res.Model != ports.SandboxModel {
+		t.Fatalf("result %+v, err %v", res, err)
+	}
 	// The request overrides the model.
 	script.Enqueue(fakeopenai.Text("ok"))
 	if _, err := c.Chat(context.Background(), ports.ChatRequest{Model: "amazon.nova-pro-v1:0", Messages: []ports.Message{{Role: ports.MessageUser, Content: "hi"}}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := script.Requests()[1].Model; got != "amazon.nova-pro-v1:0" {
+	if got := script.Requests()[2].Model; got != "amazon.nova-pro-v1:0" {
 		t.Fatalf("model %q", got)
 	}
 }

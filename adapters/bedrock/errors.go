@@ -161,6 +161,15 @@ func refusedCachePoint(err error) bool {
 	return false
 }
 
+// refusedToolChoice reports whether err is Bedrock refusing a request for
+// its toolChoice ("This model doesn't support the toolConfig.toolChoice.tool
+// field").
+func refusedToolChoice(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && api.ErrorCode() == "ValidationException" &&
+		strings.Contains(strings.ToLower(api.ErrorMessage()), "toolchoice")
+}
+
 // isCredentialsError reports whether the SDK found no usable credentials
 // to sign the request with.
 func isCredentialsError(err error) bool {

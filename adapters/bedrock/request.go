@@ -100,6 +100,10 @@ func structuredToolName(f *ports.JSONSchemaFormat) string {
 	return "response"
 }
 
+// useToolInstruction asks a model that cannot be forced to use the tool
+// that carries the answer.
+const useToolInstruction = "Answer only by calling the tool %s once, with the whole answer as its input; write no other text."
+
 // Placeholders for text Bedrock refuses to see blank.
 const (
 	blankUserText   = "(empty message)"
@@ -115,8 +119,9 @@ func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
 // buildInput translates req into a ConverseStream request for model, with
 // cachePoint blocks where cache says. structured is the name of the tool
-// that carries the response format, "" without one.
-func (c *Client) buildInput(req ports.ChatRequest, model string, cache cachePoints) (*bedrockruntime.ConverseStreamInput, string, error) {
+// that carries the response format, "" without one; force forces its use
+// with toolChoice, else the system prompt asks for it.
+func (c *Client) buildInput(req ports.ChatRequest, model string, cache cachePoints, force bool) (*bedrockruntime.ConverseStreamInput, string, error) {
 	in := &bedrockruntime.ConverseStreamInput{ModelId: sdkaws.String(model)}
 
 	// Tools.
@@ -156,7 +161,9 @@ func (c *Client) buildInput(req ports.ChatRequest, model string, cache cachePoin
 			Description: sdkaws.String("Write the answer: its input is the whole answer, as the schema describes."),
 			InputSchema: &types.ToolInputSchemaMemberJson{Value: schema},
 		}})
-		choice = &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: sdkaws.String(structured)}}
+		if force {
+			choice = &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: sdkaws.String(structured)}}
+		}
 	}
 	if len(tools) > 0 {
 		if cache == systemAndToolsCachePoints {
@@ -167,6 +174,9 @@ func (c *Client) buildInput(req ports.ChatRequest, model string, cache cachePoin
 
 	// System prompt and messages.
 	msgs, system := convertMessages(req.Messages, len(tools) > 0)
+	if structured != "" && !force {
+		system = append(system, &types.SystemContentBlockMemberText{Value: fmt.Sprintf(useToolInstruction, structured)})
+	}
 	if len(system) > 0 && cache != noCachePoints {
 		// After the first system message, the static prefix; later ones
 		// (a note that history was left out) change from turn to turn.

@@ -103,6 +103,10 @@ func (c *Client) stream(ctx context.Context, in *bedrockruntime.ConverseStreamIn
 		case *types.ConverseStreamOutputMemberMessageStop:
 			stop, stopped = e.Value.StopReason, true
 		case *types.ConverseStreamOutputMemberMetadata:
+			if tr := e.Value.Trace; tr != nil && tr.PromptRouter != nil && deref(tr.PromptRouter.InvokedModelId) != "" {
+				// A prompt router names the model that answered.
+				res.Model = *tr.PromptRouter.InvokedModelId
+			}
 			if u := e.Value.Usage; u != nil {
 				read, write := int(deref(u.CacheReadInputTokens)), int(deref(u.CacheWriteInputTokens))
 				usage = ports.Usage{

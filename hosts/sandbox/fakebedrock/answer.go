@@ -35,6 +35,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, stream bool) {
 		writeError(w, http.StatusBadRequest, "ValidationException", err.Error(), nil)
 		return
 	}
+	if d.forced && s.forceRefused(d.req.Model) {
+		writeError(w, http.StatusBadRequest, "ValidationException",
+			"This model doesn't support the toolConfig.toolChoice.tool field. Remove toolConfig.toolChoice.tool and try again.", nil)
+		return
+	}
+	if d.hasCache && s.cachingRefused(d.req.Model) {
+		writeError(w, http.StatusBadRequest, "ValidationException",
+			"You invoked an unsupported model or your request did not allow prompt caching. See the documentation for more information.", nil)
+		return
+	}
 	turn, seq, ok := s.script.TakeTurn(d.req)
 	if !ok {
 		writeError(w, http.StatusInternalServerError, "InternalServerException",
@@ -54,7 +64,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, stream bool) {
 		return
 	}
 	read, write := s.cacheUsage(&d, turn.PromptTokens)
-	a := answer{turn: turn, structured: d.structured, seq: seq,
+	a := answer{turn: turn, structured: d.structured, seq: seq, model: d.req.Model,
 		input: turn.PromptTokens - read - write, cacheRead: read, cacheWrite: write}
 	for k, vs := range turn.Header {
 		for _, v := range vs {
@@ -146,6 +156,7 @@ func writeError(w http.ResponseWriter, status int, code, message string, header 
 type answer struct {
 	turn                         fakeopenai.Turn
 	structured                   string
+	model                        string // the request's
 	seq                          int
 	input, cacheRead, cacheWrite int
 }
@@ -180,7 +191,18 @@ func (a *answer) usage() map[string]any {
 	}
 }
 
-// callID is the toolUseId of the structured answer's tool use.
+// trace is the answer's trace: for a turn whose model is not the
+// request's (the script named one, as the sandbox names its demo model),
+// a prompt router's trace naming it as the model that answered; nil
+// otherwise.
+func (a *answer) trace() map[string]any {
+	if a.turn.Model == "" || a.turn.Model == a.model {
+		return nil
+	}
+	return map[string]any{"promptRouter": map[string]any{"invokedModelId": a.turn.Model}}
+}
+
+// structuredID is the toolUseId of the structured answer's tool use.
 func (a *answer) structuredID() string { return fmt.Sprintf("tooluse_fake%06d", a.seq) }
 
 // event is one event of the stream: its type and JSON payload.
@@ -303,7 +325,11 @@ func (a *answer) stream(ctx context.Context, w http.ResponseWriter) {
 	if !send(event{"messageStop", map[string]any{"stopReason": a.stopReason()}}) {
 		return
 	}
-	send(event{"metadata", map[string]any{"usage": a.usage(), "metrics": map[string]any{"latencyMs": 1}}})
+	meta := map[string]any{"usage": a.usage(), "metrics": map[string]any{"latencyMs": 1}}
+	if tr := a.trace(); tr != nil {
+		meta["trace"] = tr
+	}
+	send(event{"metadata", meta})
 }
 
 // whole writes the answer as Converse's JSON.
@@ -330,12 +356,16 @@ func (a *answer) whole(ctx context.Context, w http.ResponseWriter) {
 		}
 		content = append(content, map[string]any{"toolUse": map[string]any{"toolUseId": c.ID, "name": c.Name, "input": input}})
 	}
-	body, err := json.Marshal(map[string]any{
+	out := map[string]any{
 		"output":     map[string]any{"message": map[string]any{"role": "assistant", "content": content}},
 		"stopReason": a.stopReason(),
 		"usage":      a.usage(),
 		"metrics":    map[string]any{"latencyMs": 1},
-	})
+	}
+	if tr := a.trace(); tr != nil {
+		out["trace"] = tr
+	}
+	body, err := json.Marshal(out)
 	if err != nil {
 		panic(err)
 	}

@@ -15,7 +15,10 @@
 // one tool (toolChoice.tool) is a request for structured output: it
 // becomes a json_schema ResponseFormat named after that tool, with its
 // input schema, the tool is left out of Tools, and the turn's text (the
-// JSON answer) is sent as that tool's toolUse input.
+// JSON answer) is sent as that tool's toolUse input. A turn that names a
+// model of its own (fakeopenai's WithModel or SetModel: the sandbox's demo
+// model) names it in the metadata's trace.promptRouter.invokedModelId, as
+// Bedrock names the model a prompt router chose.
 //
 // Like Bedrock, it requires a SigV4 Authorization header scoped to the
 // bedrock service (any access key; the signature is not checked) and
@@ -37,6 +40,9 @@
 // cacheReadInputTokens afterwards (the prefix's estimated tokens, within
 // the turn's prompt tokens: inputTokens + cache reads + cache writes is the
 // turn's PromptTokens). Bedrock's minimum cacheable prefix is not modelled.
+// A request with a cachePoint for a model without prompt caching is refused
+// as Bedrock refuses it (RefusePromptCaching), and so is a forced tool for
+// a model that cannot be forced (RefuseForcedTools).
 package fakebedrock
 
 import (
@@ -44,6 +50,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
@@ -58,9 +65,10 @@ type Server struct {
 	t      testing.TB
 	mux    *http.ServeMux
 
-	mu     sync.Mutex
-	cached map[[sha256.Size]byte]bool
-	seq    int
+	mu      sync.Mutex
+	cached  map[[sha256.Size]byte]bool
+	noCache map[string]bool
+	noForce map[string]bool
 }
 
 // New starts a fake answering from script's turns, closed when the test
@@ -89,6 +97,79 @@ func newServer(script *fakeopenai.Server) *Server {
 	})
 	s.mux = mux
 	return s
+}
+
+// RefusePromptCaching makes the fake refuse a request for model that
+// carries a cachePoint, as Bedrock refuses one for a model without prompt
+// caching, with its ValidationException ("You invoked an unsupported model
+// or your request did not allow prompt caching. …"). It always refuses
+// them for the model families of Bedrock that have no prompt caching
+// (Meta, Mistral, Cohere, AI21, DeepSeek, Qwen, …: a model id with a
+// provider prefix other than anthropic. or amazon.nova).
+func (s *Server) RefusePromptCaching(model string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.noCache == nil {
+		s.noCache = map[string]bool{}
+	}
+	s.noCache[model] = true
+}
+
+// RefuseForcedTools makes the fake refuse a request for model that forces
+// a tool (toolChoice tool or any), as Bedrock refuses it for a model that
+// cannot be forced, with its ValidationException ("This model doesn't
+// support the toolConfig.toolChoice.tool field. …"). It always refuses it
+// for the model families of Bedrock that have no forced tool choice (all
+// but Anthropic's, Amazon Nova and Mistral Large).
+func (s *Server) RefuseForcedTools(model string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.noForce == nil {
+		s.noForce = map[string]bool{}
+	}
+	s.noForce[model] = true
+}
+
+// forceRefused reports whether the fake refuses a forced tool for model.
+func (s *Server) forceRefused(model string) bool {
+	s.mu.Lock()
+	refused := s.noForce[model]
+	s.mu.Unlock()
+	if refused {
+		return true
+	}
+	id, known := modelID(model)
+	return known && !strings.HasPrefix(id, "anthropic.") && !strings.HasPrefix(id, "amazon.nova") &&
+		!strings.HasPrefix(id, "mistral.mistral-large")
+}
+
+// cachingRefused reports whether the fake refuses cachePoints for model.
+func (s *Server) cachingRefused(model string) bool {
+	s.mu.Lock()
+	refused := s.noCache[model]
+	s.mu.Unlock()
+	if refused {
+		return true
+	}
+	id, known := modelID(model)
+	return known && !strings.HasPrefix(id, "anthropic.") && !strings.HasPrefix(id, "amazon.nova")
+}
+
+// modelID is the foundation model id of model (a model id, an inference
+// profile id or the ARN of either), lower case; known is false for an
+// application inference profile and a bare name, which may be any model.
+func modelID(model string) (id string, known bool) {
+	lower := strings.ToLower(model)
+	if strings.Contains(lower, ":inference-profile/") || strings.Contains(lower, ":foundation-model/") {
+		lower = lower[strings.LastIndex(lower, "/")+1:]
+	}
+	if strings.HasPrefix(lower, "arn:") {
+		return "", false // an application inference profile: any model
+	}
+	for _, p := range []string{"us.", "eu.", "apac.", "us-gov.", "global.", "jp.", "au.", "ca."} {
+		lower = strings.TrimPrefix(lower, p)
+	}
+	return lower, strings.Contains(lower, ".")
 }
 
 // URL is the fake's base URL, for the adapter's Config.Endpoint; "" for a

@@ -77,8 +77,10 @@ func invalid(format string, args ...any) error {
 // needs to know.
 type decoded struct {
 	req fakeopenai.Request
-	// structured is the forced tool whose input is the answer, "".
+	// structured is the forced tool whose input is the answer, "";
+	// forced is true when the request forces a tool (any or one).
 	structured string
+	forced     bool
 	// prefix hashes the request up to its last cachePoint; prefixTokens
 	// estimates its tokens. hasCache is false without a cachePoint.
 	prefix       [sha256.Size]byte
@@ -157,9 +159,10 @@ func decode(body []byte, d *decoded) error {
 				if !ok {
 					return invalid("The tool %s named in toolChoice is not in toolConfig.tools.", ch.Tool.Name)
 				}
-				d.structured = tool.Name
+				d.structured, d.forced = tool.Name, true
 			case ch.Any != nil:
 				r.ToolChoice = json.RawMessage(`"required"`)
+				d.forced = true
 			}
 		}
 	}
