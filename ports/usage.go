@@ -15,13 +15,14 @@ type Feature string
 const (
 	FeatureChat    Feature = "chat"    // an assistant turn
 	FeatureTitle   Feature = "title"   // a chat session's title
-	FeatureSpec    Feature = "spec"    // a specification stage or digest
+	FeatureSpec    Feature = "spec"    // a specification stage
 	FeatureContent Feature = "content" // a content draft
 	FeatureVoice   Feature = "voice"   // transcription and realtime sessions
+	FeatureDigest  Feature = "digest"  // the digest of a specification's inputs
 )
 
 // Features lists every Feature, in the order above.
-var Features = []Feature{FeatureChat, FeatureTitle, FeatureSpec, FeatureContent, FeatureVoice}
+var Features = []Feature{FeatureChat, FeatureTitle, FeatureSpec, FeatureContent, FeatureVoice, FeatureDigest}
 
 // Attribution says on whose behalf and for what a model call is made: the
 // organisation and user its tokens are charged to, and the feature.

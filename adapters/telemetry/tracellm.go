@@ -24,6 +24,7 @@ type tracedLLM struct {
 	tracer trace.Tracer
 	def    string
 	server []attribute.KeyValue // server.address and server.port, when known
+	system attribute.KeyValue   // gen_ai.provider.name
 }
 
 // TraceLLM returns next with a client span around each call, under the
@@ -41,7 +42,26 @@ func TraceLLM(next ports.LLM, tp trace.TracerProvider, defaultModel, baseURL str
 	if tp == nil {
 		return next
 	}
-	return &tracedLLM{next: next, tracer: tp.Tracer(tracerName), def: defaultModel, server: ServerAttributes(baseURL)}
+	return TraceProviderLLM(next, tp, "openai", defaultModel, baseURL)
+}
+
+// TraceProviderLLM is TraceLLM for the adapter of provider: "openai",
+// "anthropic" or "bedrock" (gen_ai.provider.name "openai", "anthropic",
+// "aws.bedrock"; another name is recorded as it is).
+func TraceProviderLLM(next ports.LLM, tp trace.TracerProvider, provider, defaultModel, baseURL string) ports.LLM {
+	if tp == nil {
+		return next
+	}
+	system := semconv.GenAIProviderNameKey.String(provider)
+	switch provider {
+	case "openai":
+		system = semconv.GenAIProviderNameOpenAI
+	case "anthropic":
+		system = semconv.GenAIProviderNameAnthropic
+	case "bedrock":
+		system = semconv.GenAIProviderNameAWSBedrock
+	}
+	return &tracedLLM{next: next, tracer: tp.Tracer(tracerName), def: defaultModel, server: ServerAttributes(baseURL), system: system}
 }
 
 // ServerAttributes returns server.address and server.port of an http(s)
@@ -72,7 +92,7 @@ func ServerAttributes(rawURL string) []attribute.KeyValue {
 func (l *tracedLLM) Chat(ctx context.Context, req ports.ChatRequest, onDelta func(string) error) (ports.ChatResult, error) {
 	model := cmp.Or(req.Model, l.def)
 	attrs := append([]attribute.KeyValue{
-		semconv.GenAIProviderNameOpenAI,
+		l.system,
 		semconv.GenAIOperationNameChat,
 		semconv.GenAIRequestModel(model),
 		semconv.GenAIRequestStream(onDelta != nil),

@@ -119,6 +119,10 @@ func (s *Service) storedDigest(ctx context.Context, sessionID string, inputs []p
 // for a model error that is not, for answers invalid twice, and
 // (CodeInputsTooLong) for inputs whose digest does not converge.
 func (s *Service) digest(ctx context.Context, sessionID string, inputs []ports.SpecInput, log *slog.Logger) (ports.SpecDigest, error) {
+	if a, ok := ports.AttributionFrom(ctx); ok {
+		a.Feature = ports.FeatureDigest
+		ctx = ports.WithAttribution(ctx, a)
+	}
 	chunkBytes := s.cfg.ContextBudget / 2 * 4
 	chunks := splitInputs(inputs, chunkBytes)
 	log.InfoContext(ctx, "digesting the inputs", "inputs", len(inputs), "chunks", len(chunks))

@@ -67,9 +67,19 @@ func (m *Meter) Chat(ctx context.Context, req ports.ChatRequest, onDelta func(st
 	}
 	res, err := m.llm.Chat(ctx, req, onDelta)
 	if res.Usage.PromptTokens > 0 || res.Usage.CompletionTokens > 0 {
-		m.record(ctx, cmp.Or(res.Model, req.Model, m.model, "unknown"), res.Usage)
+		m.record(ctx, usageModel(res, cmp.Or(res.Model, req.Model, m.model, "unknown")), res.Usage)
 	}
 	return res, err
+}
+
+// usageModel is the model a call's usage is recorded for: model, prefixed
+// with "provider:" when a provider other than OpenAI answered (OpenAI's
+// models are recorded bare, as they were before there were other providers).
+func usageModel(res ports.ChatResult, model string) string {
+	if res.Provider != "" && res.Provider != "openai" {
+		return res.Provider + ":" + model
+	}
+	return model
 }
 
 func (m *Meter) record(ctx context.Context, model string, u ports.Usage) {

@@ -65,8 +65,12 @@ type Config struct {
 	SecretKeyFile string
 	LLMModel      string
 	LLM           LLMConfig
-	Assistant     AssistantConfig
-	Spec          SpecConfig
+	// Models says which models serve each feature, with failover, and
+	// configures the providers besides OpenAI (DEVPILOT_MODEL_*,
+	// ANTHROPIC_*, DEVPILOT_BEDROCK_*).
+	Models    ModelsConfig
+	Assistant AssistantConfig
+	Spec      SpecConfig
 	// SpecContextBudget bounds the estimated tokens of a specification
 	// stage's request to the spec model (DEVPILOT_SPEC_CONTEXT_BUDGET,
 	// default spec.DefaultContextBudget): longer inputs are digested once
@@ -463,6 +467,7 @@ func ProviderVariables() []string {
 		EnvAWSEndpoint, "AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL_ECS", "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS",
 		"AWS_ENDPOINT_URL_LAMBDA", "AWS_ENDPOINT_URL_COST_EXPLORER", "AWS_ENDPOINT_URL_AMPLIFY",
 		EnvGitHubClientID, EnvGitHubSecret, EnvGitHubWebhook, EnvGitHubURL, EnvGitHubAPIURL,
+		EnvAnthropicKey, EnvAnthropicBaseURL, EnvBedrockRoleARN, EnvBedrockEndpoint,
 	}
 }
 
@@ -540,6 +545,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 		defaultStructured = openai.StructuredStrict
 	}
 	c.LLM.StructuredOutput, c.LLM.StructuredOutputByModel = r.structuredOutput(EnvLLMStructured, defaultStructured)
+	c.Models = r.models(c.LLMModel, c.Sandbox || c.LLM.APIKey != "" || c.LLM.BaseURL != "")
 	c.Assistant = AssistantConfig{
 		MaxToolRounds:   int(r.number(EnvMaxToolRounds, 8, 1, 64)),
 		MaxTokens:       int(r.number(EnvMaxTokens, 4096, 1, 1<<20)),
@@ -551,6 +557,9 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 		r.fail(EnvTurnLease, "must be at least 1s")
 	}
 	c.SpecContextBudget = int(r.number(EnvSpecContextBudget, spec.DefaultContextBudget, 2000, 10_000_000))
+	if r.str(EnvSpecContextBudget, "") == "" {
+		c.SpecContextBudget = specContextBudget(c.SpecContextBudget, c.Spec.MaxTokens, c.Models)
+	}
 	c.OrgMonthlyTokens = r.number(EnvOrgMonthlyTokens, 0, 0, 1_000_000_000_000)
 	c.WorkerJobs = int(r.number(EnvWorkerJobs, queue.DefaultMaxWorkers, 1, 1000))
 	c.WorkerAddr = r.addr(EnvWorkerAddr, DefaultWorkerAddr)

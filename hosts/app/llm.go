@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"maps"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 
+	"github.com/devpilot/devpilot/adapters/llmroute"
 	"github.com/devpilot/devpilot/adapters/openai"
 	"github.com/devpilot/devpilot/adapters/telemetry"
 	"github.com/devpilot/devpilot/core/usage"
@@ -42,34 +44,77 @@ func NewOpenAI(cfg Config, logger *slog.Logger, tracing *telemetry.Tracing) (*op
 		TranscribeModel: cfg.Voice.TranscribeModel,
 
 		StructuredOutput:        cfg.LLM.StructuredOutput,
-		StructuredOutputByModel: cfg.LLM.StructuredOutputByModel,
+		StructuredOutputByModel: openaiStructured(cfg),
 	})
 }
 
-// NewLLM returns the chat model: c, measured on reg (see telemetry.NewLLM;
-// nil measures nothing) and metered (every call's tokens are added to
-// store, and calls over an organisation's token budget are refused), or the
-// unconfigured stand-in when c is nil.
-//
-// Each call is traced (see telemetry.TraceLLM) when tracing is on. The
-// measuring decorator is the inner one, right around the provider, so
-// that a call's duration is the provider's alone (not the usage store's
-// write that follows it) and its outcome the provider's error. Its model
-// labels are the configured chat models: DEVPILOT_LLM_MODEL and the models
-// DEVPILOT_LLM_STRUCTURED_OUTPUT names.
-func NewLLM(c *openai.Client, store ports.UsageStore, budgets *usage.Budgets, clock ports.Clock, cfg Config, logger *slog.Logger, reg *prometheus.Registry, tracing *telemetry.Tracing) ports.LLM {
-	if c == nil {
-		return unconfigured{}
+// openaiStructured is DEVPILOT_LLM_STRUCTURED_OUTPUT's modes by model,
+// with the structured mode DEVPILOT_MODEL_CAPABILITIES gives each OpenAI
+// model a route names (the former wins where both name a model).
+func openaiStructured(cfg Config) map[string]openai.StructuredOutput {
+	out := maps.Clone(cfg.LLM.StructuredOutputByModel)
+	for _, ts := range cfg.Models.Routes {
+		for _, t := range ts {
+			mode := openai.StructuredOutput(cfg.Models.Capabilities.For(t.Model).Structured)
+			if t.Provider != llmroute.ProviderOpenAI || !mode.Valid() || out[t.Model] != "" {
+				continue
+			}
+			if out == nil {
+				out = map[string]openai.StructuredOutput{}
+			}
+			out[t.Model] = mode
+		}
 	}
-	measured := telemetry.TraceLLM(c, tracing.Provider(), cfg.LLMModel, cmp.Or(cfg.LLM.BaseURL, openai.DefaultBaseURL))
+	return out
+}
+
+// NewLLM returns the chat model: the models of each feature behind a
+// router with failover (see llmroute and ModelsConfig), measured on reg
+// (see telemetry.NewLLM; nil measures nothing) and metered (every call's
+// tokens are added to store, and calls over an organisation's token budget
+// are refused before any provider is tried), or the unconfigured stand-in
+// when no provider is configured. Without any DEVPILOT_MODEL_* setting the
+// one model is c's, DEVPILOT_LLM_MODEL, as before there were routes.
+//
+// Each provider's calls are traced (see telemetry.TraceProviderLLM) when
+// tracing is on, so a span names the provider that answered (and a failed
+// attempt the one that failed). The measuring decorator is the inner one
+// of those around the router, so that a call's duration is the providers'
+// alone (not the usage store's write that follows it) and its outcome
+// theirs. Its model labels are the configured models: every route's,
+// DEVPILOT_LLM_MODEL and the models DEVPILOT_LLM_STRUCTURED_OUTPUT names.
+func NewLLM(c *openai.Client, store ports.UsageStore, budgets *usage.Budgets, clock ports.Clock, cfg Config, logger *slog.Logger, reg *prometheus.Registry, tracing *telemetry.Tracing) (ports.LLM, error) {
+	if c == nil && len(cfg.Models.Routes) == 0 {
+		return unconfigured{}, nil
+	}
+	var openaiLLM ports.LLM = unconfigured{}
+	if c != nil {
+		openaiLLM = telemetry.TraceProviderLLM(c, tracing.Provider(), llmroute.ProviderOpenAI, cfg.LLMModel, cmp.Or(cfg.LLM.BaseURL, openai.DefaultBaseURL))
+	}
+	measured := openaiLLM
+	if len(cfg.Models.Routes) > 0 {
+		providers, err := newModelProviders(cfg, tracing)
+		if err != nil {
+			return nil, err
+		}
+		providers[llmroute.ProviderOpenAI] = openaiLLM
+		router, err := llmroute.New(llmroute.Config{
+			Providers: providers, Routes: cfg.Models.Routes, Default: cfg.Models.Default,
+			Capabilities: cfg.Models.Capabilities, Log: logger.With("adapter", "llmroute"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		measured = router
+	}
 	if reg != nil {
-		models := make([]string, 0, len(cfg.LLM.StructuredOutputByModel))
+		models := cfg.Models.Models()
 		for m := range cfg.LLM.StructuredOutputByModel {
 			models = append(models, m)
 		}
 		measured = telemetry.NewLLM(measured, reg, cfg.LLMModel, models...)
 	}
-	return usage.NewMeter(measured, store, clock, cfg.LLMModel, logger).Enforce(budgets)
+	return usage.NewMeter(measured, store, clock, cfg.LLMModel, logger).Enforce(budgets), nil
 }
 
 // NewRealtime returns the realtime speech provider: c, or the unconfigured

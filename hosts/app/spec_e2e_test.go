@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/core/identity"
 	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 	"github.com/devpilot/devpilot/ports"
@@ -91,10 +90,10 @@ func (st *stack) admin(email string) string {
 
 func TestSpecEndToEnd(t *testing.T) {
 	t.Parallel()
-	for _, d := range sqlstoretest.Dialects() {
-		t.Run(string(d), func(t *testing.T) {
+	for _, c := range stackCases() {
+		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
-			st := startStack(t, string(d))
+			st := startStackOn(t, c, nil)
 			admin, member, other := st.admin("lead@example.com"), st.token("dev@example.com"), st.token("eve@example.com")
 
 			const rule = "Every requirement names the team that owns it."

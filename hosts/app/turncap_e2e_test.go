@@ -26,7 +26,15 @@ import (
 // extra adds variables to every replica's environment.
 func startReplicas(t *testing.T, d sqlstore.Dialect, n int, extra map[string]string) []*stack {
 	t.Helper()
+	return startReplicasOn(t, stackCase{dialect: d, provider: onOpenAI}, n, extra)
+}
+
+// startReplicasOn is startReplicas on c's database and model provider
+// (see providerEnv).
+func startReplicasOn(t *testing.T, c stackCase, n int, extra map[string]string) []*stack {
+	t.Helper()
 	skipShort(t)
+	d := c.dialect
 	model, aws := fakeopenai.New(t, fakeopenai.WithOfferedToolsOnly()), fakeaws.New(t)
 	env := map[string]string{
 		app.EnvAWSEndpoint:   aws.URL(),
@@ -37,6 +45,9 @@ func startReplicas(t *testing.T, d sqlstore.Dialect, n int, extra map[string]str
 		app.EnvOpenAIBaseURL: model.URL(),
 		app.EnvAutoTitle:     "0", // the script holds the chat's model calls only
 		app.EnvLLMStructured: "strict",
+	}
+	for k, v := range c.modelEnv(t, model) {
+		env[k] = v
 	}
 	for k, v := range extra {
 		env[k] = v

@@ -39,6 +39,8 @@ func (c cli) evalRun(ctx context.Context, args []string) error {
 	out := fs.String("out", "", "the run directory (default: ./eval-runs/<timestamp>; with --resume, the interrupted run's)")
 	concurrency := fs.Int("concurrency", 2, "how many cases run at once")
 	parts := fs.String("parts", strings.Join(eval.AllParts, ","), "what to run: spec, content, assistant (comma-separated)")
+	model := fs.String("model", "", "provider:model[,provider:model…] every feature uses for this run (openai, anthropic or bedrock; "+
+		"default: DEVPILOT_MODEL_* and DEVPILOT_LLM_MODEL); compare two runs to compare two providers")
 	resume := fs.Bool("resume", false, "continue the interrupted run in --out from its last finished stage (with the run's own cases and parts)")
 	if err := c.parse(fs, args, 0); err != nil {
 		return err
@@ -55,7 +57,7 @@ func (c cli) evalRun(ctx context.Context, args []string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := eval.Run(ctx, eval.Options{Cases: splitList(*cases), Out: *out, Concurrency: *concurrency, Parts: splitList(*parts),
-		Resume: *resume, Getenv: c.getenv, Progress: c.stderr})
+		Resume: *resume, Model: *model, Getenv: c.getenv, Progress: c.stderr})
 	var usageErr *eval.UsageError
 	switch {
 	case errors.As(err, &usageErr):

@@ -171,13 +171,16 @@ on a devpilot started in this process, and reports metrics; compare tells
 two runs apart. devpilot eval run --help and devpilot eval compare --help
 describe each. Needs a build with the sandbox.
 `,
-	"eval run": `usage: devpilot eval [run] [--cases id,id] [--out DIR] [--concurrency N] [--parts spec,content,assistant] [--resume]
+	"eval run": `usage: devpilot eval [run] [--cases id,id] [--out DIR] [--concurrency N] [--parts spec,content,assistant] [--model provider:model] [--resume]
 
 Runs the golden corpus on a devpilot started in this process: a SQLite
 database in the run directory, the sandbox's fake AWS and GitHub (each case's
 repository is added to the fake GitHub), and the configured model
-(OPENAI_API_KEY, OPENAI_BASE_URL, DEVPILOT_LLM_*) or, with none, the sandbox's
-demo model in its faithful mode (each stage written only from its request).
+(OPENAI_API_KEY, OPENAI_BASE_URL, DEVPILOT_LLM_*, DEVPILOT_MODEL_*) or, with
+none, the sandbox's demo model in its faithful mode (each stage written only
+from its request). --model anthropic:claude-sonnet-4-5 (or openai:…,
+bedrock:…) runs every feature on that model: two runs compared with eval
+compare compare two providers.
 Each case goes through the five specification stages; the content
 part writes briefs under a brand; the assistant part plays scripted chats.
 Writes report.json and report.md in the run directory and prints a summary.

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/devpilot/devpilot/adapters/llmroute"
 	"github.com/devpilot/devpilot/hosts/eval/evalcorpus"
 	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
@@ -59,6 +60,14 @@ type Options struct {
 	// When set,
 	// the fake is used even when a provider is configured.
 	Responder func(*fakeopenai.Request) fakeopenai.Response
+	// Model, when set, is a failover list "provider:model[,provider:model…]"
+	// (see DEVPILOT_MODEL_CHAT) that every feature the run exercises uses
+	// instead of DEVPILOT_MODEL_* and DEVPILOT_LLM_MODEL: two runs with
+	// different Models, told apart by Compare, compare two providers. The
+	// provider must be configured (OPENAI_*, ANTHROPIC_*,
+	// DEVPILOT_BEDROCK_*); an openai model without OpenAI settings runs on
+	// the sandbox's fake. It may not be set with Responder.
+	Model string
 	// Getenv reads the configuration (os.Getenv when nil): the model
 	// provider's settings and the judge's (DEVPILOT_EVAL_JUDGE_*).
 	Getenv func(string) string
@@ -97,6 +106,14 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	}
 	if opts.Out == "" {
 		return Report{}, usageErrorf("no run directory (--out)")
+	}
+	if opts.Model != "" {
+		if _, err := llmroute.ParseTargets(opts.Model); err != nil {
+			return Report{}, usageErrorf("--model: %v", err)
+		}
+		if opts.Responder != nil {
+			return Report{}, usageErrorf("--model and a scripted responder exclude each other")
+		}
 	}
 	if opts.Judge == nil {
 		j, err := JudgeFromEnv(opts.Getenv)
@@ -137,7 +154,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		cases = nil
 	}
 
-	h, err := startHost(ctx, opts.Out, opts.Getenv, opts.Responder, cases)
+	h, err := startHost(ctx, opts.Out, opts.Getenv, opts.Model, opts.Responder, cases)
 	if err != nil {
 		return Report{}, err
 	}

@@ -1,17 +1,20 @@
 package eval
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"go.uber.org/fx"
 
+	"github.com/devpilot/devpilot/adapters/llmroute"
 	"github.com/devpilot/devpilot/core/tool"
 	"github.com/devpilot/devpilot/hosts/app"
 	"github.com/devpilot/devpilot/hosts/eval/evalcorpus"
@@ -36,9 +39,23 @@ type host struct {
 }
 
 // modelConfigured reports whether the environment names a model provider:
-// OPENAI_API_KEY, or OPENAI_BASE_URL naming another server than OpenAI's
-// (a local or compatible one, which may need no key).
+// OPENAI_API_KEY, OPENAI_BASE_URL naming another server than OpenAI's
+// (a local or compatible one, which may need no key), or a DEVPILOT_MODEL_*
+// route of a feature the run exercises naming another provider than OpenAI.
 func modelConfigured(getenv func(string) string) bool {
+	for _, f := range app.ModelFeatures {
+		ts, _ := llmroute.ParseTargets(getenv(f.Env))
+		if f.Feature != llmroute.FeatureJudge && slices.ContainsFunc(ts, func(t llmroute.Target) bool { return t.Provider != llmroute.ProviderOpenAI }) {
+			return true
+		}
+	}
+	return openAIConfigured(getenv)
+}
+
+// openAIConfigured reports whether the environment configures the OpenAI
+// provider: OPENAI_API_KEY, or OPENAI_BASE_URL naming another server than
+// OpenAI's.
+func openAIConfigured(getenv func(string) string) bool {
 	if strings.TrimSpace(getenv(app.EnvOpenAIKey)) != "" {
 		return true
 	}
@@ -48,10 +65,11 @@ func modelConfigured(getenv func(string) string) bool {
 
 // startHost starts devpilot on dir. With a responder, or without a
 // configured provider, the model is the sandbox's fake (answered by
-// responder, the faithful demo model by default); otherwise the configured one.
+// responder, the faithful demo model by default); otherwise the configured
+// one, or model (a failover list) for every feature when it is set.
 // The cases' repositories are added to the fake GitHub before the demo
 // connection is made.
-func startHost(ctx context.Context, dir string, getenv func(string) string, responder func(*fakeopenai.Request) fakeopenai.Response, cases []evalcorpus.Case) (*host, error) {
+func startHost(ctx context.Context, dir string, getenv func(string) string, model string, responder func(*fakeopenai.Request) fakeopenai.Response, cases []evalcorpus.Case) (*host, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -63,6 +81,22 @@ func startHost(ctx context.Context, dir string, getenv func(string) string, resp
 		app.EnvPublicURL:    "",
 		app.EnvRateRequests: "0", // a corpus run makes hundreds of costly calls
 		app.EnvLogFormat:    "text",
+	}
+	var target llmroute.Target
+	if model != "" {
+		ts, err := llmroute.ParseTargets(model)
+		if err != nil {
+			return nil, usageErrorf("--model: %v", err)
+		}
+		target = ts[0]
+		for _, f := range app.ModelFeatures {
+			if f.Feature != llmroute.FeatureJudge {
+				forced[f.Env] = model
+			}
+		}
+		if target.Provider == llmroute.ProviderOpenAI {
+			forced[app.EnvLLMModel] = target.Model
+		}
 	}
 	env := func(sandboxOn bool) func(string) string {
 		return func(k string) string {
@@ -83,6 +117,11 @@ func startHost(ctx context.Context, dir string, getenv func(string) string, resp
 		return nil, usageErrorf("configuration: %v", err)
 	}
 	real := responder == nil && modelConfigured(getenv)
+	if model != "" {
+		// The sandbox fakes OpenAI only: another provider is always the
+		// configured one.
+		real = responder == nil && (target.Provider != llmroute.ProviderOpenAI || openAIConfigured(getenv))
+	}
 	var opts []sandbox.Option
 	provider := "sandbox"
 	if real {
@@ -92,11 +131,14 @@ func startHost(ctx context.Context, dir string, getenv func(string) string, resp
 		if err != nil {
 			return nil, usageErrorf("configuration: %v", err)
 		}
-		cfg.LLM, cfg.LLMModel = plain.LLM, plain.LLMModel
+		cfg.LLM, cfg.LLMModel, cfg.Models, cfg.SpecContextBudget = plain.LLM, plain.LLMModel, plain.Models, plain.SpecContextBudget
 		opts = append(opts, sandbox.KeepModel())
 		provider = cfg.LLM.BaseURL
 		if provider == "" {
 			provider = "openai"
+		}
+		if model != "" && target.Provider != llmroute.ProviderOpenAI {
+			provider = target.Provider
 		}
 	} else {
 		if responder == nil {
@@ -160,7 +202,7 @@ func startHost(ctx context.Context, dir string, getenv func(string) string, resp
 	h := &host{
 		api:      &client{base: sb.PublicURL(), token: sb.Token(), http: &http.Client{Timeout: 0}},
 		tools:    toolSpecs(registry),
-		model:    cfg.LLMModel,
+		model:    cmp.Or(target.Model, cfg.LLMModel),
 		provider: provider,
 		repos:    repos,
 		stop:     stop,

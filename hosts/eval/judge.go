@@ -4,16 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/devpilot/devpilot/adapters/llmroute"
 	"github.com/devpilot/devpilot/adapters/openai"
+	"github.com/devpilot/devpilot/hosts/app"
 	"github.com/devpilot/devpilot/hosts/eval/evalcorpus"
 	"github.com/devpilot/devpilot/ports"
 )
 
-// The judge's settings: off unless DEVPILOT_EVAL_JUDGE_MODEL is set; its
-// provider is its own (an OpenAI-compatible API), not devpilot's model.
+// The judge's settings: off unless DEVPILOT_EVAL_JUDGE_MODEL or
+// DEVPILOT_MODEL_JUDGE is set. DEVPILOT_EVAL_JUDGE_* name an
+// OpenAI-compatible API of the judge's own; DEVPILOT_MODEL_JUDGE, a
+// failover list like DEVPILOT_MODEL_CHAT's, uses devpilot's providers
+// (OPENAI_*, ANTHROPIC_*, DEVPILOT_BEDROCK_*).
 const (
 	EnvJudgeBaseURL = "DEVPILOT_EVAL_JUDGE_BASE_URL"
 	EnvJudgeAPIKey  = "DEVPILOT_EVAL_JUDGE_API_KEY"
@@ -27,6 +33,9 @@ type JudgeConfig struct {
 	Model   string
 	// Timeout bounds one judgement (2 minutes when zero).
 	Timeout time.Duration
+	// LLM, when set, is the judge (DEVPILOT_MODEL_JUDGE's route) instead
+	// of an OpenAI-compatible client of BaseURL and APIKey.
+	LLM ports.LLM
 }
 
 // JudgeFromEnv reads the judge's settings; nil (no judge) when no model is
@@ -34,6 +43,26 @@ type JudgeConfig struct {
 func JudgeFromEnv(getenv func(string) string) (*JudgeConfig, error) {
 	c := JudgeConfig{BaseURL: strings.TrimSpace(getenv(EnvJudgeBaseURL)), APIKey: strings.TrimSpace(getenv(EnvJudgeAPIKey)),
 		Model: strings.TrimSpace(getenv(EnvJudgeModel))}
+	if route := strings.TrimSpace(getenv(app.EnvModelJudge)); route != "" {
+		if c.Model != "" || c.BaseURL != "" || c.APIKey != "" {
+			return nil, usageErrorf("%s and %s name two judges: set one", app.EnvModelJudge, EnvJudgeModel)
+		}
+		cfg, err := app.Load(app.ModeRun, func(k string) string {
+			if k == app.EnvSandbox {
+				return "0"
+			}
+			return getenv(k)
+		})
+		if err != nil {
+			return nil, usageErrorf("the judge's configuration: %v", err)
+		}
+		llm, err := app.NewModelRouter(cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			return nil, usageErrorf("the judge's model: %v", err)
+		}
+		ts := cfg.Models.Routes[llmroute.FeatureJudge]
+		return &JudgeConfig{Model: ts[0].String(), LLM: llm}, nil
+	}
 	if c.Model == "" {
 		if c.BaseURL != "" || c.APIKey != "" {
 			return nil, usageErrorf("%s or %s is set without %s: set the judge's model too, or unset them", EnvJudgeBaseURL, EnvJudgeAPIKey, EnvJudgeModel)
@@ -86,10 +115,19 @@ func judgeStage(ctx context.Context, cfg *JudgeConfig, c evalcorpus.Case, stage,
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
-	llm, err := openai.New(openai.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, Model: cfg.Model, Timeout: timeout})
-	if err != nil {
-		score.Error = err.Error()
-		return score
+	llm := cfg.LLM
+	if llm == nil {
+		c, err := openai.New(openai.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, Model: cfg.Model, Timeout: timeout})
+		if err != nil {
+			score.Error = err.Error()
+			return score
+		}
+		llm = c
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+		ctx = ports.WithAttribution(ctx, ports.Attribution{Feature: llmroute.FeatureJudge})
 	}
 	var rubric strings.Builder
 	for _, cr := range Criteria {
