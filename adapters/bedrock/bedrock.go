@@ -78,8 +78,9 @@ type Config struct {
 	// MaxTokens is inferenceConfig.maxTokens of a ChatRequest without
 	// MaxTokens; 0 leaves it to the model's default.
 	MaxTokens int
-	// HTTPClient sends the requests (STS's included); the SDK's default
-	// client when nil.
+	// HTTPClient sends the requests (STS's for RoleARN included); the
+	// SDK's default client when nil. Only the SDK's own client honours a
+	// custom CA bundle (AWS_CA_BUNDLE): a client given must trust it itself.
 	HTTPClient *http.Client
 	// Credentials are the base credentials; nil loads the default chain.
 	Credentials sdkaws.CredentialsProvider
@@ -170,15 +171,19 @@ func newClient(ctx context.Context, cfg Config, backoff retry.BackoffDelayer) (*
 		return nil, ports.Errorf(ports.KindInternal, "bedrock: unknown prompt cache setting %q", cfg.PromptCache)
 	}
 	opts := []func(*config.LoadOptions) error{config.WithRegion(cfg.Region)}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
-	}
 	if cfg.Credentials != nil {
 		opts = append(opts, config.WithCredentialsProvider(cfg.Credentials))
 	}
+	// The client given is set after loading: the SDK refuses to load a
+	// configuration naming a custom CA bundle (AWS_CA_BUNDLE) with a
+	// client it cannot rebuild, and such a bundle is the caller's to put
+	// in its own client's TLS roots.
 	base, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, ports.Errorf(ports.KindInternal, "bedrock: loading the AWS configuration: %w", err)
+	}
+	if cfg.HTTPClient != nil {
+		base.HTTPClient = cfg.HTTPClient
 	}
 	if cfg.RoleARN != "" {
 		base.Credentials = devaws.AssumeRoleCredentials(base, cfg.RoleARN, cfg.ExternalID, DefaultRoleSessionName)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -155,13 +154,6 @@ func deltas(evs []sse) string {
 func TestChatOutlivesItsConnection(t *testing.T) {
 	t.Parallel()
 	for _, c := range stackCases() {
-		if c.provider == onBedrock && os.Getenv("AWS_CA_BUNDLE") != "" {
-			// With AWS_CA_BUNDLE the Bedrock adapter keeps the SDK's own
-			// HTTP client (see app's newModelProviders), whose streams are
-			// cut ("use of closed network connection") when onDelta is
-			// slower than the stream: a known issue of that path.
-			continue
-		}
 		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
 			d := c.dialect

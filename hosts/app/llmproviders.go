@@ -3,6 +3,9 @@ package app
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -43,12 +46,13 @@ func newModelProviders(cfg Config, tracing *telemetry.Tracing) (map[string]ports
 			RoleARN: m.Bedrock.RoleARN, ExternalID: m.Bedrock.ExternalID, Timeout: cfg.LLM.Timeout,
 			MaxRetries: m.Bedrock.MaxRetries,
 		}
-		// The SDK adds AWS_CA_BUNDLE (read from the process environment)
-		// only to a client of its own: a plain *http.Client fails the
-		// configuration's load then, so the SDK's client is kept.
-		if os.Getenv("AWS_CA_BUNDLE") == "" {
-			bc.HTTPClient = tracing.Client(&http.Client{Transport: llmTransport()}, llmroute.ProviderBedrock)
+		// The SDK honours AWS_CA_BUNDLE only in a client of its own, so
+		// this one trusts the bundle itself.
+		tr := llmTransport()
+		if err := trustCABundle(tr, os.Getenv("AWS_CA_BUNDLE")); err != nil {
+			return nil, err
 		}
+		bc.HTTPClient = tracing.Client(&http.Client{Transport: tr}, llmroute.ProviderBedrock)
 		if m.Bedrock.AccessKeyID != "" {
 			bc.Credentials = credentials.NewStaticCredentialsProvider(m.Bedrock.AccessKeyID, m.Bedrock.SecretAccessKey, m.Bedrock.SessionToken)
 		}
@@ -84,4 +88,28 @@ func NewModelRouter(cfg Config, logger *slog.Logger) (ports.LLM, error) {
 		Providers: providers, Routes: cfg.Models.Routes, Default: cfg.Models.Default,
 		Capabilities: cfg.Models.Capabilities, Log: logger,
 	})
+}
+
+// trustCABundle adds the certificates of the PEM file at path (AWS_CA_BUNDLE)
+// to the roots tr trusts, beside the system's; "" changes nothing.
+func trustCABundle(tr *http.Transport, path string) error {
+	if path == "" {
+		return nil
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("AWS_CA_BUNDLE: %w", err)
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	if !roots.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("AWS_CA_BUNDLE: %s holds no PEM certificate", path)
+	}
+	if tr.TLSClientConfig == nil {
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	tr.TLSClientConfig.RootCAs = roots
+	return nil
 }
