@@ -46,7 +46,8 @@ func (st *stack) mcpListener(token string) (*mcp.ClientSession, <-chan struct{})
 // one replica and regenerates a stage through the HTTP API on another (on
 // PostgreSQL; SQLite runs one replica): the listener gets
 // notifications/resources/list_changed, a listener of another organisation
-// does not, and a listener that closed leaves the replica serving on.
+// does not, a listener that closed leaves the replica serving on, and a
+// replica stops with listen streams open.
 func TestMCPListChangedAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	for _, d := range sqlstoretest.Dialects() {
@@ -125,6 +126,10 @@ func TestMCPListChangedAcrossReplicas(t *testing.T) {
 			case <-changedAgain:
 			case <-time.After(15 * time.Second):
 				t.Fatal("no list_changed after a rename")
+			}
+			// A replica stops with listen streams open: they end with it.
+			if err := a.stop(); err != nil {
+				t.Errorf("stop a replica with listen streams open: %v", err)
 			}
 		})
 	}
