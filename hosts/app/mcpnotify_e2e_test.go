@@ -42,6 +42,37 @@ func (st *stack) mcpListener(token string) (*mcp.ClientSession, <-chan struct{})
 	return cs, changed
 }
 
+// mcpSubscriber connects a Go SDK client of protocol 2026-07-28 to st's
+// /mcp as token and subscribes it to uri (a subscriptions/listen stream of
+// its own); each notifications/resources/updated of uri goes to the
+// channel returned.
+func (st *stack) mcpSubscriber(token, uri string) <-chan struct{} {
+	st.t.Helper()
+	updated := make(chan struct{}, 64)
+	c := mcp.NewClient(&mcp.Implementation{Name: "go-test-subscriber", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			if req.Params.URI != uri {
+				st.t.Errorf("resources/updated of %s on the stream of %s", req.Params.URI, uri)
+			}
+			select {
+			case updated <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cs, err := c.Connect(st.t.Context(), &mcp.StreamableClientTransport{Endpoint: st.base + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		st.t.Fatalf("connect MCP subscriber: %v", err)
+	}
+	st.t.Cleanup(func() { _ = cs.Close() })
+	if err := cs.Subscribe(st.t.Context(), &mcp.SubscribeParams{URI: uri}); err != nil {
+		st.t.Fatalf("subscribe to %s: %v", uri, err)
+	}
+	return updated
+}
+
 // TestMCPListChangedAcrossReplicas opens a subscriptions/listen stream on
 // one replica and regenerates a stage through the HTTP API on another (on
 // PostgreSQL; SQLite runs one replica): the listener gets
@@ -74,6 +105,10 @@ func TestMCPListChangedAcrossReplicas(t *testing.T) {
 			b.waitReady(dev, id)
 
 			listener, changed := a.mcpListener(dev)
+			// A client subscribed to the scope document, and one to the PRD
+			// (not generated; it does not change).
+			scopeUpdated := a.mcpSubscriber(dev, "devpilot://specs/"+id+"/scope")
+			prdUpdated := a.mcpSubscriber(dev, "devpilot://specs/"+id+"/prd")
 			_, otherChanged := a.mcpListener(outsider)
 			// The listen stream is open once a call on the session answers
 			// (the client opens it in Connect); the feed's first poll takes
@@ -94,6 +129,11 @@ func TestMCPListChangedAcrossReplicas(t *testing.T) {
 			case <-time.After(15 * time.Second):
 				t.Fatal("no notifications/resources/list_changed on the listen stream after a regeneration on another replica")
 			}
+			select {
+			case <-scopeUpdated:
+			case <-time.After(15 * time.Second):
+				t.Fatal("no notifications/resources/updated for the subscribed scope document")
+			}
 			// The list the notification announces holds the regenerated stage.
 			list, err := listener.ListResources(t.Context(), nil)
 			if err != nil || !hasResource(list, "devpilot://specs/"+id+"/scope") {
@@ -105,6 +145,8 @@ func TestMCPListChangedAcrossReplicas(t *testing.T) {
 			select {
 			case <-otherChanged:
 				t.Error("a listener of another organisation was told of the change")
+			case <-prdUpdated:
+				t.Error("resources/updated for a document that did not change")
 			default:
 			}
 
