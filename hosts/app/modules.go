@@ -592,6 +592,8 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		WebhookReadsPerClient: p.Config.WebhookReadsPerClient,
 		LogPoll:               p.Config.LogPoll,
 		LogFollowFor:          p.Config.LogFollowFor,
+		MCPCallTimeout:        p.Config.MCPCallTimeout,
+		MCPWatchInterval:      p.Config.MCPWatchInterval,
 		PublicURL:             p.Config.PublicURL,
 		OIDCIssuer:            p.Config.SignIn.Issuer,
 	}, httpapi.Deps{Identity: p.Identity, Tokens: p.Identity, Members: p.Identity, Invitations: p.Identity, AuditLog: p.Identity,

@@ -185,6 +185,16 @@ type Config struct {
 	// OIDCIssuer is the OpenID Connect issuer console sign-in uses, named
 	// as the MCP server's authorization server; "" names devpilot itself.
 	OIDCIssuer string
+	// MCPCallTimeout bounds one MCP request's work (default
+	// DefaultMCPCallTimeout): a tool still running then is cancelled and
+	// answered with an error result. A subscriptions/listen stream is
+	// exempt; it lasts until its client leaves or the server stops.
+	MCPCallTimeout time.Duration
+	// MCPWatchInterval is how often a replica with open
+	// subscriptions/listen streams of a user polls that user's
+	// specification sessions for changes to announce (default
+	// DefaultMCPWatchInterval).
+	MCPWatchInterval time.Duration
 }
 
 // Defaults for Config.
@@ -194,6 +204,7 @@ const (
 	DefaultShutdownGrace         = 10 * time.Second
 	DefaultBodyReadTimeout       = 30 * time.Second
 	DefaultRateWindow            = time.Minute
+	DefaultMCPCallTimeout        = 60 * time.Second
 )
 
 const (
@@ -234,6 +245,9 @@ type Server struct {
 	registered []route
 	// mcpHandler serves /mcp's Streamable HTTP transport (stateless).
 	mcpHandler http.Handler
+	// specFeed announces changes of specification sessions to this
+	// replica's subscriptions/listen streams.
+	specFeed *specFeed
 }
 
 // New builds a Server with every route registered. It panics when Identity
@@ -276,6 +290,9 @@ func newServer(cfg Config, d Deps, routes func(*Server)) *Server {
 	}
 	if cfg.BodyReadTimeout <= 0 {
 		cfg.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if cfg.MCPCallTimeout <= 0 {
+		cfg.MCPCallTimeout = DefaultMCPCallTimeout
 	}
 	if cfg.RateWindow <= 0 {
 		cfg.RateWindow = DefaultRateWindow
