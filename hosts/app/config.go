@@ -138,14 +138,14 @@ type Config struct {
 	// (DEVPILOT_LOG_FOLLOW_MAX, 1s to 1h, default 15m).
 	LogPoll      time.Duration
 	LogFollowFor time.Duration
-	// MCPCallTimeout bounds one request to the MCP server at /mcp: a tool
-	// still running then is cancelled (DEVPILOT_MCP_CALL_TIMEOUT, 1s to
+	// MCPRequestTimeout bounds one request to the MCP server at /mcp: a tool
+	// still running then is cancelled (DEVPILOT_MCP_REQUEST_TIMEOUT, 1s to
 	// 10m, default 60s). MCPWatchInterval is how often a replica with open
 	// MCP subscriptions/listen streams polls the database for changes of
 	// their users' specifications (DEVPILOT_MCP_WATCH_INTERVAL, 100ms to
 	// 1m, default 3s).
-	MCPCallTimeout   time.Duration
-	MCPWatchInterval time.Duration
+	MCPRequestTimeout time.Duration
+	MCPWatchInterval  time.Duration
 	// WebhookReadsPerClient bounds the webhook bodies read at once from one
 	// client address (DEVPILOT_WEBHOOK_READS_PER_CLIENT, default
 	// httpapi.DefaultWebhookReadsPerClient; httpapi.Config.WebhookReadsPerClient).
@@ -374,18 +374,18 @@ const (
 	EnvRateWindow     = "DEVPILOT_RATE_LIMIT_WINDOW"
 	EnvLogPoll        = "DEVPILOT_LOG_FOLLOW_INTERVAL"
 	EnvLogFollowFor   = "DEVPILOT_LOG_FOLLOW_MAX"
-	// EnvMCPCallTimeout and EnvMCPWatchInterval set Config.MCPCallTimeout
-	// and Config.MCPWatchInterval.
-	EnvMCPCallTimeout   = "DEVPILOT_MCP_CALL_TIMEOUT"
-	EnvMCPWatchInterval = "DEVPILOT_MCP_WATCH_INTERVAL"
-	EnvOpenAIKey        = "OPENAI_API_KEY"
-	EnvOpenAIBaseURL    = "OPENAI_BASE_URL"
-	EnvLLMTimeout       = "DEVPILOT_LLM_TIMEOUT"
-	EnvLLMStructured    = "DEVPILOT_LLM_STRUCTURED_OUTPUT"
-	EnvMaxToolRounds    = "DEVPILOT_MAX_TOOL_ROUNDS"
-	EnvSpecMaxTokens    = "DEVPILOT_SPEC_MAX_TOKENS"
-	EnvSpecTimeout      = "DEVPILOT_SPEC_CALL_TIMEOUT"
-	EnvSpecParallel     = "DEVPILOT_SPEC_CONCURRENCY"
+	// EnvMCPRequestTimeout and EnvMCPWatchInterval set
+	// Config.MCPRequestTimeout and Config.MCPWatchInterval.
+	EnvMCPRequestTimeout = "DEVPILOT_MCP_REQUEST_TIMEOUT"
+	EnvMCPWatchInterval  = "DEVPILOT_MCP_WATCH_INTERVAL"
+	EnvOpenAIKey         = "OPENAI_API_KEY"
+	EnvOpenAIBaseURL     = "OPENAI_BASE_URL"
+	EnvLLMTimeout        = "DEVPILOT_LLM_TIMEOUT"
+	EnvLLMStructured     = "DEVPILOT_LLM_STRUCTURED_OUTPUT"
+	EnvMaxToolRounds     = "DEVPILOT_MAX_TOOL_ROUNDS"
+	EnvSpecMaxTokens     = "DEVPILOT_SPEC_MAX_TOKENS"
+	EnvSpecTimeout       = "DEVPILOT_SPEC_CALL_TIMEOUT"
+	EnvSpecParallel      = "DEVPILOT_SPEC_CONCURRENCY"
 	// EnvSpecTemperature is SpecConfig.Temperature: one number from 0 to 2
 	// for every stage ("0.2"), or stage=number pairs separated by commas
 	// ("scope=0.7,prd=0.3,prps=0"), with at most one bare number for the
@@ -625,7 +625,7 @@ func Load(mode Mode, getenv func(string) string, opts ...LoadOption) (Config, er
 	c.RateWindow = r.duration(EnvRateWindow, time.Minute)
 	c.LogPoll = r.durationIn(EnvLogPoll, cloud.DefaultLogPoll, cloud.MinLogPoll, time.Minute)
 	c.LogFollowFor = r.durationIn(EnvLogFollowFor, cloud.DefaultLogFollowFor, time.Second, time.Hour)
-	c.MCPCallTimeout = r.durationIn(EnvMCPCallTimeout, httpapi.DefaultMCPCallTimeout, time.Second, 10*time.Minute)
+	c.MCPRequestTimeout = r.durationIn(EnvMCPRequestTimeout, httpapi.DefaultMCPCallTimeout, time.Second, 10*time.Minute)
 	c.MCPWatchInterval = r.durationIn(EnvMCPWatchInterval, httpapi.DefaultMCPWatchInterval, 100*time.Millisecond, time.Minute)
 	c.WebhookReadsPerClient = int(r.number(EnvWebhookReadsPerClient, httpapi.DefaultWebhookReadsPerClient, 1, 1000))
 	c.Retention = r.retention(c.RateWindow)

@@ -207,7 +207,7 @@ func TestMCPToolCallDeadline(t *testing.T) {
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			st := startReplicas(t, d, 1, map[string]string{app.EnvMCPCallTimeout: "1s"})[0]
+			st := startReplicas(t, d, 1, map[string]string{app.EnvMCPRequestTimeout: "1s"})[0]
 			ended := make(chan error, 1)
 			if err := st.reg.Register(tool.Tool{Name: "wait_for_widget", Description: "Waits for a widget.", Effect: tool.EffectRead,
 				Schema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),

@@ -592,7 +592,7 @@ func NewHTTPServer(p HTTPParams) *httpapi.Server {
 		WebhookReadsPerClient: p.Config.WebhookReadsPerClient,
 		LogPoll:               p.Config.LogPoll,
 		LogFollowFor:          p.Config.LogFollowFor,
-		MCPCallTimeout:        p.Config.MCPCallTimeout,
+		MCPCallTimeout:        p.Config.MCPRequestTimeout,
 		MCPWatchInterval:      p.Config.MCPWatchInterval,
 		PublicURL:             p.Config.PublicURL,
 		OIDCIssuer:            p.Config.SignIn.Issuer,
