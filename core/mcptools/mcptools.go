@@ -43,9 +43,17 @@ type Config struct {
 	// AllowPrivate lets a server's address be loopback or private (tests,
 	// the sandbox), as publishing targets may.
 	AllowPrivate bool
+	// DownFor is how long a server whose tools could not be listed for a
+	// turn is left out of later turns at once, with the same note, instead
+	// of each turn waiting for it again (30 s; an admin's Test or tool list
+	// tries it at once and clears it when it answers).
+	DownFor time.Duration
 }
 
 func (c Config) withDefaults() Config {
+	if c.DownFor <= 0 {
+		c.DownFor = 30 * time.Second
+	}
 	if c.ListTimeout <= 0 {
 		c.ListTimeout = 5 * time.Second
 	}
@@ -86,6 +94,14 @@ type Service struct {
 	cfg Config
 	d   Deps
 	log *slog.Logger
+	// down holds, by server id, the servers left out of turns for now.
+	down sync.Map // string → downServer
+}
+
+// downServer is a server that failed to list its tools for a turn.
+type downServer struct {
+	until time.Time
+	err   error
 }
 
 var _ tool.Source = (*Service)(nil)
@@ -387,6 +403,9 @@ func (s *Service) list(ctx context.Context, m ports.MCPServer, fresh bool) ([]po
 	if err != nil {
 		return nil, err
 	}
+	if v, ok := s.down.Load(m.ID); ok && !fresh && s.d.Clock.Now().Before(v.(downServer).until) {
+		return nil, v.(downServer).err
+	}
 	lctx, cancel := context.WithTimeout(ctx, s.cfg.ListTimeout)
 	defer cancel()
 	var tools []ports.MCPTool
@@ -397,6 +416,12 @@ func (s *Service) list(ctx context.Context, m ports.MCPServer, fresh bool) ([]po
 	}
 	if err != nil && lctx.Err() != nil && ctx.Err() == nil {
 		err = &ports.Error{Kind: ports.KindTimeout, Message: fmt.Sprintf("it did not answer within %s", s.cfg.ListTimeout), Err: err}
+	}
+	switch {
+	case err == nil:
+		s.down.Delete(m.ID)
+	case ctx.Err() == nil:
+		s.down.Store(m.ID, downServer{until: s.d.Clock.Now().Add(s.cfg.DownFor), err: err})
 	}
 	count, last := len(tools), ""
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/mock/gomock"
 
@@ -28,6 +29,7 @@ type env struct {
 	svc    *mcptools.Service
 	store  *memstore.Store
 	client *mocks.MockMCPClient
+	clock  *fixture.Clock
 }
 
 func newEnv(t *testing.T, cfg mcptools.Config) *env {
@@ -42,9 +44,10 @@ func newEnv(t *testing.T, cfg mcptools.Config) *env {
 	}
 	client := mocks.NewMockMCPClient(gomock.NewController(t))
 	cfg.AllowPrivate = true
+	clock := fixture.NewClock()
 	svc := mcptools.New(cfg, mcptools.Deps{Store: store, Client: client, Cipher: box, Audit: store,
-		Clock: fixture.NewClock(), IDs: &fixture.IDs{}})
-	return &env{svc: svc, store: store, client: client}
+		Clock: clock, IDs: &fixture.IDs{}})
+	return &env{svc: svc, store: store, client: client, clock: clock}
 }
 
 func as(t *testing.T, p ports.Principal) context.Context { return ports.WithPrincipal(t.Context(), p) }
@@ -193,5 +196,52 @@ func TestToolName(t *testing.T) {
 		if got := mcptools.ToolName("x", in); got != want {
 			t.Errorf("ToolName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestOrgToolsLeavesADownServerOut: a server that could not list its tools
+// for a turn is left out of the next turns at once, with its note, until
+// Config.DownFor has passed or an admin's Test reaches it.
+func TestOrgToolsLeavesADownServerOut(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, mcptools.Config{DownFor: time.Minute})
+	ctx := as(t, admin)
+	srv, err := e.svc.CreateServer(ctx, mcptools.ServerInput{Name: "flaky", URL: "https://flaky.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := false
+	lists := 0
+	answer := func(context.Context, ports.MCPEndpoint) ([]ports.MCPTool, error) {
+		lists++
+		if !up {
+			return nil, &ports.Error{Kind: ports.KindUnavailable, Message: "connecting: refused"}
+		}
+		return []ports.MCPTool{{Name: "lookup", InputSchema: json.RawMessage(`{"type":"object"}`), ReadOnly: true}}, nil
+	}
+	e.client.EXPECT().ListTools(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(answer)
+	e.client.EXPECT().Refresh(gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(answer)
+
+	for turn := range 3 {
+		ex := e.svc.OrgTools(t.Context(), "org-1")
+		if len(ex.Tools) != 0 || len(ex.Notes) != 1 || !strings.Contains(ex.Notes[0], "flaky's tools are unavailable (connecting: refused)") {
+			t.Fatalf("turn %d: tools %v, notes %v", turn, ex.Tools, ex.Notes)
+		}
+	}
+	if lists != 1 {
+		t.Fatalf("the down server was asked %d times in three turns, want once", lists)
+	}
+	e.clock.Advance(time.Minute)
+	e.svc.OrgTools(t.Context(), "org-1")
+	if lists != 2 {
+		t.Fatalf("after DownFor the server was asked %d times in all, want 2", lists)
+	}
+	// An admin's Test reaches it at once; once it answers, turns have its tools.
+	up = true
+	if res, err := e.svc.TestServer(ctx, srv.ID); err != nil || !res.OK {
+		t.Fatalf("test: %+v, %v", res, err)
+	}
+	if ex := e.svc.OrgTools(t.Context(), "org-1"); len(ex.Tools) != 1 || len(ex.Notes) != 0 {
+		t.Fatalf("after a passing test: tools %v, notes %v", ex.Tools, ex.Notes)
 	}
 }
