@@ -247,10 +247,11 @@ func TestChatOutlivesItsConnection(t *testing.T) {
 // another user's session is 404.
 func TestStopFromTheOtherReplica(t *testing.T) {
 	t.Parallel()
-	for _, d := range sqlstoretest.Dialects() {
-		t.Run(string(d), func(t *testing.T) {
+	for _, c := range stackCases() {
+		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
-			stacks := startReplicas(t, d, durableReplicas(d), nil)
+			d := c.dialect
+			stacks := startReplicasOn(t, c, durableReplicas(d), nil)
 			on := func(i int) *stack { return stacks[i%len(stacks)] }
 			long := make([]string, 400)
 			for i := range long {

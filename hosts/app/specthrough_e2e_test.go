@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/devpilot/devpilot/adapters/sqlstore/sqlstoretest"
 	"github.com/devpilot/devpilot/hosts/sandbox/fakeopenai"
 )
 
@@ -13,10 +12,10 @@ import (
 // at the first stage that fails, with its reason; on both databases.
 func TestSpecGenerateThrough(t *testing.T) {
 	t.Parallel()
-	for _, d := range sqlstoretest.Dialects() {
-		t.Run(string(d), func(t *testing.T) {
+	for _, c := range stackCases() {
+		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
-			st := startStack(t, string(d))
+			st := startStackOn(t, c, nil)
 			member := st.token("dev@example.com")
 			newSession := func() string {
 				return st.noteSession(member, "Checkout revamp", "One-click checkout for returning customers.")
