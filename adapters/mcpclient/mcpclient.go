@@ -24,13 +24,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/devpilot/devpilot/adapters/publicdial"
 	"github.com/devpilot/devpilot/ports"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -58,9 +58,7 @@ type Config struct {
 }
 
 // Resolver looks up the IP addresses of a host name; *net.Resolver is one.
-type Resolver interface {
-	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
-}
+type Resolver = publicdial.Resolver
 
 // Client is the ports.MCPClient.
 type Client struct {
@@ -105,62 +103,14 @@ func New(cfg Config) *Client {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	dialer := &net.Dialer{Timeout: cfg.DialTimeout, Control: control(cfg.AllowPrivate)}
-	tr := &http.Transport{Proxy: nil, DialContext: resolvingDial(dialer, cfg.Resolver, cfg.AllowPrivate),
+	dialer := &net.Dialer{Timeout: cfg.DialTimeout, Control: publicdial.Control(cfg.AllowPrivate)}
+	tr := &http.Transport{Proxy: nil, DialContext: publicdial.DialContext(dialer, cfg.Resolver, cfg.AllowPrivate),
 		TLSHandshakeTimeout: cfg.DialTimeout, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}
 	return &Client{cfg: cfg, base: tr, conn: map[string]*conn{}}
 }
 
-var errPrivate = errors.New("the server resolves to a local or private address")
-
-// control refuses, unless allowPrivate, a socket about to connect to an
-// address that is not ports.PublicAddr.
-func control(allowPrivate bool) func(network, address string, _ syscall.RawConn) error {
-	return func(_, address string, _ syscall.RawConn) error {
-		if allowPrivate {
-			return nil
-		}
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil || !ports.PublicAddr(ap.Addr()) {
-			return errPrivate
-		}
-		return nil
-	}
-}
-
-// resolvingDial resolves a host name with r and dials its addresses in
-// turn; unless allowPrivate, a name with any address that is not public is
-// refused before a socket is made.
-func resolvingDial(d *net.Dialer, r Resolver, allowPrivate bool) func(ctx context.Context, network, address string) (net.Conn, error) {
-	return func(ctx context.Context, network, address string) (net.Conn, error) {
-		host, port, err := net.SplitHostPort(address)
-		if err != nil {
-			return nil, err
-		}
-		addrs := []netip.Addr{}
-		if a, err := netip.ParseAddr(host); err == nil {
-			addrs = append(addrs, a)
-		} else if addrs, err = r.LookupNetIP(ctx, "ip", host); err != nil {
-			return nil, err
-		}
-		for _, a := range addrs {
-			if !allowPrivate && !ports.PublicAddr(a) {
-				return nil, &net.OpError{Op: "dial", Net: network, Addr: &net.TCPAddr{IP: a.AsSlice()}, Err: errPrivate}
-			}
-		}
-		first := error(&net.AddrError{Err: "no address", Addr: host})
-		for i, a := range addrs {
-			c, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
-			if err == nil {
-				return c, nil
-			}
-			if i == 0 {
-				first = err
-			}
-		}
-		return nil, first
-	}
-}
+// errPrivate is the dialer's refusal of an address that is not public.
+var errPrivate = publicdial.ErrPrivate
 
 // errTooLarge fails reading an answer past Config.MaxResponse.
 var errTooLarge = errors.New("the server's answer is too large")
@@ -492,7 +442,7 @@ func mapErr(ctx context.Context, doing string, err error) error {
 	case ctx.Err() != nil:
 		return &ports.Error{Kind: ports.KindTimeout, Message: doing + ": it did not answer in time", Err: err}
 	case errors.Is(err, errPrivate):
-		return &ports.Error{Kind: ports.KindInvalid, Message: doing + ": " + errPrivate.Error(), Err: err}
+		return &ports.Error{Kind: ports.KindInvalid, Message: doing + ": the server resolves to a local or private address", Err: err}
 	case errors.Is(err, errTooLarge) || strings.Contains(msg, "too large") || strings.Contains(msg, "exceeds"):
 		return &ports.Error{Kind: ports.KindUpstream, Message: doing + ": the server's answer is too large", Err: err}
 	case isBroken(err):

@@ -26,15 +26,14 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
+	"github.com/devpilot/devpilot/adapters/publicdial"
 	"github.com/devpilot/devpilot/ports"
 )
 
@@ -66,9 +65,7 @@ type Config struct {
 }
 
 // Resolver looks up the IP addresses of a host name; *net.Resolver is one.
-type Resolver interface {
-	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
-}
+type Resolver = publicdial.Resolver
 
 // Client is the ports.ContentPublisher over net/http.
 type Client struct {
@@ -78,7 +75,8 @@ type Client struct {
 
 var _ ports.ContentPublisher = (*Client)(nil)
 
-var errPrivate = errors.New("publish: the target resolves to a local or private address")
+// errPrivate is the dialer's refusal of an address that is not public.
+var errPrivate = publicdial.ErrPrivate
 
 // New returns a Client.
 func New(cfg Config) *Client {
@@ -91,62 +89,11 @@ func New(cfg Config) *Client {
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
-	dialer := &net.Dialer{Timeout: cfg.Timeout, Control: control(cfg.AllowPrivate)}
-	tr := &http.Transport{Proxy: nil, DialContext: resolvingDial(dialer, cfg.Resolver, cfg.AllowPrivate), TLSHandshakeTimeout: cfg.Timeout,
+	dialer := &net.Dialer{Timeout: cfg.Timeout, Control: publicdial.Control(cfg.AllowPrivate)}
+	tr := &http.Transport{Proxy: nil, DialContext: publicdial.DialContext(dialer, cfg.Resolver, cfg.AllowPrivate), TLSHandshakeTimeout: cfg.Timeout,
 		ResponseHeaderTimeout: cfg.Timeout, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second}
 	return &Client{cfg: cfg, http: &http.Client{Transport: tr, Timeout: cfg.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-}
-
-// control is the dialer's last word: unless allowPrivate, it refuses a
-// socket about to connect to an address that is not ports.PublicAddr, so
-// the check sees the very address connected to, however it was found.
-func control(allowPrivate bool) func(network, address string, _ syscall.RawConn) error {
-	return func(_, address string, _ syscall.RawConn) error {
-		if allowPrivate {
-			return nil
-		}
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil || !ports.PublicAddr(ap.Addr()) {
-			return errPrivate
-		}
-		return nil
-	}
-}
-
-// resolvingDial resolves a host name with r and dials its addresses in
-// turn with d. Unless allowPrivate, a name with any address that is not
-// public is refused before a socket is made (and d's Control checks each
-// address again as it connects).
-func resolvingDial(d *net.Dialer, r Resolver, allowPrivate bool) func(ctx context.Context, network, address string) (net.Conn, error) {
-	return func(ctx context.Context, network, address string) (net.Conn, error) {
-		host, port, err := net.SplitHostPort(address)
-		if err != nil {
-			return nil, err
-		}
-		addrs := []netip.Addr{}
-		if a, err := netip.ParseAddr(host); err == nil {
-			addrs = append(addrs, a)
-		} else if addrs, err = r.LookupNetIP(ctx, "ip", host); err != nil {
-			return nil, err
-		}
-		for _, a := range addrs {
-			if !allowPrivate && !ports.PublicAddr(a) {
-				return nil, &net.OpError{Op: "dial", Net: network, Addr: &net.TCPAddr{IP: a.AsSlice()}, Err: errPrivate}
-			}
-		}
-		first := error(&net.AddrError{Err: "no address", Addr: host})
-		for i, a := range addrs {
-			conn, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
-			if err == nil {
-				return conn, nil
-			}
-			if i == 0 {
-				first = err
-			}
-		}
-		return nil, first
-	}
 }
 
 // Sign returns the X-Devpilot-Signature-256 value of body under secret:

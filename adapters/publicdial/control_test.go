@@ -1,10 +1,11 @@
-package publish
+package publicdial_test
 
 import (
 	"errors"
 	"net"
 	"testing"
 
+	"github.com/devpilot/devpilot/adapters/publicdial"
 	"github.com/devpilot/devpilot/testkit/fixture"
 )
 
@@ -12,9 +13,9 @@ import (
 // connect to, whatever resolved it, and lets a public one through.
 func TestControlRefusesNonPublicAddresses(t *testing.T) {
 	t.Parallel()
-	check := control(false)
+	check := publicdial.Control(false)
 	for _, a := range fixture.NonPublicAddrs {
-		if err := check("tcp", net.JoinHostPort(a, "443"), nil); !errors.Is(err, errPrivate) {
+		if err := check("tcp", net.JoinHostPort(a, "443"), nil); !errors.Is(err, publicdial.ErrPrivate) {
 			t.Errorf("Control(%s) = %v, want refused", a, err)
 		}
 	}
@@ -23,7 +24,7 @@ func TestControlRefusesNonPublicAddresses(t *testing.T) {
 			t.Errorf("Control(%s) = %v, want allowed", a, err)
 		}
 	}
-	if err := control(true)("tcp", "127.0.0.1:80", nil); err != nil {
+	if err := publicdial.Control(true)("tcp", "127.0.0.1:80", nil); err != nil {
 		t.Errorf("allowed private: %v", err)
 	}
 }
