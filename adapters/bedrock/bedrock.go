@@ -126,7 +126,11 @@ func (c Config) GoString() string { return c.String() }
 // Client is a ports.LLM over Amazon Bedrock's ConverseStream. It is safe for
 // concurrent use.
 type Client struct {
-	api         *bedrockruntime.Client
+	// newAPI makes the SDK client of one call: the SDK's clients share one
+	// event-stream decoder (and its buffer) between their streams, so two
+	// streams of one client corrupt each other's events. The credentials'
+	// cache is the configuration's, shared by every call.
+	newAPI      func() *bedrockruntime.Client
 	model       string
 	timeout     time.Duration
 	maxTokens   int
@@ -195,7 +199,7 @@ func newClient(ctx context.Context, cfg Config, backoff retry.BackoffDelayer) (*
 	case retries < 0:
 		retries = 0
 	}
-	api := bedrockruntime.NewFromConfig(base, func(o *bedrockruntime.Options) {
+	apiOptions := func(o *bedrockruntime.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = sdkaws.String(strings.TrimRight(cfg.Endpoint, "/"))
 		}
@@ -207,9 +211,9 @@ func newClient(ctx context.Context, cfg Config, backoff retry.BackoffDelayer) (*
 				so.Backoff = backoff
 			}
 		})
-	})
+	}
 	c := &Client{
-		api:         api,
+		newAPI:      func() *bedrockruntime.Client { return bedrockruntime.NewFromConfig(base, apiOptions) },
 		model:       cfg.Model,
 		timeout:     cfg.Timeout,
 		maxTokens:   cfg.MaxTokens,

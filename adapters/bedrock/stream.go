@@ -25,7 +25,7 @@ type toolBlock struct {
 // name of the tool carrying the response format, "" for none. It returns
 // a *callerError for onDelta's error, and the SDK's error otherwise.
 func (c *Client) stream(ctx context.Context, in *bedrockruntime.ConverseStreamInput, structured string, onDelta func(string) error, res *ports.ChatResult) error {
-	out, err := c.api.ConverseStream(ctx, in)
+	out, err := c.newAPI().ConverseStream(ctx, in)
 	if err != nil {
 		return err
 	}

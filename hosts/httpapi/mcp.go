@@ -173,14 +173,15 @@ func (s *Server) mcpEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if methods[mcpListenMethod] {
 		// A listen stream lasts until its client leaves or the server
 		// stops.
-		ctx, cancel = context.WithCancel(r.Context())
+		listen, stop := context.WithCancel(r.Context())
 		go func() {
 			select {
 			case <-s.stopping:
-				cancel()
-			case <-ctx.Done():
+				stop()
+			case <-listen.Done():
 			}
 		}()
+		ctx, cancel = listen, stop
 	} else {
 		// The handler's work ends at the limit (see withDeadline); the
 		// request leaves it time to answer so.
